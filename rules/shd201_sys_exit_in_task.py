@@ -1,0 +1,303 @@
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import libcst as cst
+
+from shutdown_lint import facts as F
+from shutdown_lint.rule import Fix, Invalid, Replace, Rule, Valid
+
+from ._fixes import IMPORT_RUNTIME_GUARD, guard_call, strip_trailing_comma
+
+_EXIT_CALLS = frozenset({"sys.exit", "builtins.exit", "builtins.quit"})
+
+
+class SysExitInTask(Rule):
+    """
+    ## What it does
+    Flags `sys.exit()`, `exit()`, `quit()` and `raise SystemExit` inside a coroutine
+    function, or inside a function that is run as a task, submitted to an executor or
+    `asyncio.to_thread`, or used as a `threading.Thread` target.
+
+    Not flagged: plain synchronous code, nested synchronous helpers that are not run in
+    a task, executor or thread, and a coroutine that the module only ever runs as the
+    main coroutine of `asyncio.run()` (or awaits from one), where `SystemExit` does
+    reach the caller of `asyncio.run()`.
+
+    ## Why is this bad?
+    `SystemExit` is an exception like any other until it reaches the top of the main
+    thread. Raised in a task, it is stored on the task and re-raised out of the event
+    loop only if that loop runs in the main thread. When the loop runs in another thread
+    (every Ray async actor, vLLM's engine loop, any `loop.run_forever()` in a thread)
+    it ends only that thread and the process lives on, hung. In a `threading.Thread`
+    target, `threading` swallows `SystemExit` silently; in an executor it is stored in
+    the future and surfaces only if someone awaits it.
+
+    This is how a fire-and-forget generation loop that called `sys.exit(1)` after an
+    engine failure left 128 GPUs idle for five days (SkyRL #1691).
+
+    ## Example
+    ```python
+    import asyncio, sys
+
+    async def generate_loop(engine):
+        try:
+            await engine.generate()
+        except EngineDeadError:
+            sys.exit(1)  # ends this task only
+
+    asyncio.create_task(generate_loop(engine))
+    ```
+
+    ## Use instead
+    ```python
+    import asyncio
+    import runtime_guard
+
+    async def generate_loop(engine):
+        try:
+            await engine.generate()
+        except EngineDeadError:
+            runtime_guard.hard_exit(1)  # flushes stdio and logging, then os._exit(1)
+    ```
+
+    ## Fix safety
+    Safe: only the exit path changes. `runtime_guard.hard_exit(code)` flushes stdout,
+    stderr and logging handlers and calls `os._exit(code)` from any thread. Unlike
+    `sys.exit`, it does not run `finally` blocks of other tasks or `atexit` handlers; if
+    the program depends on those for its exit (e.g. a metrics flush), call them before
+    the exit. The fix adds `import runtime_guard`.
+
+    ## References
+    - SkyRL #1691: process hang when vLLM engine dies during async generation
+    - Python docs: `sys.exit`, `os._exit`, `threading.excepthook`
+    """
+
+    code = "SHD201"
+    name = "sys-exit-in-task"
+    summary = "`sys.exit()` in a task, executor or thread ends only that task or thread"
+    triggers = ("exit", "quit", "SystemExit")
+    facts_needed = ("functions", "execution")
+
+    valid = [
+        # plain synchronous code
+        "import sys\ndef main():\n    sys.exit(1)\n",
+        # the main coroutine of asyncio.run: SystemExit reaches the caller
+        """
+        import asyncio, sys
+        async def main():
+            sys.exit(2)
+        if __name__ == "__main__":
+            asyncio.run(main())
+        """,
+        # awaited only from the main coroutine
+        """
+        import asyncio, sys
+        async def check():
+            raise SystemExit(3)
+        async def main():
+            await check()
+        asyncio.run(main())
+        """,
+        # a nested synchronous helper used as a signal handler is not run in the task
+        """
+        import asyncio, signal, sys
+        async def serve():
+            def on_term():
+                sys.exit(0)
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, on_term)
+        """,
+        # exit shadowed by a local definition
+        """
+        def exit(code):
+            print(code)
+        async def work():
+            exit(1)
+        """,
+        # os._exit is the remedy, not the hazard
+        "import os\nasync def work():\n    os._exit(1)\n",
+    ]
+    invalid = [
+        Invalid(
+            """
+            import asyncio
+            import sys
+
+            async def generate_loop():
+                try:
+                    await step()
+                except RuntimeError:
+                    # engine is dead
+                    sys.exit(1)
+
+            def start():
+                asyncio.create_task(generate_loop())
+            """,
+            fixed="""
+            import asyncio
+            import sys
+            import runtime_guard
+
+            async def generate_loop():
+                try:
+                    await step()
+                except RuntimeError:
+                    # engine is dead
+                    runtime_guard.hard_exit(1)
+
+            def start():
+                asyncio.create_task(generate_loop())
+            """,
+            message_contains="task",
+        ),
+        Invalid(
+            """
+            import threading
+            from sys import exit as die
+
+            def pump():
+                die(3)
+
+            threading.Thread(target=pump, daemon=True).start()
+            """,
+            fixed="""
+            import threading
+            from sys import exit as die
+            import runtime_guard
+
+            def pump():
+                runtime_guard.hard_exit(3)
+
+            threading.Thread(target=pump, daemon=True).start()
+            """,
+            message_contains="thread",
+        ),
+        Invalid(
+            """
+            import ray
+
+            @ray.remote
+            class Generator:
+                async def run(self):
+                    raise SystemExit(1)
+            """,
+            fixed="""
+            import ray
+            import runtime_guard
+
+            @ray.remote
+            class Generator:
+                async def run(self):
+                    runtime_guard.hard_exit(1)
+            """,
+            message_contains="actor",
+        ),
+        Invalid(
+            """
+            import asyncio as aio
+
+            def save(path):
+                quit()
+
+            async def main():
+                await aio.to_thread(save, "x")
+            """,
+            fixed="""
+            import asyncio as aio
+            import runtime_guard
+
+            def save(path):
+                runtime_guard.hard_exit()
+
+            async def main():
+                await aio.to_thread(save, "x")
+            """,
+        ),
+        Invalid(
+            """
+            import sys
+            async def handler(request):
+                sys.exit()  # keep this comment
+            """,
+            fixed="""
+            import sys
+            import runtime_guard
+
+            async def handler(request):
+                runtime_guard.hard_exit()  # keep this comment
+            """,
+            count=1,
+        ),
+    ]
+
+    # ------------------------------------------------------------------ visitors
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.facts.call_name(node) not in _EXIT_CALLS:
+            return
+        reason = self._reason(node)
+        if reason is None:
+            return
+        fix = Fix.safe(
+            Replace(node, guard_call("hard_exit", strip_trailing_comma(node.args))),
+            _imp(),
+            message="Replace with `runtime_guard.hard_exit()`",
+        )
+        self.report(node, f"`{_callee_text(node)}()` {reason}", fix=fix)
+
+    def visit_Raise(self, node: cst.Raise) -> None:
+        exc = node.exc
+        if exc is None:
+            return
+        target = exc.func if isinstance(exc, cst.Call) else exc
+        if self.facts.qualified_name(target, node) != "builtins.SystemExit":
+            return
+        reason = self._reason(node)
+        if reason is None:
+            return
+        args: Sequence[cst.Arg] = strip_trailing_comma(exc.args) if isinstance(exc, cst.Call) else []
+        fix = None
+        parent = self.facts.parent(node)
+        if isinstance(parent, cst.SimpleStatementLine):
+            fix = Fix.safe(
+                Replace(node, cst.Expr(guard_call("hard_exit", args))),
+                _imp(),
+                message="Replace with `runtime_guard.hard_exit()`",
+            )
+        self.report(node, f"`raise SystemExit` {reason}", fix=fix)
+
+    # ------------------------------------------------------------------ context
+    def _reason(self, node: cst.CSTNode) -> Optional[str]:
+        if self.facts.in_lambda(node):
+            return None
+        fn = self.facts.enclosing_function(node)
+        if fn is None:
+            return None
+        ctx = self.facts.contexts(fn)
+        if fn.is_async:
+            if F.RAY_ASYNC_ACTOR in ctx or F.RAY_REMOTE in ctx:
+                return ("in a Ray actor coroutine: the actor's event loop runs in another thread, so "
+                        "SystemExit ends only that task and the actor process lives on")
+            if F.LOOP_THREAD in ctx:
+                return ("in a coroutine whose event loop runs in another thread: SystemExit ends only "
+                        "the task and the process lives on")
+            if self.facts.only_main_task(fn):
+                return None
+            if F.TASK in ctx:
+                return ("in a coroutine run as a task: SystemExit is stored on the task and ends the "
+                        "process only if its loop runs in the main thread")
+            return ("in a coroutine: if it runs as a task on a loop in another thread, SystemExit ends "
+                    "only that task and the process lives on")
+        if F.THREAD in ctx:
+            return "in a thread target: `threading` swallows SystemExit and only this thread ends"
+        if F.EXECUTOR in ctx:
+            return ("in a function run in an executor: SystemExit is stored in the future and the "
+                    "process goes on")
+        return None
+
+
+def _callee_text(node: cst.Call) -> str:
+    return cst.Module([]).code_for_node(node.func)
+
+
+def _imp():
+    return IMPORT_RUNTIME_GUARD

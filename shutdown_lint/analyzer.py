@@ -1,0 +1,188 @@
+"""Analyse one file: pre-filter, parse, shared facts, one traversal, findings.
+
+``lint_source`` is the whole pipeline for one file's bytes and returns a serialisable
+``FileResult``; ``analyze`` stops at live ``Finding`` objects (used by the fixer).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Optional, Sequence
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+from . import registry, suppression
+from .diagnostic import Diagnostic, FileResult
+from .edits import apply_fixes, text_edits
+from .facts import ModuleFacts
+from .rule import Applicability, Finding, Rule
+from .settings import Settings
+from .traversal import MultiRuleVisitor
+
+
+class AnalysisError(Exception):
+    """The file could not be analysed; ``str(self)`` is a one-line ``path:line:col: msg``."""
+
+
+def rules_for(path: str, settings: Settings) -> list[type[Rule]]:
+    by_code = registry.rules_by_code()
+    codes = set(settings.selected)
+    for pattern, ignored in settings.per_file_ignores:
+        if _path_matches(path, pattern):
+            codes -= set(ignored)
+    return [by_code[c] for c in sorted(codes) if c in by_code]
+
+
+def _path_matches(path: str, pattern: str) -> bool:
+    posix = path.replace("\\", "/")
+    if posix.startswith("./"):
+        posix = posix[2:]
+    return (
+        fnmatch.fnmatch(posix, pattern)
+        or fnmatch.fnmatch(posix, f"*/{pattern}")
+        or fnmatch.fnmatch(posix.rsplit("/", 1)[-1], pattern)
+    )
+
+
+def prefilter(source: bytes, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
+    """Rules whose trigger substrings occur in the file (or that declare none)."""
+    out = []
+    for r in rules:
+        if not r.triggers or any(t.encode() in source for t in r.triggers):
+            out.append(r)
+    return out
+
+
+def parse(source: bytes, path: str) -> cst.Module:
+    try:
+        return cst.parse_module(source)
+    except cst.ParserSyntaxError as e:
+        first = str(e.message).strip().splitlines()[0] if e.message else "invalid syntax"
+        raise AnalysisError(f"{path}:{e.raw_line}:{e.raw_column + 1}: syntax error: {first}") from None
+    except RecursionError:
+        raise AnalysisError(f"{path}:1:1: file too deeply nested to parse (recursion limit)") from None
+    except (UnicodeDecodeError, LookupError, SyntaxError) as e:
+        line = getattr(e, "lineno", None) or 1
+        raise AnalysisError(f"{path}:{line}:1: cannot decode file: {e}") from None
+    except Exception as e:  # libcst raises a few other types on odd input (e.g. NUL bytes)
+        raise AnalysisError(f"{path}:1:1: cannot parse file: {type(e).__name__}: {e}".splitlines()[0]) from None
+
+
+@dataclass
+class Analysis:
+    path: str
+    module: cst.Module
+    facts: ModuleFacts
+    findings: list[Finding]
+    settings: Settings
+    warnings: list[str] = field(default_factory=list)
+
+    @cached_property
+    def text(self) -> str:
+        return self.module.code
+
+    @cached_property
+    def lines(self) -> list[str]:
+        return self.text.splitlines()
+
+    @cached_property
+    def positions(self):
+        # Positions cost a full render of the module: computed only for files with findings.
+        return MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+
+    def position(self, node: cst.CSTNode) -> CodeRange:
+        return self.positions[node]
+
+    @cached_property
+    def suppressions(self) -> suppression.Suppressions:
+        return suppression.parse(self.text, set(registry.rules_by_code()), registry.names_to_codes())
+
+    def is_suppressed(self, finding: Finding) -> bool:
+        return self.suppressions.suppresses(self.position(finding.node).start.line, finding.code)
+
+    def active_findings(self) -> list[Finding]:
+        """Findings not suppressed in-line, in source order."""
+        if not self.findings:
+            return []
+        live = [f for f in self.findings if not self.is_suppressed(f)]
+        live.sort(key=lambda f: (self.position(f.node).start.line, self.position(f.node).start.column, f.code))
+        return live
+
+    def diagnostic(self, finding: Finding, *, with_edits: bool = True) -> Diagnostic:
+        pos = self.position(finding.node)
+        fix = None
+        if finding.fix is not None:
+            edits: list[dict] = []
+            if with_edits:
+                try:
+                    fixed = apply_fixes(self.module, [finding.fix]).code
+                    edits = text_edits(self.text, fixed)
+                except Exception:  # a fix that cannot render is reported without edits
+                    edits = []
+            fix = {
+                "applicability": finding.fix.applicability.value,
+                "message": finding.fix.message,
+                "edits": edits,
+            }
+        line_text = self.lines[pos.start.line - 1].strip() if 0 < pos.start.line <= len(self.lines) else ""
+        return Diagnostic(
+            code=finding.code,
+            name=finding.rule.name,
+            message=finding.message,
+            path=self.path,
+            line=pos.start.line,
+            column=pos.start.column + 1,
+            end_line=pos.end.line,
+            end_column=pos.end.column + 1,
+            fix=fix,
+            line_text=line_text,
+        )
+
+
+def analyze(source: bytes, path: str, settings: Settings, rules: Optional[Sequence[type[Rule]]] = None) -> Optional[Analysis]:
+    """Run the rules on ``source``. ``None`` when the pre-filter rules the file out.
+
+    Raises ``AnalysisError`` when the file cannot be parsed.
+    """
+    candidates = list(rules) if rules is not None else rules_for(path, settings)
+    if settings.prefilter:
+        candidates = prefilter(source, candidates)
+    if not candidates:
+        return None
+    module = parse(source, path)
+    facts = ModuleFacts.build(module, path)
+    findings: list[Finding] = []
+    instances = [r(facts, settings, findings) for r in candidates]
+    try:
+        module.visit(MultiRuleVisitor(instances))
+    except RecursionError:
+        raise AnalysisError(f"{path}:1:1: file too deeply nested to analyse (recursion limit)") from None
+    return Analysis(path, module, facts, findings, settings)
+
+
+def lint_source(source: bytes, path: str, settings: Settings, *, fix_edits: bool = True) -> FileResult:
+    result = FileResult(path)
+    try:
+        analysis = analyze(source, path, settings)
+    except AnalysisError as e:
+        result.error = str(e)
+        return result
+    if analysis is None:
+        return result
+    result.parsed = True
+    findings = analysis.active_findings()
+    result.diagnostics = [analysis.diagnostic(f, with_edits=fix_edits) for f in findings]
+    if analysis.findings:
+        for line, code in analysis.suppressions.unknown:
+            result.warnings.append(f"{path}:{line}:1: unknown rule {code!r} in a suppression comment")
+    elif "noqa" in analysis.text or "shutdown-lint" in analysis.text:
+        for line, code in analysis.suppressions.unknown:
+            result.warnings.append(f"{path}:{line}:1: unknown rule {code!r} in a suppression comment")
+    return result
+
+
+def is_applicable(finding: Finding, unsafe: bool) -> bool:
+    return finding.fix is not None and (unsafe or finding.fix.applicability is Applicability.SAFE)

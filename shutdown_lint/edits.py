@@ -1,0 +1,123 @@
+"""Applying fixes to a libcst module: conflict detection and the one transform.
+
+A fix is a list of node-level edits (``rule.Replace``, ``InsertBefore``, ``InsertAfter``,
+``AddImport``). Several fixes are applied together in one transform when they do not
+conflict; conflicting ones wait for the next pass (see ``fixer.py``).
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Iterable, Sequence
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import AddImportsVisitor
+
+from .facts import ModuleFacts
+from .rule import AddImport, Edit, Fix, InsertAfter, InsertBefore, Replace
+
+
+def _targets(edit: Edit) -> tuple[str, cst.CSTNode | None]:
+    if isinstance(edit, Replace):
+        return "replace", edit.node
+    if isinstance(edit, (InsertBefore, InsertAfter)):
+        return "insert", edit.anchor
+    return "import", None
+
+
+def conflicts(a: Fix, b: Fix, facts: ModuleFacts) -> bool:
+    """Two fixes conflict when one replaces a node that contains (or is) a node the other
+    edits: the replacement was built from the original subtree and would drop the edit."""
+    for ea in a.edits:
+        ka, na = _targets(ea)
+        if na is None:
+            continue
+        for eb in b.edits:
+            kb, nb = _targets(eb)
+            if nb is None:
+                continue
+            if ka == "insert" and kb == "insert":
+                continue
+            if na is nb:
+                return True
+            if ka == "replace" and facts.is_ancestor(na, nb):
+                return True
+            if kb == "replace" and facts.is_ancestor(nb, na):
+                return True
+    return False
+
+
+def choose_batch(fixes: Sequence[Fix], facts: ModuleFacts) -> list[Fix]:
+    """Greedy, in the given (source) order: take each fix that conflicts with none taken."""
+    batch: list[Fix] = []
+    for fix in fixes:
+        if all(not conflicts(fix, other, facts) for other in batch):
+            batch.append(fix)
+    return batch
+
+
+class _Apply(cst.CSTTransformer):
+    def __init__(self, fixes: Iterable[Fix]) -> None:
+        self.replace: dict[cst.CSTNode, object] = {}
+        self.before: dict[cst.CSTNode, list[cst.BaseStatement]] = {}
+        self.after: dict[cst.CSTNode, list[cst.BaseStatement]] = {}
+        for fix in fixes:
+            for e in fix.edits:
+                if isinstance(e, Replace):
+                    self.replace[e.node] = e.new
+                elif isinstance(e, InsertBefore):
+                    self.before.setdefault(e.anchor, []).extend(e.statements)
+                elif isinstance(e, InsertAfter):
+                    self.after.setdefault(e.anchor, []).extend(e.statements)
+
+    def on_leave(self, original_node, updated_node):  # type: ignore[override]
+        result = self.replace.get(original_node, updated_node)
+        before = self.before.get(original_node)
+        after = self.after.get(original_node)
+        if before or after:
+            if isinstance(result, cst.FlattenSentinel):
+                middle = list(result.nodes)
+            elif isinstance(result, cst.RemovalSentinel):
+                middle = []
+            else:
+                middle = [result]
+            if before and middle and isinstance(middle[0], cst.BaseStatement):
+                # comments that sat above the anchor stay above the inserted lines
+                first = middle[0]
+                lines = getattr(first, "leading_lines", ())
+                if lines:
+                    middle[0] = first.with_changes(leading_lines=())
+                    before = [before[0].with_changes(leading_lines=tuple(lines) + tuple(before[0].leading_lines))] + before[1:]
+            return cst.FlattenSentinel([*(before or []), *middle, *(after or [])])
+        return result
+
+
+def apply_fixes(module: cst.Module, fixes: Sequence[Fix]) -> cst.Module:
+    new = module.visit(_Apply(fixes))
+    imports = [e for fix in fixes for e in fix.edits if isinstance(e, AddImport)]
+    if imports:
+        context = CodemodContext()
+        for imp in imports:
+            AddImportsVisitor.add_needed_import(context, imp.module, imp.obj, imp.asname)
+        new = AddImportsVisitor(context).transform_module(new)
+    return new
+
+
+def text_edits(old: str, new: str) -> list[dict]:
+    """Line-granular text edits turning ``old`` into ``new`` (1-based, end exclusive at
+    column 1 of ``end_line``), for JSON/SARIF output."""
+    a = old.splitlines(keepends=True)
+    b = new.splitlines(keepends=True)
+    out = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        out.append(
+            {
+                "content": "".join(b[j1:j2]),
+                "location": {"row": i1 + 1, "column": 1},
+                "end_location": {"row": i2 + 1, "column": 1},
+            }
+        )
+    return out
