@@ -1,0 +1,31 @@
+"""Shared, documented vocabularies that rules use when they cannot resolve what a callee
+does. Each is the default of a configurable rule option; keep entries lower-case words
+(matched against identifier words) or dotted qualified names, as the comment says.
+
+Rules append their own sections here; keep each section's name prefixed by its purpose.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Words in a coroutine's name, or in the names it calls, that mean it owns a resource
+#: whose cleanup must run (SHD101, SHD404).
+RESOURCE_WORDS = (
+    "sandbox", "trial", "session", "container", "environment", "env", "pod",
+    "connection", "client", "lease", "slot",
+)
+
+_WORD_SPLIT = re.compile(r"[_\W]+|(?<=[a-z0-9])(?=[A-Z])")
+
+
+def identifier_words(name: str) -> list[str]:
+    """``createSandboxSession`` / ``create_sandbox_session`` -> ['create', 'sandbox', 'session']."""
+    return [w.lower() for w in _WORD_SPLIT.split(name) if w]
+
+
+def mentions(name: str, words) -> bool:
+    """True when one of ``words`` is a word of identifier ``name`` (``make_env`` matches
+    ``env``; ``environ`` does not)."""
+    ws = set(identifier_words(name))
+    return any(w in ws for w in words)
