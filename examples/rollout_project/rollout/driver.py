@@ -1,0 +1,34 @@
+"""The Ray driver: start the generator, wait for rollouts, stop cleanly (it does not)."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+
+import ray
+
+from .generator import RolloutWorker
+
+
+def load_prompts(n: int) -> list[str]:
+    return [f"task-{i}" for i in range(n)]
+
+
+def main() -> None:
+    ray.init(num_cpus=2, include_dashboard=False)
+    prompts = load_prompts(20)
+    worker = RolloutWorker.remote(tempfile.mkdtemp())
+    ref = worker.generate.remote(prompts)
+    try:
+        results = ray.get(ref)
+        print(f"{len(results)} trajectories")
+    except KeyboardInterrupt:
+        print("interrupted")
+        sys.exit(0)
+    except RuntimeError:
+        ray.cancel(ref)
+        raise
+
+
+if __name__ == "__main__":
+    main()
