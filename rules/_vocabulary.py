@@ -29,3 +29,21 @@ def mentions(name: str, words) -> bool:
     ``env``; ``environ`` does not)."""
     ws = set(identifier_words(name))
     return any(w in ws for w in words)
+
+# ---------------------------------------------------------------- Ray cancellation (SHD403, SHD501)
+#: Calls that ask a Ray task to stop (qualified names).
+RAY_CANCEL_CALLS = ("ray.cancel", "runtime_guard.ray.cancel_and_wait")
+#: Calls that wait, bounded, for Ray work to finish (its cleanup included). ``ray.get`` and
+#: ``ray.wait`` count only with a ``timeout``; the runtime_guard helpers always wait.
+RAY_BOUNDED_WAIT_CALLS = ("ray.wait", "ray.get")
+RAY_GUARD_WAIT_CALLS = ("runtime_guard.ray.cancel_and_wait", "runtime_guard.ray.interruptible_get")
+#: Calls that end the process (or the driver's main path) right away (SHD501).
+EXIT_CALLS = ("sys.exit", "os._exit", "builtins.exit", "builtins.quit", "runtime_guard.hard_exit")
+
+# ---------------------------------------------------------------- teardown paths (SHD502, SHD503)
+#: Words in a function or method name that make it a cleanup path (``close``, ``_shutdown_pool``,
+#: ``__exit__``, ``on_teardown``): resources released there count as released.
+CLEANUP_WORDS = (
+    "close", "aclose", "shutdown", "cleanup", "clean", "stop", "teardown", "exit", "aexit", "del",
+    "terminate", "dispose", "release", "finalize", "destroy", "kill", "quit", "atexit", "finish",
+)

@@ -14,6 +14,7 @@ from typing import Optional, Sequence
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
+from . import candidates as candidate_stage
 from . import registry, suppression
 from .diagnostic import Diagnostic, FileResult
 from .edits import apply_fixes, text_edits
@@ -150,6 +151,9 @@ def analyze(source: bytes, path: str, settings: Settings, rules: Optional[Sequen
     candidates = list(rules) if rules is not None else rules_for(path, settings)
     if settings.prefilter:
         candidates = prefilter(source, candidates)
+        if candidates:
+            # cheap necessary conditions per rule, before paying for a libcst parse
+            candidates = candidate_stage.filter_rules(source, candidates, settings)
     if not candidates:
         return None
     module = parse(source, path)

@@ -105,6 +105,11 @@ FACTORY_TYPES = {
     "concurrent.futures.ProcessPoolExecutor": "concurrent.futures.ProcessPoolExecutor",
     "concurrent.futures.thread.ThreadPoolExecutor": "concurrent.futures.ThreadPoolExecutor",
     "concurrent.futures.process.ProcessPoolExecutor": "concurrent.futures.ProcessPoolExecutor",
+    # futures from executors and cross-thread submission (their ``.result()`` blocks: SHD301)
+    "concurrent.futures.ThreadPoolExecutor.submit": "concurrent.futures.Future",
+    "concurrent.futures.ProcessPoolExecutor.submit": "concurrent.futures.Future",
+    "concurrent.futures.Executor.submit": "concurrent.futures.Future",
+    "asyncio.run_coroutine_threadsafe": "concurrent.futures.Future",
 }
 #: Modules re-exporting names under a canonical module (``from concurrent.futures.thread import X``).
 _CANONICAL_PREFIXES = (
@@ -518,6 +523,15 @@ class ModuleFacts:
     def is_builtin(self, name: str, at: cst.CSTNode) -> bool:
         return name in _BUILTINS and self.lookup(name, self.scope_of(at)) is None
 
+    def module_import_name(self, qualified: str) -> Optional[str]:
+        """The module-level local name bound by ``import <qualified> [as x]``
+        (``aio`` for ``import asyncio as aio``), for fixes that must write
+        ``<alias>.TaskGroup()``; ``None`` when the module has no such import."""
+        for local, bindings in self._module_bindings.items():
+            if any(b.kind == "import" and b.qualified == qualified for b in bindings):
+                return local
+        return None
+
     def qualified_name(self, expr: cst.BaseExpression, at: Optional[cst.CSTNode] = None) -> Optional[str]:
         """Dotted name that ``expr`` refers to, through imports and aliases.
 
@@ -696,6 +710,35 @@ class ModuleFacts:
     def runs_in_torch_worker(self, fn: Optional[FunctionInfo]) -> bool:
         return TORCH_WORKER in self.contexts(fn)
 
+    def is_process_entrypoint(self, node: cst.CSTNode) -> bool:
+        """True when ``node`` runs on the main thread of a process entrypoint: module-level
+        script code, the ``__main__`` block, ``main()`` and what it calls, a click/typer
+        command or an argparse ``set_defaults(func=...)`` handler. Never in Ray workers,
+        threads or executors (their process's entrypoint is elsewhere)."""
+        fn = node if isinstance(node, FunctionInfo) else self.enclosing_function(node)
+        if fn is None:
+            return self.enclosing_class(node) is None
+        ctx = self.contexts(fn)
+        if ctx & {RAY_WORKER, RAY_REMOTE, THREAD, EXECUTOR, TASK, CALLBACK}:
+            return False
+        return DRIVER in ctx or fn in self._cli_closure
+
+    @cached_property
+    def _cli_closure(self) -> set[FunctionInfo]:
+        roots = set()
+        for fn in self.functions:
+            if any(d in ("click.command", "click.group") or d.endswith((".command", ".group"))
+                   for d in fn.decorators):
+                roots.add(fn)
+        for call in self.calls:  # parser.set_defaults(func=handler)
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "set_defaults":
+                for a in call.args:
+                    if a.keyword is not None and a.keyword.value == "func":
+                        target = self.resolve_function(a.value, call)
+                        if target is not None:
+                            roots.add(target)
+        return self._execution._closure(roots, stop=lambda g: RAY_WORKER in self.contexts(g))
+
     def is_ray_remote_class(self, cls: Optional[ClassInfo]) -> bool:
         return cls is not None and cls in self._execution.ray_classes
 
@@ -703,6 +746,24 @@ class ModuleFacts:
         """True when the module only ever runs coroutine ``fn`` as the main coroutine of
         ``asyncio.run`` on the main thread (directly, or awaited from such a coroutine)."""
         return fn in self._execution.main_task_only
+
+    def module_alias(self, module: str) -> Optional[str]:
+        """The local name under which ``import module`` (or ``import module as x``) is
+        bound at module level, e.g. ``aio`` for ``import asyncio as aio``; None if absent."""
+        for name, bindings in self._module_bindings.items():
+            if any(b.kind == "import" and b.qualified == module for b in bindings):
+                return name
+        return None
+
+    @cached_property
+    def _positions(self):
+        from libcst.metadata import MetadataWrapper, PositionProvider
+
+        return MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+
+    def line_of(self, node: cst.CSTNode) -> int:
+        """1-based line of ``node`` (computed lazily; costs one render of the module)."""
+        return self._positions[node].start.line
 
 
 class _Execution:
@@ -735,6 +796,7 @@ class _Execution:
         for c in f.classes:
             if any(d in ("ray.remote", "ray.actor.remote") for d in c.decorators):
                 self.ray_classes.add(c)
+        self.ray_classes |= _ray_remote_call_classes(f)  # ``ray.remote(Cls)`` / ``ray.remote(**kw)(Cls)``
         for fn in f.functions:
             if any(d in ("ray.remote", "ray.actor.remote") for d in fn.decorators):
                 self.add(fn, RAY_REMOTE)
@@ -895,3 +957,23 @@ def _coroutine_exprs(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
             yield from _coroutine_exprs(el.value)
     elif isinstance(expr, cst.StarredElement):
         yield from _coroutine_exprs(expr.value)
+
+
+def _ray_remote_call_classes(f: ModuleFacts) -> set[ClassInfo]:
+    """Same-module classes made actors by a call rather than a decorator:
+    ``Actor = ray.remote(Cls)`` or ``ray.remote(num_cpus=1)(Cls)``."""
+    found: set[ClassInfo] = set()
+    for call in f.calls:
+        func = call.func
+        if isinstance(func, cst.Call):  # ray.remote(**options)(Cls)
+            if f.call_name(func) not in ("ray.remote", "ray.actor.remote"):
+                continue
+        elif f.call_name(call) not in ("ray.remote", "ray.actor.remote"):
+            continue
+        args = [a for a in call.args if a.keyword is None]
+        if len(args) != 1 or not isinstance(args[0].value, cst.Name):
+            continue
+        b = f.lookup(args[0].value.value, f.scope_of(call))
+        if b is not None and b.kind == "class":
+            found.add(b.target)  # type: ignore[arg-type]
+    return found

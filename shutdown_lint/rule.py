@@ -209,6 +209,10 @@ class Rule:
     #: Substrings for the text pre-filter: a file containing none of them is never parsed
     #: for this rule. An empty tuple means "always run".
     triggers: ClassVar[tuple[str, ...]] = ()
+    #: Optional candidate declaration (``shutdown_lint.candidates``): a cheap, necessary
+    #: condition on the file's identifier words, checked after the pre-filter and before
+    #: the libcst parse. ``None``: the central table in candidates.py, else always run.
+    candidate: ClassVar[Any] = None
     #: Shared facts this rule reads (names from ``facts.FACTS``); the engine computes
     #: each one once per file, before the traversal, for all rules together.
     facts_needed: ClassVar[tuple[str, ...]] = ()

@@ -1,0 +1,255 @@
+"""Issue 7: shutdown-lint's speed next to its peers, measured in ONE run.
+
+    python bench/build_corpus.py        # once: the ray/transformers/vllm wheels' .py files
+    python bench/bench_speed.py         # the table (about 10 minutes on 2 cores)
+
+Every row runs a real command in a subprocess (interpreter start, discovery, pool and
+output included), timed with a monotonic clock; peak memory is the largest RSS of the
+command's process tree (``getrusage(RUSAGE_CHILDREN)`` of a wrapper that runs only that
+command). Ratios compare rows of the same run: the machine is noisy.
+
+Rows:
+  ruff cold / cached          ruff check --select ASYNC,RUF006 (--no-cache; then a warm cache)
+  shutdown-lint cold -j1/-j2  --no-cache over the corpus
+  shutdown-lint warm          cache filled, nothing changed
+  one file changed            cache filled, one file edited
+  pre-commit, 20 files        20 files named on the command line, fresh cache dir
+  Fixit, flake8-async         on a fixed subset (every Nth file), extrapolated by lines
+  memory                      peak RSS cold -j2 on half the corpus vs the whole corpus
+  candidate check             (--check-candidates) findings with the candidate stage
+                              off vs on over the whole corpus: files where they differ
+
+Options: --quick (a tenth of the corpus, for trying the script), --skip-peers,
+--check-candidates, --json FILE (write the rows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import build_corpus  # noqa: E402
+
+BIN = Path(sys.executable).parent
+SRC = build_corpus.SRC
+TIMEOUT = 1800
+
+# A wrapper that runs one command and reports its wall time and the peak RSS of its
+# process tree, so each row's memory is its own.
+_WRAP = r"""
+import json, resource, subprocess, sys, time
+t = time.perf_counter()
+p = subprocess.run(sys.argv[2:], stdout=open(sys.argv[1], "wb"), stderr=subprocess.PIPE)
+wall = time.perf_counter() - t
+rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(json.dumps({"wall": wall, "rc": p.returncode, "rss_kb": rss, "stderr": p.stderr.decode()[-2000:]}))
+"""
+
+
+def run(cmd: list[str], *, cwd: Path, env: dict | None = None, out: str = os.devnull) -> dict:
+    proc = subprocess.run([sys.executable, "-c", _WRAP, out, *cmd], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    if proc.returncode != 0:
+        raise SystemExit(f"wrapper failed for {cmd}: {proc.stderr[-2000:]}")
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    if res["rc"] not in (0, 1):
+        raise SystemExit(f"{' '.join(cmd)} exited {res['rc']}:\n{res['stderr']}")
+    return res
+
+
+def lines_of(paths: list[Path]) -> int:
+    return sum(p.read_bytes().count(b"\n") for p in paths)
+
+
+def shutdown_lint(*args: str) -> list[str]:
+    return [str(BIN / "shutdown-lint"), "--isolated", "--exit-zero", "-q", *args]
+
+
+def ruff(*args: str) -> list[str]:
+    return [str(BIN / "ruff"), "check", "--isolated", "--select", "ASYNC,RUF006", "--exit-zero", "-q", *args]
+
+
+class Table:
+    def __init__(self) -> None:
+        self.rows: list[dict] = []
+
+    def add(self, name: str, seconds: float, *, rss_kb: int | None = None, note: str = "") -> None:
+        self.rows.append({"name": name, "seconds": seconds, "rss_mb": rss_kb / 1024 if rss_kb else None,
+                          "note": note})
+        rss = f"{rss_kb / 1024:7.0f} MB" if rss_kb else " " * 10
+        print(f"  {name:<44} {seconds:8.2f} s {rss}  {note}", flush=True)
+
+    def seconds(self, name: str) -> float:
+        return next(r["seconds"] for r in self.rows if r["name"] == name)
+
+
+def subset(files: list[Path], every: int) -> list[Path]:
+    return files[::every]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="a tenth of the corpus")
+    ap.add_argument("--skip-peers", action="store_true", help="no Fixit / flake8-async rows")
+    ap.add_argument("--check-candidates", action="store_true",
+                    help="also lint the corpus with the candidate stage off and compare")
+    ap.add_argument("--peer-every", type=int, default=60, help="Fixit/flake8-async subset: every Nth file")
+    ap.add_argument("--json", help="write the rows here")
+    args = ap.parse_args()
+
+    if not SRC.is_dir():
+        raise SystemExit("no corpus: run `python bench/build_corpus.py` first")
+    all_files = build_corpus.files()
+    files = subset(all_files, 10) if args.quick else all_files
+    work = Path(tempfile.mkdtemp(prefix="shd-bench-"))
+    try:
+        # the corpus is linted through a list file of relative paths, so every tool sees the same files
+        root = SRC
+        rel = [str(p.relative_to(root)) for p in files]
+        n_lines = lines_of(files)
+        print(f"corpus: {len(files):,} files, {n_lines:,} lines ({'quick: every 10th file' if args.quick else 'full'})")
+        print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start")
+        t = Table()
+        targets: list[tuple[str, bool, str]] = []
+
+        # ---------------------------------------------------------------- ruff
+        ruff_cache = work / "ruff-cache"
+        r = run(ruff("--no-cache", *rel), cwd=root)
+        t.add("ruff cold (--no-cache)", r["wall"], rss_kb=r["rss_kb"])
+        run(ruff("--cache-dir", str(ruff_cache), *rel), cwd=root)
+        r = run(ruff("--cache-dir", str(ruff_cache), *rel), cwd=root)
+        t.add("ruff cached", r["wall"], rss_kb=r["rss_kb"])
+
+        # ---------------------------------------------------------------- shutdown-lint cold
+        cache = work / "shd-cache"
+        out_json = work / "shd-cold.json"
+        r = run(shutdown_lint("--no-cache", "-j", "2", "--output-format", "json", *rel), cwd=root, out=str(out_json))
+        cold2 = r["wall"]
+        t.add("shutdown-lint cold -j2", cold2, rss_kb=r["rss_kb"], note=f"{n_lines / cold2:,.0f} lines/s")
+        r = run(shutdown_lint("--no-cache", "-j", "1", *rel), cwd=root)
+        cold1 = r["wall"]
+        t.add("shutdown-lint cold -j1", cold1, rss_kb=r["rss_kb"], note=f"{n_lines / cold1:,.0f} lines/s")
+
+        # ---------------------------------------------------------------- warm
+        run(shutdown_lint("--cache-dir", str(cache), "-j", "2", *rel), cwd=root)
+        r = run(shutdown_lint("--cache-dir", str(cache), "-j", "2", *rel), cwd=root)
+        warm = r["wall"]
+        t.add("shutdown-lint warm (nothing changed)", warm, rss_kb=r["rss_kb"])
+        # one file changed: an appended comment, restored afterwards
+        victim = next(p for p in files if b"ray.get" in p.read_bytes()) if any(
+            b"ray.get" in p.read_bytes() for p in files[:200]) else files[0]
+        original = victim.read_bytes()
+        try:
+            victim.write_bytes(original + b"\n# bench: one file changed\n")
+            r = run(shutdown_lint("--cache-dir", str(cache), "-j", "2", *rel), cwd=root)
+        finally:
+            victim.write_bytes(original)
+        one = r["wall"]
+        t.add("shutdown-lint one file changed", one, rss_kb=r["rss_kb"], note=str(victim.relative_to(root)))
+
+        # ---------------------------------------------------------------- pre-commit style
+        # 20 "changed" files, spread over the corpus, named on the command line, nothing cached
+        changed = [rel[i] for i in range(0, len(rel), max(1, len(rel) // 20))][:20]
+        pc_cache = work / "pc-cache"
+        r = run(shutdown_lint("--cache-dir", str(pc_cache), *changed), cwd=root)
+        pre = r["wall"]
+        t.add("pre-commit style, 20 files (incl. start)", pre, rss_kb=r["rss_kb"])
+        r = run([sys.executable, "-c", "pass"], cwd=root)
+        t.add("  (bare interpreter start, for scale)", r["wall"])
+
+        # ---------------------------------------------------------------- memory vs corpus size
+        half = rel[::2]
+        r_half = run(shutdown_lint("--no-cache", "-j", "2", *half), cwd=root)
+        t.add("shutdown-lint cold -j2, half the corpus", r_half["wall"], rss_kb=r_half["rss_kb"])
+        peak_full = next(x["rss_mb"] for x in t.rows if x["name"] == "shutdown-lint cold -j2")
+        peak_half = r_half["rss_kb"] / 1024
+
+        # ---------------------------------------------------------------- peers on a subset
+        fixit_rate = flake8_rate = None
+        if not args.skip_peers:
+            sub = subset(files, args.peer_every)
+            sub_rel = [str(p.relative_to(root)) for p in sub]
+            sub_lines = lines_of(sub)
+            note = f"subset: {len(sub)} files, {sub_lines:,} lines (every {args.peer_every}th)"
+            if shutil.which("fixit", path=str(BIN)):
+                r = run([str(BIN / "fixit"), "lint", *sub_rel], cwd=root)
+                fixit_rate = sub_lines / r["wall"]
+                t.add("Fixit lint (subset)", r["wall"], rss_kb=r["rss_kb"],
+                      note=f"{fixit_rate:,.0f} lines/s; {note}")
+                t.add("Fixit, extrapolated to the corpus", n_lines / fixit_rate, note="extrapolated by lines")
+            if shutil.which("flake8", path=str(BIN)):
+                r = run([str(BIN / "flake8"), "-j", "2", "--select", "ASYNC", *sub_rel], cwd=root)
+                flake8_rate = sub_lines / r["wall"]
+                t.add("flake8-async (subset, -j2)", r["wall"], rss_kb=r["rss_kb"],
+                      note=f"{flake8_rate:,.0f} lines/s; {note}")
+                t.add("flake8-async, extrapolated to the corpus", n_lines / flake8_rate, note="extrapolated by lines")
+            else:
+                print("  flake8 not installed: `pip install flake8 flake8-async` for that row")
+
+        # ---------------------------------------------------------------- candidate check
+        if args.check_candidates:
+            off_json = work / "shd-nocand.json"
+            env = dict(os.environ, SHUTDOWN_LINT_CANDIDATES="0")
+            r = run(shutdown_lint("--no-cache", "-j", "2", "--output-format", "json", *rel), cwd=root, env=env,
+                    out=str(off_json))
+            t.add("shutdown-lint cold -j2, candidate stage OFF", r["wall"], rss_kb=r["rss_kb"])
+            on, off = _findings(out_json), _findings(off_json)
+            lost = sorted(set(off) - set(on))
+            extra = sorted(set(on) - set(off))
+            files_lost = sorted({k[0] for k in lost})
+            print(f"  candidate check: {len(off)} findings without the stage, {len(on)} with; "
+                  f"files where the stage drops a finding: {len(files_lost)}")
+            for f in files_lost[:20]:
+                print(f"    LOST in {f}: {[k for k in lost if k[0] == f][:3]}")
+            if extra:
+                print(f"    (findings only with the stage: {len(extra)}; should be 0)")
+            targets.append(("candidate stage drops no finding on the corpus", not lost and not extra,
+                            f"{len(files_lost)} files"))
+
+        # ---------------------------------------------------------------- ratios and targets
+        ruff_cold, ruff_cached = t.seconds("ruff cold (--no-cache)"), t.seconds("ruff cached")
+        print("\nratios (same run):")
+        if fixit_rate:
+            ours = n_lines / cold2
+            targets.append(("cold throughput >= 10x Fixit (extrapolated)", ours >= 10 * fixit_rate,
+                            f"{ours / fixit_rate:.1f}x"))
+        if flake8_rate:
+            print(f"  cold throughput vs flake8-async: {n_lines / cold2 / flake8_rate:.1f}x")
+        targets.append(("cold within 10x of ruff --no-cache", cold2 <= 10 * ruff_cold, f"{cold2 / ruff_cold:.1f}x"))
+        targets.append(("warm within 2x of ruff cached", warm <= 2 * ruff_cached, f"{warm / ruff_cached:.1f}x"))
+        targets.append(("one file changed < 1 s", one < 1.0, f"{one:.2f} s"))
+        targets.append(("-j2 vs -j1 >= 1.7x", cold1 / cold2 >= 1.7, f"{cold1 / cold2:.2f}x"))
+        targets.append(("pre-commit 20 files < 1 s", pre < 1.0, f"{pre:.2f} s"))
+        targets.append(("peak memory independent of corpus size (full <= 1.25x half)",
+                        peak_full <= 1.25 * peak_half, f"{peak_full:.0f} MB full, {peak_half:.0f} MB half"))
+        width = max(len(n) for n, _, _ in targets)
+        for name, ok, value in targets:
+            print(f"  {'PASS' if ok else 'MISS'}  {name:<{width}}  {value}")
+        if args.json:
+            Path(args.json).write_text(json.dumps({"rows": t.rows, "targets": [
+                {"name": n, "ok": ok, "value": v} for n, ok, v in targets]}, indent=2))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _findings(path: Path) -> list[tuple]:
+    data = json.loads(path.read_text() or "[]")
+    items = data if isinstance(data, list) else data.get("diagnostics", data.get("results", []))
+    out = []
+    for d in items:
+        out.append((d.get("path") or d.get("filename"), d.get("line") or d.get("location", {}).get("row"),
+                    d.get("column") or d.get("location", {}).get("column"), d.get("code")))
+    return out
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,878 @@
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, Optional, Sequence
+
+import libcst as cst
+
+from shutdown_lint.facts import FunctionInfo, Scope
+from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule, Valid
+
+from ._vocabulary import RESOURCE_WORDS, identifier_words, mentions
+
+_ASYNCIO_GATHER = "asyncio.gather"
+_TQDM_GATHERS = frozenset({
+    "tqdm.asyncio.tqdm.gather",
+    "tqdm.asyncio.tqdm_asyncio.gather",
+    "tqdm.auto.tqdm.gather",
+})
+_TASK_MAKERS = frozenset({
+    "asyncio.create_task", "asyncio.ensure_future", "asyncio.AbstractEventLoop.create_task",
+})
+#: Exceptions that are not the children's failures: catching them around the gather does
+#: not depend on the exception type the gather raises.
+_NOT_CHILD_ERRORS = frozenset({
+    "asyncio.CancelledError", "asyncio.exceptions.CancelledError", "concurrent.futures.CancelledError",
+    "builtins.KeyboardInterrupt", "builtins.SystemExit", "builtins.GeneratorExit",
+})
+_BROAD = frozenset({"builtins.Exception", "builtins.BaseException"})
+#: ``async with`` items that guard concurrency or time, not a resource to tear down.
+_NOT_RESOURCE_CONTEXTS = ("lock", "semaphore", "sem", "limiter", "condition", "mutex", "timeout",
+                          "throttle", "rate", "fail", "move", "span", "trace", "tracer")
+_FOLLOW_DEPTH = 2
+#: Verbs that make or end a resource: ``self.sandbox.delete()`` owns one, ``self.client.get()``
+#: only uses one.
+_LIFECYCLE_VERBS = frozenset({
+    "create", "open", "start", "launch", "spawn", "connect", "acquire", "allocate", "provision",
+    "close", "delete", "stop", "release", "terminate", "kill", "shutdown", "cleanup", "destroy",
+    "disconnect", "remove", "teardown", "aclose", "dispose", "reset",
+})
+
+
+@dataclass
+class _Child:
+    """One gathered child, as far as we can see it."""
+
+    label: str  # for the message: ``run_trial(...)``
+    owns: Optional[str]  # why it owns a resource, or None
+    resolved: bool  # we saw the body of the coroutine function
+    coroutine_call: bool  # a call expression that makes a coroutine (tg.create_task accepts it)
+    certain: bool = False  # the call resolves to a same-module ``async def``
+
+
+@dataclass
+class _Children:
+    items: list[_Child] = field(default_factory=list)
+    #: the rewrite cannot be faithful (pre-made tasks, opaque iterables, ...)
+    opaque: bool = False
+
+
+class GatherWithoutTaskGroup(Rule):
+    """
+    ## What it does
+    Flags `await asyncio.gather(...)` (and tqdm's `tqdm.asyncio.tqdm.gather` /
+    `tqdm_asyncio.gather`) without `return_exceptions=True` over coroutines that own a
+    resource: the coroutine function (same module or class, followed two calls deep) has a
+    `finally:` block or an `async with` (locks, semaphores and timeouts do not count), or
+    its name or the names it calls contain a word of the resource vocabulary (`sandbox`,
+    `trial`, `session`, `container`, `env`, `pod`, `connection`, `client`, `lease`, `slot`,
+    ...). When a child cannot be resolved, the words of its callee (`self.run_trial`,
+    `*sandbox_coros`) decide.
+
+    Not flagged: `return_exceptions=True`; a gather of one explicit child; gathers over pure
+    computations (resolved children that own nothing); gathers whose children cannot be
+    resolved and whose names say nothing about resources; "reap" gathers over tasks that
+    the same function has just cancelled (`for t in tasks: t.cancel()` then
+    `await asyncio.gather(*tasks, ...)`).
+
+    Options (`[tool.shutdown-lint.rules.SHD101]`):
+    - `resource-words`: identifier words that mean "owns a resource"
+      (default: `rules/_vocabulary.RESOURCE_WORDS`).
+    - `extra-resource-words`: words added to the default list.
+
+    ## Why is this bad?
+    When one child of `asyncio.gather` fails, gather hands the error to the caller at once
+    and leaves the other children running. Nobody awaits them any more: when the caller
+    then exits (the driver stops, the worker is killed, the loop is closed, the process
+    calls `os._exit`), their `finally` blocks - the sandbox or container teardown - never
+    run. `tqdm.asyncio.tqdm.gather` is worse: it awaits children one by one through
+    `as_completed`, so cancelling the caller (Ctrl+C, `ray.cancel`) does not cancel the
+    children at all. In SkyRL, every Ctrl+C leaked 27 to 50 Daytona sandboxes this way.
+
+    `asyncio.TaskGroup` cancels the siblings as soon as one child fails or the group is
+    cancelled, and waits for their cleanup before it raises.
+
+    ## Example
+    ```python
+    import asyncio
+
+    async def run_trial(cfg):
+        sandbox = await create_sandbox(cfg)
+        try:
+            return await sandbox.run()
+        finally:
+            await sandbox.delete()
+
+    async def generate(cfgs):
+        results = await asyncio.gather(*[run_trial(c) for c in cfgs])
+    ```
+
+    ## Use instead
+    ```python
+    async def generate(cfgs):
+        async with asyncio.TaskGroup() as tg:
+            tasks = [tg.create_task(run_trial(c)) for c in cfgs]
+        results = [t.result() for t in tasks]
+    ```
+    With tqdm, the fix keeps a progress bar: `with tqdm(desc=...) as pbar:` around the
+    group, and `task.add_done_callback(lambda _: pbar.update())` for each task.
+
+    ## Fix safety
+    Offered for targets >= py311 (`TaskGroup`), when the awaited gather is a whole
+    expression statement, assignment or `return`, and every child is a call that makes a
+    coroutine (or a starred comprehension or list of such calls). No fix for pre-made
+    tasks, opaque iterables, gathers in lambdas or inside larger expressions, or tqdm's
+    `timeout=`.
+
+    The results keep their order (`[t.result() for t in tasks]`). What changes: the
+    siblings of a failed child are cancelled, and the failure arrives as an
+    `ExceptionGroup` instead of the bare exception. The fix is therefore *unsafe* when the
+    gather sits in a `try` of the same function with a handler that would catch the
+    child's exception (any handler except one for cancellation/exit exceptions, or a broad
+    `except Exception`/`BaseException`/bare `except` whose body ends with a bare `raise`);
+    use `except*` there. It is also unsafe when a child's callee could not be seen
+    (`tg.create_task` needs a real coroutine, not any awaitable). Otherwise it is safe.
+    Callers in other functions that catch a specific exception type also see the
+    `ExceptionGroup`: review them.
+
+    ## References
+    - SkyRL #1160: asyncio.gather to TaskGroup to stop leaking sandboxes on Ctrl+C
+    - Python docs: `asyncio.gather`, `asyncio.TaskGroup`, `except*`
+    - tqdm source: `tqdm.asyncio.tqdm_asyncio.gather` awaits `as_completed` one by one
+    """
+
+    code = "SHD101"
+    name = "gather-without-taskgroup"
+    summary = "`asyncio.gather` over resource-owning coroutines orphans the siblings of a failed child"
+    triggers = ("gather",)
+    facts_needed = ("functions", "calls")
+    fix_min_target = "py311"
+    options = {
+        "resource-words": Option(
+            default=list(RESOURCE_WORDS), kind=list, item_kind=str,
+            doc="Identifier words that mean a coroutine owns a resource whose cleanup must run.",
+        ),
+        "extra-resource-words": Option(
+            default=[], kind=list, item_kind=str, doc="Words added to `resource-words`.",
+        ),
+    }
+
+    valid = [
+        # return_exceptions=True: every child runs to completion
+        """
+        import asyncio
+        async def run_trial(c):
+            try:
+                await c.run()
+            finally:
+                await c.close()
+        async def main(cfgs):
+            await asyncio.gather(*[run_trial(c) for c in cfgs], return_exceptions=True)
+        """,
+        # pure computations: nothing to clean up
+        """
+        import asyncio as aio
+        async def square(x):
+            await aio.sleep(0)
+            return x * x
+        async def main(xs):
+            return await aio.gather(*(square(x) for x in xs))
+        """,
+        # reaping tasks that were just cancelled
+        """
+        import asyncio
+        async def stop(self):
+            for t in self._sandbox_tasks:
+                t.cancel()
+            await asyncio.gather(*self._sandbox_tasks)
+        """,
+        # unresolved children whose names say nothing about resources
+        """
+        from asyncio import gather
+        async def fetch_all(urls, fetch):
+            return await gather(*[fetch(u) for u in urls])
+        """,
+        # a single explicit child has no siblings to orphan
+        """
+        import asyncio
+        async def one(sandbox):
+            return await asyncio.gather(sandbox.start())
+        """,
+        # a method that only computes; awaited through self
+        """
+        import asyncio
+        class Scorer:
+            async def score(self, x):
+                return len(x)
+            async def score_all(self, xs):
+                return await asyncio.gather(*[self.score(x) for x in xs])
+        """,
+        # `gather` that is not asyncio's
+        """
+        from dask import gather
+        async def main(env_futures):
+            return gather(env_futures)
+        """,
+        # a lock is not a resource to tear down
+        Valid(
+            """
+            import asyncio
+            async def step(lock, x):
+                async with lock:
+                    return x + 1
+            async def main(lock, xs):
+                return await asyncio.gather(*[step(lock, x) for x in xs])
+            """
+        ),
+    ]
+    invalid = [
+        Invalid(
+            """
+            import asyncio
+
+            async def run_trial(cfg):
+                sandbox = await start(cfg)
+                try:
+                    return await sandbox.run()
+                finally:
+                    await sandbox.delete()
+
+            async def generate(cfgs):
+                # one rollout per config
+                results = await asyncio.gather(*[run_trial(c) for c in cfgs])  # keep order
+                return results
+            """,
+            fixed="""
+            import asyncio
+
+            async def run_trial(cfg):
+                sandbox = await start(cfg)
+                try:
+                    return await sandbox.run()
+                finally:
+                    await sandbox.delete()
+
+            async def generate(cfgs):
+                # one rollout per config
+                async with asyncio.TaskGroup() as tg:
+                    tasks = [tg.create_task(run_trial(c)) for c in cfgs]
+                results = [t.result() for t in tasks]  # keep order
+                return results
+            """,
+            message_contains="finally",
+        ),
+        Invalid(
+            """
+            import asyncio as aio
+
+            class Rollout:
+                async def open_session(self):
+                    async with self.pool.acquire() as conn:
+                        await conn.run()
+
+                async def warm_cache(self):
+                    self.cache = {}
+
+                async def start(self):
+                    await aio.gather(self.open_session(), self.warm_cache())
+            """,
+            fixed="""
+            import asyncio as aio
+
+            class Rollout:
+                async def open_session(self):
+                    async with self.pool.acquire() as conn:
+                        await conn.run()
+
+                async def warm_cache(self):
+                    self.cache = {}
+
+                async def start(self):
+                    async with aio.TaskGroup() as tg:
+                        tg.create_task(self.open_session())
+                        tg.create_task(self.warm_cache())
+            """,
+        ),
+        Invalid(
+            """
+            from asyncio import gather
+
+            async def make_env(i):
+                env = Env(i)
+                await env.reset()
+                return env
+
+            async def setup():
+                train_env, eval_env = await gather(make_env(0), make_env(1))
+                return train_env, eval_env
+            """,
+            fixed="""
+            from asyncio import gather
+            import asyncio
+
+            async def make_env(i):
+                env = Env(i)
+                await env.reset()
+                return env
+
+            async def setup():
+                async with asyncio.TaskGroup() as tg:
+                    tasks = [tg.create_task(make_env(0)), tg.create_task(make_env(1))]
+                train_env, eval_env = [t.result() for t in tasks]
+                return train_env, eval_env
+            """,
+        ),
+        Invalid(
+            """
+            import asyncio
+            from tqdm.asyncio import tqdm
+
+            async def generate(self, trials):
+                return await tqdm.gather(
+                    *[self.run_trial(t) for t in trials],
+                    desc="rollouts",
+                )
+            """,
+            fixed="""
+            import asyncio
+            from tqdm.asyncio import tqdm
+
+            async def generate(self, trials):
+                with tqdm(desc="rollouts") as pbar:
+                    async with asyncio.TaskGroup() as tg:
+                        tasks = [tg.create_task(self.run_trial(t)) for t in trials]
+                        pbar.reset(total=len(tasks))
+                        for task in tasks:
+                            task.add_done_callback(lambda _: pbar.update())
+                return [t.result() for t in tasks]
+            """,
+            message_contains="tqdm",
+        ),
+        Invalid(
+            """
+            import asyncio
+
+            async def run_all(self, trials):
+                try:
+                    await asyncio.gather(*[self.run_trial(t) for t in trials])
+                except ValueError:
+                    log("bad trial")
+            """,
+            fixed="""
+            import asyncio
+
+            async def run_all(self, trials):
+                try:
+                    async with asyncio.TaskGroup() as tg:
+                        for t in trials:
+                            tg.create_task(self.run_trial(t))
+                except ValueError:
+                    log("bad trial")
+            """,
+        ),
+        # py310: reported, but no TaskGroup to rewrite into
+        Invalid(
+            """
+            import asyncio
+            async def start_pods(names):
+                await asyncio.gather(*[launch_pod(n) for n in names])
+            """,
+            fixed=None,
+            target_version="py310",
+        ),
+        # pre-made tasks over an opaque iterable: reported, no fix
+        Invalid(
+            """
+            import asyncio
+            async def main(trials):
+                sandbox_tasks = [asyncio.create_task(open_sandbox(t)) for t in trials]
+                await asyncio.gather(*sandbox_tasks)
+            """,
+            fixed=None,
+        ),
+        # in a lambda: reported, no fix
+        Invalid(
+            """
+            import asyncio
+            run = lambda cs: asyncio.gather(*[close_client(c) for c in cs])
+            """,
+            fixed=None,
+        ),
+        # the resource vocabulary is configurable
+        Invalid(
+            """
+            import asyncio
+            async def main(gpus):
+                await asyncio.gather(*[reserve_gpu(g) for g in gpus])
+            """,
+            fixed="""
+            import asyncio
+            async def main(gpus):
+                async with asyncio.TaskGroup() as tg:
+                    for g in gpus:
+                        tg.create_task(reserve_gpu(g))
+            """,
+            options={"extra-resource-words": ["gpu"]},
+        ),
+    ]
+
+    # ------------------------------------------------------------------ visitor
+    def visit_Call(self, node: cst.Call) -> None:
+        qn = self.facts.call_name(node)
+        if qn != _ASYNCIO_GATHER and qn not in _TQDM_GATHERS:
+            return
+        is_tqdm = qn in _TQDM_GATHERS
+        if _returns_exceptions(node):
+            return
+        positional = [a for a in node.args if a.keyword is None and a.star != "**"]
+        if not positional or (len(positional) == 1 and not positional[0].star and not is_tqdm):
+            return
+        scope = self.facts.scope_of(node)
+        if self._is_reap(node, positional, scope):
+            return
+        children = self._children(positional, node, scope)
+        owners = [c for c in children.items if c.owns]
+        if not owners:
+            return
+        first = owners[0]
+        what = f"`{first.label}` ({first.owns})"
+        if is_tqdm:
+            message = (f"tqdm's `gather` over {what}: when one child fails, or the caller is cancelled, "
+                       "the other children keep running unawaited and their cleanup may never run; "
+                       "use `asyncio.TaskGroup`")
+        else:
+            message = (f"`gather()` over {what}: when one child fails, the other children keep running "
+                       "unawaited and their cleanup may never run; use `asyncio.TaskGroup`")
+        self.report(node, message, fix=self._fix(node, positional, children, is_tqdm))
+
+    # ------------------------------------------------------------------ children
+    def _words(self) -> tuple[str, ...]:
+        return tuple(self.config["resource-words"]) + tuple(self.config["extra-resource-words"])
+
+    def _children(self, positional: Sequence[cst.Arg], at: cst.CSTNode, scope: Scope) -> _Children:
+        out = _Children()
+        for arg in positional:
+            if arg.star == "*":
+                self._iterable(arg.value, at, scope, out)
+            else:
+                out.items.append(self._element(arg.value, at, scope, out))
+        return out
+
+    def _iterable(self, expr: cst.BaseExpression, at: cst.CSTNode, scope: Scope, out: _Children) -> None:
+        if isinstance(expr, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+            out.items.append(self._element(expr.elt, at, scope, out))
+            return
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            for el in expr.elements:
+                if isinstance(el, cst.StarredElement):
+                    self._iterable(el.value, at, scope, out)
+                else:
+                    out.items.append(self._element(el.value, at, scope, out))
+            return
+        out.opaque = True  # the rewrite needs to know what the iterable holds
+        if isinstance(expr, cst.Name):
+            found = self._bound_elements(expr.value, at, scope, out)
+            if found:
+                return
+        label = _code(expr)
+        owns = self._mentions(expr)
+        out.items.append(_Child(f"*{label}", owns, resolved=False, coroutine_call=False))
+
+    def _bound_elements(self, name: str, at: cst.CSTNode, scope: Scope, out: _Children) -> bool:
+        """Elements of a list named ``name`` in this scope: its comprehension / literal
+        value, and what is ``.append``-ed or ``.add``-ed to it."""
+        found = False
+        b = self.facts.lookup(name, scope)
+        if b is not None and b.kind == "value" and isinstance(
+            b.target, (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.List, cst.Tuple)
+        ) and (b.target.elements if isinstance(b.target, (cst.List, cst.Tuple)) else True):
+            self._iterable(b.target, at, scope, out)  # type: ignore[arg-type]
+            found = True
+        calls = scope.calls if scope is not None else self.facts.module_calls
+        for call in calls:
+            f = call.func
+            if (isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == name
+                    and f.attr.value in ("append", "add") and len(call.args) == 1):
+                out.items.append(self._element(call.args[0].value, call, scope, out))
+                found = True
+        return found
+
+    def _element(self, expr: cst.BaseExpression, at: cst.CSTNode, scope: Scope, out: _Children) -> _Child:
+        if isinstance(expr, cst.Name):
+            b = self.facts.lookup(expr.value, scope)
+            if b is not None and b.kind == "value" and isinstance(b.target, cst.Call):
+                child = self._element(b.target, at, scope, out)
+                # `c = f(); gather(c, ...)`: handing `c` to tg.create_task is fine for a coroutine
+                return _Child(child.label, child.owns, child.resolved, child.coroutine_call, child.certain)
+            return _Child(expr.value, self._mentions(expr), resolved=False, coroutine_call=False)
+        if not isinstance(expr, cst.Call):
+            return _Child(_code(expr)[:40], self._mentions(expr), resolved=False, coroutine_call=False)
+        qn = self.facts.call_name(expr)
+        if qn in _TASK_MAKERS and expr.args:
+            out.opaque = True  # a pre-made task: tg.create_task cannot adopt it
+            inner = self._element(expr.args[0].value, at, scope, out)
+            return _Child(inner.label, inner.owns, inner.resolved, coroutine_call=False)
+        label = f"{_code(expr.func)}(...)"
+        fn = self.facts.resolve_call(expr)
+        if fn is not None and fn.is_async:
+            return _Child(label, self._owns(fn, _FOLLOW_DEPTH), resolved=True, coroutine_call=True, certain=True)
+        return _Child(label, self._mentions(expr.func), resolved=False, coroutine_call=True)
+
+    def _mentions(self, expr: cst.BaseExpression) -> Optional[str]:
+        """A callee that names a resource: the function's own name (``run_trial``,
+        ``self.open_sandbox``), or a resource receiver with a lifecycle verb
+        (``self.env.reset``). Calls that merely go through a client (``self.gcs_client.get``)
+        do not count."""
+        words = self._words()
+        parts = [p for p in _name_parts(expr) if p not in ("self", "cls")]
+        if not parts:
+            return None
+        last = parts[-1]
+        if mentions(last, words):
+            return f"its name mentions `{next(w for w in identifier_words(last) if w in words)}`"
+        if any(w in _LIFECYCLE_VERBS for w in identifier_words(last)):
+            for part in parts[:-1]:
+                if mentions(part, words):
+                    return f"`{_code(expr)}` manages a resource"
+        return None
+
+    def _owns(self, fn: FunctionInfo, depth: int, seen: Optional[set] = None) -> Optional[str]:
+        seen = seen if seen is not None else set()
+        if fn in seen:
+            return None
+        seen.add(fn)
+        words = self._words()
+        for kind in _cleanup_blocks(fn.node):
+            return f"`{fn.name}` has {kind}"
+        if mentions(fn.name, words):
+            return f"`{fn.name}` names a resource"
+        for call in fn.calls:
+            if self._mentions(call.func):
+                return f"`{fn.name}` calls `{_code(call.func)}`"
+        if depth > 0:
+            for call in fn.calls:
+                target = self.facts.resolve_call(call)
+                if target is not None and target is not fn:
+                    why = self._owns(target, depth - 1, seen)
+                    if why:
+                        return why
+        return None
+
+    # ------------------------------------------------------------------ reaping
+    def _is_reap(self, node: cst.Call, positional: Sequence[cst.Arg], scope: Scope) -> bool:
+        """Every child was ``.cancel()``-ed earlier in this function."""
+        if scope is None:
+            return False
+        cancelled: set[str] = set()
+        for call in scope.calls:
+            if call is node:
+                break
+            f = call.func
+            if not (isinstance(f, cst.Attribute) and f.attr.value == "cancel"):
+                continue
+            receiver = _code(f.value)
+            cancelled.add(receiver)
+            # `for t in tasks: t.cancel()` / `[t.cancel() for t in tasks]` cancels `tasks`
+            for anc in self.facts.ancestors(call):
+                if isinstance(anc, (cst.For, cst.CompFor)) and _code(anc.target) == receiver:
+                    cancelled.add(_code(anc.iter))
+                    break
+                if isinstance(anc, cst.FunctionDef):
+                    break
+        if not cancelled:
+            return False
+        for arg in positional:
+            text = _code(arg.value)
+            if text in cancelled:
+                continue
+            # `*tasks.values()` / `*list(tasks)` after cancelling `tasks`
+            if any(text.startswith(c + ".") or text == f"list({c})" for c in cancelled):
+                continue
+            return False
+        return True
+
+    # ------------------------------------------------------------------ fix
+    def _fix(self, node: cst.Call, positional: Sequence[cst.Arg], children: _Children, is_tqdm: bool) -> Optional[Fix]:
+        if children.opaque or not all(c.coroutine_call for c in children.items):
+            return None
+        if self.facts.in_lambda(node):
+            return None
+        fn = self.facts.enclosing_function(node)
+        if fn is None or not fn.is_async:
+            return None
+        await_ = self.facts.parent(node)
+        if not isinstance(await_, cst.Await):
+            return None
+        small = self.facts.parent(await_)
+        if isinstance(small, cst.Expr):
+            result_stmt = None
+        elif isinstance(small, (cst.Assign, cst.AnnAssign, cst.Return)) and small.value is await_:
+            result_stmt = small
+        else:
+            return None
+        line = self.facts.parent(small)
+        if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+            return None
+        if not isinstance(self.facts.parent(line), (cst.IndentedBlock, cst.Module)):
+            return None
+        kwargs = [a for a in node.args if a.keyword is not None]
+        tqdm_kwargs: list[cst.Arg] = []
+        for a in kwargs:
+            key = a.keyword.value  # type: ignore[union-attr]
+            if key == "return_exceptions":
+                continue  # it is False here (True is not flagged)
+            if not is_tqdm or key in ("timeout", "loop"):
+                return None
+            tqdm_kwargs.append(a)
+
+        used = _names_in(fn.node)
+        tg = _fresh("tg", used)
+        tasks = _fresh("tasks", used)
+        alias = self.facts.module_import_name("asyncio")
+        edits: list = []
+        if alias is None:
+            alias = "asyncio"
+            edits.append(AddImport("asyncio"))
+        make = _TaskMaker(tg)
+
+        inner: list[cst.BaseStatement]
+        if result_stmt is None and not is_tqdm:
+            inner = _spawn_statements(positional, make, tasks)
+        else:
+            inner = [_assign(tasks, _tasks_expr(positional, make))]
+        body: list[cst.BaseStatement] = inner
+        header = line.trailing_whitespace if result_stmt is None else cst.TrailingWhitespace()
+        group = _with(cst.parse_expression(f"{alias}.TaskGroup()"), tg, body, True, header)
+        outer: cst.BaseStatement = group
+        if is_tqdm:
+            pbar = _fresh("pbar", used)
+            task = _fresh("task", used)
+            has_total = any(a.keyword.value == "total" for a in tqdm_kwargs)  # type: ignore[union-attr]
+            extra = [] if has_total else [cst.parse_statement(f"{pbar}.reset(total=len({tasks}))\n")]
+            extra.append(cst.parse_statement(
+                f"for {task} in {tasks}:\n    {task}.add_done_callback(lambda _: {pbar}.update())\n"))
+            group = group.with_changes(body=group.body.with_changes(body=[*inner, *extra]))
+            bar_call = cst.Call(func=node.func.value, args=_strip_comma(tqdm_kwargs))  # type: ignore[attr-defined]
+            outer = _with(bar_call, pbar, [group], False, header)
+        # comments between the gather's arguments (after commas) would vanish with the call:
+        # keep them above the new block
+        kept = {id(c) for a in node.args for c in _comments(a.value)}
+        moved = [cst.EmptyLine(comment=c) for c in _comments(node) if id(c) not in kept]
+        outer = outer.with_changes(leading_lines=[*line.leading_lines, *moved])
+        new: list[cst.BaseStatement] = [outer]
+        if result_stmt is not None:
+            results = cst.parse_expression(f"[t.result() for t in {tasks}]")
+            new.append(cst.SimpleStatementLine(
+                body=[result_stmt.with_changes(value=results)],
+                trailing_whitespace=line.trailing_whitespace,
+            ))
+        edits.insert(0, Replace(line, cst.FlattenSentinel(new)))
+        certain = all(c.certain for c in children.items)
+        if certain and not self._catching_try(node):
+            return Fix.safe(*edits, message="Rewrite into `asyncio.TaskGroup`")
+        return Fix.unsafe(*edits, message="Rewrite into `asyncio.TaskGroup` (failures arrive as ExceptionGroup)")
+
+    def _catching_try(self, node: cst.CSTNode) -> bool:
+        """A ``try`` around ``node`` whose handlers depend on the children's exception type."""
+        for t in self.facts.enclosing_trys(node):
+            if isinstance(t, cst.TryStar):
+                continue
+            for h in t.handlers:
+                if not self._handler_is_neutral(h):
+                    return True
+        return False
+
+    def _handler_is_neutral(self, h: cst.ExceptHandler) -> bool:
+        types = _handler_types(h.type)
+        names = [self.facts.qualified_name(t, h) for t in types]
+        if names and all(n in _NOT_CHILD_ERRORS for n in names):
+            return True
+        broad = not types or all(n in _BROAD for n in names)
+        return broad and _ends_with_bare_raise(h.body)
+
+
+# ---------------------------------------------------------------------- helpers
+class _TaskMaker:
+    def __init__(self, tg: str) -> None:
+        self.tg = tg
+
+    def __call__(self, coro: cst.BaseExpression) -> cst.Call:
+        return cst.Call(func=cst.Attribute(cst.Name(self.tg), cst.Name("create_task")), args=[cst.Arg(coro)])
+
+
+def _comp_to_list(comp: cst.BaseComp, make: _TaskMaker) -> cst.ListComp:
+    return cst.ListComp(elt=make(comp.elt), for_in=comp.for_in)  # type: ignore[attr-defined]
+
+
+def _tasks_expr(positional: Sequence[cst.Arg], make: _TaskMaker) -> cst.BaseExpression:
+    if len(positional) == 1 and positional[0].star == "*" and isinstance(
+        positional[0].value, (cst.ListComp, cst.GeneratorExp, cst.SetComp)
+    ):
+        return _comp_to_list(positional[0].value, make)
+    elements: list[cst.BaseElement] = []
+    for arg in positional:
+        if arg.star == "*":
+            v = arg.value
+            if isinstance(v, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+                elements.append(cst.StarredElement(_comp_to_list(v, make)))
+            else:  # a literal list/tuple of coroutine calls
+                elements.extend(cst.Element(make(el.value)) for el in v.elements)  # type: ignore[attr-defined]
+        else:
+            elements.append(cst.Element(make(arg.value)))
+    return cst.List(elements)
+
+
+def _spawn_statements(positional: Sequence[cst.Arg], make: _TaskMaker, tasks: str) -> list[cst.BaseStatement]:
+    """Result unused: one ``tg.create_task(...)`` per child, a ``for`` loop for a simple
+    comprehension."""
+    out: list[cst.BaseStatement] = []
+    for arg in positional:
+        v = arg.value
+        if arg.star != "*":
+            out.append(cst.SimpleStatementLine([cst.Expr(make(v))]))
+        elif isinstance(v, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+            comp = v.for_in
+            if comp.inner_for_in is None and not comp.ifs and comp.asynchronous is None:
+                out.append(cst.For(
+                    target=comp.target, iter=comp.iter,
+                    body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Expr(make(v.elt))])]),
+                ))
+            else:
+                out.append(cst.SimpleStatementLine([cst.Expr(_comp_to_list(v, make))]))
+        else:
+            out.extend(cst.SimpleStatementLine([cst.Expr(make(el.value))]) for el in v.elements)  # type: ignore[attr-defined]
+    return out
+
+
+def _assign(name: str, value: cst.BaseExpression) -> cst.SimpleStatementLine:
+    return cst.SimpleStatementLine([cst.Assign(targets=[cst.AssignTarget(cst.Name(name))], value=value)])
+
+
+def _with(item: cst.BaseExpression, asname: str, body: list[cst.BaseStatement], is_async: bool,
+          header: cst.TrailingWhitespace) -> cst.With:
+    return cst.With(
+        items=[cst.WithItem(item=item, asname=cst.AsName(name=cst.Name(asname)))],
+        body=cst.IndentedBlock(body=body, header=header),
+        asynchronous=cst.Asynchronous() if is_async else None,
+    )
+
+
+def _strip_comma(args: Sequence[cst.Arg]) -> list[cst.Arg]:
+    """Keyword arguments for a one-line call: no trailing comma, no line breaks."""
+    out = []
+    for i, a in enumerate(args):
+        comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if i < len(args) - 1 else cst.MaybeSentinel.DEFAULT
+        out.append(a.with_changes(comma=comma))
+    return out
+
+
+def _returns_exceptions(call: cst.Call) -> bool:
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == "return_exceptions":
+            return not (isinstance(a.value, cst.Name) and a.value.value == "False")
+        if a.star == "**":
+            return True  # could carry return_exceptions=True
+    return False
+
+
+def _handler_types(t: Optional[cst.BaseExpression]) -> list[cst.BaseExpression]:
+    if t is None:
+        return []
+    if isinstance(t, cst.Tuple):
+        return [el.value for el in t.elements]
+    return [t]
+
+
+def _ends_with_bare_raise(body: cst.BaseSuite) -> bool:
+    stmts = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+        return any(isinstance(s, cst.Raise) and s.exc is None for s in last.body)
+    return False
+
+
+def _cleanup_blocks(fn: cst.FunctionDef) -> Iterator[str]:
+    """``a `finally` block`` / ``an `async with` `` in ``fn``'s own body."""
+    found: list[str] = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is fn
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            return False
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+        def visit_Try(self, node: cst.Try) -> None:
+            if node.finalbody is not None:
+                found.append("a `finally` block")
+
+        def visit_TryStar(self, node: cst.TryStar) -> None:
+            if node.finalbody is not None:
+                found.append("a `finally` block")
+
+        def visit_With(self, node: cst.With) -> None:
+            if node.asynchronous is None:
+                return
+            for item in node.items:
+                parts = [w for p in _name_parts(item.item) for w in identifier_words(p)]
+                if not any(w in _NOT_RESOURCE_CONTEXTS for w in parts):
+                    found.append(f"`async with {_code(item.item)[:40]}`")
+                    return
+
+    fn.visit(V())
+    return iter(found)
+
+
+def _name_parts(expr: cst.BaseExpression) -> list[str]:
+    """Identifiers in a callee expression: ``self.env.reset`` -> ['self', 'env', 'reset']."""
+    if isinstance(expr, cst.Name):
+        return [expr.value]
+    if isinstance(expr, cst.Attribute):
+        return _name_parts(expr.value) + [expr.attr.value]
+    if isinstance(expr, cst.Call):
+        return _name_parts(expr.func)
+    if isinstance(expr, cst.Subscript):
+        return _name_parts(expr.value)
+    if isinstance(expr, cst.Await):
+        return _name_parts(expr.expression)
+    return []
+
+
+def _comments(node: cst.CSTNode) -> list[cst.Comment]:
+    found: list[cst.Comment] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Comment(self, c: cst.Comment) -> None:
+            found.append(c)
+
+    node.visit(V())
+    return found
+
+
+def _names_in(node: cst.CSTNode) -> set[str]:
+    names: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            names.add(n.value)
+
+    node.visit(V())
+    return names
+
+
+def _fresh(base: str, used: set[str]) -> str:
+    name, i = base, 1
+    while name in used:
+        i += 1
+        name = f"{base}{i}"
+    used.add(name)
+    return name
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)

@@ -1,0 +1,672 @@
+from __future__ import annotations
+
+from typing import Optional, Union
+
+import libcst as cst
+
+from shutdown_lint.rule import Fix, Invalid, Option, Replace, Rule
+
+from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
+
+_SPAWNERS = frozenset({
+    "asyncio.create_task", "asyncio.ensure_future", "asyncio.AbstractEventLoop.create_task",
+})
+#: Receivers of ``.create_task`` that are event loops by name when their type is unknown
+#: (a ``loop`` parameter, ``self._loop`` set from an argument).
+_LOOP_NAMES = ("loop", "_loop", "event_loop", "_event_loop", "io_loop")
+
+# Methods of a task that look at its outcome, and ones that do not.
+_OBSERVING_METHODS = frozenset({"result", "exception", "add_done_callback"})
+_NEUTRAL_TASK_METHODS = frozenset({
+    "cancel", "done", "cancelled", "get_name", "set_name", "get_coro", "get_loop", "get_context",
+    "remove_done_callback", "print_stack", "get_stack", "cancelling", "uncancel",
+})
+# Methods of a collection that only add or drop entries.
+_COLLECTION_MUTATORS = frozenset({
+    "append", "add", "extend", "insert", "appendleft", "extendleft", "discard", "remove", "clear",
+    "setdefault", "update",
+})
+_ADDERS = frozenset({"append", "add", "appendleft", "insert", "setdefault", "put_nowait"})
+_ELEMENT_GETTERS = frozenset({"pop", "popleft", "get", "popitem"})
+_VIEW_GETTERS = frozenset({"values", "copy", "items"})
+_NEUTRAL_FUNCS = frozenset({"len", "bool", "id", "print", "repr", "str", "isinstance"})
+
+OBSERVED = "observed"
+UNOBSERVED = "unobserved"
+REFERENCE_ONLY = "reference-only"
+
+Mode = str  # "task" (the node is a task) or "collection" (the node holds tasks)
+
+
+class UnobservedTaskException(Rule):
+    """
+    ## What it does
+    Flags a task made by `asyncio.create_task`, `loop.create_task` (a loop from
+    `asyncio.get_running_loop()` / `get_event_loop()` / `new_event_loop()`, a `self.loop`
+    attribute assigned from those, or any receiver named `loop`/`_loop`/`event_loop`) or
+    `asyncio.ensure_future` whose outcome nobody looks at: the task is discarded, or it is
+    kept in a name, a `self` attribute or a collection that is never awaited, passed to
+    `gather`/`wait`/`wait_for`/`shield`/`as_completed`, given a done callback, or asked for
+    `.result()`/`.exception()`. `TaskGroup.create_task` is never flagged.
+
+    The search covers the function that makes the task (or the module), and for `self.x`
+    attributes every use of `.x` in the module. A task (or its collection) handed to any
+    other call, returned or yielded counts as observed: the receiver is responsible.
+    `.cancel()`, `.done()` and `len()` do not observe.
+
+    The asyncio docs' "keep a reference" idiom, `tasks.add(t)` plus
+    `t.add_done_callback(tasks.discard)`, keeps the task alive but never looks at its
+    exception: it is flagged with its own message (option `flag-reference-only`).
+
+    ## Why is this bad?
+    An exception raised in a task is stored on the task. If nobody awaits it or asks for
+    it, asyncio logs "Task exception was never retrieved" only when the task object is
+    garbage-collected - never, if it sits in a list - and the rest of the program goes on
+    waiting for work the dead task will never do. In SkyRL a `RuntimeError` raised in a
+    fire-and-forget generation loop left 128 H100 GPUs idle for five days. A discarded
+    task can also be garbage-collected mid-run: the loop keeps only a weak reference.
+
+    ## Example
+    ```python
+    async def train(self):
+        asyncio.create_task(self._generate_loop())  # dies silently on EngineDeadError
+        while True:
+            batch = await self.queue.get()  # waits forever
+    ```
+
+    ## Use instead
+    ```python
+    import runtime_guard
+
+    async def train(self):
+        runtime_guard.supervise(asyncio.create_task(self._generate_loop()))
+        while True:
+            batch = await self.queue.get()
+    ```
+    `runtime_guard.supervise(task, on_error=...)` keeps a strong reference to the task and
+    adds a done callback. By default (`on_error="cancel-main"`) a failure is logged with its
+    traceback and the loop's main task (the one `asyncio.run` waits for) is cancelled so the
+    program unwinds through its `finally` blocks and exits non-zero; with no main task, the
+    main thread gets SIGINT, or the process exits with status 1. `"log"` only logs, `"exit"`
+    logs and calls `hard_exit(1)`; the default can be set with
+    `runtime_guard.set_default_policy` or `$RUNTIME_GUARD_TASK_POLICY`.
+
+    ## Fix safety
+    Safe: `supervise` returns the task itself, so the expression keeps its value and type;
+    only what happens when the task fails changes (it is logged and ends the program
+    instead of being lost). If a task is allowed to fail quietly, pass
+    `on_error="log"`. The fix adds `import runtime_guard`.
+
+    ## References
+    - SkyRL #1691: process hang when the vLLM engine dies during async generation
+    - Python docs: `asyncio.create_task` ("save a reference to the result of this function")
+    - Python docs: asyncio "Detect never-retrieved exceptions"
+    """
+
+    code = "SHD102"
+    name = "unobserved-task-exception"
+    summary = "A task whose exception nobody observes fails silently while the program goes on"
+    triggers = ("create_task", "ensure_future")
+    facts_needed = ("functions", "calls")
+    options = {
+        "flag-reference-only": Option(
+            default=True, kind=bool,
+            doc="Also flag tasks kept in a set whose done callback only discards them "
+                "(`tasks.add(t); t.add_done_callback(tasks.discard)`).",
+        ),
+    }
+
+    valid = [
+        # a periodic loop that catches and logs every error cannot lose one
+        """
+        import asyncio
+        class Replica:
+            async def _report_forever(self):
+                while True:
+                    try:
+                        await asyncio.sleep(1)
+                        self.report()
+                    except Exception:
+                        logger.exception("report failed")
+            def start(self):
+                self._loop.create_task(self._report_forever())
+        """,
+        # awaited
+        """
+        import asyncio
+        async def main():
+            t = asyncio.create_task(work())
+            await other()
+            await t
+        """,
+        # gathered later from a collection attribute
+        """
+        import asyncio as aio
+        class Pool:
+            def start(self):
+                self.tasks = []
+                for i in range(4):
+                    self.tasks.append(aio.create_task(self.worker(i)))
+            async def join(self):
+                await aio.gather(*self.tasks)
+        """,
+        # TaskGroup.create_task is structured
+        """
+        import asyncio
+        async def main():
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(work())
+        """,
+        # returned: the caller observes it
+        """
+        from asyncio import ensure_future
+        def spawn(coro):
+            task = ensure_future(coro)
+            return task
+        """,
+        # a done callback that looks at the result
+        """
+        import asyncio
+        def on_done(t):
+            if t.exception():
+                log(t.exception())
+        async def main(loop):
+            task = asyncio.get_running_loop().create_task(work())
+            task.add_done_callback(on_done)
+        """,
+        # already supervised
+        """
+        import asyncio, runtime_guard
+        async def main():
+            runtime_guard.supervise(asyncio.create_task(work()))
+        """,
+        # handed to another function
+        """
+        import asyncio
+        async def main(registry):
+            registry.track(asyncio.create_task(work()))
+        """,
+        # a dict of tasks waited on
+        """
+        import asyncio
+        class Server:
+            async def serve(self, key):
+                self._pending[key] = asyncio.create_task(self.handle(key))
+            async def drain(self):
+                await asyncio.wait(self._pending.values())
+        """,
+        # iterated and awaited
+        """
+        import asyncio
+        async def main(xs):
+            tasks = [asyncio.create_task(f(x)) for x in xs]
+            for t in tasks:
+                print(await t)
+        """,
+    ]
+    invalid = [
+        Invalid(
+            """
+            import asyncio
+
+            class Trainer:
+                async def train(self):
+                    # fire and forget
+                    asyncio.create_task(self._generate_loop())  # background
+                    while True:
+                        await self.queue.get()
+            """,
+            fixed="""
+            import asyncio
+            import runtime_guard
+
+            class Trainer:
+                async def train(self):
+                    # fire and forget
+                    runtime_guard.supervise(asyncio.create_task(self._generate_loop()))  # background
+                    while True:
+                        await self.queue.get()
+            """,
+            message_contains="discarded",
+        ),
+        Invalid(
+            """
+            import asyncio as aio
+
+            class Trainer:
+                def start(self):
+                    self._gen_task = aio.create_task(self.run())
+
+                def stop(self):
+                    self._gen_task.cancel()
+            """,
+            fixed="""
+            import asyncio as aio
+            import runtime_guard
+
+            class Trainer:
+                def start(self):
+                    self._gen_task = runtime_guard.supervise(aio.create_task(self.run()))
+
+                def stop(self):
+                    self._gen_task.cancel()
+            """,
+            message_contains="_gen_task",
+        ),
+        Invalid(
+            """
+            from asyncio import ensure_future, get_event_loop
+
+            def start_workers(n):
+                loop = get_event_loop()
+                workers = []
+                for i in range(n):
+                    workers.append(loop.create_task(worker(i)))
+                ensure_future(monitor())
+                loop.run_forever()
+            """,
+            fixed="""
+            from asyncio import ensure_future, get_event_loop
+            import runtime_guard
+
+            def start_workers(n):
+                loop = get_event_loop()
+                workers = []
+                for i in range(n):
+                    workers.append(runtime_guard.supervise(loop.create_task(worker(i))))
+                runtime_guard.supervise(ensure_future(monitor()))
+                loop.run_forever()
+            """,
+            count=2,
+        ),
+        Invalid(
+            """
+            import asyncio
+
+            background_tasks = set()
+
+            async def handle(request):
+                task = asyncio.create_task(log_request(request))
+                background_tasks.add(task)
+                task.add_done_callback(background_tasks.discard)
+            """,
+            fixed="""
+            import asyncio
+            import runtime_guard
+
+            background_tasks = set()
+
+            async def handle(request):
+                task = runtime_guard.supervise(asyncio.create_task(log_request(request)))
+                background_tasks.add(task)
+                task.add_done_callback(background_tasks.discard)
+            """,
+            message_contains="discard",
+        ),
+        Invalid(
+            """
+            import asyncio
+
+            class Engine:
+                def __init__(self):
+                    self.loop = asyncio.new_event_loop()
+
+                def submit(self, req):
+                    self.pending = [self.loop.create_task(self.generate(r)) for r in req]
+                    for t in self.pending:
+                        t.cancel()
+            """,
+            fixed="""
+            import asyncio
+            import runtime_guard
+
+            class Engine:
+                def __init__(self):
+                    self.loop = asyncio.new_event_loop()
+
+                def submit(self, req):
+                    self.pending = [runtime_guard.supervise(self.loop.create_task(self.generate(r))) for r in req]
+                    for t in self.pending:
+                        t.cancel()
+            """,
+        ),
+        Invalid(
+            """
+            import asyncio
+
+            async def serve(loop, conns):
+                for c in conns:
+                    loop.create_task(
+                        handle(c),  # one per connection
+                    )
+            """,
+            fixed="""
+            import asyncio
+            import runtime_guard
+
+            async def serve(loop, conns):
+                for c in conns:
+                    runtime_guard.supervise(loop.create_task(
+                        handle(c),  # one per connection
+                    ))
+            """,
+        ),
+    ]
+
+    # ------------------------------------------------------------------ visitor
+    def visit_Call(self, node: cst.Call) -> None:
+        if not node.args or not self._is_spawn(node):
+            return
+        target = self.facts.coroutine_target(node.args[0].value, node)
+        if target is not None and target.is_async and _swallows_errors(target.node.body):
+            return  # nothing can escape the coroutine: there is no exception to lose
+        self._seen: set = set()
+        verdict, where = self._follow(node, "task")
+        if verdict == OBSERVED:
+            return
+        if verdict == REFERENCE_ONLY:
+            if not self.config["flag-reference-only"]:
+                return
+            message = (f"task kept in `{where}` whose done callback only discards it: an exception it "
+                       "raises is never looked at and the program goes on")
+        elif where is None:
+            message = ("task is discarded: an exception it raises is lost and the program goes on "
+                       "(and the loop holds only a weak reference to it)")
+        else:
+            message = (f"task stored in `{where}` is never awaited or checked: an exception it raises "
+                       "is lost and the program goes on")
+        fix = Fix.safe(
+            Replace(node, guard_call("supervise", [cst.Arg(node)])),
+            IMPORT_RUNTIME_GUARD,
+            message="Wrap in `runtime_guard.supervise(...)`",
+        )
+        self.report(node, message, fix=fix)
+
+    def _is_spawn(self, node: cst.Call) -> bool:
+        qn = self.facts.call_name(node)
+        if qn in _SPAWNERS:
+            return True
+        f = node.func
+        if qn is None and isinstance(f, cst.Attribute) and f.attr.value == "create_task":
+            receiver = f.value
+            last = receiver.attr.value if isinstance(receiver, cst.Attribute) else (
+                receiver.value if isinstance(receiver, cst.Name) else "")
+            return last in _LOOP_NAMES
+        return False
+
+    # ------------------------------------------------------------------ flow
+    def _follow(self, expr: cst.CSTNode, mode: Mode) -> tuple[str, Optional[str]]:
+        """Where does the value of ``expr`` (a task, or a collection of tasks) go?"""
+        parent = self.facts.parent(expr)
+        if isinstance(parent, (cst.Await, cst.Return, cst.Yield, cst.Lambda)):
+            return OBSERVED, None
+        if isinstance(parent, cst.Expr):
+            return UNOBSERVED, None
+        if isinstance(parent, cst.Arg):
+            return self._as_argument(parent, mode)
+        if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is expr:
+            targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+            return self._stored(targets, mode)
+        if isinstance(parent, cst.NamedExpr) and parent.value is expr:
+            return _best(self._stored([parent.target], mode), self._follow(parent, mode))
+        if isinstance(parent, cst.Attribute) and parent.value is expr:
+            return self._method_use(parent, mode)
+        if isinstance(parent, (cst.Element, cst.StarredElement)):
+            literal = self.facts.parent(parent)
+            if isinstance(literal, (cst.List, cst.Tuple, cst.Set)):
+                return self._follow(literal, "collection")
+            return OBSERVED, None
+        if isinstance(parent, (cst.ListComp, cst.SetComp, cst.GeneratorExp)) and parent.elt is expr:
+            return self._follow(parent, "collection")
+        if isinstance(parent, cst.DictElement) and parent.value is expr:
+            return self._follow(self.facts.parent(parent), "collection")  # type: ignore[arg-type]
+        if isinstance(parent, cst.DictComp) and parent.value is expr:
+            return self._follow(parent, "collection")
+        if isinstance(parent, cst.IfExp) and expr is not parent.test:
+            return self._follow(parent, mode)
+        if isinstance(parent, (cst.Comparison, cst.ComparisonTarget, cst.BooleanOperation, cst.UnaryOperation,
+                               cst.If, cst.While)):
+            return UNOBSERVED, None  # a test, not a use of the outcome
+        if isinstance(parent, cst.Subscript) and parent.value is expr and mode == "collection":
+            return self._follow(parent, "task")
+        if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is expr:
+            return self._iterated(parent, mode)
+        return OBSERVED, None  # anything we do not model: assume the code knows
+
+    def _as_argument(self, arg: cst.Arg, mode: Mode) -> tuple[str, Optional[str]]:
+        call = self.facts.parent(arg)
+        assert isinstance(call, cst.Call)
+        f = call.func
+        if isinstance(f, cst.Attribute):
+            method = f.attr.value
+            if method in ("discard", "remove"):
+                return UNOBSERVED, None
+            if method in _ADDERS or (method == "extend" and mode == "collection"):
+                return self._follow_collection(f.value)
+        if isinstance(f, cst.Name) and f.value in _NEUTRAL_FUNCS:
+            return UNOBSERVED, None
+        return OBSERVED, None  # gather/wait/shield/supervise or another function: handed over
+
+    def _method_use(self, attr: cst.Attribute, mode: Mode) -> tuple[str, Optional[str]]:
+        call = self.facts.parent(attr)
+        name = attr.attr.value
+        if not (isinstance(call, cst.Call) and call.func is attr):
+            # `tasks.discard` handed over as a callback still only forgets tasks
+            neutral = _COLLECTION_MUTATORS if mode == "collection" else _NEUTRAL_TASK_METHODS
+            return (UNOBSERVED, None) if name in neutral else (OBSERVED, None)
+        if mode == "task":
+            if name == "add_done_callback":
+                if call.args and _only_forgets(call.args[0].value):
+                    return REFERENCE_ONLY, _code(call.args[0].value).rsplit(".", 1)[0]
+                return OBSERVED, None
+            if name in _OBSERVING_METHODS:
+                return OBSERVED, None
+            if name in _NEUTRAL_TASK_METHODS:
+                return UNOBSERVED, None
+            return OBSERVED, None
+        if name in _COLLECTION_MUTATORS:
+            return UNOBSERVED, None
+        if name in _ELEMENT_GETTERS:
+            return self._follow(call, "task")
+        if name in _VIEW_GETTERS:
+            return self._follow(call, "collection")
+        return OBSERVED, None
+
+    def _iterated(self, loop: Union[cst.For, cst.CompFor], mode: Mode) -> tuple[str, Optional[str]]:
+        if mode == "task":
+            return OBSERVED, None
+        target = loop.target
+        if isinstance(target, cst.Tuple) and target.elements:
+            target = target.elements[-1].value  # `for key, task in d.items()`
+        if not isinstance(target, cst.Name):
+            return OBSERVED, None
+        region = loop if isinstance(loop, cst.For) else self.facts.parent(loop)
+        uses = [n for n in _names(region, target.value) if n is not target]  # type: ignore[arg-type]
+        return self._uses_verdict(uses, "task", target.value)
+
+    # ------------------------------------------------------------------ stored values
+    def _stored(self, targets: list[cst.BaseExpression], mode: Mode) -> tuple[str, Optional[str]]:
+        verdict: Optional[tuple[str, Optional[str]]] = None
+        for t in targets:
+            if isinstance(t, cst.Name):
+                v = self._name_uses(t, mode)
+            elif isinstance(t, cst.Attribute):
+                v = self._attribute_uses(t, mode)
+            elif isinstance(t, cst.Subscript):
+                v = self._follow_collection(t.value)
+            else:
+                v = (OBSERVED, None)
+            verdict = v if verdict is None else _best(verdict, v)
+        return verdict or (OBSERVED, None)
+
+    def _follow_collection(self, holder: cst.BaseExpression) -> tuple[str, Optional[str]]:
+        if isinstance(holder, cst.Name):
+            return self._name_uses(holder, "collection")
+        if isinstance(holder, cst.Attribute):
+            return self._attribute_uses(holder, "collection")
+        return OBSERVED, None
+
+    def _name_uses(self, name: cst.Name, mode: Mode) -> tuple[str, Optional[str]]:
+        key = ("name", name.value, mode, id(self.facts.scope_of(name)))
+        if key in self._seen:
+            return UNOBSERVED, name.value
+        self._seen.add(key)
+        # search where the name is bound: a module-level set used in a function is global
+        b = self.facts.lookup(name.value, self.facts.scope_of(name))
+        fn = self.facts.enclosing_function(name)
+        if b is not None:
+            region = b.scope.node if b.scope is not None else self.facts.module
+        else:
+            region = fn.node if fn is not None else self.facts.module
+        uses = [n for n in _names(region, name.value) if not self._is_store(n)]
+        return self._uses_verdict(uses, mode, name.value)
+
+    def _attribute_uses(self, attr: cst.Attribute, mode: Mode) -> tuple[str, Optional[str]]:
+        label = _code(attr)
+        key = ("attr", attr.attr.value, mode)
+        if key in self._seen:
+            return UNOBSERVED, label
+        self._seen.add(key)
+        if not (isinstance(attr.value, cst.Name) and attr.value.value in ("self", "cls")):
+            return OBSERVED, None  # someone else's attribute: we cannot see its users
+        uses = [n for n in _attributes(self.facts.module, attr.attr.value) if not self._is_store(n)]
+        return self._uses_verdict(uses, mode, label)
+
+    def _uses_verdict(self, uses: list[cst.CSTNode], mode: Mode, label: str) -> tuple[str, Optional[str]]:
+        verdict: tuple[str, Optional[str]] = (UNOBSERVED, label)
+        for use in uses:
+            v = self._follow(use, mode)
+            if v[0] == REFERENCE_ONLY:
+                verdict = (REFERENCE_ONLY, v[1] or label)
+            elif v[0] == OBSERVED:
+                return v
+        return verdict
+
+    def _is_store(self, node: cst.CSTNode) -> bool:
+        parent = self.facts.parent(node)
+        if isinstance(parent, cst.AssignTarget) and parent.target is node:
+            return True
+        if isinstance(parent, (cst.AnnAssign, cst.AugAssign)) and parent.target is node:
+            return True
+        if isinstance(parent, (cst.For, cst.CompFor)) and parent.target is node:
+            return True
+        if isinstance(parent, cst.NamedExpr) and parent.target is node:
+            return True
+        if isinstance(parent, cst.Del):
+            return True
+        if isinstance(parent, cst.Element) and isinstance(self.facts.parent(parent), cst.Del):
+            return True
+        return False
+
+
+# ---------------------------------------------------------------------- helpers
+_BROAD_HANDLERS = ("Exception", "BaseException")
+
+
+def _swallows_errors(body: cst.BaseSuite) -> bool:
+    """The body catches every ``Exception`` (directly or in each loop iteration) and does not
+    re-raise: ``while True: try: ... except Exception: log(...)``. Around the ``try``, only
+    bookkeeping is allowed: docstrings, ``assert``, assignments, ``await asyncio.sleep(...)``
+    and ``if`` blocks made of those."""
+    stmts = body.body if isinstance(body, cst.IndentedBlock) else []
+    guarded = False
+    for st in stmts:
+        if isinstance(st, cst.Try):
+            broad = [h for h in st.handlers if h.type is None or _code(h.type).split(".")[-1] in _BROAD_HANDLERS]
+            if not broad or any(_raises(h.body) for h in broad) or st.orelse is not None:
+                return False
+            guarded = True
+        elif isinstance(st, (cst.While, cst.For)) and st.orelse is None:
+            if not _swallows_errors(st.body):
+                return False
+            guarded = True
+        elif not _bookkeeping(st):
+            return False
+    return guarded
+
+
+def _bookkeeping(st: cst.BaseStatement) -> bool:
+    if isinstance(st, cst.If):
+        blocks = [st.body]
+        orelse = st.orelse
+        while orelse is not None:
+            blocks.append(orelse.body)
+            orelse = orelse.orelse if isinstance(orelse, cst.If) else None
+        return all(_bookkeeping(s) for b in blocks for s in getattr(b, "body", ()))
+    if not isinstance(st, cst.SimpleStatementLine):
+        return False
+    for small in st.body:
+        if isinstance(small, (cst.Pass, cst.Assert, cst.Continue, cst.Break, cst.Assign, cst.AnnAssign,
+                              cst.AugAssign, cst.Nonlocal, cst.Global)):
+            continue
+        if isinstance(small, cst.Expr) and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString)):
+            continue
+        if (isinstance(small, cst.Expr) and isinstance(small.value, cst.Await)
+                and isinstance(small.value.expression, cst.Call)
+                and _code(small.value.expression.func).endswith("sleep")):
+            continue
+        return False
+    return True
+
+
+def _raises(body: cst.BaseSuite) -> bool:
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_Raise(self, node: cst.Raise) -> None:
+            found.append(node)
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+    body.visit(V())
+    return bool(found)
+
+
+def _best(a: tuple[str, Optional[str]], b: tuple[str, Optional[str]]) -> tuple[str, Optional[str]]:
+    """Observed if either path observes."""
+    order = {OBSERVED: 2, REFERENCE_ONLY: 1, UNOBSERVED: 0}
+    return a if order[a[0]] >= order[b[0]] else b
+
+
+def _only_forgets(callback: cst.BaseExpression) -> bool:
+    """``tasks.discard`` / ``tasks.remove`` / ``lambda t: tasks.discard(t)``: keeps no eye on
+    the outcome."""
+    if isinstance(callback, cst.Attribute):
+        return callback.attr.value in ("discard", "remove", "pop")
+    if isinstance(callback, cst.Lambda) and isinstance(callback.body, cst.Call):
+        f = callback.body.func
+        return isinstance(f, cst.Attribute) and f.attr.value in ("discard", "remove", "pop")
+    return False
+
+
+def _names(region: cst.CSTNode, name: str) -> list[cst.Name]:
+    found: list[cst.Name] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            if n.value == name:
+                found.append(n)
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            n.value.visit(self)  # the `.attr` part is not a use of a variable
+            return False
+
+    region.visit(V())
+    return found
+
+
+def _attributes(region: cst.CSTNode, attr: str) -> list[cst.Attribute]:
+    found: list[cst.Attribute] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Attribute(self, n: cst.Attribute) -> None:
+            if n.attr.value == attr:
+                found.append(n)
+
+    region.visit(V())
+    return found
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)

@@ -1,0 +1,511 @@
+from __future__ import annotations
+
+from typing import Optional, Union
+
+import libcst as cst
+
+from shutdown_lint.rule import AddImport, Fix, Invalid, Replace, Rule
+
+_CANCELLED = frozenset({"asyncio.CancelledError", "asyncio.exceptions.CancelledError"})
+_BROAD = frozenset({"builtins.BaseException"})
+#: Calls that end the task/process themselves: the handler does not swallow anything.
+_EXITS = frozenset({"sys.exit", "os._exit", "builtins.exit", "builtins.quit", "runtime_guard.hard_exit"})
+#: Wrappers whose argument is an existing task/future when it is a plain name.
+_AWAIT_WRAPPERS = frozenset({"asyncio.gather", "asyncio.wait", "asyncio.wait_for", "asyncio.shield"})
+
+_Handler = Union[cst.ExceptHandler, cst.ExceptStarHandler]
+
+
+class SwallowedCancellation(Rule):
+    """
+    ## What it does
+    Flags, in an `async def`, an `except asyncio.CancelledError:`, a bare `except:` or an
+    `except BaseException:` handler (also inside a tuple) that neither re-raises nor does
+    deliberate cancellation bookkeeping (`uncancel()`, `cancelling()`), when the `try`
+    body awaits something (only an `await` can deliver a cancellation).
+
+    Not flagged: `except Exception:` (CancelledError is a BaseException); handlers that
+    contain any `raise` or end the process; a handler preceded in the same `try` by
+    `except CancelledError: raise`; the common "cancel a task, then await it" idiom, where
+    the function calls `.cancel()` and the `try` awaits an existing task or future (not a
+    fresh coroutine call); code outside coroutines.
+
+    ## Why is this bad?
+    `task.cancel()` asks the task to stop by raising `CancelledError` at its current
+    `await`. A handler that swallows it turns the request into a normal return: whoever
+    cancelled sees the task finish as if nothing happened, `asyncio.timeout()` and
+    `wait_for` no longer raise `TimeoutError` (the timeout is silently ignored), a
+    `TaskGroup` or `asyncio.run` shutdown keeps waiting on a task that goes on running,
+    and the caller's bookkeeping (releasing a lease or a sandbox slot "on cancellation")
+    is skipped. In SkyRL's Harbor generator this is how cancelled trajectories kept
+    their sandboxes.
+
+    ## Example
+    ```python
+    import asyncio
+
+    async def run_trial(sandbox):
+        try:
+            await sandbox.exec("pytest")
+        except asyncio.CancelledError:
+            log.info("trial cancelled")  # the cancellation stops here
+    ```
+
+    ## Use instead
+    ```python
+    import asyncio
+
+    async def run_trial(sandbox):
+        try:
+            await sandbox.exec("pytest")
+        except asyncio.CancelledError:
+            log.info("trial cancelled")
+            raise
+    ```
+
+    ## Fix safety
+    Unsafe: control flow changes. For a `CancelledError` handler the fix adds `raise`
+    at the end of the handler (replacing a trailing `pass`, bare `return`, `break` or
+    `continue`); no fix when it ends in `return <value>`. For a bare `except:`, an
+    `except BaseException:` or a tuple, it inserts an `except asyncio.CancelledError:
+    raise` handler just before, so other exceptions are still handled as before (it
+    reuses an `import asyncio as x` alias, or adds `import asyncio`). No fix for
+    `except*` handlers.
+
+    ## References
+    - Python docs: `asyncio.Task.cancel`, "Task Cancellation" (`uncancel`, `cancelling`)
+    - SkyRL #1160: TaskGroup for correct cancellation, sandbox leak on Ctrl+C
+    """
+
+    code = "SHD104"
+    name = "swallowed-cancellation"
+    summary = "a coroutine's handler swallows `CancelledError`, so cancelling the task does not stop it"
+    triggers = ("CancelledError", "except:", "BaseException")
+    facts_needed = ("parents", "imports", "functions")
+
+    valid = [
+        # re-raised
+        """
+        import asyncio
+        async def worker():
+            try:
+                await asyncio.sleep(1)
+            except asyncio.CancelledError:
+                cleanup()
+                raise
+        """,
+        # except Exception does not catch CancelledError
+        """
+        import asyncio
+        async def worker():
+            try:
+                await asyncio.sleep(1)
+            except Exception:
+                pass
+        """,
+        # cancel-then-await idiom: the task we cancelled ourselves
+        """
+        from asyncio import CancelledError
+        class Server:
+            async def stop(self):
+                self._task.cancel()
+                try:
+                    await self._task
+                except CancelledError:
+                    pass
+        """,
+        # deliberate bookkeeping with uncancel()
+        """
+        import asyncio as aio
+        async def step():
+            try:
+                await aio.sleep(1)
+            except aio.CancelledError:
+                if aio.current_task().uncancel() == 0:
+                    return "retry"
+        """,
+        # nothing awaited in the try body: no cancellation can arrive there
+        """
+        async def parse(data):
+            try:
+                return decode(data)
+            except BaseException:
+                return None
+        """,
+        # synchronous code
+        """
+        import asyncio
+        def run():
+            try:
+                asyncio.run(main())
+            except asyncio.CancelledError:
+                pass
+        """,
+        # an earlier handler re-raises cancellation
+        """
+        import asyncio
+        async def pump():
+            try:
+                await step()
+            except asyncio.CancelledError:
+                raise
+            except BaseException:
+                log.exception("step failed")
+        """,
+        # conditional re-raise inside a broad handler
+        """
+        import asyncio
+        async def pump():
+            try:
+                await step()
+            except BaseException as e:
+                if isinstance(e, asyncio.CancelledError):
+                    raise
+                log.exception("step failed")
+        """,
+    ]
+    invalid = [
+        Invalid(
+            """
+            import asyncio
+
+            async def run_trial(sandbox):
+                try:
+                    await sandbox.exec("pytest")
+                except asyncio.CancelledError:
+                    # keep the sandbox for debugging
+                    log.info("trial cancelled")  # noted
+            """,
+            fixed="""
+            import asyncio
+
+            async def run_trial(sandbox):
+                try:
+                    await sandbox.exec("pytest")
+                except asyncio.CancelledError:
+                    # keep the sandbox for debugging
+                    log.info("trial cancelled")  # noted
+                    raise
+            """,
+            message_contains="cancel",
+        ),
+        Invalid(
+            """
+            from asyncio import CancelledError
+
+            class Leases:
+                async def hold(self, lease):
+                    while True:
+                        try:
+                            await self.renew(lease)
+                        except CancelledError:
+                            break
+            """,
+            fixed="""
+            from asyncio import CancelledError
+
+            class Leases:
+                async def hold(self, lease):
+                    while True:
+                        try:
+                            await self.renew(lease)
+                        except CancelledError:
+                            raise
+            """,
+        ),
+        Invalid(
+            """
+            import asyncio as aio
+
+            async def serve(queue):
+                try:
+                    item = await queue.get()
+                except (aio.CancelledError, ValueError):
+                    return None
+            """,
+            fixed="""
+            import asyncio as aio
+
+            async def serve(queue):
+                try:
+                    item = await queue.get()
+                except aio.CancelledError:
+                    raise
+                except (aio.CancelledError, ValueError):
+                    return None
+            """,
+        ),
+        Invalid(
+            """
+            import asyncio
+
+            async def heartbeat(client):
+                while True:
+                    try:
+                        await client.ping()
+                    except:  # never let the heartbeat die
+                        pass
+                    await asyncio.sleep(5)
+            """,
+            fixed="""
+            import asyncio
+
+            async def heartbeat(client):
+                while True:
+                    try:
+                        await client.ping()
+                    except asyncio.CancelledError:
+                        raise
+                    except:  # never let the heartbeat die
+                        pass
+                    await asyncio.sleep(5)
+            """,
+        ),
+        Invalid(
+            """
+            import asyncio
+            async def fetch(session, url):
+                async with session.get(url) as r:
+                    try:
+                        return await r.read()
+                    except BaseException:
+                        log.warning("read failed")
+            """,
+            fixed="""
+            import asyncio
+            async def fetch(session, url):
+                async with session.get(url) as r:
+                    try:
+                        return await r.read()
+                    except asyncio.CancelledError:
+                        raise
+                    except BaseException:
+                        log.warning("read failed")
+            """,
+        ),
+        Invalid(
+            """
+            import asyncio
+            async def wait_done(job):
+                try:
+                    await job.done()
+                except asyncio.CancelledError: pass
+            """,
+            fixed="""
+            import asyncio
+            async def wait_done(job):
+                try:
+                    await job.done()
+                except asyncio.CancelledError: raise
+            """,
+        ),
+        Invalid(
+            """
+            import asyncio
+            async def result(job):
+                try:
+                    return await job.wait()
+                except asyncio.CancelledError:
+                    return job.partial()
+            """,
+            fixed=None,
+        ),
+    ]
+
+    # ------------------------------------------------------------------ visitors
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        self._check(node)
+
+    def visit_ExceptStarHandler(self, node: cst.ExceptStarHandler) -> None:
+        self._check(node)
+
+    # ------------------------------------------------------------------ logic
+    def _check(self, handler: _Handler) -> None:
+        fn = self.facts.enclosing_function(handler)
+        if fn is None or not fn.is_async:
+            return
+        kind = self._catch_kind(handler)
+        if kind is None:
+            return
+        tr = self.facts.parent(handler)
+        if not isinstance(tr, (cst.Try, cst.TryStar)) or not _awaits(tr.body):
+            return
+        if self._reraises_or_books(handler.body):
+            return
+        if self._earlier_handler_reraises(tr, handler):
+            return
+        if self._cancel_then_await(fn, tr):
+            return
+        fix = self._fix(handler, kind)
+        what = {"cancelled": "`except CancelledError`", "bare": "bare `except:`",
+                "broad": "`except BaseException`"}[kind]
+        self.report(
+            handler,
+            f"{what} in a coroutine swallows cancellation: the task keeps running or returns normally, "
+            "so its canceller, timeouts and TaskGroup/asyncio.run shutdown lose the cancel",
+            fix=fix,
+        )
+
+    def _catch_kind(self, handler: _Handler) -> Optional[str]:
+        """'cancelled' (only CancelledError), 'broad' (BaseException or a tuple with
+        CancelledError), 'bare' or None (does not catch cancellation)."""
+        t = handler.type
+        if t is None:
+            return "bare"
+        exprs = [el.value for el in t.elements] if isinstance(t, cst.Tuple) else [t]
+        names = [self.facts.qualified_name(e, handler) for e in exprs]
+        if any(n in _BROAD for n in names):
+            return "broad"
+        if any(n in _CANCELLED for n in names):
+            return "cancelled" if len(names) == 1 else "broad"
+        return None
+
+    def _reraises_or_books(self, body: cst.BaseSuite) -> bool:
+        found = False
+
+        facts = self.facts
+
+        class _Scan(cst.CSTVisitor):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return False
+
+            def visit_Lambda(self, node: cst.Lambda) -> bool:
+                return False
+
+            def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+                return False
+
+            def visit_Raise(self, node: cst.Raise) -> None:
+                nonlocal found
+                found = True
+
+            def visit_Call(self, node: cst.Call) -> None:
+                nonlocal found
+                if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("uncancel", "cancelling"):
+                    found = True
+                elif facts.call_name(node) in _EXITS:
+                    found = True
+
+        body.visit(_Scan())
+        return found
+
+    def _earlier_handler_reraises(self, tr: Union[cst.Try, cst.TryStar], handler: _Handler) -> bool:
+        for h in tr.handlers:
+            if h is handler:
+                return False
+            if self._catch_kind(h) == "cancelled" and self._reraises_or_books(h.body):
+                return True
+        return False
+
+    def _cancel_then_await(self, fn, tr: Union[cst.Try, cst.TryStar]) -> bool:
+        """The function cancels something and the try awaits an existing task/future."""
+        cancels = any(isinstance(c.func, cst.Attribute) and c.func.attr.value == "cancel" for c in fn.calls)
+        if not cancels:
+            return False
+        for aw in _awaited(tr.body):
+            expr = aw.expression
+            if isinstance(expr, cst.Call) and self.facts.call_name(expr) in _AWAIT_WRAPPERS:
+                if any(_is_ref(a.value) for a in expr.args if a.keyword is None):
+                    return True
+            elif _is_ref(expr):
+                return True
+        return False
+
+    # ------------------------------------------------------------------ fix
+    def _fix(self, handler: _Handler, kind: str) -> Optional[Fix]:
+        if kind == "cancelled":
+            new_body = _append_raise(handler.body)
+            if new_body is None:
+                return None
+            return Fix.unsafe(Replace(handler.body, new_body), message="Re-raise the cancellation")
+        if isinstance(handler, cst.ExceptStarHandler):
+            return None  # `except* CancelledError: raise` would re-raise a group; leave it to a human
+        alias = self.facts.module_alias("asyncio")  # reuse `import asyncio as aio`
+        reraise = cst.ExceptHandler(
+            body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Raise()])]),
+            type=cst.Attribute(cst.Name(alias or "asyncio"), cst.Name("CancelledError")),
+            whitespace_after_except=cst.SimpleWhitespace(" "),
+        )
+        new = cst.FlattenSentinel([reraise, handler])
+        edits = [Replace(handler, new)] + ([] if alias else [AddImport("asyncio")])
+        return Fix.unsafe(*edits, message="Re-raise CancelledError before the broad handler")
+
+
+def _append_raise(body: cst.BaseSuite) -> Optional[cst.BaseSuite]:
+    """``body`` with ``raise`` as its last statement, or None when it returns a value."""
+    if isinstance(body, cst.SimpleStatementSuite):
+        small = list(body.body)
+        last = small[-1]
+        if isinstance(last, cst.Return) and last.value is not None:
+            return None
+        if isinstance(last, (cst.Pass, cst.Return, cst.Break, cst.Continue)):
+            small[-1] = cst.Raise()
+        else:
+            small[-1] = last.with_changes(semicolon=cst.Semicolon(whitespace_after=cst.SimpleWhitespace(" ")))
+            small.append(cst.Raise())
+        return body.with_changes(body=small)
+    stmts = list(body.body)
+    last = stmts[-1]
+    if isinstance(last, cst.SimpleStatementLine) and len(last.body) == 1:
+        only = last.body[0]
+        if isinstance(only, cst.Return) and only.value is not None:
+            return None
+        if isinstance(only, (cst.Pass, cst.Return, cst.Break, cst.Continue)):
+            stmts[-1] = last.with_changes(body=[cst.Raise()])
+            return body.with_changes(body=stmts)
+    stmts.append(cst.SimpleStatementLine([cst.Raise()]))
+    return body.with_changes(body=stmts)
+
+
+def _is_ref(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, cst.StarredElement):
+        expr = expr.value
+    return isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript))
+
+
+def _awaited(node: cst.CSTNode) -> list[cst.Await]:
+    found: list[cst.Await] = []
+
+    class _Scan(cst.CSTVisitor):
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_Lambda(self, n: cst.Lambda) -> bool:
+            return False
+
+        def visit_Await(self, n: cst.Await) -> None:
+            found.append(n)
+
+    node.visit(_Scan())
+    return found
+
+
+def _awaits(node: cst.CSTNode) -> bool:
+    """Any suspension point in ``node``: await, async for, async with."""
+    hit = False
+
+    class _Scan(cst.CSTVisitor):
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_Lambda(self, n: cst.Lambda) -> bool:
+            return False
+
+        def visit_Await(self, n: cst.Await) -> None:
+            nonlocal hit
+            hit = True
+
+        def visit_For(self, n: cst.For) -> None:
+            nonlocal hit
+            hit = hit or n.asynchronous is not None
+
+        def visit_With(self, n: cst.With) -> None:
+            nonlocal hit
+            hit = hit or n.asynchronous is not None
+
+        def visit_CompFor(self, n: cst.CompFor) -> None:
+            nonlocal hit
+            hit = hit or n.asynchronous is not None
+
+    node.visit(_Scan())
+    return hit

@@ -1,0 +1,569 @@
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+import libcst as cst
+
+from shutdown_lint.rule import Fix, InsertBefore, Invalid, Option, Replace, Rule, Valid
+
+from ._vocabulary import identifier_words
+
+_WATCHED = {"signal.SIGINT": "SIGINT", "signal.SIGTERM": "SIGTERM"}
+_IGNORE = "signal.SIG_IGN"
+#: Calls whose run a SIG_IGN is meant to protect (qualified names); ``protected-calls``
+#: adds more. Methods ``run_until_complete``/``run_forever`` on any receiver and
+#: ``<something>runner.run()`` count too.
+PROTECTED_CALLS = (
+    "asyncio.run", "asyncio.Runner.run", "asyncio.AbstractEventLoop.run_until_complete",
+    "asyncio.AbstractEventLoop.run_forever", "uvloop.run", "anyio.run", "ray.cancel",
+)
+_PROTECTED_METHODS = frozenset({"run_until_complete", "run_forever"})
+#: Calls that take no noticeable time: they do not make the ignore window "work".
+QUICK_CALLS = (
+    "asyncio.new_event_loop", "asyncio.get_event_loop", "asyncio.set_event_loop", "asyncio.get_running_loop",
+    "asyncio.Runner", "asyncio.Event", "asyncio.AbstractEventLoop.set_debug",
+    "asyncio.AbstractEventLoop.set_exception_handler", "uvloop.new_event_loop", "uvloop.install",
+    "builtins.print", "builtins.len", "builtins.str", "builtins.int", "builtins.float", "builtins.bool",
+    "builtins.dict", "builtins.list", "builtins.tuple", "builtins.set", "builtins.isinstance",
+    "builtins.getattr", "builtins.setattr", "builtins.hasattr", "builtins.object",
+    "os.getpid", "os.getenv", "os.environ.get", "time.time", "time.monotonic", "time.perf_counter",
+    "threading.Event", "functools.partial",
+)
+#: Calls that start child processes: children inherit the ignored disposition, so moving
+#: the SIG_IGN after them changes their behaviour (the fix becomes unsafe).
+_SPAWN_PREFIXES = ("subprocess.", "multiprocessing.", "torch.multiprocessing.", "os.fork", "os.posix_spawn",
+                   "os.spawn", "concurrent.futures.ProcessPoolExecutor", "ray.init")
+
+
+@dataclass
+class _Window:
+    ignores: list[cst.BaseStatement] = field(default_factory=list)
+    work: list[cst.BaseStatement] = field(default_factory=list)
+    protected: Optional[cst.BaseStatement] = None
+    protected_name: str = ""
+
+
+class EarlySignalIgnore(Rule):
+    """
+    ## What it does
+    Flags `signal.signal(SIGINT or SIGTERM, SIG_IGN)` that is followed, in the same
+    block, by other work before the call it protects (`asyncio.run()`,
+    `loop.run_until_complete()`, `loop.run_forever()`, `runner.run()`, `ray.cancel()`,
+    more with `protected-calls`): model loading, `ray.init()`, imports, loops, any call
+    that is not in the quick-call vocabulary (event-loop creation, `print`, logging,
+    other signal calls).
+
+    The analysis is statement by statement within one block (a function body, the
+    module, an `if __name__ == "__main__":` block). Signals are recognised through
+    aliases (`from signal import signal, SIGINT, SIG_IGN`, `signal.Signals.SIGINT`,
+    `signal.Handlers.SIG_IGN`) and in a `for sig in (SIGINT, SIGTERM):` loop.
+
+    Not flagged: a guarded window that restores the handler in the same block
+    (`old = signal.signal(SIGINT, SIG_IGN)`, brief work, `signal.signal(SIGINT, old)`,
+    e.g. in a `finally`), which is the usual way to start worker pools that should not
+    see Ctrl+C; SIG_IGN with no protected call after it in the same block (a worker
+    initializer, a daemon that never wants the signal); SIG_IGN right before the
+    protected call.
+
+    ## Why is this bad?
+    From the SIG_IGN on, Ctrl+C and `kill <pid>` do nothing. Meant to protect a short
+    critical call, an early SIG_IGN also covers the whole setup in front of it: loading
+    a model or starting a Ray cluster can take minutes during which the user cannot
+    interrupt the program, and a supervisor's SIGTERM is lost until it escalates to
+    SIGKILL, so no cleanup runs at all.
+
+    ## Example
+    ```python
+    import asyncio, signal
+
+    def main():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C ignored from here on
+        model = load_model()                          # minutes
+        ray.init()
+        asyncio.run(serve(model))
+    ```
+
+    ## Use instead
+    ```python
+    import asyncio, signal
+
+    def main():
+        model = load_model()
+        ray.init()
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        asyncio.run(serve(model))
+    ```
+
+    ## Fix safety
+    The fix moves the SIG_IGN statement(s), with the comments above them, to just before
+    the statement that holds the protected call. It is safe when the statements in
+    between neither touch signals nor start child processes: only how the setup reacts
+    to Ctrl+C/SIGTERM changes. It is unsafe when they visibly start child processes
+    (`subprocess`, `multiprocessing`, `ray.init()`): children inherit an ignored signal,
+    so after the fix they no longer ignore it. No fix is offered when the statements in
+    between call signal functions, use the saved old handler, or when the SIG_IGN shares
+    its line with other statements. A process started inside an opaque helper is not
+    seen; review such moves.
+
+    ## Options
+    - `protected-calls` (list of str): more qualified names of calls a SIG_IGN protects.
+    - `quick-calls` (list of str): more qualified names of calls that do not count as
+      work in the window.
+
+    ## References
+    - Python docs: `signal.signal`, "Note on SIGPIPE" and signal handlers and
+      exceptions; `asyncio.Runner` (3.11+) handles SIGINT itself
+    - SkyRL/vLLM launchers: SIG_IGN set before engine start-up hides Ctrl+C for minutes
+    """
+
+    code = "SHD401"
+    name = "early-signal-ignore"
+    summary = "SIGINT/SIGTERM ignored long before the call it protects: setup cannot be interrupted"
+    triggers = ("SIG_IGN",)
+    facts_needed = ("imports", "parents")
+    options = {
+        "protected-calls": Option((), (list, tuple), "Qualified names of calls a SIG_IGN protects", item_kind=str),
+        "quick-calls": Option((), (list, tuple), "Qualified names of calls that are not setup work",
+                              item_kind=str),
+    }
+
+    valid = [
+        # right before the protected call
+        """
+        import asyncio, signal
+        def main():
+            model = load_model()
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            asyncio.run(serve(model))
+        """,
+        # guarded window: restored in finally
+        """
+        import signal, multiprocessing
+        def start_pool(n):
+            old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+            try:
+                pool = multiprocessing.Pool(n)
+            finally:
+                signal.signal(signal.SIGINT, old)
+            return pool
+        """,
+        # no protected call after it: a worker initializer
+        """
+        from signal import signal, SIGINT, SIG_IGN
+        def init_worker():
+            signal(SIGINT, SIG_IGN)
+            setup_logging()
+        """,
+        # only quick calls in between
+        """
+        import asyncio as aio, signal, logging
+        log = logging.getLogger(__name__)
+        def main():
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            loop = aio.new_event_loop()
+            aio.set_event_loop(loop)
+            log.info("serving")
+            loop.run_until_complete(serve())
+        """,
+        # SIGHUP is not a stop signal this rule watches; SIG_DFL is not an ignore
+        """
+        import asyncio, signal
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        load()
+        asyncio.run(main())
+        """,
+        # the work is in a different block than the protected call
+        """
+        import asyncio, signal
+        def setup():
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            load()
+        def main():
+            asyncio.run(serve())
+        """,
+        Valid(
+            """
+            import asyncio, signal, myapp
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            myapp.configure()
+            asyncio.run(myapp.main())
+            """,
+            options={"quick-calls": ["myapp.configure"]},
+        ),
+    ]
+    invalid = [
+        Invalid(
+            """
+            import asyncio
+            import signal
+
+            def main():
+                # the engine must not see Ctrl+C
+                signal.signal(signal.SIGINT, signal.SIG_IGN)  # keep
+                model = load_model()
+                warm_up(model)
+                asyncio.run(serve(model))
+            """,
+            fixed="""
+            import asyncio
+            import signal
+
+            def main():
+                model = load_model()
+                warm_up(model)
+                # the engine must not see Ctrl+C
+                signal.signal(signal.SIGINT, signal.SIG_IGN)  # keep
+                asyncio.run(serve(model))
+            """,
+            message_contains="SIGINT",
+        ),
+        # aliases, both signals, module level under a main guard, protected call in a try
+        Invalid(
+            """
+            from signal import signal, SIGINT, SIGTERM, SIG_IGN
+            import asyncio as aio
+
+            if __name__ == "__main__":
+                signal(SIGINT, SIG_IGN)
+                signal(SIGTERM, SIG_IGN)
+                import torch
+                weights = torch.load("w.pt")
+                try:
+                    aio.run(main(weights))
+                finally:
+                    print("bye")
+            """,
+            fixed="""
+            from signal import signal, SIGINT, SIGTERM, SIG_IGN
+            import asyncio as aio
+
+            if __name__ == "__main__":
+                import torch
+                weights = torch.load("w.pt")
+                signal(SIGINT, SIG_IGN)
+                signal(SIGTERM, SIG_IGN)
+                try:
+                    aio.run(main(weights))
+                finally:
+                    print("bye")
+            """,
+            count=1,
+        ),
+        # ray.init in between starts processes: the fix is offered but unsafe
+        Invalid(
+            """
+            import ray, signal
+
+            def cancel_all(refs):
+                signal.signal(signal.Signals.SIGINT, signal.Handlers.SIG_IGN)
+                ray.init(address="auto")
+                for r in refs:
+                    ray.cancel(r)
+            """,
+            fixed="""
+            import ray, signal
+
+            def cancel_all(refs):
+                ray.init(address="auto")
+                signal.signal(signal.Signals.SIGINT, signal.Handlers.SIG_IGN)
+                for r in refs:
+                    ray.cancel(r)
+            """,
+        ),
+        # a loop over both signals; untyped runner.run()
+        Invalid(
+            """
+            import signal
+
+            def launch(runner, cfg):
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    signal.signal(sig, signal.SIG_IGN)
+                engine = build_engine(cfg)
+                runner.run(engine.loop())
+            """,
+            fixed="""
+            import signal
+
+            def launch(runner, cfg):
+                engine = build_engine(cfg)
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    signal.signal(sig, signal.SIG_IGN)
+                runner.run(engine.loop())
+            """,
+        ),
+        # the window touches signals: flagged, no fix
+        Invalid(
+            """
+            import asyncio, signal
+
+            def main():
+                old = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                prepare(old)
+                signal.signal(signal.SIGUSR1, dump)
+                asyncio.get_event_loop().run_until_complete(serve())
+            """,
+        ),
+        # a method; the setup is a loop
+        Invalid(
+            """
+            import asyncio, signal, time
+
+            class Server:
+                def start(self):
+                    signal.signal(signal.SIGINT, signal.SIG_IGN)
+                    while not self.ready():
+                        time.sleep(1)
+                    with asyncio.Runner() as runner:
+                        runner.run(self.serve())
+            """,
+            fixed="""
+            import asyncio, signal, time
+
+            class Server:
+                def start(self):
+                    while not self.ready():
+                        time.sleep(1)
+                    signal.signal(signal.SIGINT, signal.SIG_IGN)
+                    with asyncio.Runner() as runner:
+                        runner.run(self.serve())
+            """,
+        ),
+    ]
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._protected = {*PROTECTED_CALLS, *self.config["protected-calls"]}
+        self._quick = {*QUICK_CALLS, *self.config["quick-calls"]}
+
+    # ------------------------------------------------------------------ visitors
+    def visit_Module(self, node: cst.Module) -> None:
+        self._scan(node.body)
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._scan(node.body)
+
+    def _scan(self, body: Sequence[cst.BaseStatement]) -> None:
+        i = 0
+        while i < len(body):
+            ignored = self._ignored(body[i])
+            if not ignored:
+                i += 1
+                continue
+            window = _Window(ignores=[body[i]])
+            j = i + 1
+            guarded = False
+            while j < len(body):
+                stmt = body[j]
+                name = self._protected_call(stmt)
+                if name is not None:
+                    window.protected, window.protected_name = stmt, name
+                    break
+                if self._restores(stmt, ignored):
+                    guarded = True
+                    break
+                more = self._ignored(stmt)
+                if more:
+                    ignored |= more
+                    window.ignores.append(stmt)
+                else:
+                    window.work.append(stmt)
+                j += 1
+            if window.protected is not None and not guarded:
+                work = [w for w in window.work if self._is_work(w)]
+                if work:
+                    self._report(window, ignored, work)
+            i = j + 1 if window.protected is not None or guarded else i + 1
+
+    def _report(self, window: _Window, ignored: set[str], work: list[cst.BaseStatement]) -> None:
+        sigs = " and ".join(sorted(ignored))
+        first = _first_line(work[0])
+        more = f" and {len(work) - 1} more statement(s)" if len(work) > 1 else ""
+        message = (f"{sigs} ignored before setup work (`{first}`{more}) that runs ahead of "
+                   f"`{window.protected_name}()`: Ctrl+C/SIGTERM cannot stop the program during it")
+        first_ignore = window.ignores[0]
+        anchor: cst.CSTNode = first_ignore
+        self.report(anchor, message, fix=self._fix(window))
+
+    # ------------------------------------------------------------------ recognisers
+    def _calls(self, node: cst.CSTNode) -> list[cst.Call]:
+        found: list[cst.Call] = []
+
+        class _Calls(cst.CSTVisitor):
+            def visit_Call(self, n: cst.Call) -> None:
+                found.append(n)
+
+            def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+                return False  # a def's body does not run here
+
+            def visit_ClassDef(self, n: cst.ClassDef) -> bool:
+                return False
+
+            def visit_Lambda(self, n: cst.Lambda) -> bool:
+                return False
+
+        node.visit(_Calls())
+        return found
+
+    def _signal_name(self, expr: cst.BaseExpression, at: cst.CSTNode) -> Optional[str]:
+        q = self.facts.qualified_name(expr, at)
+        if q is None:
+            return None
+        return q.replace("signal.Signals.", "signal.").replace("signal.Handlers.", "signal.")
+
+    def _ignore_call(self, call: cst.Call, loop_signals: Optional[dict[str, set[str]]] = None) -> set[str]:
+        """Signals (SIGINT/SIGTERM) that ``signal.signal(sig, SIG_IGN)`` ignores."""
+        if self.facts.call_name(call) != "signal.signal":
+            return set()
+        args = [a.value for a in call.args if a.keyword is None]
+        if len(args) != 2 or self._signal_name(args[1], call) != _IGNORE:
+            return set()
+        if loop_signals and isinstance(args[0], cst.Name) and args[0].value in loop_signals:
+            return set(loop_signals[args[0].value])
+        sig = self._signal_name(args[0], call)
+        return {_WATCHED[sig]} if sig in _WATCHED else set()
+
+    def _ignored(self, stmt: cst.BaseStatement) -> set[str]:
+        """Signals that ``stmt`` sets to SIG_IGN when that is all it does."""
+        if isinstance(stmt, cst.SimpleStatementLine):
+            out: set[str] = set()
+            for small in stmt.body:
+                value = small.value if isinstance(small, (cst.Expr, cst.Assign)) else None
+                if isinstance(value, cst.Call):
+                    out |= self._ignore_call(value)
+            return out
+        if isinstance(stmt, cst.For) and isinstance(stmt.target, cst.Name) and not stmt.orelse:
+            if not isinstance(stmt.iter, (cst.Tuple, cst.List)):
+                return set()
+            sigs = {self._signal_name(el.value, stmt) for el in stmt.iter.elements}
+            watched = {_WATCHED[s] for s in sigs if s in _WATCHED}
+            if not watched:
+                return set()
+            loop = {stmt.target.value: watched}
+            out = set()
+            for call in self._calls(stmt.body):
+                out |= self._ignore_call(call, loop)
+            return out
+        return set()
+
+    def _restores(self, stmt: cst.BaseStatement, ignored: set[str]) -> bool:
+        """``stmt`` sets a handler other than SIG_IGN for one of ``ignored``."""
+        for call in self._calls(stmt):
+            if self.facts.call_name(call) != "signal.signal":
+                continue
+            args = [a.value for a in call.args if a.keyword is None]
+            if len(args) != 2:
+                continue
+            sig = self._signal_name(args[0], call)
+            if _WATCHED.get(sig or "") in ignored and self._signal_name(args[1], call) != _IGNORE:
+                return True
+        return False
+
+    def _protected_call(self, stmt: cst.BaseStatement) -> Optional[str]:
+        for call in self._calls(stmt):
+            q = self.facts.call_name(call)
+            if q in self._protected:
+                return q.rsplit(".", 1)[-1] if q.startswith("asyncio.AbstractEventLoop.") else q
+            func = call.func
+            if isinstance(func, cst.Attribute):
+                attr = func.attr.value
+                if attr in _PROTECTED_METHODS:
+                    return attr
+                if attr == "run" and isinstance(func.value, cst.Name) and "runner" in identifier_words(
+                        func.value.value):
+                    return f"{func.value.value}.run"
+        return None
+
+    def _is_work(self, stmt: cst.BaseStatement) -> bool:
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            return False  # defining is cheap
+        if isinstance(stmt, (cst.For, cst.While)):
+            return True
+        if isinstance(stmt, cst.SimpleStatementLine):
+            if any(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body):
+                return True  # imports of torch/vllm take seconds to minutes
+        for call in self._calls(stmt):
+            q = self.facts.call_name(call)
+            if q is not None and (q in self._quick or q.startswith("signal.") or q.startswith("logging.")):
+                continue
+            if _is_logger_call(call):
+                continue
+            return True
+        return False
+
+    def _touches_signals(self, stmt: cst.BaseStatement) -> bool:
+        for call in self._calls(stmt):
+            q = self.facts.call_name(call) or ""
+            if q.startswith("signal.") or q.endswith(".add_signal_handler") or q.endswith(".remove_signal_handler"):
+                return True
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value in (
+                    "add_signal_handler", "remove_signal_handler"):
+                return True
+        return False
+
+    def _spawns(self, stmt: cst.BaseStatement) -> bool:
+        for call in self._calls(stmt):
+            q = self.facts.call_name(call) or ""
+            if q.startswith(_SPAWN_PREFIXES):
+                return True
+        return False
+
+    # ------------------------------------------------------------------ fix
+    def _fix(self, window: _Window) -> Optional[Fix]:
+        if any(self._touches_signals(w) for w in window.work):
+            return None
+        saved: set[str] = set()
+        for ig in window.ignores:
+            if not isinstance(ig, cst.SimpleStatementLine):
+                continue
+            if len(ig.body) != 1:
+                return None
+            small = ig.body[0]
+            if isinstance(small, cst.Assign):
+                for t in small.targets:
+                    saved |= _names(t.target)
+        if saved and any(saved & _names(w) for w in window.work):
+            return None
+        moved = [_without_blank_lines(ig) for ig in window.ignores]
+        edits = [Replace(ig, cst.RemovalSentinel.REMOVE) for ig in window.ignores]
+        edits.append(InsertBefore(window.protected, tuple(moved)))  # type: ignore[arg-type]
+        message = "Move the SIG_IGN just before the call it protects"
+        if any(self._spawns(w) for w in window.work):
+            return Fix.unsafe(*edits, message=message + " (child processes started in between no longer inherit it)")
+        return Fix.safe(*edits, message=message)
+
+
+def _is_logger_call(call: cst.Call) -> bool:
+    """``log.info(...)``, ``self.logger.warning(...)``: logging is quick."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in (
+            "debug", "info", "warning", "warn", "error", "exception", "critical", "log"):
+        return False
+    recv = func.value
+    name = recv.attr.value if isinstance(recv, cst.Attribute) else recv.value if isinstance(recv, cst.Name) else ""
+    return any(w in ("log", "logger", "logging") for w in identifier_words(name))
+
+
+def _names(node: cst.CSTNode) -> set[str]:
+    found: set[str] = set()
+
+    class _Names(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            found.add(n.value)
+
+    node.visit(_Names())
+    return found
+
+
+def _without_blank_lines(stmt: cst.BaseStatement) -> cst.BaseStatement:
+    """Keep the comments above a moved statement, drop its blank lines."""
+    lines = [ln for ln in stmt.leading_lines if ln.comment is not None]
+    return stmt.with_changes(leading_lines=lines)
+
+
+def _first_line(stmt: cst.BaseStatement) -> str:
+    code = cst.Module([]).code_for_node(stmt.with_changes(leading_lines=()) if hasattr(stmt, "leading_lines")
+                                        else stmt)
+    first = code.strip().splitlines()[0] if code.strip() else ""
+    return first if len(first) <= 60 else first[:57] + "..."

@@ -1,0 +1,361 @@
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+import libcst as cst
+
+from shutdown_lint.facts import FunctionInfo
+from shutdown_lint.rule import Fix, InsertBefore, Invalid, Option, Rule
+
+from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
+
+_RUNNERS = frozenset({
+    "asyncio.run", "asyncio.Runner.run", "asyncio.AbstractEventLoop.run_until_complete",
+    "asyncio.AbstractEventLoop.run_forever", "uvloop.run", "anyio.run",
+})
+#: Text that, in a function on the path, means SIGTERM is taken care of.
+_HANDLED_WORDS = ("SIGTERM", "sigterm_as_keyboard_interrupt", "setup_worker", "install_distributed_teardown")
+
+
+class AsyncioRunWithoutSigterm(Rule):
+    """
+    ## What it does
+    Flags `asyncio.run(...)` (also `asyncio.Runner().run`, `loop.run_until_complete`,
+    `loop.run_forever`, `uvloop.run`, `anyio.run`) at a process entrypoint - module-level
+    script code, the `if __name__ == "__main__":` block, `main()` and the functions it
+    calls, a click/typer command, an argparse `set_defaults(func=...)` handler - when
+    nothing on the path to it handles SIGTERM.
+
+    SIGTERM counts as handled when `SIGTERM` is mentioned (`signal.signal(SIGTERM, ...)`,
+    `loop.add_signal_handler(SIGTERM, ...)`, a `for sig in (SIGINT, SIGTERM)` loop) or
+    `runtime_guard.sigterm_as_keyboard_interrupt()`, `runtime_guard.ray.setup_worker()` or
+    `runtime_guard.torch.install_distributed_teardown()` is called: in module-level code,
+    in the function holding the call, in its callers, in what those call, or in the
+    coroutine that is run and the same-module coroutines it reaches. Servers that install
+    their own handlers (`sigterm_aware_calls`, e.g. `uvicorn.Server.serve`) count too.
+
+    Not flagged: inside Ray tasks and actors (Ray installs its own SIGTERM handler), in
+    threads, executors and tasks, and in library functions not reached from an entrypoint.
+
+    ## Why is this bad?
+    `docker stop`, Kubernetes eviction, SLURM preemption, torchrun and launchers such as
+    `uv run` stop a process with SIGTERM. Python's default action for SIGTERM is to die on
+    the spot: `asyncio.run` never cancels its tasks, so no `finally` block, `async with`
+    exit or shutdown hook runs - sandboxes, leases, temp dirs and child processes leak.
+    Ctrl+C (SIGINT) is handled by `asyncio.run`; SIGTERM is not.
+
+    ## Example
+    ```python
+    import asyncio
+
+    async def main():
+        async with open_sandboxes(20) as boxes:
+            await run_trials(boxes)
+
+    if __name__ == "__main__":
+        asyncio.run(main())  # SIGTERM: boxes are never closed
+    ```
+
+    ## Use instead
+    ```python
+    import asyncio
+    import runtime_guard
+
+    if __name__ == "__main__":
+        runtime_guard.sigterm_as_keyboard_interrupt()
+        asyncio.run(main())  # SIGTERM now cancels the tasks like Ctrl+C
+    ```
+
+    ## Fix safety
+    Safe: inserts `runtime_guard.sigterm_as_keyboard_interrupt()` on the line before the
+    statement that runs the loop (and `import runtime_guard`). Only the SIGTERM path
+    changes: SIGTERM raises `KeyboardInterrupt` in the main thread, so `asyncio.run`
+    cancels every task and their cleanup runs; the process then exits with status 130
+    unless the program catches the interrupt. No fix when the call sits on the same line
+    as a compound statement (`if ...: asyncio.run(...)`).
+
+    ## Options
+    - `sigterm_aware_calls` (list of qualified names): calls that install their own
+      SIGTERM handling (default: uvicorn and aiohttp servers).
+
+    ## References
+    - Python docs: `signal` ("SIGTERM ... default action"), `asyncio.Runner`, `loop.add_signal_handler`
+    - SkyRL #1160 (SIGTERM from `uv` when it dies), SkyRL #1688 (Kubernetes eviction)
+    """
+
+    code = "SHD402"
+    name = "asyncio-run-without-sigterm"
+    summary = "`asyncio.run` at a process entrypoint with no SIGTERM handling: SIGTERM skips all cleanup"
+    triggers = ("run(", "run_until_complete", "run_forever")
+    facts_needed = ("functions", "calls", "execution")
+    options = {
+        "sigterm_aware_calls": Option(
+            ["uvicorn.Server.serve", "uvicorn.run", "uvicorn.main.Server.serve", "aiohttp.web.run_app",
+             "aiohttp.web._run_app"],
+            list, "qualified names of calls that install their own SIGTERM handling", item_kind=str),
+    }
+
+    valid = [
+        # SIGTERM handler installed before
+        """
+        import asyncio, signal
+        def main():
+            signal.signal(signal.SIGTERM, lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
+            asyncio.run(serve())
+        """,
+        # add_signal_handler inside the coroutine that is run (loop over signals)
+        """
+        import asyncio
+        from signal import SIGINT, SIGTERM
+        async def serve():
+            loop = asyncio.get_running_loop()
+            for sig in (SIGINT, SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
+            await stop.wait()
+        if __name__ == "__main__":
+            asyncio.run(serve())
+        """,
+        # inside a Ray task: Ray installs its own handler
+        """
+        import asyncio, ray
+        @ray.remote
+        def rollout():
+            return asyncio.run(generate())
+        """,
+        # a library function, not an entrypoint
+        """
+        import asyncio
+        def fetch_all(urls):
+            return asyncio.run(gather_urls(urls))
+        """,
+        # runtime_guard already installed
+        """
+        import asyncio as aio
+        import runtime_guard
+        if __name__ == "__main__":
+            runtime_guard.sigterm_as_keyboard_interrupt()
+            aio.run(main())
+        """,
+        # uvicorn installs its own handlers
+        """
+        import asyncio, uvicorn
+        def main():
+            server = uvicorn.Server(config)
+            asyncio.run(server.serve())
+        """,
+        # run in a thread: the main thread's entrypoint handles signals
+        """
+        import asyncio, threading
+        def loop_thread():
+            asyncio.run(pump())
+        def main():
+            threading.Thread(target=loop_thread).start()
+        """,
+    ]
+    invalid = [
+        Invalid(
+            """
+            import asyncio
+
+            async def main():
+                async with open_sandboxes(20) as boxes:
+                    await run_trials(boxes)
+
+            if __name__ == "__main__":
+                # run the trials
+                asyncio.run(main())  # blocks until done
+            """,
+            fixed="""
+            import asyncio
+            import runtime_guard
+
+            async def main():
+                async with open_sandboxes(20) as boxes:
+                    await run_trials(boxes)
+
+            if __name__ == "__main__":
+                # run the trials
+                runtime_guard.sigterm_as_keyboard_interrupt()
+                asyncio.run(main())  # blocks until done
+            """,
+            message_contains="SIGTERM",
+        ),
+        Invalid(
+            """
+            import asyncio as aio
+
+            def main():
+                cfg = load()
+                return aio.run(serve(cfg))
+            """,
+            fixed="""
+            import asyncio as aio
+            import runtime_guard
+
+            def main():
+                cfg = load()
+                runtime_guard.sigterm_as_keyboard_interrupt()
+                return aio.run(serve(cfg))
+            """,
+        ),
+        Invalid(
+            """
+            from asyncio import run
+            import click
+
+            @click.command()
+            def train():
+                run(train_loop())
+            """,
+            fixed="""
+            from asyncio import run
+            import click
+            import runtime_guard
+
+            @click.command()
+            def train():
+                runtime_guard.sigterm_as_keyboard_interrupt()
+                run(train_loop())
+            """,
+        ),
+        Invalid(
+            """
+            import asyncio
+
+            def main():
+                loop = asyncio.new_event_loop()
+                try:
+                    loop.run_until_complete(serve())
+                finally:
+                    loop.close()
+            """,
+            fixed="""
+            import asyncio
+            import runtime_guard
+
+            def main():
+                loop = asyncio.new_event_loop()
+                try:
+                    runtime_guard.sigterm_as_keyboard_interrupt()
+                    loop.run_until_complete(serve())
+                finally:
+                    loop.close()
+            """,
+        ),
+        Invalid(
+            """
+            import asyncio, signal
+
+            def launch():
+                asyncio.run(worker())
+
+            def main():
+                signal.signal(signal.SIGINT, on_int)
+                launch()
+            """,
+            fixed="""
+            import asyncio, signal
+            import runtime_guard
+
+            def launch():
+                runtime_guard.sigterm_as_keyboard_interrupt()
+                asyncio.run(worker())
+
+            def main():
+                signal.signal(signal.SIGINT, on_int)
+                launch()
+            """,
+        ),
+        Invalid(
+            """
+            import asyncio
+            import uvloop
+            if __name__ == "__main__": uvloop.run(main())
+            """,
+            fixed=None,
+        ),
+    ]
+
+    # ------------------------------------------------------------------ visitors
+    def visit_Call(self, node: cst.Call) -> None:
+        name = self.facts.call_name(node)
+        if name not in _RUNNERS:
+            return
+        if self.facts.in_lambda(node) or not self.facts.is_process_entrypoint(node):
+            return
+        if self._sigterm_handled(node):
+            return
+        stmt = self.facts.enclosing_statement(node)
+        fix = None
+        if isinstance(stmt, cst.SimpleStatementLine):
+            line = cst.SimpleStatementLine([cst.Expr(guard_call("sigterm_as_keyboard_interrupt"))])
+            fix = Fix.safe(InsertBefore(stmt, (line,)), IMPORT_RUNTIME_GUARD,
+                           message="Make SIGTERM cancel the tasks like Ctrl+C")
+        runner = cst.Module([]).code_for_node(node.func)
+        self.report(
+            node,
+            f"`{runner}()` at a process entrypoint with no SIGTERM handling: SIGTERM (docker stop, "
+            "Kubernetes, torchrun, uv) kills the process without cancelling tasks, so no `finally` runs",
+            fix=fix,
+        )
+
+    # ------------------------------------------------------------------ path
+    def _sigterm_handled(self, call: cst.Call) -> bool:
+        f = self.facts
+        if self._module_level_handles():
+            return True
+        fn = f.enclosing_function(call)
+        path: set[FunctionInfo] = set()
+        if fn is not None:
+            path = _reach([fn], f.callers)  # who gets us here
+            path |= _reach(path, lambda g: {c for _, c in f.callees(g)})  # and what they call
+        args = [a for a in call.args if a.keyword is None]
+        if args:
+            coro = f.coroutine_target(args[0].value, call)
+            if coro is not None:
+                path |= _reach([coro], lambda g: {c for _, c in f.callees(g)})
+            if isinstance(args[0].value, cst.Call) and f.call_name(args[0].value) in self._aware():
+                return True
+        for g in path:
+            if self._handles(g):
+                return True
+        return False
+
+    def _aware(self) -> set[str]:
+        return set(self.config["sigterm_aware_calls"])
+
+    def _handles(self, fn: FunctionInfo) -> bool:
+        cache = self.__dict__.setdefault("_handles_cache", {})
+        if fn not in cache:
+            code = self.facts.module.code_for_node(fn.node)
+            aware = self._aware()
+            cache[fn] = any(w in code for w in _HANDLED_WORDS) or any(
+                self.facts.call_name(c) in aware for c in fn.calls)
+        return cache[fn]
+
+    def _module_level_handles(self) -> bool:
+        if "_module_handles" not in self.__dict__:
+            m = self.facts.module
+            parts = [m.code_for_node(s) for s in m.body if not _is_def_or_import(s)]
+            text = "".join(parts)
+            self._module_handles = any(w in text for w in _HANDLED_WORDS)
+        return self._module_handles
+
+
+def _is_def_or_import(stmt: cst.CSTNode) -> bool:
+    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+        return True
+    return isinstance(stmt, cst.SimpleStatementLine) and all(
+        isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
+
+
+def _reach(roots: Iterable[FunctionInfo], step) -> set[FunctionInfo]:
+    seen: set[FunctionInfo] = set()
+    todo = list(roots)
+    while todo:
+        g = todo.pop()
+        if g in seen:
+            continue
+        seen.add(g)
+        todo.extend(x for x in step(g) if x not in seen)
+    return seen

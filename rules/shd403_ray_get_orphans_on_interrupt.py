@@ -1,0 +1,519 @@
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+import libcst as cst
+
+from shutdown_lint.facts import ModuleFacts
+from shutdown_lint.rule import Fix, Invalid, Option, Replace, Rule, Valid
+
+from ._fixes import IMPORT_RUNTIME_GUARD, dotted
+from ._vocabulary import RAY_BOUNDED_WAIT_CALLS, RAY_CANCEL_CALLS, RAY_GUARD_WAIT_CALLS
+
+_INTERRUPT_TYPES = frozenset({"builtins.KeyboardInterrupt", "builtins.BaseException"})
+_ON_INTERRUPT = "runtime_guard.on_interrupt"
+
+
+class RayGetOrphansOnInterrupt(Rule):
+    """
+    ## What it does
+    Flags a blocking `ray.get(refs)` (no `timeout`, or `timeout=None`) in driver code —
+    the `__main__` block, a module-level `main()`, a function that calls `ray.init`, a
+    module that calls `ray.init` at top level, and the same-module functions they call —
+    when no Ctrl+C path cancels the remote work and waits for it. A path counts when
+    the `ray.get` sits in the body of a `try` whose `except KeyboardInterrupt` /
+    `except BaseException` / bare `except` handler (or `finally`) calls `ray.cancel`
+    and then waits with a bounded `ray.wait`/`ray.get(..., timeout=...)` (or calls
+    `runtime_guard.ray.cancel_and_wait`), when it runs under
+    `runtime_guard.on_interrupt(...)` (a `with` or a decorator), or when every call of
+    the enclosing function is itself protected that way.
+
+    Not flagged: `ray.get` of refs that a `ray.wait(...)` returned as ready (a polling
+    loop), `ray.get` with a timeout, code in Ray tasks and actors, and `ray.get` inside a
+    coroutine (SHD301 covers blocking calls in coroutines).
+
+    Options: `cleanup_calls` (list of qualified names, e.g. `"mypkg.jobs.cancel_all"`)
+    are project helpers that cancel Ray work and wait for it; a handler that calls one
+    counts as a Ctrl+C path.
+
+    ## Why is this bad?
+    Ctrl+C does reach a driver blocked in `ray.get` (within about 2 s with Ray 2.60),
+    but `KeyboardInterrupt` only ends the driver: the remote task keeps running, and when
+    the driver's job ends Ray kills the task's worker without running its `finally`
+    blocks. Every sandbox, container or lease the task held leaks (5 of 5 in our
+    measurement; 27 to 50 of 50 Daytona sandboxes in SkyRL #1160). Some launchers also
+    mask SIGINT while the driver sits in Ray's C code, so Ctrl+C does nothing at all.
+
+    ## Example
+    ```python
+    import ray
+
+    ray.init()
+    ref = rollout.remote(batch)
+    results = ray.get(ref)  # Ctrl+C here leaks every sandbox rollout holds
+    ```
+
+    ## Use instead
+    ```python
+    import ray
+    import runtime_guard
+
+    ray.init()
+    ref = rollout.remote(batch)
+    results = runtime_guard.ray.interruptible_get(ref)
+    ```
+    `interruptible_get` polls with an interruptible sleep and `ray.wait(timeout=0)`,
+    re-installs SIGINT/SIGTERM handlers that Ray or a launcher masked, and on the first
+    Ctrl+C cancels the work (`ray.cancel(force=False)`) and waits, bounded, for its
+    cleanup; a second Ctrl+C force-cancels. Or write the `try/except KeyboardInterrupt`
+    with `ray.cancel` and a bounded `ray.wait` yourself.
+
+    ## Fix safety
+    Unsafe: the call is replaced by `runtime_guard.ray.interruptible_get` with the same
+    arguments, which changes how the driver reacts to signals on the normal path (it
+    installs SIGINT/SIGTERM handlers while it waits, and a Ctrl+C now also waits for the
+    remote cleanup before `KeyboardInterrupt` propagates). The fix adds
+    `import runtime_guard`.
+
+    ## References
+    - SkyRL #1160: Daytona sandboxes leak on Ctrl+C during Harbor RL training
+    - Ray docs: `ray.cancel`, "Cancelling Misbehaving Tasks"
+    - shutdown-lint lab: `ray_driver_ctrl_c.py` (5 of 5 sandbox files leak)
+    """
+
+    code = "SHD403"
+    name = "ray-get-orphans-on-interrupt"
+    summary = "Blocking `ray.get` in the driver without a Ctrl+C path that cancels the work and waits"
+    triggers = ("get",)
+    facts_needed = ("functions", "calls", "execution")
+    options = {
+        "cleanup_calls": Option(
+            default=[],
+            kind=list,
+            item_kind=str,
+            doc="Qualified names of project helpers that cancel Ray work and wait for its cleanup.",
+        ),
+    }
+
+    valid = [
+        # bounded wait: the driver decides what happens after the timeout
+        """
+        import ray
+        ray.init()
+        ref = work.remote()
+        out = ray.get(ref, timeout=600)
+        """,
+        # the interrupt path cancels and waits
+        """
+        import ray
+
+        def main():
+            ray.init()
+            ref = rollout.remote()
+            try:
+                return ray.get(ref)
+            except KeyboardInterrupt:
+                ray.cancel(ref)
+                ray.wait([ref], timeout=120)
+                raise
+        """,
+        # a polling loop: ray.get only sees refs that are ready
+        """
+        import time
+        import ray
+
+        def main():
+            ray.init()
+            pending = [work.remote(i) for i in range(8)]
+            while pending:
+                ready, pending = ray.wait(pending, timeout=0)
+                for ref in ready:
+                    print(ray.get(ref))
+                time.sleep(1)
+        """,
+        # inside a Ray task: not driver code
+        """
+        import ray
+
+        @ray.remote
+        def outer(refs):
+            return sum(ray.get(refs))
+
+        if __name__ == "__main__":
+            ray.init()
+            ray.get(outer.remote([]), timeout=60)
+        """,
+        # library code that never runs as a driver entrypoint
+        """
+        import ray
+
+        def collect(refs):
+            return ray.get(refs)
+        """,
+        # runs under runtime_guard.on_interrupt, whose cleanup cancels and waits
+        """
+        import ray
+        import runtime_guard
+
+        @runtime_guard.on_interrupt(lambda: None)
+        def main():
+            ray.init()
+            ray.get(train.remote())
+        """,
+        # a helper whose only caller is protected
+        """
+        from ray import get, cancel, wait
+
+        def fetch(ref):
+            return get(ref)
+
+        def main():
+            ref = job.remote()
+            try:
+                fetch(ref)
+            except BaseException:
+                cancel(ref)
+                wait([ref], timeout=30)
+                raise
+        """,
+        # a project helper configured as a cleanup call
+        Valid(
+            """
+            import ray
+            from jobs import stop_all
+
+            def main():
+                ref = job.remote()
+                try:
+                    ray.get(ref)
+                except KeyboardInterrupt:
+                    stop_all([ref])
+                    raise
+            """,
+            options={"cleanup_calls": ["jobs.stop_all"]},
+        ),
+        # ray.get inside the driver's coroutine is SHD301's business
+        """
+        import asyncio, ray
+
+        async def main():
+            return ray.get(job.remote())
+
+        if __name__ == "__main__":
+            asyncio.run(main())
+        """,
+    ]
+    invalid = [
+        Invalid(
+            """
+            import ray
+
+            ray.init(num_cpus=2)
+            ref = rollout.remote("batch-0")
+            results = ray.get(ref)
+            """,
+            fixed="""
+            import ray
+            import runtime_guard
+
+            ray.init(num_cpus=2)
+            ref = rollout.remote("batch-0")
+            results = runtime_guard.ray.interruptible_get(ref)
+            """,
+            message_contains="Ctrl+C",
+        ),
+        Invalid(
+            """
+            import ray as r
+
+            def main():
+                r.init()
+                refs = [step.remote(i) for i in range(4)]
+                # wait for the whole batch
+                out = r.get(refs)  # the slow part
+                print(out)
+            """,
+            fixed="""
+            import ray as r
+            import runtime_guard
+
+            def main():
+                r.init()
+                refs = [step.remote(i) for i in range(4)]
+                # wait for the whole batch
+                out = runtime_guard.ray.interruptible_get(refs)  # the slow part
+                print(out)
+            """,
+        ),
+        Invalid(
+            """
+            from ray import get
+
+            if __name__ == "__main__":
+                ref = trainer.fit.remote()
+                get(ref, timeout=None)
+            """,
+            fixed="""
+            from ray import get
+            import runtime_guard
+
+            if __name__ == "__main__":
+                ref = trainer.fit.remote()
+                runtime_guard.ray.interruptible_get(ref, timeout=None)
+            """,
+        ),
+        # the handler cancels but never waits: still orphaned
+        Invalid(
+            """
+            import ray
+
+            def main():
+                ray.init()
+                ref = rollout.remote()
+                try:
+                    ray.get(ref)
+                except KeyboardInterrupt:
+                    ray.cancel(ref)
+                    raise
+            """,
+            fixed="""
+            import ray
+            import runtime_guard
+
+            def main():
+                ray.init()
+                ref = rollout.remote()
+                try:
+                    runtime_guard.ray.interruptible_get(ref)
+                except KeyboardInterrupt:
+                    ray.cancel(ref)
+                    raise
+            """,
+        ),
+        # a helper called from the driver, with an unprotected caller
+        Invalid(
+            """
+            import ray
+
+            class Runner:
+                def wait_all(self, refs):
+                    return ray.get(refs)
+
+                def run(self):
+                    return self.wait_all([gen.remote()])
+
+            def main():
+                ray.init()
+                finish(ray.get(gen.remote()))
+            """,
+            fixed="""
+            import ray
+            import runtime_guard
+
+            class Runner:
+                def wait_all(self, refs):
+                    return ray.get(refs)
+
+                def run(self):
+                    return self.wait_all([gen.remote()])
+
+            def main():
+                ray.init()
+                finish(runtime_guard.ray.interruptible_get(gen.remote()))
+            """,
+            count=1,
+        ),
+        # `except Exception` does not catch KeyboardInterrupt
+        Invalid(
+            """
+            import ray
+
+            def run_job():
+                ray.init()
+                ref = job.remote()
+                try:
+                    return ray.get(ref)
+                except Exception:
+                    ray.cancel(ref)
+                    ray.wait([ref], timeout=60)
+                    raise
+            """,
+            fixed="""
+            import ray
+            import runtime_guard
+
+            def run_job():
+                ray.init()
+                ref = job.remote()
+                try:
+                    return runtime_guard.ray.interruptible_get(ref)
+                except Exception:
+                    ray.cancel(ref)
+                    ray.wait([ref], timeout=60)
+                    raise
+            """,
+        ),
+    ]
+
+    # ------------------------------------------------------------------ visitors
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.facts.call_name(node) != "ray.get" or has_timeout(node):
+            return
+        if not self.facts.runs_in_driver(node):
+            return
+        fn = self.facts.enclosing_function(node)
+        if fn is not None and (fn.is_async or self.facts.runs_in_ray_worker(fn)):
+            return
+        if refs_known_ready(self.facts, node):
+            return
+        if interrupt_protected(self.facts, node, tuple(self.config["cleanup_calls"])):
+            return
+        fix = Fix.unsafe(
+            Replace(node, node.with_changes(func=dotted("runtime_guard.ray.interruptible_get"))),
+            IMPORT_RUNTIME_GUARD,
+            message="Replace with `runtime_guard.ray.interruptible_get()`",
+        )
+        self.report(
+            node,
+            "`ray.get()` blocks the driver with no Ctrl+C path that cancels the remote work and waits: "
+            "on Ctrl+C the driver exits and the task is killed without running its cleanup",
+            fix=fix,
+        )
+
+
+# ---------------------------------------------------------------------- shared helpers
+# (also used by SHD501)
+
+
+def has_timeout(call: cst.Call) -> bool:
+    """``timeout=<not None>`` among the keyword arguments."""
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == "timeout":
+            return not (isinstance(a.value, cst.Name) and a.value.value == "None")
+    return False
+
+
+def is_wait_call(facts: ModuleFacts, call: cst.Call, extra: Iterable[str] = ()) -> bool:
+    """A bounded wait for Ray work: ``ray.wait``/``ray.get`` with a timeout, or a
+    runtime_guard helper that waits."""
+    name = facts.call_name(call)
+    if name in RAY_GUARD_WAIT_CALLS or name in extra:
+        return True
+    return name in RAY_BOUNDED_WAIT_CALLS and has_timeout(call)
+
+
+def calls_in(node: cst.CSTNode) -> list[cst.Call]:
+    found: list[cst.Call] = []
+
+    class _Calls(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            found.append(n)
+
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return False  # a nested def does not run here
+
+        def visit_Lambda(self, n: cst.Lambda) -> bool:
+            return False
+
+    node.visit(_Calls())
+    return found
+
+
+def cancels_and_waits(facts: ModuleFacts, body: cst.CSTNode, extra: tuple[str, ...] = (), depth: int = 1) -> bool:
+    """``body`` (or a same-module function it calls, ``depth`` levels deep) cancels Ray
+    work and then waits for it, or calls a helper that does both."""
+    cancelled = waited = False
+    for call in calls_in(body):
+        name = facts.call_name(call)
+        if name in extra:
+            return True
+        if name in RAY_CANCEL_CALLS:
+            cancelled = True
+        if is_wait_call(facts, call) and (cancelled or name in RAY_GUARD_WAIT_CALLS):
+            waited = True
+        if depth > 0:
+            target = facts.resolve_call(call)
+            if target is not None and cancels_and_waits(facts, target.node.body, extra, depth - 1):
+                return True
+    return cancelled and waited
+
+
+def is_interrupt_handler(facts: ModuleFacts, handler: cst.CSTNode) -> bool:
+    """``except:``, ``except KeyboardInterrupt``, ``except BaseException`` (or a tuple with one)."""
+    typ = getattr(handler, "type", None)
+    if typ is None:
+        return True
+    types = [el.value for el in typ.elements] if isinstance(typ, cst.Tuple) else [typ]
+    return any(facts.qualified_name(t, handler) in _INTERRUPT_TYPES for t in types)
+
+
+def interrupt_protected(facts: ModuleFacts, node: cst.CSTNode, extra: tuple[str, ...] = (), depth: int = 2) -> bool:
+    """A Ctrl+C raised while ``node`` runs goes through code that cancels and waits."""
+    for t in facts.enclosing_trys(node):
+        for h in t.handlers:
+            if is_interrupt_handler(facts, h) and cancels_and_waits(facts, h.body, extra):
+                return True
+        if t.finalbody is not None and cancels_and_waits(facts, t.finalbody.body, extra):
+            return True
+    for anc in facts.ancestors(node):
+        if isinstance(anc, cst.FunctionDef):
+            break
+        if isinstance(anc, cst.With) and any(
+            isinstance(item.item, cst.Call) and facts.call_name(item.item) == _ON_INTERRUPT for item in anc.items
+        ):
+            return True
+    fn = facts.enclosing_function(node)
+    if fn is None:
+        return False
+    if _ON_INTERRUPT in fn.decorators:
+        return True
+    if depth > 0:
+        refs = [n for n, kind in facts.references(fn) if kind in ("call", "await")]
+        if refs and all(interrupt_protected(facts, n, extra, depth - 1) for n in refs):
+            return True
+    return False
+
+
+def refs_known_ready(facts: ModuleFacts, call: cst.Call) -> bool:
+    """``ray.get(ready)`` / ``ray.get(ready[0])`` / ``for r in ready: ray.get(r)`` where
+    ``ready`` was unpacked from ``ray.wait(...)`` in the same function."""
+    args = [a for a in call.args if a.keyword is None]
+    if not args:
+        return False
+    arg = args[0].value
+    if isinstance(arg, cst.Subscript):
+        arg = arg.value
+    if not isinstance(arg, cst.Name):
+        return False
+    fn = facts.enclosing_function(call)
+    root: cst.CSTNode = fn.node if fn is not None else facts.module
+    return arg.value in _ready_names(facts, root)
+
+
+def _ready_names(facts: ModuleFacts, root: cst.CSTNode) -> set[str]:
+    names: set[str] = set()
+    loops: list[cst.For] = []
+
+    class _Scan(cst.CSTVisitor):
+        def visit_Assign(self, n: cst.Assign) -> None:
+            if isinstance(n.value, cst.Call) and facts.call_name(n.value) == "ray.wait":
+                for t in n.targets:
+                    first = _first_target(t.target)
+                    if first is not None:
+                        names.add(first)
+
+        def visit_For(self, n: cst.For) -> None:
+            loops.append(n)
+
+    root.visit(_Scan())
+    for loop in loops:
+        if isinstance(loop.iter, cst.Name) and loop.iter.value in names and isinstance(loop.target, cst.Name):
+            names.add(loop.target.value)
+    return names
+
+
+def _first_target(target: cst.BaseExpression) -> Optional[str]:
+    if isinstance(target, (cst.Tuple, cst.List)) and target.elements:
+        inner = target.elements[0].value
+        return inner.value if isinstance(inner, cst.Name) else None
+    return None

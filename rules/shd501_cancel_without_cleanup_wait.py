@@ -1,0 +1,456 @@
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from shutdown_lint.rule import Fix, InsertAfter, InsertBefore, Invalid, Option, Replace, Rule, Valid
+
+from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
+from ._vocabulary import EXIT_CALLS, RAY_BOUNDED_WAIT_CALLS, RAY_GUARD_WAIT_CALLS
+from .shd403_ray_get_orphans_on_interrupt import calls_in
+
+class CancelWithoutCleanupWait(Rule):
+    """
+    ## What it does
+    Flags `ray.cancel(ref)` (cooperative: not `force=True`) that is followed, in the same
+    handler, by `raise`, `sys.exit()`, `os._exit()`, `exit()`, a `return` from an
+    `except`/`finally` block, or the end of the driver (the end of `main()`, of a function
+    the `__main__` block calls, or of the script), with no wait for the cancelled work in
+    between: no `ray.wait(...)`, `ray.get(...)` or `runtime_guard.ray.cancel_and_wait(...)`.
+
+    Not flagged: `ray.cancel(ref, force=True)` (that kills the worker on purpose, without
+    cleanup), a cancel followed by any wait, a cancel whose code goes on running (a
+    scheduler dropping stragglers and continuing), and cancels in Ray tasks and actors
+    (the worker process outlives the call).
+
+    Options: `cleanup_timeout` (number, default 30) is the `timeout=` the fix writes.
+
+    ## Why is this bad?
+    `ray.cancel(force=False)` only *asks* the worker to stop: it raises
+    `KeyboardInterrupt` in the task (or cancels the actor's coroutine), whose `finally`
+    blocks then delete sandboxes, release leases and close sessions. That takes time. If
+    the driver exits right after the call, its job ends and Ray kills the worker in the
+    middle of that cleanup; at 50 sandboxes, most leak (SkyRL #1160: "the driver exits
+    immediately after calling cancel").
+
+    ## Example
+    ```python
+    try:
+        ray.get(ref)
+    except KeyboardInterrupt:
+        ray.cancel(ref)
+        raise  # the driver exits while the worker is still cleaning up
+    ```
+
+    ## Use instead
+    ```python
+    import runtime_guard
+
+    try:
+        ray.get(ref)
+    except KeyboardInterrupt:
+        runtime_guard.ray.cancel_and_wait(ref, timeout=30)
+        raise
+    ```
+
+    ## Fix safety
+    Safe: only the exit path changes. `runtime_guard.ray.cancel_and_wait(refs, timeout=30)`
+    cancels cooperatively, exactly like `ray.cancel(ref)`, then waits with `ray.wait` for up
+    to `timeout` seconds for the work to finish its cleanup, so the exit is delayed by at
+    most that bound. A plain `ray.cancel(ref)` statement is replaced; a cancel inside a
+    `for ref in refs:` loop gets a `cancel_and_wait(refs, ...)` before the exit. No fix is
+    offered when the cancelled refs cannot be named again at the exit (e.g. a cancel in a
+    comprehension over a call's result). The fix adds `import runtime_guard`.
+
+    ## References
+    - SkyRL #1160, fix 3b: "Driver exits before worker finishes cleanup"
+    - Ray docs: `ray.cancel`, `ray.wait`
+    """
+
+    code = "SHD501"
+    name = "cancel-without-cleanup-wait"
+    summary = "`ray.cancel()` followed by an exit without waiting for the cancelled work's cleanup"
+    triggers = ("cancel",)
+    facts_needed = ("functions", "calls", "execution")
+    options = {
+        "cleanup_timeout": Option(
+            default=30,
+            kind=(int, float),
+            doc="Seconds the inserted `cancel_and_wait` waits for the cancelled work's cleanup.",
+        ),
+    }
+
+    valid = [
+        # waits after cancelling
+        """
+        import ray
+        try:
+            ray.get(ref)
+        except KeyboardInterrupt:
+            ray.cancel(ref)
+            ray.wait([ref], timeout=120)
+            raise
+        """,
+        # force=True kills without cleanup on purpose
+        """
+        import ray, sys
+        def main():
+            ray.cancel(ref, force=True)
+            sys.exit(1)
+        """,
+        # a scheduler cancelling stragglers and carrying on
+        """
+        import ray
+
+        def schedule(refs):
+            done, rest = ray.wait(refs, num_returns=4, timeout=10)
+            for r in rest:
+                ray.cancel(r)
+            return done
+        """,
+        # inside an actor: the worker process stays alive after the return
+        """
+        import ray, sys
+
+        @ray.remote
+        class Supervisor:
+            def stop(self, ref):
+                try:
+                    pass
+                finally:
+                    ray.cancel(ref)
+                    return None
+        """,
+        # the helper already waits
+        """
+        import runtime_guard
+        from ray import cancel as ray_cancel, get
+
+        def main():
+            ref = job.remote()
+            try:
+                get(ref)
+            except BaseException:
+                ray_cancel(ref)
+                get(ref, timeout=60)
+                raise
+        """,
+        # asyncio cancel is not ray.cancel
+        """
+        import asyncio
+        async def main(task):
+            task.cancel()
+            raise RuntimeError("stop")
+        """,
+    ]
+    invalid = [
+        Invalid(
+            """
+            import ray
+
+            def main():
+                ray.init()
+                ref = rollout.remote()
+                try:
+                    ray.get(ref)
+                except KeyboardInterrupt:
+                    # tell the worker to clean up
+                    ray.cancel(ref)
+                    raise
+            """,
+            fixed="""
+            import ray
+            import runtime_guard
+
+            def main():
+                ray.init()
+                ref = rollout.remote()
+                try:
+                    ray.get(ref)
+                except KeyboardInterrupt:
+                    # tell the worker to clean up
+                    runtime_guard.ray.cancel_and_wait(ref, timeout=30)
+                    raise
+            """,
+            message_contains="exits",
+        ),
+        Invalid(
+            """
+            import sys
+            import ray as r
+
+            def stop(refs):
+                for ref in refs:
+                    r.cancel(ref, force=False)
+                sys.exit(130)
+            """,
+            fixed="""
+            import sys
+            import ray as r
+            import runtime_guard
+
+            def stop(refs):
+                for ref in refs:
+                    r.cancel(ref, force=False)
+                runtime_guard.ray.cancel_and_wait(refs, timeout=30)
+                sys.exit(130)
+            """,
+        ),
+        # the end of the driver
+        Invalid(
+            """
+            from ray import cancel, get
+
+            if __name__ == "__main__":
+                ref = train.remote()
+                try:
+                    get(ref)
+                except KeyboardInterrupt:
+                    cancel(ref)  # keep
+            """,
+            fixed="""
+            from ray import cancel, get
+            import runtime_guard
+
+            if __name__ == "__main__":
+                ref = train.remote()
+                try:
+                    get(ref)
+                except KeyboardInterrupt:
+                    runtime_guard.ray.cancel_and_wait(ref, timeout=30)  # keep
+            """,
+            message_contains="end of the driver",
+        ),
+        Invalid(
+            """
+            import os
+            import ray
+
+            class Driver:
+                def shutdown(self):
+                    try:
+                        self.flush()
+                    finally:
+                        ray.cancel(self.ref)
+                        os._exit(1)
+            """,
+            fixed="""
+            import os
+            import ray
+            import runtime_guard
+
+            class Driver:
+                def shutdown(self):
+                    try:
+                        self.flush()
+                    finally:
+                        runtime_guard.ray.cancel_and_wait(self.ref, timeout=60)
+                        os._exit(1)
+            """,
+            options={"cleanup_timeout": 60},
+        ),
+        Invalid(
+            """
+            import ray
+
+            def run(ref):
+                try:
+                    return ray.get(ref)
+                except Exception as exc:
+                    if not isinstance(exc, ray.exceptions.RayError):
+                        ray.cancel(ref, recursive=True)
+                    return None
+            """,
+            fixed="""
+            import ray
+            import runtime_guard
+
+            def run(ref):
+                try:
+                    return ray.get(ref)
+                except Exception as exc:
+                    if not isinstance(exc, ray.exceptions.RayError):
+                        ray.cancel(ref, recursive=True)
+                        runtime_guard.ray.cancel_and_wait(ref, timeout=30)
+                    return None
+            """,
+        ),
+        # no name to wait on at the exit: flagged without a fix
+        Invalid(
+            """
+            import ray
+
+            def main():
+                [ray.cancel(r) for r in pending()]
+                raise SystemExit(1)
+            """,
+            fixed=None,
+        ),
+    ]
+
+    # ------------------------------------------------------------------ visitors
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.facts.call_name(node) != "ray.cancel" or _forced(node) or self.facts.in_lambda(node):
+            return
+        ref_args = [a for a in node.args if a.keyword is None]
+        if not ref_args:
+            return
+        fn = self.facts.enclosing_function(node)
+        if fn is not None and self.facts.runs_in_ray_worker(fn):
+            return
+        stmt = self.facts.enclosing_statement(node)
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            return
+        outcome = self._after(stmt)
+        if outcome is None:
+            return
+        what, exit_stmt = outcome
+        self.report(
+            node,
+            f"`ray.cancel()` is followed by {what} without waiting: the driver exits while the "
+            "worker is still running its cleanup, which is then killed half-way",
+            fix=self._fix(node, stmt, exit_stmt, ref_args[0].value),
+        )
+
+    # ------------------------------------------------------------------ control flow
+    def _after(self, stmt: cst.BaseStatement) -> Optional[tuple[str, Optional[cst.BaseStatement]]]:
+        """What runs after ``stmt``: None (a wait, or code that carries on) or
+        (description, exit statement or None for the end of the driver)."""
+        in_handler = self._in_handler(stmt)
+        cur: cst.CSTNode = stmt
+        while True:
+            block = self.facts.parent(cur)
+            if not isinstance(block, (cst.IndentedBlock, cst.Module)):
+                return None  # a one-line suite such as `if x: ray.cancel(r)`
+            siblings = list(block.body)
+            idx = next(i for i, s in enumerate(siblings) if s is cur)
+            for s in siblings[idx + 1:]:
+                if self._waits(s):
+                    return None
+                exit_kind = self._exit_kind(s, in_handler)
+                if exit_kind is not None:
+                    return exit_kind, s
+            if isinstance(block, cst.Module):
+                return ("the end of the driver", None) if self.facts.runs_in_driver(stmt) else None
+            owner = self.facts.parent(block)
+            if isinstance(owner, cst.FunctionDef):
+                fn = self.facts.function_of(owner)
+                if in_handler and fn is not None and self._is_entry(fn):
+                    return "the end of the driver", None
+                return None
+            if isinstance(owner, (cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally)):
+                try_stmt = self.facts.parent(owner)
+                finalbody = getattr(try_stmt, "finalbody", None)
+                if not isinstance(owner, cst.Finally) and finalbody is not None and self._waits(finalbody):
+                    return None
+                cur = try_stmt  # type: ignore[assignment]
+            elif isinstance(owner, (cst.For, cst.While)):
+                if self._waits(owner.body):
+                    return None  # a polling loop comes back to its wait
+                cur = owner
+            elif isinstance(owner, (cst.If, cst.Else, cst.With, cst.Try, cst.TryStar)):
+                cur = owner
+                # climb an if/elif/else chain (and a loop's or try's else) to its statement
+                while isinstance(cur, (cst.If, cst.Else)) and isinstance(
+                    self.facts.parent(cur), (cst.If, cst.Else, cst.For, cst.While, cst.Try)
+                ):
+                    cur = self.facts.parent(cur)  # type: ignore[assignment]
+            else:
+                return None
+            if cur is None:
+                return None
+
+    def _in_handler(self, stmt: cst.CSTNode) -> bool:
+        for anc in self.facts.ancestors(stmt):
+            if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                return False
+            if isinstance(anc, (cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally)):
+                return True
+        return False
+
+    def _waits(self, node: cst.CSTNode) -> bool:
+        for call in calls_in(node):
+            name = self.facts.call_name(call)
+            if name in RAY_BOUNDED_WAIT_CALLS or name in RAY_GUARD_WAIT_CALLS:
+                return True
+        return False
+
+    def _exit_kind(self, stmt: cst.BaseStatement, in_handler: bool) -> Optional[str]:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            return None
+        for small in stmt.body:
+            if isinstance(small, cst.Raise):
+                return "`raise`"
+            if isinstance(small, cst.Return) and in_handler:
+                return "`return`"
+            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                name = self.facts.call_name(small.value)
+                if name in EXIT_CALLS:
+                    return f"`{name.split('.')[-1] if name.startswith('builtins.') else name}()`"
+        return None
+
+    def _is_entry(self, fn) -> bool:
+        if fn.scope is None and fn.cls is None and fn.name == "main":
+            return True
+        return any(self.facts.in_main_guard(n) for n, kind in self.facts.references(fn) if kind in ("call", "await"))
+
+    # ------------------------------------------------------------------ fix
+    def _fix(self, call: cst.Call, stmt: cst.SimpleStatementLine, exit_stmt: Optional[cst.BaseStatement],
+             ref: cst.BaseExpression) -> Optional[Fix]:
+        timeout = self.config["cleanup_timeout"]
+        timeout_arg = cst.Arg(
+            keyword=cst.Name("timeout"),
+            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+            value=cst.Integer(str(int(timeout))) if float(timeout).is_integer() else cst.Float(repr(float(timeout))),
+        )
+        is_statement = (
+            len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr) and stmt.body[0].value is call
+        )
+        message = "Wait for the cancelled work with `runtime_guard.ray.cancel_and_wait()`"
+        loop = self._loop_over(stmt, ref)
+        if loop is not None:
+            # `for ref in refs: ray.cancel(ref)`: wait for all of them once, before the exit
+            if not isinstance(loop.iter, (cst.Name, cst.Attribute)):
+                return None
+            wait = _wait_statement(loop.iter, timeout_arg)
+            edit = InsertBefore(exit_stmt, (wait,)) if exit_stmt is not None else InsertAfter(loop, (wait,))
+            return Fix.safe(edit, IMPORT_RUNTIME_GUARD, message=message)
+        if not is_statement:
+            return None
+        extra = [a for a in call.args if a.keyword is not None and a.keyword.value != "force"]
+        if not extra:
+            new = guard_call("ray.cancel_and_wait", [_first_arg(ref), timeout_arg])
+            return Fix.safe(Replace(call, new), IMPORT_RUNTIME_GUARD,
+                            message="Replace with `runtime_guard.ray.cancel_and_wait()`")
+        # keep options such as recursive=True on the cancel; wait right after it
+        return Fix.safe(InsertAfter(stmt, (_wait_statement(ref, timeout_arg),)), IMPORT_RUNTIME_GUARD,
+                        message=message)
+
+    def _loop_over(self, stmt: cst.BaseStatement, ref: cst.BaseExpression) -> Optional[cst.For]:
+        """The ``for ref in refs:`` loop whose body holds ``stmt`` directly."""
+        block = self.facts.parent(stmt)
+        loop = self.facts.parent(block) if block is not None else None
+        if (
+            isinstance(loop, cst.For)
+            and isinstance(loop.target, cst.Name)
+            and isinstance(ref, cst.Name)
+            and loop.target.value == ref.value
+        ):
+            return loop
+        return None
+
+
+def _forced(call: cst.Call) -> bool:
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == "force":
+            return not (isinstance(a.value, cst.Name) and a.value.value == "False")
+    return False
+
+
+def _first_arg(value: cst.BaseExpression) -> cst.Arg:
+    return cst.Arg(value, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+
+
+def _wait_statement(refs: cst.BaseExpression, timeout_arg: cst.Arg) -> cst.SimpleStatementLine:
+    return cst.SimpleStatementLine([cst.Expr(guard_call("ray.cancel_and_wait", [_first_arg(refs), timeout_arg]))])

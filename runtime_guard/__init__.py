@@ -1,0 +1,78 @@
+"""runtime_guard: small, production-safe helpers against asyncio/Ray/PyTorch shutdown hazards.
+
+Importing this package is cheap: it imports neither ray nor torch, and the helpers are loaded on
+first use. ``runtime_guard.ray`` and ``runtime_guard.torch`` are reachable as attributes (imported
+lazily; they need the ``ray`` / ``torch`` extras). See docs/runtime_guard.md.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+from typing import TYPE_CHECKING, Any
+
+__all__ = [
+    "supervise", "set_default_policy", "get_default_policy",
+    "hard_exit", "sigterm_as_keyboard_interrupt", "on_interrupt", "shutdown_executor",
+    "watch_loop", "install_watchdog", "install_from_env", "StallReport", "stall_summary",
+    "ray", "torch",
+]
+
+_LAZY = {
+    "supervise": ("tasks", "supervise"),
+    "set_default_policy": ("tasks", "set_default_policy"),
+    "get_default_policy": ("tasks", "get_default_policy"),
+    "hard_exit": ("exit", "hard_exit"),
+    "sigterm_as_keyboard_interrupt": ("signals", "sigterm_as_keyboard_interrupt"),
+    "on_interrupt": ("interrupt", "on_interrupt"),
+    "shutdown_executor": ("executors", "shutdown_executor"),
+    "watch_loop": ("watchdog", "watch_loop"),
+    "install_watchdog": ("watchdog", "install"),
+    "StallReport": ("watchdog", "StallReport"),
+    "stall_summary": ("watchdog", "summary"),
+}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from . import ray, torch
+    from .executors import shutdown_executor
+    from .exit import hard_exit
+    from .interrupt import on_interrupt
+    from .signals import sigterm_as_keyboard_interrupt
+    from .tasks import get_default_policy, set_default_policy, supervise
+    from .watchdog import StallReport, watch_loop
+    from .watchdog import install as install_watchdog
+    from .watchdog import summary as stall_summary
+
+_TRUE = ("1", "true", "yes", "on")
+
+
+def install_from_env() -> bool:
+    """Install the loop-stall watchdog for every loop if ``$RUNTIME_GUARD`` is 1/true/yes/on.
+
+    Reads ``RUNTIME_GUARD_THRESHOLD`` (seconds, default 0.1), ``RUNTIME_GUARD_REPORT_FILE`` (JSON
+    lines) and ``RUNTIME_GUARD_HARD_THRESHOLD`` (faulthandler layer, 0 = off). Returns whether it
+    installed. Never raises.
+    """
+    if os.environ.get("RUNTIME_GUARD", "").strip().lower() not in _TRUE:
+        return False
+    try:
+        from .watchdog import install
+
+        install()
+        return True
+    except Exception:
+        return False
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("ray", "torch"):
+        return importlib.import_module(f"{__name__}.{name}")
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{target[0]}"), target[1])
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

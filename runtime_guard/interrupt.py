@@ -1,0 +1,85 @@
+"""``on_interrupt``: bounded cleanup on Ctrl+C for program entrypoints."""
+from __future__ import annotations
+
+import functools
+import logging
+import signal
+import sys
+import threading
+from types import TracebackType
+from typing import Any, Callable, Optional, Type, TypeVar
+
+from .exit import hard_exit
+from .signals import in_main_thread
+
+__all__ = ["on_interrupt"]
+
+log = logging.getLogger("runtime_guard")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class on_interrupt:
+    """Context manager / decorator: on KeyboardInterrupt run ``cleanup`` then exit ``exit_code``.
+
+    * ``cleanup`` runs in the current (normally main) thread, bounded by ``timeout`` seconds: a
+      daemon timer hard-exits with ``exit_code`` if it overruns.
+    * A second Ctrl+C during cleanup exits at once with ``exit_code``.
+    * ``hard=True`` (default) exits with :func:`runtime_guard.hard_exit` (flush, ``os._exit``), which
+      skips atexit hooks and thread joins that hang on NCCL/Ray threads (flowfactory #149);
+      ``hard=False`` raises ``SystemExit(exit_code)`` instead.
+    Other exceptions pass through untouched.
+    """
+
+    def __init__(self, cleanup: Callable[[], Any], *, exit_code: int = 130, timeout: float = 30.0,
+                 hard: bool = True) -> None:
+        self.cleanup = cleanup
+        self.exit_code = exit_code
+        self.timeout = timeout
+        self.hard = hard
+
+    def __enter__(self) -> "on_interrupt":
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> bool:
+        if exc_type is None or not issubclass(exc_type, KeyboardInterrupt):
+            return False
+        self._run_cleanup()
+        return False  # unreachable: _run_cleanup exits
+
+    def _run_cleanup(self) -> None:
+        code = self.exit_code
+        if in_main_thread():
+            def _second(signum: int, frame: Any) -> None:
+                log.warning("runtime_guard: second interrupt, exiting now")
+                hard_exit(code)
+            try:
+                signal.signal(signal.SIGINT, _second)
+                signal.signal(signal.SIGTERM, _second)
+            except Exception:
+                pass
+        timer = threading.Timer(self.timeout, self._timed_out)
+        timer.daemon = True
+        timer.name = "runtime_guard-cleanup-timeout"
+        timer.start()
+        log.warning("runtime_guard: interrupted, running cleanup (Ctrl+C again to exit now)")
+        try:
+            self.cleanup()
+        except BaseException:
+            log.exception("runtime_guard: cleanup raised")
+        finally:
+            timer.cancel()
+        if self.hard:
+            hard_exit(code)
+        sys.exit(code)
+
+    def _timed_out(self) -> None:
+        log.error("runtime_guard: cleanup did not finish within %.1fs, exiting", self.timeout)
+        hard_exit(self.exit_code)
+
+    def __call__(self, func: F) -> F:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with self:
+                return func(*args, **kwargs)
+        return wrapper  # type: ignore[return-value]

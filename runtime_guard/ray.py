@@ -1,0 +1,365 @@
+"""Ray helpers: interruptible ``ray.get``, cancel-and-wait, and worker SIGTERM handling.
+
+Needs the ``ray`` extra: ``pip install shutdown-lint[ray]``.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import threading
+import time
+from typing import Any, Callable, List, Optional, Sequence, Union
+
+try:
+    import ray as _ray
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
+    raise ImportError(
+        "runtime_guard.ray needs Ray: pip install shutdown-lint[ray]  (or pip install ray)"
+    ) from exc
+
+from . import watchdog as _watchdog
+from .exit import hard_exit
+from .signals import in_main_thread
+
+__all__ = ["interruptible_get", "interruptible_get_async", "cancel_and_wait", "setup_worker", "cancel_loop_tasks"]
+
+log = logging.getLogger("runtime_guard.ray")
+
+DEFAULT_POLL = 0.1
+DEFAULT_CLEANUP_TIMEOUT = 30.0
+Refs = Union["_ray.ObjectRef", Sequence["_ray.ObjectRef"]]
+
+
+def _as_list(refs: Any) -> "tuple[List[Any], bool]":
+    if isinstance(refs, _ray.ObjectRef):
+        return [refs], True
+    return list(refs), False
+
+
+def _unique(refs: List[Any]) -> List[Any]:
+    return list(dict.fromkeys(refs))  # ray.wait rejects duplicates
+
+
+def _not_ready(unique: List[Any]) -> List[Any]:
+    _, not_ready = _ray.wait(unique, num_returns=len(unique), timeout=0, fetch_local=False)
+    return not_ready
+
+
+def _cancel(refs: List[Any], force: bool) -> None:
+    for ref in refs:
+        try:
+            _ray.cancel(ref, force=force)
+        except Exception as exc:  # finished refs, actor tasks with force=True...
+            log.debug("ray.cancel(%s, force=%s) failed: %s", ref, force, exc)
+
+
+# ---------------------------------------------------------------------------------------------
+# cancel_and_wait
+
+
+def cancel_and_wait(refs: Refs, timeout: float = 30.0) -> List[Any]:
+    """``ray.cancel(force=False)`` every ref, then wait up to ``timeout`` s for them to finish.
+
+    Returns the refs that finished (their tasks ran their cleanup and ended, or had already ended).
+    Never raises for refs that already finished.
+    """
+    ref_list, _ = _as_list(refs)
+    unique = _unique(ref_list)
+    if not unique:
+        return []
+    _cancel(unique, force=False)
+    try:
+        ready, _ = _ray.wait(unique, num_returns=len(unique), timeout=timeout, fetch_local=False)
+    except Exception:
+        log.debug("ray.wait after cancel failed", exc_info=True)
+        return []
+    return ready
+
+
+# ---------------------------------------------------------------------------------------------
+# interruptible_get
+
+
+class _Interrupted(Exception):
+    pass
+
+
+def _wait_cleanup(unique: List[Any], poll: float, cleanup_timeout: float) -> None:
+    """First Ctrl+C: cancel cooperatively and wait for cleanup; a second Ctrl+C force-cancels."""
+    log.warning("runtime_guard: interrupted; cancelling %d Ray task(s) and waiting up to %.0fs for their "
+                "cleanup (Ctrl+C again to force)", len(unique), cleanup_timeout)
+    state = {"force": False}
+    main = in_main_thread()
+    if main:
+        def on_sigint(signum: int, frame: Any) -> None:
+            state["force"] = True
+
+        def on_sigterm(signum: int, frame: Any) -> None:
+            # Launchers (torchrun, ray job, k8s) often send SIGTERM right after SIGINT: keep cleaning up.
+            log.warning("runtime_guard: SIGTERM absorbed while Ray tasks clean up")
+
+        signal.signal(signal.SIGINT, on_sigint)
+        signal.signal(signal.SIGTERM, on_sigterm)
+    _cancel(unique, force=False)
+    deadline = time.monotonic() + cleanup_timeout
+    forced = False
+    while True:
+        try:
+            pending = _not_ready(unique)
+            if not pending:
+                return
+            if state["force"] and not forced:
+                log.warning("runtime_guard: second interrupt; force-cancelling %d Ray task(s)", len(pending))
+                _cancel(pending, force=True)
+                forced = True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                log.error("runtime_guard: %d Ray task(s) did not finish cleanup within %.0fs",
+                          len(pending), cleanup_timeout)
+                return
+            time.sleep(min(poll, remaining))
+        except KeyboardInterrupt:  # off the main thread, or a handler raced us
+            state["force"] = True
+
+
+def interruptible_get(refs: Refs, *, timeout: Optional[float] = None, poll: float = DEFAULT_POLL,
+                      cleanup_timeout: float = DEFAULT_CLEANUP_TIMEOUT) -> Any:
+    """``ray.get`` that reacts to Ctrl+C by cancelling the work and waiting for its cleanup.
+
+    Sync use (driver code): polls ``ray.wait(timeout=0)`` with an interruptible sleep, with a working
+    SIGINT handler installed for the duration (Ray or a launcher may have set SIG_IGN or their own).
+    On the first Ctrl+C it ``ray.cancel(force=False)``\\ s the refs and waits for them up to
+    ``cleanup_timeout`` s, absorbing a follow-up SIGTERM; a second Ctrl+C force-cancels. Then the
+    KeyboardInterrupt is re-raised. ``timeout`` behaves as in ``ray.get`` (``GetTimeoutError``).
+
+    Inside a running event loop (called from ``async def``) it returns an awaitable instead:
+    ``await runtime_guard.ray.interruptible_get(ref)`` (same as :func:`interruptible_get_async`).
+
+    Accepts a single ref or a list and returns the same shape as ``ray.get``.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        return interruptible_get_async(refs, timeout=timeout, poll=poll, cleanup_timeout=cleanup_timeout)
+
+    ref_list, single = _as_list(refs)
+    unique = _unique(ref_list)
+    main = in_main_thread()
+    prev_int = prev_term = None
+    if main:
+        prev_int = signal.getsignal(signal.SIGINT)
+        prev_term = signal.getsignal(signal.SIGTERM)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # undo SIG_IGN / Ray's own handler
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        try:
+            while unique and _not_ready(unique):
+                if deadline is not None:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise _ray.exceptions.GetTimeoutError(
+                            f"Get timed out: some object(s) not ready after {timeout}s")
+                    time.sleep(min(poll, remaining))
+                else:
+                    time.sleep(poll)
+        except KeyboardInterrupt:
+            _wait_cleanup(unique, poll, cleanup_timeout)
+            raise
+        values = _ray.get(ref_list)
+        return values[0] if single else values
+    finally:
+        if main:
+            for sig, prev in ((signal.SIGINT, prev_int), (signal.SIGTERM, prev_term)):
+                try:
+                    signal.signal(sig, prev if prev is not None else signal.SIG_DFL)
+                except Exception:
+                    pass
+
+
+async def interruptible_get_async(refs: Refs, *, timeout: Optional[float] = None, poll: float = DEFAULT_POLL,
+                                  cleanup_timeout: float = DEFAULT_CLEANUP_TIMEOUT) -> Any:
+    """Coroutine form of :func:`interruptible_get` for ``async def`` code.
+
+    Awaits (never blocks the loop). When the awaiting task is cancelled (``asyncio.run`` turns the
+    first Ctrl+C into cancelling the main task) it cancels the refs and awaits their cleanup up to
+    ``cleanup_timeout``; being cancelled again (second Ctrl+C) force-cancels. Then re-raises.
+    """
+    ref_list, single = _as_list(refs)
+    unique = _unique(ref_list)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        while unique and _not_ready(unique):
+            if deadline is not None and time.monotonic() >= deadline:
+                raise _ray.exceptions.GetTimeoutError(f"Get timed out: some object(s) not ready after {timeout}s")
+            await asyncio.sleep(poll)
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        log.warning("runtime_guard: cancelled; cancelling %d Ray task(s), waiting up to %.0fs for cleanup",
+                    len(unique), cleanup_timeout)
+        _cancel(unique, force=False)
+        end = time.monotonic() + cleanup_timeout
+        try:
+            while _not_ready(unique) and time.monotonic() < end:
+                await asyncio.sleep(poll)
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            _cancel(_not_ready(unique), force=True)
+        raise
+    values = _ray.get(ref_list)
+    return values[0] if single else values
+
+
+# ---------------------------------------------------------------------------------------------
+# Worker setup: SIGTERM cancels the tasks of event loops running in other threads (async actors)
+
+ENV_CLEANUP = "RUNTIME_GUARD_CLEANUP_TIMEOUT"
+_setup_done = False
+_terminating = False
+_cleanup_timeout = 10.0
+
+
+def cancel_loop_tasks(timeout: float) -> int:
+    """Cancel every task of every tracked loop running in another thread; wait up to ``timeout``.
+
+    Returns how many tasks were cancelled. Loops in the calling thread are left alone (there the
+    SystemExit/KeyboardInterrupt from the signal handler already unwinds ``asyncio.run``).
+    """
+    me = threading.get_ident()
+    events: List[threading.Event] = []
+    cancelled = [0]
+    for loop in _watchdog.tracked_loops():
+        if not loop.is_running() or _watchdog.loop_thread_id(loop) == me:
+            continue
+        done = threading.Event()
+
+        def _cancel_all(loop: asyncio.AbstractEventLoop = loop, done: threading.Event = done) -> None:
+            try:
+                tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]
+                for t in tasks:
+                    t.cancel(msg="runtime_guard: SIGTERM")
+                cancelled[0] += len(tasks)
+                if not tasks:
+                    done.set()
+                    return
+                gathered = asyncio.gather(*tasks, return_exceptions=True)
+                gathered.add_done_callback(lambda _f: done.set())
+            except Exception:
+                done.set()
+
+        try:
+            loop.call_soon_threadsafe(_cancel_all)
+            events.append(done)
+        except Exception:
+            pass
+    deadline = time.monotonic() + timeout
+    for ev in events:
+        ev.wait(max(0.0, deadline - time.monotonic()))
+    return cancelled[0]
+
+
+def _on_terminate(reason: str) -> None:
+    global _terminating
+    if _terminating:
+        return
+    _terminating = True
+    timeout = _cleanup_timeout
+    # Whatever Ray's exit path does next (it drains in-flight async tasks without a bound),
+    # the process ends within the cleanup budget plus a margin.
+    killer = threading.Timer(timeout + 10.0, lambda: hard_exit(1))
+    killer.daemon = True
+    killer.start()
+    try:
+        n = cancel_loop_tasks(timeout)
+        log.warning("runtime_guard: %s: cancelled %d task(s) on worker event loops", reason, n)
+    except Exception:
+        log.debug("runtime_guard: cancelling loop tasks failed", exc_info=True)
+
+
+def _wrap_handler(handler: Any) -> Any:
+    if getattr(handler, "_runtime_guard", False):
+        return handler
+
+    def on_sigterm(signum: int, frame: Any) -> Any:
+        _on_terminate("SIGTERM")
+        if callable(handler):
+            return handler(signum, frame)
+        if handler == signal.SIG_IGN:
+            return None
+        raise SystemExit(128 + signum)
+
+    on_sigterm._runtime_guard = True  # type: ignore[attr-defined]
+    on_sigterm._wrapped = handler  # type: ignore[attr-defined]
+    return on_sigterm
+
+
+def _hook_ray_exit_paths() -> None:
+    # Trap 1: Ray's worker main loop installs its own SIGTERM handler *after* the setup hook.
+    # (a) wrap whatever handler Ray installs later through ray._private.utils.set_sigterm_handler;
+    # (b) wrap the function Ray's handler calls (works even when we are not on the main thread,
+    #     e.g. setup_worker() from an async actor's __init__).
+    try:
+        from ray._private import utils as ray_utils
+
+        orig_set = ray_utils.set_sigterm_handler
+        if not getattr(orig_set, "_runtime_guard", False):
+            def set_sigterm_handler(handler: Callable[..., Any]) -> None:
+                orig_set(_wrap_handler(handler))
+
+            set_sigterm_handler._runtime_guard = True  # type: ignore[attr-defined]
+            ray_utils.set_sigterm_handler = set_sigterm_handler
+    except Exception:
+        log.debug("runtime_guard: could not hook ray set_sigterm_handler", exc_info=True)
+    try:
+        from ray._private import worker as ray_worker
+
+        orig_raise = getattr(ray_worker, "raise_sys_exit_with_custom_error_message", None)
+        if orig_raise is not None and not getattr(orig_raise, "_runtime_guard", False):
+            def raise_sys_exit_with_custom_error_message(*args: Any, **kwargs: Any) -> Any:
+                _on_terminate("Ray worker exit")
+                return orig_raise(*args, **kwargs)
+
+            raise_sys_exit_with_custom_error_message._runtime_guard = True  # type: ignore[attr-defined]
+            ray_worker.raise_sys_exit_with_custom_error_message = raise_sys_exit_with_custom_error_message
+    except Exception:
+        log.debug("runtime_guard: could not hook ray worker exit", exc_info=True)
+
+
+def setup_worker(*, watchdog: Optional[bool] = None, cleanup_timeout: Optional[float] = None) -> None:
+    """Prepare a Ray worker process for clean shutdown. Idempotent, never raises.
+
+    Use as ``runtime_env={"worker_process_setup_hook": "runtime_guard.ray.setup_worker"}`` or call it
+    at the top of an actor's ``__init__`` (also off the main thread, as in async actors).
+
+    * SIGTERM cancels every task on event loops running in other threads (an async actor's loop)
+      and waits up to ``cleanup_timeout`` s (``$RUNTIME_GUARD_CLEANUP_TIMEOUT``, default 10) for their
+      ``finally`` blocks, then lets Ray's own handler exit the process; a timer hard-exits if exit
+      then takes more than ``cleanup_timeout + 10`` s.
+    * Every event loop of the process keeps ticking (a heartbeat every 0.2 s, or the watchdog's), so
+      ``ray.cancel(force=False)`` — delivered with ``_thread.interrupt_main()`` — reaches a task whose
+      loop is idle in a long ``asyncio.sleep``.
+    * ``watchdog=True`` (or ``RUNTIME_GUARD=1`` in the worker's environment) also reports loop stalls.
+    """
+    global _setup_done, _cleanup_timeout
+    try:
+        if cleanup_timeout is None:
+            cleanup_timeout = _watchdog._env_float(ENV_CLEANUP, None) or 10.0
+        _cleanup_timeout = cleanup_timeout
+        if watchdog is None:
+            watchdog = os.environ.get("RUNTIME_GUARD", "").strip().lower() in ("1", "true", "yes", "on")
+        if watchdog:
+            _watchdog.install()
+        else:
+            _watchdog.install(tick_only=True)
+        _hook_ray_exit_paths()
+        if in_main_thread():
+            current = signal.getsignal(signal.SIGTERM)
+            signal.signal(signal.SIGTERM, _wrap_handler(current))
+        try:
+            _watchdog.register_loop(asyncio.get_running_loop())  # called in an async actor's __init__
+        except RuntimeError:
+            pass
+        _setup_done = True
+    except Exception:
+        log.warning("runtime_guard.ray.setup_worker failed", exc_info=True)

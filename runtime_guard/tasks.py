@@ -1,0 +1,197 @@
+"""Supervision for fire-and-forget asyncio tasks.
+
+A task whose exception nobody awaits is silently dropped by asyncio; in the 128-GPU incident
+(skyrl #1691) that left a training job idle for days. ``supervise`` keeps the task alive, logs
+its failure with the traceback and then ends the program according to a policy.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import threading
+from typing import Any, Literal, Optional, TypeVar, cast
+
+from .exit import hard_exit
+
+__all__ = ["supervise", "set_default_policy", "get_default_policy", "Policy", "find_main_task"]
+
+Policy = Literal["log", "cancel-main", "exit"]
+_POLICIES = ("log", "cancel-main", "exit")
+ENV_POLICY = "RUNTIME_GUARD_TASK_POLICY"
+ENV_GRACE = "RUNTIME_GUARD_EXIT_GRACE"
+
+log = logging.getLogger("runtime_guard.supervise")
+T = TypeVar("T", bound="asyncio.Future[Any]")
+
+# Strong references: the event loop only keeps weak references to tasks.
+_tasks: set["asyncio.Future[Any]"] = set()
+_default_policy: Optional[str] = None
+_excepthook_installed = False
+
+
+def _env_policy() -> str:
+    value = os.environ.get(ENV_POLICY, "").strip().lower()
+    return value if value in _POLICIES else "cancel-main"
+
+
+def get_default_policy() -> str:
+    return _default_policy if _default_policy is not None else _env_policy()
+
+
+def set_default_policy(policy: Policy) -> str:
+    """Set the process-wide default policy; returns the previous one."""
+    global _default_policy
+    if policy not in _POLICIES:
+        raise ValueError(f"policy must be one of {_POLICIES}, got {policy!r}")
+    previous = get_default_policy()
+    _default_policy = policy
+    return previous
+
+
+def _grace() -> float:
+    try:
+        return float(os.environ.get(ENV_GRACE, "30"))
+    except ValueError:
+        return 30.0
+
+
+def find_main_task(loop: asyncio.AbstractEventLoop) -> Optional["asyncio.Task[Any]"]:
+    """The task ``run_until_complete`` (hence ``asyncio.run``) is waiting for, if any.
+
+    Recognised by the done-callback run_until_complete adds to it (asyncio's
+    ``_run_until_complete_cb``, uvloop's ``done_cb``).
+    """
+    try:
+        tasks = asyncio.all_tasks(loop)
+    except Exception:
+        return None
+    for task in tasks:
+        for entry in getattr(task, "_callbacks", None) or ():
+            cb = entry[0] if isinstance(entry, tuple) else entry
+            if getattr(cb, "__name__", "") in ("_run_until_complete_cb", "done_cb"):
+                return task
+    return None
+
+
+def _exit_if_loop_still_running(loop: asyncio.AbstractEventLoop, grace: float) -> None:
+    # Bounded grace: if cancelling did not stop the loop (a task swallowed CancelledError...), end the process.
+    def check() -> None:
+        try:
+            if loop.is_running() and not loop.is_closed():
+                log.error("runtime_guard: event loop still running %.1fs after a supervised task failed; exiting", grace)
+                hard_exit(1)
+        except Exception:
+            pass
+
+    timer = threading.Timer(grace, check)
+    timer.daemon = True
+    timer.name = "runtime_guard-exit-grace"
+    timer.start()
+
+
+def _interrupt_main_thread() -> bool:
+    """Deliver SIGINT to the main thread if Python handles it (so the program unwinds as on Ctrl+C)."""
+    handler = signal.getsignal(signal.SIGINT)
+    if not callable(handler):
+        return False
+    try:
+        signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+        return True
+    except Exception:
+        return False
+
+
+def _apply_policy(task: "asyncio.Future[Any]", policy: str) -> None:
+    if policy == "log":
+        return
+    if policy == "exit":
+        hard_exit(1)
+    loop = task.get_loop()
+    main = find_main_task(loop)
+    if main is not None and main is not task and not main.done():
+        log.error("runtime_guard: cancelling the main task %r so the program unwinds", main.get_name())
+        main.cancel(msg="runtime_guard: a supervised task failed")
+        _exit_if_loop_still_running(loop, _grace())
+        return
+    # No main task: the loop is driven by run_forever (often in a helper thread). Interrupt the
+    # main thread like Ctrl+C would; if Python does not handle SIGINT there, exit now.
+    if threading.current_thread() is not threading.main_thread() and _interrupt_main_thread():
+        log.error("runtime_guard: no main task on this loop; sent SIGINT to the main thread")
+        _exit_if_loop_still_running(loop, _grace())
+        return
+    log.error("runtime_guard: no main task to cancel; exiting with status 1")
+    hard_exit(1)
+
+
+def _done(task: "asyncio.Future[Any]", policy: Optional[str]) -> None:
+    _tasks.discard(task)
+    try:
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is None:
+            return
+        name = task.get_name() if isinstance(task, asyncio.Task) else repr(task)
+        log.error("runtime_guard: supervised task %s failed", name, exc_info=(type(exc), exc, exc.__traceback__))
+        _apply_policy(task, policy or get_default_policy())
+    except Exception:
+        log.exception("runtime_guard: error while handling a supervised task's failure")
+
+
+def _thread_excepthook_factory(previous: Any) -> Any:
+    def hook(args: Any) -> None:
+        exc = args.exc_value
+        if isinstance(exc, (SystemExit, KeyboardInterrupt)):
+            # asyncio re-raises SystemExit/KeyboardInterrupt out of run_forever: in a helper thread that
+            # only ends the thread. Honour them process-wide when a supervised task raised them.
+            owner = next((t for t in list(_tasks) if t.done() and not t.cancelled() and t.exception() is exc), None)
+            if owner is not None:
+                _tasks.discard(owner)
+                if isinstance(exc, KeyboardInterrupt) and _interrupt_main_thread():
+                    return
+                code = exc.code if isinstance(exc, SystemExit) else 130
+                if code is None:
+                    code = 0
+                elif not isinstance(code, int):
+                    log.error("%s", code)
+                    code = 1
+                log.error("runtime_guard: supervised task raised %s in thread %s; exiting with status %s",
+                          type(exc).__name__, getattr(args.thread, "name", "?"), code)
+                hard_exit(code)
+        previous(args)
+
+    hook._runtime_guard = True  # type: ignore[attr-defined]
+    return hook
+
+
+def _install_thread_excepthook() -> None:
+    global _excepthook_installed
+    if _excepthook_installed or getattr(threading.excepthook, "_runtime_guard", False):
+        _excepthook_installed = True
+        return
+    threading.excepthook = _thread_excepthook_factory(threading.excepthook)
+    _excepthook_installed = True
+
+
+def supervise(task: T, *, on_error: Optional[Policy] = None) -> T:
+    """Keep ``task`` referenced and act when it fails; returns ``task`` (a drop-in expression).
+
+    ``on_error``: ``"log"`` (log the traceback), ``"cancel-main"`` (log, then cancel the loop's main
+    task so ``asyncio.run`` unwinds through finally blocks; with no main task, SIGINT to the main
+    thread, or exit 1), ``"exit"`` (log, then ``hard_exit(1)``). Default: ``set_default_policy`` /
+    ``$RUNTIME_GUARD_TASK_POLICY``, else ``"cancel-main"``.
+
+    SystemExit/KeyboardInterrupt raised by the task end the process even when its loop runs in a
+    non-main thread (where asyncio would only end that thread).
+    """
+    if on_error is not None and on_error not in _POLICIES:
+        raise ValueError(f"on_error must be one of {_POLICIES}, got {on_error!r}")
+    _tasks.add(task)
+    task.add_done_callback(lambda t: _done(t, on_error))
+    try:
+        _install_thread_excepthook()
+    except Exception:
+        pass
+    return cast(T, task)

@@ -1,0 +1,127 @@
+"""PyTorch distributed teardown on SIGTERM (k8s eviction: SIGTERM, ~25 s grace, then SIGKILL).
+
+Needs the ``torch`` extra: ``pip install shutdown-lint[torch]``.
+"""
+from __future__ import annotations
+
+import atexit
+import logging
+import signal
+import threading
+import time
+import warnings
+from typing import Any, Callable, List, Optional
+
+try:
+    import torch as _torch
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
+    raise ImportError(
+        "runtime_guard.torch needs PyTorch: pip install shutdown-lint[torch]  (or pip install torch)"
+    ) from exc
+
+from .exit import hard_exit
+from .signals import in_main_thread
+
+__all__ = ["install_distributed_teardown", "teardown"]
+
+log = logging.getLogger("runtime_guard.torch")
+_state = {"running": False, "done": False}
+_lock = threading.Lock()
+
+
+def _run_bounded(name: str, fn: Callable[[], Any], budget: float) -> bool:
+    """Run one teardown step in a helper thread so a wedged step (NCCL) cannot block the next one."""
+    result: List[Optional[BaseException]] = []
+
+    def target() -> None:
+        try:
+            fn()
+            result.append(None)
+        except BaseException as exc:  # keep going: tear down the healthy half
+            result.append(exc)
+
+    t0 = time.monotonic()
+    th = threading.Thread(target=target, name=f"runtime_guard-{name}", daemon=True)
+    th.start()
+    th.join(max(budget, 0.0))
+    took = time.monotonic() - t0
+    if th.is_alive():
+        log.error("runtime_guard: %s did not finish within %.1fs; skipping", name, budget)
+        return False
+    if result and result[0] is not None:
+        log.warning("runtime_guard: %s failed after %.2fs: %r", name, took, result[0])
+        return False
+    log.info("runtime_guard: %s done in %.2fs", name, took)
+    return True
+
+
+def _cuda_sync() -> None:
+    # Only when this process already initialised CUDA: synchronize() would otherwise create a context.
+    if _torch.cuda.is_available() and _torch.cuda.is_initialized():
+        _torch.cuda.synchronize()
+
+
+def _destroy_pg() -> None:
+    dist = _torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def teardown(budget: float = 20.0) -> None:
+    """Drain CUDA and destroy the default process group, each step guarded and time-bounded.
+
+    Runs at most once per process; safe to call from any thread.
+    """
+    with _lock:
+        if _state["running"] or _state["done"]:
+            return
+        _state["running"] = True
+    try:
+        deadline = time.monotonic() + budget
+        _run_bounded("torch.cuda.synchronize", _cuda_sync, budget / 2)
+        _run_bounded("destroy_process_group", _destroy_pg, deadline - time.monotonic())
+    finally:
+        _state["done"] = True
+
+
+def install_distributed_teardown(grace: float = 25.0, *, exit_code: int = 143,
+                                 chain: bool = True) -> Optional[Any]:
+    """Install a SIGTERM handler that tears down CUDA/``torch.distributed`` and exits within ``grace``.
+
+    On SIGTERM: start a watchdog thread that hard-exits with ``exit_code`` at ``0.9 * grace``;
+    ``torch.cuda.synchronize()`` (if CUDA is initialised) and ``destroy_process_group()`` (if
+    ``is_available() and is_initialized()``), each in try/except with its own time budget
+    (``0.8 * grace`` in total); then, if ``chain`` and the previous handler is a Python callable
+    (Ray's, torchrun's), call it so its exit semantics apply; else ``hard_exit(exit_code)``
+    (128 + 15 = 143 by default). Returns the previous handler.
+
+    Off the main thread ``signal.signal`` is impossible: then the teardown is registered with
+    ``atexit`` (Ray workers turn SIGTERM into SystemExit in the main thread, which runs it), a
+    RuntimeWarning is emitted and None is returned.
+    """
+    budget = grace * 0.8
+
+    if not in_main_thread():
+        warnings.warn("install_distributed_teardown() called off the main thread: SIGTERM handler not "
+                      "installed; teardown registered with atexit instead", RuntimeWarning, stacklevel=2)
+        atexit.register(teardown, budget)
+        return None
+
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        if _state["running"]:
+            return  # second SIGTERM while tearing down: keep going
+        killer = threading.Timer(grace * 0.9, lambda: hard_exit(exit_code))
+        killer.daemon = True
+        killer.name = "runtime_guard-teardown-deadline"
+        killer.start()
+        log.warning("runtime_guard: SIGTERM: tearing down torch.distributed (grace %.0fs)", grace)
+        teardown(budget)
+        if chain and callable(previous) and previous not in (signal.default_int_handler,):
+            previous(signum, frame)  # may raise SystemExit (Ray) - the deadline timer still bounds exit
+        hard_exit(exit_code)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    atexit.register(teardown, budget)  # normal exits (sys.exit, Ray's SystemExit path) tear down too
+    return previous

@@ -1,0 +1,478 @@
+"""The ``shutdown-lint`` command.
+
+Exit status: 0 no findings, 1 findings remain (or ``--diff`` would change files),
+2 usage or configuration error, or a file that could not be analysed.
+
+Startup is kept light: ``--version`` imports neither libcst nor rich, and a run whose
+files are all cached imports no rule and no libcst (the rule catalogue comes from the
+cache directory as well). Heavy modules are imported where they are needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Optional, Sequence
+
+from . import __version__
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+PROGRESS_MIN_FILES = 300
+
+
+class UsageError(Exception):
+    pass
+
+
+def _split(values: Optional[list[str]]) -> list[str]:
+    out: list[str] = []
+    for v in values or []:
+        out.extend(x.strip() for x in v.split(",") if x.strip())
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .output import FORMATS
+
+    p = argparse.ArgumentParser(
+        prog="shutdown-lint",
+        description="Find (and fix) the code that makes asyncio + Ray + PyTorch programs hang, leak or lose "
+                    "work when they stop.",
+    )
+    p.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .); - reads stdin")
+    g = p.add_argument_group("fixing")
+    g.add_argument("--fix", action=argparse.BooleanOptionalAction, default=False, help="apply safe fixes")
+    g.add_argument("--unsafe-fixes", action=argparse.BooleanOptionalAction, default=False,
+                   help="also consider unsafe fixes (applied with --fix or --diff)")
+    g.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; write nothing")
+    g.add_argument("--show-fixes", action="store_true", help="list the files fixed")
+    g.add_argument("--add-noqa", action="store_true", help="add `# noqa: CODE` to every line with a finding")
+    s = p.add_argument_group("rule selection")
+    s.add_argument("--select", action="append", metavar="RULES", help="codes, prefixes (SHD2), names, or ALL")
+    s.add_argument("--extend-select", action="append", metavar="RULES")
+    s.add_argument("--ignore", action="append", metavar="RULES")
+    s.add_argument("--per-file-ignores", action="append", metavar="GLOB:RULES",
+                   help="e.g. 'tests/*:SHD201,SHD1' (repeatable)")
+    s.add_argument("--target-version", metavar="pyXY", help="oldest Python the fixes may target")
+    f = p.add_argument_group("files")
+    f.add_argument("--exclude", action="append", metavar="PATTERNS", help="extra gitignore-style excludes")
+    f.add_argument("--extend-exclude", action="append", metavar="PATTERNS", help=argparse.SUPPRESS)
+    f.add_argument("--force-exclude", action="store_true", help="apply excludes to files named on the command line")
+    f.add_argument("--no-respect-gitignore", action="store_true", help="do not read .gitignore files")
+    f.add_argument("--stdin-filename", metavar="PATH", help="the name of the file read from stdin")
+    f.add_argument("--config", metavar="FILE", help="pyproject.toml or shutdown-lint.toml to use")
+    f.add_argument("--isolated", action="store_true", help="ignore all configuration files")
+    o = p.add_argument_group("output")
+    o.add_argument("--output-format", choices=FORMATS, help="default: full on a terminal, else concise")
+    o.add_argument("--statistics", action="store_true", help="count findings by rule")
+    o.add_argument("--explain", metavar="RULE", help="show a rule's documentation")
+    o.add_argument("--list-rules", action="store_true", help="list the rules")
+    o.add_argument("-q", "--quiet", action="store_true", help="print findings only (no summary, no warnings)")
+    o.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
+    o.add_argument("--exit-non-zero-on-fix", action="store_true", help="exit 1 when fixes were applied")
+    b = p.add_argument_group("adoption")
+    b.add_argument("--baseline", metavar="FILE", help="report only findings not recorded in FILE")
+    b.add_argument("--write-baseline", metavar="FILE", help="record the current findings in FILE")
+    r = p.add_argument_group("running")
+    r.add_argument("-j", "--jobs", type=int, default=None, metavar="N", help="worker processes (default: all cores)")
+    r.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
+    r.add_argument("--cache-dir", metavar="DIR", help="default: .shutdown_lint_cache in the project root")
+    r.add_argument("--no-prefilter", action="store_true", help=argparse.SUPPRESS)  # for bench/
+    p.add_argument("--version", action="version", version=f"shutdown-lint {__version__}")
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    except UsageError as e:
+        print(f"shutdown-lint: error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("shutdown-lint: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str]) -> int:
+    if argv == ["--version"]:  # fast path: no argparse group building, no imports
+        print(f"shutdown-lint {__version__}")
+        return EXIT_OK
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse: --help exits 0, bad usage exits 2
+        return int(e.code or 0)
+    fmt = args.output_format or ("full" if sys.stdout.isatty() else "concise")
+
+    if args.explain:
+        from .explain import explain
+
+        if not explain(args.explain, sys.stdout, fmt):
+            raise UsageError(f"no rule has the code or name {args.explain!r} (see --list-rules)")
+        return EXIT_OK
+    if args.list_rules:
+        from .explain import list_rules
+
+        list_rules(sys.stdout, fmt)
+        return EXIT_OK
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    if args.baseline and args.write_baseline:
+        raise UsageError("--baseline and --write-baseline cannot be combined")
+
+    from . import config as C
+    from .settings import DEFAULT_TARGET, Settings
+
+    stdin = args.paths == ["-"] or (not args.paths and args.stdin_filename is not None)
+    if "-" in args.paths and not stdin:
+        raise UsageError("- (stdin) cannot be combined with other paths")
+    cwd = os.getcwd()
+    start = args.stdin_filename if stdin and args.stdin_filename else (args.paths[0] if args.paths and not stdin else cwd)
+    try:
+        cfg = C.Config(root=C.find_root_without_config(start)) if args.isolated else C.load(args.config, start)
+    except C.ConfigError as e:
+        raise UsageError(str(e)) from None
+
+    use_cache = not args.no_cache and not stdin
+    cache_dir = os.path.abspath(args.cache_dir) if args.cache_dir else os.path.join(cfg.root, ".shutdown_lint_cache")
+    catalogue = C.load_catalogue(cache_dir if use_cache else None)
+    try:
+        selected = C.resolve(
+            _split(args.select) if args.select else cfg.select,
+            [*cfg.extend_select, *_split(args.extend_select)],
+            [*cfg.ignore, *_split(args.ignore)],
+            catalogue,
+        )
+        pfi: dict[str, set[str]] = {}
+        for glob, sels in cfg.per_file_ignores.items():
+            for sel in sels:
+                pfi.setdefault(glob, set()).update(C.expand(sel, catalogue))
+        for item in args.per_file_ignores or []:
+            glob, sep, sels = item.rpartition(":")
+            if not sep or not glob:
+                raise UsageError(f"--per-file-ignores expects GLOB:RULES, got {item!r}")
+            for sel in _split([sels]):
+                pfi.setdefault(glob, set()).update(C.expand(sel, catalogue))
+        target = (C.check_target(args.target_version, "--target-version") if args.target_version
+                  else cfg.target_version or C.target_from_requires_python(cfg.requires_python) or DEFAULT_TARGET)
+        options = C.rule_options(cfg, catalogue)
+    except C.UnknownSelector as e:
+        where = f" (in {cfg.path})" if cfg.path else ""
+        raise UsageError(f"{e}{where}") from None
+    except C.ConfigError as e:
+        raise UsageError(str(e)) from None
+
+    settings = Settings(
+        selected=selected,
+        target_version=target,
+        rule_options=options,
+        per_file_ignores=tuple(sorted((g, tuple(sorted(c))) for g, c in pfi.items())),
+        prefilter=not args.no_prefilter,
+    )
+    from .runner import Mode
+
+    mode = Mode(fix=args.fix and not args.diff, unsafe=args.unsafe_fixes, diff=args.diff)
+    if stdin:
+        return _run_stdin(args, settings, mode, fmt, cfg, catalogue)
+    return _run_files(args, settings, mode, fmt, cfg, catalogue, cache_dir if use_cache else None)
+
+
+# ------------------------------------------------------------------ files
+
+
+def _run_files(args, settings, mode, fmt, cfg, catalogue, cache_dir) -> int:
+    from .diagnostic import FileResult
+    from .discovery import discover
+    from .runner import Job, has_applicable_fix, run
+
+    exclude = [*cfg.exclude, *_split(args.exclude), *_split(args.extend_exclude)]
+    found = discover(args.paths or ["."], cfg.root, exclude, respect_gitignore=cfg.respect_gitignore
+                     and not args.no_respect_gitignore, force_exclude=args.force_exclude)
+    for err in found.errors:
+        print(f"shutdown-lint: error: {err}", file=sys.stderr)
+    notes: list[str] = []
+
+    cache = None
+    if cache_dir is not None:
+        from .cache import Cache, restore_path
+
+        cache = Cache(cache_dir, _cache_fingerprint(settings))
+        notes.extend(cache.warnings)
+    results: dict[str, FileResult] = {}
+    jobs: list[Job] = []
+    for f in found.files:
+        known = None
+        if cache is not None:
+            try:
+                st = os.stat(f.abspath)
+            except OSError:
+                st = None
+            hit = cache.lookup(f.abspath, st) if st is not None else None
+            if hit is not None and not (mode.fixing and has_applicable_fix(hit, mode.unsafe)):
+                results[f.abspath] = FileResult.from_dict(restore_path(hit, f.display))
+                continue
+            entry = cache.entry(f.abspath)
+            if entry is not None:
+                known = (entry[2], entry[3])
+        jobs.append(Job(f.display, f.abspath, known))
+
+    n_jobs = args.jobs or os.cpu_count() or 1
+    with _progress(len(jobs), args.quiet) as tick:
+        outcomes = run(jobs, settings, mode, n_jobs, on_done=tick)
+    for job, outcome in zip(jobs, outcomes):
+        results[job.abspath] = outcome.result
+        if cache is not None and outcome.stamp is not None:
+            from .cache import strip_path
+
+            mtime, size, digest = outcome.stamp
+            cache.store(job.abspath, mtime, size, digest, strip_path(outcome.result.to_dict(), job.path))
+    if cache is not None:
+        warning = cache.save()
+        if warning:
+            notes.append(f"warning: {warning}")
+
+    ordered = [results[f.abspath] for f in found.files if f.abspath in results]
+    diagnostics = sorted((d for r in ordered for d in r.diagnostics), key=lambda d: d.sort_key())
+    errors = [r.error for r in ordered if r.error]
+    notes.extend(w if w.startswith("warning") else f"warning: {w}" for r in ordered for w in r.warnings)
+    failed = bool(errors or found.errors)
+
+    if args.write_baseline:
+        from . import baseline
+
+        n = baseline.write(args.write_baseline, diagnostics)
+        _emit_notes(errors, notes, args.quiet)
+        if not args.quiet:
+            print(f"Wrote {n} findings to the baseline {args.write_baseline}.", file=sys.stderr)
+        return EXIT_ERROR if failed else EXIT_OK
+    baselined = 0
+    if args.baseline:
+        from . import baseline
+
+        try:
+            diagnostics, baselined = baseline.filter_new(args.baseline, diagnostics)
+        except baseline.BaselineError as e:
+            raise UsageError(str(e)) from None
+
+    if args.add_noqa:
+        added, skipped = _add_noqa(diagnostics, {f.display: f.abspath for f in found.files}, settings)
+        notes.extend(skipped)
+        _emit_notes(errors, notes, args.quiet)
+        if not args.quiet:
+            print(f"Added {added} noqa directives.", file=sys.stderr)
+        return EXIT_ERROR if failed else EXIT_OK
+
+    if mode.diff:
+        changed = [r for r in ordered if r.diff]
+        for r in changed:
+            sys.stdout.write(r.diff or "")
+        _emit_notes(errors, notes, args.quiet)
+        if not args.quiet:
+            n = sum(r.fixed for r in changed)
+            print(f"Would fix {n} findings in {len(changed)} files." if changed else "No fixes available.",
+                  file=sys.stderr)
+        if failed:
+            return EXIT_ERROR
+        return EXIT_FINDINGS if changed else EXIT_OK
+
+    report = _report(args, diagnostics, errors, ordered, mode, catalogue, baselined)
+    report.files = len(found.files)
+    _emit_notes(errors, notes, args.quiet)
+    _render(args, report, fmt)
+    return _exit_code(args, report, failed)
+
+
+def _cache_fingerprint(settings) -> str:
+    from .config import code_key
+
+    # per-file ignores change findings too; so does editing a rule
+    return f"{settings.fingerprint()}|{settings.per_file_ignores!r}|{code_key()}"
+
+
+def _report(args, diagnostics, errors, ordered, mode, catalogue, baselined):
+    from .output import Report
+
+    sources: dict[str, Optional[list[str]]] = {}
+
+    def source_lines(path: str) -> Optional[list[str]]:
+        if path not in sources:
+            try:
+                from .runner import decode
+
+                with open(path, "rb") as fh:
+                    sources[path] = decode(fh.read()).splitlines()
+            except OSError:
+                sources[path] = None
+        return sources[path]
+
+    return Report(
+        diagnostics=diagnostics,
+        errors=errors,
+        fixed=sum(r.fixed for r in ordered),
+        fixed_files=[(r.path, r.fixed) for r in ordered if r.fixed],
+        unsafe_fixes=mode.unsafe,
+        fix_mode=mode.fix,
+        show_fixes=args.show_fixes,
+        rules=catalogue,
+        source_lines=source_lines,
+        baselined=baselined,
+        quiet=args.quiet,
+    )
+
+
+def _render(args, report, fmt: str, out=None) -> None:
+    out = out or sys.stdout
+    if args.statistics:
+        from .output import statistics
+
+        statistics.render(report, out, fmt)
+        return
+    from .output import render
+
+    render(fmt, report, out)
+
+
+def _exit_code(args, report, failed: bool) -> int:
+    if failed:
+        return EXIT_ERROR
+    if args.exit_zero:
+        return EXIT_OK
+    if args.exit_non_zero_on_fix and report.fixed:
+        return EXIT_FINDINGS
+    return EXIT_FINDINGS if report.diagnostics else EXIT_OK
+
+
+def _emit_notes(errors: list[str], notes: list[str], quiet: bool) -> None:
+    for e in errors:
+        print(e, file=sys.stderr)
+    if not quiet:
+        for n in dict.fromkeys(notes):  # de-duplicated, in order
+            print(n, file=sys.stderr)
+
+
+class _progress:
+    """A rich progress bar on stderr, only on a terminal and for large runs. No
+    refresh thread: the pool forks workers, and forking next to a thread is unsafe."""
+
+    def __init__(self, total: int, quiet: bool) -> None:
+        self.total = total
+        self.enabled = not quiet and total > PROGRESS_MIN_FILES and sys.stderr.isatty()
+        self._bar = None
+        self._done = 0
+
+    def __enter__(self):
+        if not self.enabled:
+            return lambda _o: None
+        from rich.console import Console
+        from rich.progress import Progress
+
+        self._bar = Progress(console=Console(file=sys.stderr), auto_refresh=False, transient=True)
+        self._bar.start()
+        task = self._bar.add_task("linting", total=self.total)
+
+        def tick(_outcome) -> None:
+            self._done += 1
+            self._bar.advance(task)
+            if self._done % 20 == 0 or self._done == self.total:
+                self._bar.refresh()
+
+        return tick
+
+    def __exit__(self, *exc) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+def _add_noqa(diagnostics, abspaths: dict[str, str], settings) -> tuple[int, list[str]]:
+    """Append ``# noqa: CODE`` on each finding's line; keep a file's edit only if it
+    still parses and the findings are then suppressed."""
+    from .analyzer import lint_source
+    from .runner import decode  # noqa: F401
+    from .source import SourceError, read, write_atomic
+    from .suppression import add_noqa
+    import io
+    import tokenize
+
+    by_path: dict[str, dict[int, set[str]]] = {}
+    for d in diagnostics:
+        by_path.setdefault(d.path, {}).setdefault(d.line, set()).add(d.code)
+    added, notes = 0, []
+    for path, wanted in sorted(by_path.items()):
+        abspath = abspaths.get(path, path)
+        try:
+            snap = read(abspath)
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(snap.data).readline)
+            new = add_noqa(snap.data.decode(encoding), wanted).encode(encoding)
+        except (SourceError, SyntaxError, UnicodeError, LookupError) as e:
+            notes.append(f"warning: {path}: noqa not added: {e}")
+            continue
+        after = lint_source(new, path, settings)
+        still = {(d.line, d.code) for d in after.diagnostics}
+        if after.error or any((line, code) in still for line, codes in wanted.items() for code in codes):
+            notes.append(f"warning: {path}: noqa not added: the comment would not suppress the findings there "
+                         "(e.g. the line ends inside a string)")
+            continue
+        try:
+            write_atomic(abspath, new, snap)
+        except (SourceError, OSError) as e:
+            notes.append(f"warning: {path}: noqa not added: {e}")
+            continue
+        added += sum(len(c) for c in wanted.values())
+    return added, notes
+
+
+# ------------------------------------------------------------------ stdin
+
+
+def _run_stdin(args, settings, mode, fmt, cfg, catalogue) -> int:
+    from .analyzer import AnalysisError, lint_source
+    from .discovery import _Ignorer
+
+    data = sys.stdin.buffer.read()
+    path = args.stdin_filename or "-"
+    if args.stdin_filename and args.force_exclude:
+        ignorer = _Ignorer(cfg.root, [*cfg.exclude, *_split(args.exclude)], cfg.respect_gitignore)
+        if ignorer.ignored(os.path.abspath(args.stdin_filename), False):
+            if mode.fix:
+                sys.stdout.buffer.write(data)
+            return EXIT_OK
+    result = lint_source(data, path, settings)
+    if not result.parsed and result.error is None:
+        from .runner import syntax_error
+
+        result.error = syntax_error(data, path)
+    fixed_count = 0
+    if mode.fixing and not result.error:
+        from .fixer import fix_source
+        from .runner import unified_diff
+
+        try:
+            outcome = fix_source(data, path, settings, unsafe=mode.unsafe)
+        except AnalysisError as e:  # pragma: no cover - lint_source parsed it
+            result.error = str(e)
+        else:
+            fixed_count = outcome.applied
+            if mode.diff:
+                if outcome.source != data:
+                    sys.stdout.write(unified_diff(path, data, outcome.source))
+                return EXIT_FINDINGS if outcome.source != data else EXIT_OK
+            result = lint_source(outcome.source, path, settings)
+            result.fixed = fixed_count
+            result.warnings = outcome.warnings + result.warnings
+            data = outcome.source
+    if mode.fix:
+        sys.stdout.buffer.write(data)  # the fixed (or unchanged) code
+        sys.stdout.flush()
+    elif mode.diff:
+        return EXIT_ERROR if result.error else EXIT_OK
+    errors = [result.error] if result.error else []
+    text = data.decode("utf-8", errors="replace").splitlines()
+    report = _report(args, sorted(result.diagnostics, key=lambda d: d.sort_key()), errors, [result], mode,
+                     catalogue, 0)
+    report.source_lines = lambda _p: text
+    report.files = 1
+    _emit_notes(errors, list(result.warnings), args.quiet)
+    # with --fix the code goes to stdout, so the findings go to stderr
+    _render(args, report, fmt, out=sys.stderr if mode.fix else sys.stdout)
+    return _exit_code(args, report, bool(errors))

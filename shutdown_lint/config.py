@@ -1,0 +1,350 @@
+"""Project configuration: ``[tool.shutdown-lint]`` in ``pyproject.toml`` or a
+``shutdown-lint.toml``, and the rule catalogue used to resolve selectors.
+
+Keys (kebab-case, as in the file)::
+
+    select, extend-select, ignore        rule codes, prefixes (SHD2), names, or ALL
+    per-file-ignores                     {glob: [selectors]}
+    exclude, extend-exclude              gitignore-style patterns, relative to the project root
+    respect-gitignore                    bool, default true
+    target-version                       py310 | py311 | ...
+    rules.<code or name>.<option>        per-rule options, validated by the rule
+
+Every error names the file and the key; the command exits 2 on them.
+
+The catalogue (codes, names, summaries) is kept apart from the rule classes so that a
+fully cached run can resolve ``--select`` without importing the rules (and libcst).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Optional
+
+from . import __version__
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+CONFIG_FILES = ("shutdown-lint.toml", "pyproject.toml")
+
+
+class ConfigError(Exception):
+    """A one-line, user-facing configuration problem (exit status 2)."""
+
+
+@dataclass
+class Config:
+    #: the file the values came from (None: defaults only)
+    path: Optional[str] = None
+    #: the directory relative patterns and the cache are anchored to
+    root: str = "."
+    select: Optional[list[str]] = None
+    extend_select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    exclude: list[str] = field(default_factory=list)
+    respect_gitignore: bool = True
+    target_version: Optional[str] = None
+    #: {selector as written: {option: value}}; validated in ``rule_options``
+    rules: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: ``[project] requires-python`` of the pyproject next to the config, if any
+    requires_python: Optional[str] = None
+
+
+_LIST_KEYS = {"select", "extend-select", "ignore", "exclude", "extend-exclude"}
+_KNOWN_KEYS = _LIST_KEYS | {"per-file-ignores", "respect-gitignore", "target-version", "rules"}
+
+
+def _read_toml(path: str) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: invalid TOML: {e}") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror or e}") from None
+
+
+def _section(path: str, data: dict[str, Any]) -> Optional[dict[str, Any]]:
+    if os.path.basename(path) == "pyproject.toml":
+        tool = data.get("tool", {})
+        return tool.get("shutdown-lint") if isinstance(tool, dict) else None
+    return data
+
+
+def find_config(start: str) -> Optional[str]:
+    """The nearest ``shutdown-lint.toml``, or ``pyproject.toml`` with our section,
+    in ``start`` or its parents."""
+    here = os.path.abspath(start)
+    if os.path.isfile(here):
+        here = os.path.dirname(here)
+    while True:
+        for name in CONFIG_FILES:
+            candidate = os.path.join(here, name)
+            if os.path.isfile(candidate):
+                if name == "shutdown-lint.toml":
+                    return candidate
+                try:
+                    with open(candidate, "rb") as fh:
+                        raw = fh.read()
+                except OSError:
+                    continue
+                if b"shutdown-lint" in raw and _section(candidate, _read_toml(candidate)) is not None:
+                    return candidate
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def find_root_without_config(start: str) -> str:
+    """No config: the enclosing git work tree or pyproject's directory, else ``start``."""
+    here = os.path.abspath(start)
+    if os.path.isfile(here):
+        here = os.path.dirname(here)
+    probe = here
+    while True:
+        if os.path.exists(os.path.join(probe, ".git")) or os.path.isfile(os.path.join(probe, "pyproject.toml")):
+            return probe
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            return here
+        probe = parent
+
+
+def _string_list(path: str, key: str, value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{path}: `{key}` must be a list of strings, got {value!r}")
+    return list(value)
+
+
+def load(path: Optional[str], start: str = ".") -> Config:
+    """Load ``path`` (or find a config from ``start``) and check every key's type."""
+    if path is None:
+        path = find_config(start)
+    if path is None:
+        return Config(root=find_root_without_config(start))
+    if not os.path.isfile(path):
+        raise ConfigError(f"{path}: config file not found")
+    data = _read_toml(path)
+    section = _section(path, data)
+    cfg = Config(path=path, root=os.path.dirname(os.path.abspath(path)))
+    pyproject = os.path.join(cfg.root, "pyproject.toml")
+    if os.path.basename(path) == "pyproject.toml":
+        project = data.get("project", {})
+    elif os.path.isfile(pyproject):
+        try:
+            project = _read_toml(pyproject).get("project", {})
+        except ConfigError:
+            project = {}
+    else:
+        project = {}
+    if isinstance(project, dict) and isinstance(project.get("requires-python"), str):
+        cfg.requires_python = project["requires-python"]
+    if section is None:
+        return cfg
+    if not isinstance(section, dict):
+        raise ConfigError(f"{path}: [tool.shutdown-lint] must be a table")
+    where = "[tool.shutdown-lint]" if path.endswith("pyproject.toml") else "the top level"
+    for key, value in section.items():
+        if key not in _KNOWN_KEYS:
+            hint = _close_match(key, _KNOWN_KEYS)
+            raise ConfigError(f"{path}: unknown key `{key}` in {where}{hint}")
+        if key in _LIST_KEYS:
+            items = _string_list(path, key, value)
+            if key == "select":
+                cfg.select = items
+            elif key == "extend-select":
+                cfg.extend_select = items
+            elif key == "ignore":
+                cfg.ignore = items
+            else:
+                cfg.exclude.extend(items)
+        elif key == "per-file-ignores":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{path}: `per-file-ignores` must be a table of glob = [codes], got {value!r}")
+            for glob, codes in value.items():
+                cfg.per_file_ignores[glob] = _string_list(path, f"per-file-ignores.{glob}", codes)
+        elif key == "respect-gitignore":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{path}: `respect-gitignore` must be true or false, got {value!r}")
+            cfg.respect_gitignore = value
+        elif key == "target-version":
+            cfg.target_version = check_target(value, f"{path}: `target-version`")
+        elif key == "rules":
+            if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+                raise ConfigError(f"{path}: `rules` must hold one table per rule, e.g. [tool.shutdown-lint.rules.SHD201]")
+            cfg.rules = {k: dict(v) for k, v in value.items()}
+    return cfg
+
+
+def _close_match(key: str, known: Iterable[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(key, sorted(known), n=1)
+    return f" (did you mean `{close[0]}`?)" if close else ""
+
+
+def check_target(value: Any, where: str) -> str:
+    from .settings import TARGET_VERSIONS
+
+    if not isinstance(value, str) or value not in TARGET_VERSIONS:
+        raise ConfigError(f"{where} must be one of {', '.join(TARGET_VERSIONS)}, got {value!r}")
+    return value
+
+
+def target_from_requires_python(spec: Optional[str]) -> Optional[str]:
+    """``>=3.11`` -> ``py311``; only a lower bound is meaningful for fixes."""
+    from .settings import TARGET_VERSIONS
+
+    if not spec:
+        return None
+    m = re.search(r">=?\s*3\.(\d+)", spec) or re.search(r"~=\s*3\.(\d+)", spec) or re.search(r"==\s*3\.(\d+)", spec)
+    if not m:
+        return None
+    minor = int(m.group(1))
+    if ">" in spec[: m.end()] and ">=" not in spec[: m.end()]:
+        minor += 1  # >3.10 means 3.11 at the least
+    candidate = f"py3{minor}"
+    if candidate in TARGET_VERSIONS:
+        return candidate
+    return TARGET_VERSIONS[0] if minor < 10 else TARGET_VERSIONS[-1]
+
+
+# ------------------------------------------------------------------ rule catalogue
+
+
+@dataclass(frozen=True)
+class RuleInfo:
+    code: str
+    name: str
+    summary: str
+    fixable: bool
+
+
+def _rules_dir() -> Optional[str]:
+    import importlib.util
+
+    spec = importlib.util.find_spec("shutdown_lint.rules")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return list(spec.submodule_search_locations)[0]
+
+
+def code_key() -> Optional[str]:
+    """Changes whenever a rule or engine module is added, removed or edited (an
+    editable install changes under a fixed version number)."""
+    directory = _rules_dir()
+    if directory is None:
+        return None
+    parts = [__version__]
+    try:
+        for where in (directory, os.path.dirname(os.path.abspath(__file__))):
+            for entry in sorted(os.scandir(where), key=lambda e: e.name):
+                if entry.name.endswith(".py"):
+                    st = entry.stat()
+                    parts.append(f"{entry.name}:{st.st_mtime_ns}:{st.st_size}")
+    except OSError:
+        return None
+    return "|".join(parts)
+
+
+def catalogue_from_registry() -> list[RuleInfo]:
+    from . import registry
+
+    return [RuleInfo(r.code, r.name, r.summary, r.has_fix()) for r in registry.all_rules()]
+
+
+def load_catalogue(cache_dir: Optional[str]) -> list[RuleInfo]:
+    """Rule codes and names, from the cache when the rule modules did not change
+    (this saves importing every rule, and libcst, on a fully cached run)."""
+    if cache_dir is None:
+        return catalogue_from_registry()
+    key = code_key()
+    path = os.path.join(cache_dir, "rules.json")
+    if key is not None:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                data = json.load(fh)
+            if data.get("key") == key:
+                return [RuleInfo(**r) for r in data["rules"]]
+        except (OSError, ValueError, TypeError, KeyError):
+            pass
+    rules = catalogue_from_registry()
+    if key is not None:
+        from .cache import write_json_atomic
+
+        write_json_atomic(path, {"key": key, "rules": [r.__dict__ for r in rules]}, cache_dir)
+    return rules
+
+
+class UnknownSelector(ValueError):
+    pass
+
+
+def expand(selector: str, catalogue: list[RuleInfo]) -> set[str]:
+    """Codes matched by one selector: ``ALL``, a code, a prefix such as ``SHD2``, or a name."""
+    sel = selector.strip()
+    codes = {r.code for r in catalogue}
+    if sel.upper() == "ALL":
+        return set(codes)
+    for r in catalogue:
+        if r.name == sel.lower():
+            return {r.code}
+    up = sel.upper()
+    if up.startswith("SHD"):
+        matched = {c for c in codes if c.startswith(up)}
+        if matched:
+            return matched
+    raise UnknownSelector(
+        f"unknown rule selector {selector!r} (expected a code like SHD201, a prefix like SHD2, "
+        f"a rule name like sys-exit-in-task, or ALL)"
+    )
+
+
+def resolve(select: Optional[Iterable[str]], extend_select: Iterable[str], ignore: Iterable[str],
+            catalogue: list[RuleInfo]) -> tuple[str, ...]:
+    chosen: set[str] = set()
+    for s in select if select is not None else ["ALL"]:
+        chosen |= expand(s, catalogue)
+    for s in extend_select:
+        chosen |= expand(s, catalogue)
+    for s in ignore:
+        chosen -= expand(s, catalogue)
+    return tuple(sorted(chosen))
+
+
+def rule_options(cfg: Config, catalogue: list[RuleInfo]) -> dict[str, dict[str, Any]]:
+    """Validate ``[tool.shutdown-lint.rules.*]`` with each rule's ``Option.validate``."""
+    if not cfg.rules:
+        return {}
+    from . import registry
+
+    by_code = registry.rules_by_code()
+    out: dict[str, dict[str, Any]] = {}
+    for selector, values in cfg.rules.items():
+        table = f"[tool.shutdown-lint.rules.{selector}]" if (cfg.path or "").endswith("pyproject.toml") \
+            else f"[rules.{selector}]"
+        matched = [r for r in catalogue if r.code == selector.upper() or r.name == selector.lower()]
+        if not matched or matched[0].code not in by_code:
+            raise ConfigError(f"{cfg.path}: {table}: no rule has the code or name `{selector}`")
+        rule = by_code[matched[0].code]
+        for key, value in values.items():
+            if key not in rule.options:
+                known = ", ".join(sorted(rule.options)) or "none"
+                raise ConfigError(
+                    f"{cfg.path}: {table}: unknown option `{key}` for {rule.code} (known options: {known})"
+                )
+            try:
+                value = rule.options[key].validate(key, value)
+            except ValueError as e:
+                raise ConfigError(f"{cfg.path}: {table}: {e}") from None
+            out.setdefault(rule.code, {})[key] = value
+    return out

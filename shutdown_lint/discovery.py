@@ -1,0 +1,179 @@
+"""Finding the files to lint.
+
+- Directories are walked for ``*.py``; ``.pyi`` stubs are always skipped (they have no
+  runtime behaviour to stop badly).
+- ``.gitignore`` files are honoured at every level (a deeper file overrides a shallower
+  one, ``!pattern`` re-includes), read from the enclosing git work tree's top down.
+- ``exclude`` patterns (gitignore syntax, relative to the project root) and a fixed set
+  of tool/venv directories are pruned.
+- A file named on the command line is always linted, unless ``force_exclude``.
+- Symlinked directories are followed once: a loop is never walked twice.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Iterable, Optional
+
+DEFAULT_EXCLUDED_DIRS = frozenset({
+    ".git", ".hg", ".svn", ".bzr", ".venv", "venv", ".tox", ".nox", "__pycache__", ".mypy_cache",
+    ".pytest_cache", ".ruff_cache", ".shutdown_lint_cache", "node_modules", "site-packages",
+    "__pypackages__", ".eggs", ".direnv", ".ipynb_checkpoints", "buck-out", "_build", "build", "dist",
+})
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    #: what the user sees (relative to the working directory when inside it)
+    display: str
+    #: absolute, for the cache
+    abspath: str
+
+
+@dataclass
+class Discovery:
+    files: list[SourceFile] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def display_path(abspath: str, cwd: str) -> str:
+    rel = os.path.relpath(abspath, cwd)
+    return abspath if rel.startswith("..") else rel
+
+
+class _Ignorer:
+    def __init__(self, root: str, exclude: Iterable[str], respect_gitignore: bool) -> None:
+        import pathspec
+
+        self._pathspec = pathspec
+        self.root = os.path.abspath(root)
+        patterns = [p for p in exclude if p.strip()]
+        self.exclude = pathspec.GitIgnoreSpec.from_lines(patterns) if patterns else None
+        self.respect_gitignore = respect_gitignore
+        self._specs: dict[str, object] = {}
+        self._top = self._git_top(self.root) or self.root
+
+    @staticmethod
+    def _git_top(start: str) -> Optional[str]:
+        here = start
+        while True:
+            if os.path.exists(os.path.join(here, ".git")):
+                return here
+            parent = os.path.dirname(here)
+            if parent == here:
+                return None
+            here = parent
+
+    def _spec(self, directory: str):
+        if directory not in self._specs:
+            spec = None
+            try:
+                with open(os.path.join(directory, ".gitignore"), encoding="utf-8", errors="replace") as fh:
+                    spec = self._pathspec.GitIgnoreSpec.from_lines(fh.read().splitlines())
+            except OSError:
+                pass
+            self._specs[directory] = spec
+        return self._specs[directory]
+
+    def ignored(self, path: str, is_dir: bool) -> bool:
+        path = os.path.abspath(path)
+        if is_dir and os.path.basename(path) in DEFAULT_EXCLUDED_DIRS:
+            return True
+        suffix = "/" if is_dir else ""
+        if self.exclude is not None and _inside(path, self.root):
+            rel = os.path.relpath(path, self.root).replace(os.sep, "/")
+            if rel != "." and self.exclude.match_file(rel + suffix):
+                return True
+        if self.respect_gitignore:
+            base = self._top if _inside(path, self._top) else None
+            if base is not None:
+                verdict = None
+                directory = os.path.dirname(path)
+                chain = []
+                while True:
+                    chain.append(directory)
+                    if directory == base or os.path.dirname(directory) == directory:
+                        break
+                    directory = os.path.dirname(directory)
+                for d in reversed(chain):  # shallow to deep: deeper files win
+                    spec = self._spec(d)
+                    if spec is None:
+                        continue
+                    rel = os.path.relpath(path, d).replace(os.sep, "/")
+                    include = spec.check_file(rel + suffix).include
+                    if include is not None:
+                        verdict = include
+                if verdict:
+                    return True
+        return False
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def discover(paths: Iterable[str], root: str, exclude: Iterable[str] = (), *, respect_gitignore: bool = True,
+             force_exclude: bool = False, cwd: Optional[str] = None) -> Discovery:
+    cwd = os.path.abspath(cwd or os.getcwd())
+    ignorer = _Ignorer(root, exclude, respect_gitignore)
+    out = Discovery()
+    seen_files: set[str] = set()
+    seen_dirs: set[tuple[int, int]] = set()
+
+    def add(abspath: str) -> None:
+        if abspath not in seen_files:
+            seen_files.add(abspath)
+            out.files.append(SourceFile(display_path(abspath, cwd), abspath))
+
+    for arg in paths:
+        abspath = os.path.abspath(os.path.join(cwd, arg))
+        if not os.path.exists(abspath):
+            out.errors.append(f"{arg}: no such file or directory")
+            continue
+        if os.path.isdir(abspath):
+            if force_exclude and ignorer.ignored(abspath, True):
+                continue
+            _walk(abspath, ignorer, seen_dirs, add)
+        else:
+            if abspath.endswith(".pyi"):
+                continue
+            if force_exclude and ignorer.ignored(abspath, False):
+                continue
+            add(abspath)
+    out.files.sort(key=lambda f: f.display)
+    return out
+
+
+def _walk(top: str, ignorer: _Ignorer, seen_dirs: set[tuple[int, int]], add) -> None:
+    stack = [top]
+    while stack:
+        directory = stack.pop()
+        try:
+            st = os.stat(directory)
+        except OSError:
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in seen_dirs:
+            continue  # a symlink loop, or a directory reached twice
+        seen_dirs.add(key)
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()  # follows symlinks
+            except OSError:
+                continue
+            if is_dir:
+                if not ignorer.ignored(entry.path, True):
+                    stack.append(entry.path)
+            elif entry.name.endswith(".py"):
+                try:
+                    if not entry.is_file():
+                        continue  # a broken symlink
+                except OSError:
+                    continue
+                if not ignorer.ignored(entry.path, False):
+                    add(entry.path)

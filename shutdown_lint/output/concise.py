@@ -1,0 +1,29 @@
+"""``path:line:col: CODE [*] message``, one finding a line."""
+
+from __future__ import annotations
+
+from typing import IO
+
+from . import Report, fix_hint, summary_line
+
+
+def fix_marker(d, report: Report) -> str:
+    if d.fix is None:
+        return ""
+    if d.fix.get("applicability") == "safe" or report.unsafe_fixes:
+        return "[*] "
+    return ""
+
+
+def render(report: Report, out: IO[str]) -> None:
+    for d in report.diagnostics:
+        out.write(f"{d.path}:{d.line}:{d.column}: {d.code} {fix_marker(d, report)}{d.message}\n")
+    if report.show_fixes:
+        for path, count in report.fixed_files:
+            out.write(f"fixed {count} in {path}\n")
+    if report.quiet:
+        return
+    out.write(summary_line(report) + "\n")
+    hint = fix_hint(report)
+    if hint:
+        out.write(hint + "\n")

@@ -1,0 +1,78 @@
+"""SARIF 2.1.0, as GitHub code scanning accepts it: the rules with their documentation
+as help text, one result per finding with a region (1-based), relative URIs under
+``%SRCROOT%``, and the analysis errors as tool execution notifications."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import IO
+
+from .. import __version__
+from . import Report
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+INFO_URI = "https://github.com/shutdown-lint/shutdown-lint"
+
+
+def _rules(report: Report) -> list[dict]:
+    from .. import registry
+
+    rules = []
+    for r in registry.all_rules():
+        doc = r.documentation()
+        rules.append({
+            "id": r.code,
+            "name": r.name,
+            "shortDescription": {"text": r.summary},
+            "fullDescription": {"text": r.summary},
+            "help": {"text": doc, "markdown": doc},
+            "defaultConfiguration": {"level": "error"},
+            "properties": {"tags": ["shutdown", "reliability"], "fixable": r.has_fix()},
+        })
+    return rules
+
+
+def _uri(path: str) -> str:
+    if os.path.isabs(path):
+        return Path(path).as_uri()
+    return path.replace(os.sep, "/")
+
+
+def render(report: Report, out: IO[str]) -> None:
+    rules = _rules(report)
+    index = {r["id"]: i for i, r in enumerate(rules)}
+    results = []
+    for d in report.diagnostics:
+        result = {
+            "ruleId": d.code,
+            "level": "error",
+            "message": {"text": d.message},
+            "locations": [{
+                "physicalLocation": {
+                    "artifactLocation": {"uri": _uri(d.path), "uriBaseId": "%SRCROOT%"},
+                    "region": {"startLine": d.line, "startColumn": d.column, "endLine": d.end_line,
+                               "endColumn": d.end_column},
+                }
+            }],
+            "partialFingerprints": {"shutdownLint/v1": f"{d.code}:{d.line_text}"},
+        }
+        if d.code in index:
+            result["ruleIndex"] = index[d.code]
+        results.append(result)
+    notifications = [{"level": "error", "message": {"text": e}} for e in report.errors]
+    log = {
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "shutdown-lint", "version": __version__, "semanticVersion": __version__,
+                                "informationUri": INFO_URI, "rules": rules}},
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": Path(os.getcwd()).as_uri() + "/"}},
+            "invocations": [{"executionSuccessful": not report.errors,
+                             "toolExecutionNotifications": notifications}],
+            "results": results,
+        }],
+    }
+    json.dump(log, out, indent=2)
+    out.write("\n")

@@ -1,0 +1,234 @@
+"""Running the per-file work, serially or in a process pool.
+
+``process_file`` is the whole job for one file: read, lint (or fix and lint what is
+left), write atomically, and return a serialisable ``Outcome``. The pool runs it with
+the settings installed once per worker. Results come back in job order, so output does
+not depend on ``--jobs``.
+
+A worker that dies (a segfault in a C extension, ``os._exit`` in a plugin, the OOM
+killer) breaks the whole ``ProcessPoolExecutor``: we recreate the pool, re-run the
+files that were in flight one at a time in their own process to find the culprit,
+report that file, and go on with the rest.
+"""
+
+from __future__ import annotations
+
+import difflib
+import io
+import multiprocessing
+import os
+import sys
+import tokenize
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence
+
+from .cache import restore_path, sha256
+from .diagnostic import FileResult
+from .settings import Settings
+
+#: Up to this many files to (re)analyse, the pool is not worth starting.
+SERIAL_THRESHOLD = 8
+
+
+@dataclass(frozen=True)
+class Mode:
+    fix: bool = False
+    unsafe: bool = False
+    #: compute the fixes but write nothing; FileResult.diff holds the unified diff
+    diff: bool = False
+
+    @property
+    def fixing(self) -> bool:
+        return self.fix or self.diff
+
+
+@dataclass(frozen=True)
+class Job:
+    path: str  # display path, used in messages
+    abspath: str
+    #: (sha256, stored result dict) of a cache entry whose stat no longer matches
+    known: Optional[tuple[str, dict]] = None
+
+
+@dataclass
+class Outcome:
+    result: FileResult
+    #: (mtime_ns, size, sha256) of the on-disk content ``result`` describes; None: do not cache
+    stamp: Optional[tuple[int, int, str]] = None
+
+
+def has_applicable_fix(result: dict, unsafe: bool) -> bool:
+    for d in result.get("diagnostics", []):
+        fix = d.get("fix")
+        if fix and (unsafe or fix.get("applicability") == "safe"):
+            return True
+    return False
+
+
+def decode(data: bytes) -> str:
+    """Source bytes to text the way Python would (BOM, coding cookie), never failing."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError:
+        encoding = "utf-8"
+    try:
+        return data.decode(encoding)
+    except (UnicodeDecodeError, LookupError):
+        return data.decode("utf-8", errors="replace")
+
+
+def unified_diff(path: str, old: bytes, new: bytes) -> str:
+    a = decode(old).splitlines(keepends=True)
+    b = decode(new).splitlines(keepends=True)
+    lines = difflib.unified_diff(a, b, fromfile=f"a/{path}", tofile=f"b/{path}")
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+def process_file(job: Job, settings: Settings, mode: Mode) -> Outcome:
+    from .source import SourceError, read, write_atomic
+
+    try:
+        snap = read(job.abspath)
+    except SourceError as e:
+        message = str(e)
+        if message.startswith(job.abspath):
+            message = job.path + message[len(job.abspath):]
+        return Outcome(FileResult(job.path, error=message))
+    digest = sha256(snap.data)
+    stamp = (snap.mtime_ns, snap.size, digest)
+    if job.known is not None and job.known[0] == digest:
+        if not (mode.fixing and has_applicable_fix(job.known[1], mode.unsafe)):
+            return Outcome(FileResult.from_dict(restore_path(job.known[1], job.path)), stamp)
+
+    from .analyzer import AnalysisError, lint_source
+
+    result = lint_source(snap.data, job.path, settings)
+    if not result.parsed and result.error is None:
+        result.error = syntax_error(snap.data, job.path)
+    if not mode.fixing or result.error or not has_applicable_fix(result.to_dict(), mode.unsafe):
+        return Outcome(result, stamp)
+
+    from .fixer import fix_source
+
+    try:
+        fixed = fix_source(snap.data, job.path, settings, unsafe=mode.unsafe)
+    except AnalysisError as e:  # pragma: no cover - lint_source parsed it a moment ago
+        return Outcome(FileResult(job.path, error=str(e)))
+    if fixed.source == snap.data:
+        result.warnings.extend(fixed.warnings)
+        return Outcome(result, None)
+    after = lint_source(fixed.source, job.path, settings)
+    after.fixed = fixed.applied
+    after.warnings = fixed.warnings + after.warnings
+    if mode.diff:
+        after.diff = unified_diff(job.path, snap.data, fixed.source)
+        return Outcome(after, None)
+    try:
+        write_atomic(job.abspath, fixed.source, snap)
+    except (SourceError, OSError) as e:
+        result.error = f"{job.path}: fixes not written: {e}"
+        return Outcome(result, None)
+    after.written = True
+    try:
+        st = os.stat(job.abspath)
+        return Outcome(after, (st.st_mtime_ns, st.st_size, sha256(fixed.source)))
+    except OSError:
+        return Outcome(after, None)
+
+
+def syntax_error(data: bytes, path: str) -> Optional[str]:
+    """For a file the pre-filter kept from libcst: still report a syntax error, with the
+    much cheaper ``ast`` parser, so a broken file never passes silently."""
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(data, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as e:
+        return f"{path}:{e.lineno or 1}:{e.offset or 1}: syntax error: {e.msg}"
+    except (ValueError, RecursionError, MemoryError) as e:
+        return f"{path}:1:1: cannot parse file: {type(e).__name__}: {e}"
+    return None
+
+
+# ---------------------------------------------------------------- the pool
+
+_worker_settings: Optional[Settings] = None
+_worker_mode: Optional[Mode] = None
+
+
+def _init_worker(settings: Settings, mode: Mode) -> None:
+    global _worker_settings, _worker_mode
+    _worker_settings, _worker_mode = settings, mode
+
+
+def _work(job: Job) -> Outcome:
+    assert _worker_settings is not None and _worker_mode is not None
+    try:
+        return process_file(job, _worker_settings, _worker_mode)
+    except Exception as e:  # a rule bug must not end the run
+        return Outcome(FileResult(job.path, error=f"{job.path}:1:1: internal error: {type(e).__name__}: {e}"))
+
+
+def _context():
+    # fork: workers start in milliseconds and inherit the imported engine
+    if sys.platform.startswith("linux"):
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context()
+
+
+def run(jobs: Sequence[Job], settings: Settings, mode: Mode, n_jobs: int,
+        on_done: Optional[Callable[[Outcome], None]] = None) -> list[Outcome]:
+    """Process ``jobs``; the outcomes are in the same order as ``jobs``."""
+    tick = on_done or (lambda _o: None)
+    if n_jobs <= 1 or len(jobs) <= SERIAL_THRESHOLD:
+        out = []
+        for job in jobs:
+            try:
+                outcome = process_file(job, settings, mode)
+            except Exception as e:
+                outcome = Outcome(FileResult(job.path, error=f"{job.path}:1:1: internal error: {type(e).__name__}: {e}"))
+            tick(outcome)
+            out.append(outcome)
+        return out
+    from . import analyzer  # noqa: F401  - imported once here, inherited by forked workers
+
+    results: dict[int, Outcome] = {}
+    pending = list(range(len(jobs)))
+    isolate: list[int] = []
+    while pending or isolate:
+        for i in isolate:  # suspects of a crash, each in a process of its own
+            results[i] = _run_isolated(jobs[i], settings, mode)
+            tick(results[i])
+        isolate = []
+        if not pending:
+            break
+        broken: list[int] = []
+        with ProcessPoolExecutor(max_workers=min(n_jobs, len(pending)), mp_context=_context(),
+                                 initializer=_init_worker, initargs=(settings, mode)) as pool:
+            futures = [(i, pool.submit(_work, jobs[i])) for i in pending]
+            for i, fut in futures:
+                try:
+                    results[i] = fut.result()
+                    tick(results[i])
+                except BrokenProcessPool:
+                    broken.append(i)
+        # the files in flight when the pool broke are the first unfinished ones
+        # (workers take jobs in order): run those alone, the rest in a new pool
+        suspects = 2 * n_jobs + 2
+        isolate, pending = broken[:suspects], broken[suspects:]
+    return [results[i] for i in range(len(jobs))]
+
+
+def _run_isolated(job: Job, settings: Settings, mode: Mode) -> Outcome:
+    try:
+        with ProcessPoolExecutor(max_workers=1, mp_context=_context(), initializer=_init_worker,
+                                 initargs=(settings, mode)) as pool:
+            return pool.submit(_work, job).result()
+    except BrokenProcessPool:
+        return Outcome(FileResult(job.path, error=f"{job.path}:1:1: the analysis crashed its worker process; "
+                                                  "file skipped"))

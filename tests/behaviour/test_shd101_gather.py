@@ -1,0 +1,203 @@
+"""SHD101 for real: `asyncio.gather` / tqdm's gather orphan the siblings of a failed or
+cancelled child, and their sandbox teardown never runs when the process then ends
+without unwinding the loop. The TaskGroup rewrite produced by the autofix cleans up.
+
+Each "sandbox" child creates a marker file and removes it in `finally` after an async
+teardown (`await asyncio.sleep(0.2)`, like deleting a cloud sandbox). A marker left on
+disk after the process ended is a leaked sandbox.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from shutdown_lint.analyzer import lint_source
+from shutdown_lint.fixer import fix_source
+from shutdown_lint.settings import Settings
+
+REPO = Path(__file__).resolve().parents[2]
+SETTINGS = Settings(selected=("SHD101",), target_version="py311")
+N = 8
+
+SANDBOX = '''
+import asyncio
+import os
+import sys
+
+MARKERS = sys.argv[1]
+
+
+async def run_sandbox(i, fail_after=None):
+    path = os.path.join(MARKERS, f"sandbox{i}")
+    open(path, "w").close()
+    try:
+        await asyncio.sleep(fail_after if fail_after is not None else 60)
+        if fail_after is not None:
+            raise RuntimeError(f"trial {i} failed: tokenizer error")
+        return i
+    finally:
+        await asyncio.sleep(0.2)  # async teardown: delete the sandbox
+        os.remove(path)
+'''
+
+# One child fails; the driver logs the error and ends the process at once (SkyRL #1691's
+# remedy for a dead engine was `os._exit(1)`; a Ray worker killed by its driver ends the same
+# way): nothing unwinds the loop after the gather returned the error.
+CHILD_FAILS = SANDBOX + '''
+
+async def generate(n):
+    results = await asyncio.gather(*[run_sandbox(i, 0.3 if i == 0 else None) for i in range(n)])
+    return results
+
+
+async def main():
+    try:
+        await generate(%d)
+    except Exception as exc:
+        print(f"generation failed: {exc!r}", file=sys.stderr, flush=True)
+        os._exit(1)
+
+
+asyncio.run(main())
+''' % N
+
+# tqdm's gather, and the caller is cancelled (here by a step timeout; Ctrl+C or ray.cancel
+# cancel it the same way). The program then closes its own loop, as programs that drive
+# `run_until_complete` do: tasks still pending are never resumed.
+TQDM_CANCELLED = SANDBOX + '''
+from tqdm.asyncio import tqdm
+
+
+async def generate(n):
+    return await tqdm.gather(*[run_sandbox(i) for i in range(n)], desc="rollouts")
+
+
+async def main():
+    try:
+        await asyncio.wait_for(generate(%d), timeout=1.0)
+    except asyncio.TimeoutError:
+        live = len(os.listdir(MARKERS))
+        print(f"rollout step timed out; sandboxes still running: {live}", file=sys.stderr, flush=True)
+
+
+loop = asyncio.new_event_loop()
+try:
+    loop.run_until_complete(main())
+finally:
+    loop.close()
+''' % N
+
+# Control: the same tqdm program under asyncio.run, whose shutdown cancels leftover tasks
+# and runs them to completion, so the orphans' finally blocks do run at exit.
+TQDM_ASYNCIO_RUN = TQDM_CANCELLED.replace(
+    "loop = asyncio.new_event_loop()\ntry:\n    loop.run_until_complete(main())\nfinally:\n    loop.close()\n",
+    "asyncio.run(main())\n",
+)
+
+
+def _run(program: str, tmp_path: Path, name: str) -> tuple[subprocess.CompletedProcess, int]:
+    script = tmp_path / f"{name}.py"
+    script.write_text(program)
+    markers = tmp_path / f"{name}_markers"
+    markers.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(REPO), TQDM_DISABLE="1")
+    proc = subprocess.run(
+        [sys.executable, str(script), str(markers)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=60,
+    )
+    return proc, len(os.listdir(markers))
+
+
+def _codes(program: str) -> list[str]:
+    result = lint_source(program.encode(), "program.py", SETTINGS)
+    assert result.error is None, result.error
+    return [d.code for d in result.diagnostics]
+
+
+def _fixed(program: str) -> str:
+    assert "SHD101" in _codes(program)
+    fixed = fix_source(program.encode(), "program.py", SETTINGS, unsafe=True).source.decode()
+    assert "TaskGroup()" in fixed
+    assert "SHD101" not in _codes(fixed)
+    return fixed
+
+
+@pytest.mark.timeout(120)
+def test_gather_orphans_siblings_when_one_child_fails(tmp_path):
+    proc, leaked = _run(CHILD_FAILS, tmp_path, "hazard")
+    assert proc.returncode == 1, proc.stderr
+    assert "tokenizer error" in proc.stderr
+    # every sibling of the failed child was still running when the process ended
+    assert leaked == N - 1, (leaked, proc.stderr)
+
+    fixed = _fixed(CHILD_FAILS)
+    proc, leaked = _run(fixed, tmp_path, "fixed")
+    assert proc.returncode == 1, proc.stderr
+    assert "tokenizer error" in proc.stderr  # the error still surfaces (inside an ExceptionGroup)
+    assert leaked == 0, (leaked, proc.stderr)
+
+
+@pytest.mark.timeout(120)
+def test_tqdm_gather_does_not_cancel_children_when_caller_is_cancelled(tmp_path):
+    proc, leaked = _run(TQDM_CANCELLED, tmp_path, "hazard")
+    assert proc.returncode == 0, proc.stderr
+    # the caller was cancelled, but every child kept running: tqdm's gather did not cancel them
+    assert f"sandboxes still running: {N}" in proc.stderr, proc.stderr
+    assert leaked == N, (leaked, proc.stderr)
+
+    fixed = _fixed(TQDM_CANCELLED)
+    assert "add_done_callback" in fixed  # the progress bar is kept
+    proc, leaked = _run(fixed, tmp_path, "fixed")
+    assert proc.returncode == 0, proc.stderr
+    assert "sandboxes still running: 0" in proc.stderr, proc.stderr
+    assert leaked == 0, (leaked, proc.stderr)
+
+
+@pytest.mark.timeout(120)
+def test_asyncio_run_shutdown_reaps_orphans(tmp_path):
+    # What the leak needs: an exit that does not unwind the loop. asyncio.run cancels the
+    # leftover tasks at shutdown, so the orphans do clean up there - late, but they do.
+    proc, leaked = _run(TQDM_ASYNCIO_RUN, tmp_path, "control")
+    assert proc.returncode == 0, proc.stderr
+    assert f"sandboxes still running: {N}" in proc.stderr, proc.stderr
+    assert leaked == 0, (leaked, proc.stderr)
+
+
+def test_fix_output_keeps_comments_and_is_stable():
+    src = textwrap.dedent('''
+        import asyncio
+        from tqdm.asyncio import tqdm_asyncio
+
+
+        async def run_trial(t):
+            try:
+                await t.run()
+            finally:
+                await t.close()
+
+
+        async def generate(trials):
+            # collect trajectories
+            trajectories = await tqdm_asyncio.gather(
+                *[run_trial(t) for t in trials],  # one per trial
+                total=len(trials),
+                desc="trials",
+            )  # in order
+            return trajectories
+    ''')
+    out = fix_source(src.encode(), "g.py", SETTINGS, unsafe=True)
+    fixed = out.source.decode()
+    assert out.applied == 1
+    compile(fixed, "g.py", "exec")
+    assert "# collect trajectories" in fixed and "# one per trial" in fixed and "# in order" in fixed
+    assert "with tqdm_asyncio(total=len(trials), desc=\"trials\") as pbar:" in fixed
+    assert "pbar.reset" not in fixed  # total given: no reset needed
+    assert "trajectories = [t.result() for t in tasks]  # in order" in fixed
+    again = fix_source(out.source, "g.py", SETTINGS, unsafe=True)
+    assert again.source == out.source and again.applied == 0

@@ -1,0 +1,191 @@
+"""SHD201 sys-exit-in-task, for real: where ``sys.exit(1)`` ends the process and where not.
+
+Three programs, each flagged by SHD201, each run as a real subprocess before and after
+``fix_source`` (which writes ``runtime_guard.hard_exit(1)``):
+
+1. a task on an event loop running in a non-main thread (vLLM / Ray async actor shape,
+   SkyRL #1691): SystemExit ends the loop thread only; the main thread waits on a
+   result forever. Hazard: still alive after 3 s, killed. Fixed: exits by itself, status 1.
+2. a ``threading.Thread`` target: ``threading`` swallows SystemExit. Same outcome.
+3. a task on the main thread's loop (documents the real mechanism, cf.
+   shared/lab/sysexit_task_main_thread.py): here SystemExit DOES escape ``asyncio.run``
+   and the process exits with status 1 on its own, after the main coroutine's
+   ``finally`` ran. The fix also exits with status 1 but skips that ``finally``
+   (``os._exit``): the documented cost of the fix.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from shutdown_lint.analyzer import lint_source
+from shutdown_lint.fixer import fix_source
+from shutdown_lint.settings import Settings
+
+REPO = Path(__file__).resolve().parents[2]
+# The fixed programs import runtime_guard from the repo. ``python prog.py`` puts the
+# program's folder, not the cwd, on sys.path, and outside the repo the editable install
+# resolves ``runtime_guard`` to an empty namespace package: put the repo first.
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+SETTINGS = Settings(selected=("SHD201",), target_version="py311")
+
+LOOP_THREAD = textwrap.dedent(
+    '''
+    import asyncio
+    import sys
+    import threading
+
+
+    async def engine_monitor():
+        await asyncio.sleep(0.2)
+        # the engine died: give up on the whole process
+        sys.exit(1)
+
+
+    async def generate(prompt):
+        await asyncio.sleep(3600)  # waits for an engine that is gone
+        return prompt
+
+
+    def main():
+        loop = asyncio.new_event_loop()
+        threading.Thread(target=loop.run_forever, daemon=True).start()
+        asyncio.run_coroutine_threadsafe(engine_monitor(), loop)
+        fut = asyncio.run_coroutine_threadsafe(generate("hello"), loop)
+        print("WAITING", flush=True)
+        print(fut.result())
+
+
+    if __name__ == "__main__":
+        main()
+    '''
+).lstrip()
+
+THREAD_TARGET = textwrap.dedent(
+    '''
+    import sys
+    import threading
+    import time
+
+    results = []
+    done = threading.Event()
+
+
+    def pump():
+        time.sleep(0.2)
+        if not results:
+            # upstream closed: stop the program
+            sys.exit(1)
+        done.set()
+
+
+    def main():
+        threading.Thread(target=pump, daemon=True).start()
+        print("WAITING", flush=True)
+        done.wait()
+
+
+    if __name__ == "__main__":
+        main()
+    '''
+).lstrip()
+
+MAIN_THREAD = textwrap.dedent(
+    '''
+    import asyncio
+    import sys
+
+
+    async def worker():
+        await asyncio.sleep(0.1)
+        sys.exit(1)
+
+
+    async def main():
+        task = asyncio.create_task(worker())
+        try:
+            print("WAITING", flush=True)
+            await asyncio.sleep(30)
+        finally:
+            print("MAIN FINALLY", flush=True)
+
+
+    if __name__ == "__main__":
+        asyncio.run(main())
+    '''
+).lstrip()
+
+
+def _codes(source: str) -> list[str]:
+    result = lint_source(source.encode(), "prog.py", SETTINGS)
+    assert result.error is None, result.error
+    return [d.code for d in result.diagnostics]
+
+
+def _fixed(source: str) -> str:
+    out = fix_source(source.encode(), "prog.py", SETTINGS).source.decode()  # a safe fix
+    assert "runtime_guard.hard_exit(1)" in out and "sys.exit" not in out
+    assert "import runtime_guard" in out
+    assert _codes(out) == []
+    return out
+
+
+def _run(path: Path, wait: float) -> tuple[bool, int, str]:
+    """Run ``path`` until it prints WAITING, then give it ``wait`` seconds to exit by
+    itself. Returns (had to be killed, exit status, stdout)."""
+    proc = subprocess.Popen([sys.executable, str(path)], cwd=str(REPO), env=ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "WAITING"
+        try:
+            proc.wait(timeout=wait)
+            killed = False
+        except subprocess.TimeoutExpired:
+            killed = True
+            proc.kill()
+        out, _ = proc.communicate(timeout=10)
+        return killed, proc.returncode, out
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("program", [LOOP_THREAD, THREAD_TARGET], ids=["loop-in-thread", "thread-target"])
+def test_sys_exit_off_the_main_thread_hangs_and_hard_exit_ends_it(tmp_path, program):
+    assert _codes(program) == ["SHD201"]
+    hazard = tmp_path / "hazard.py"
+    hazard.write_text(program)
+    killed, _, _ = _run(hazard, wait=3)
+    assert killed, "sys.exit(1) off the main thread should leave the process alive"
+
+    fixed = tmp_path / "fixed.py"
+    fixed.write_text(_fixed(program))
+    killed, status, _ = _run(fixed, wait=20)
+    assert not killed
+    assert status == 1
+
+
+@pytest.mark.timeout(60)
+def test_sys_exit_in_a_main_thread_task_escapes_asyncio_run(tmp_path):
+    # SHD201 flags it too: the module runs worker() as a task, and nothing guarantees the
+    # loop stays on the main thread; here it does, so the hazard exits by itself.
+    assert _codes(MAIN_THREAD) == ["SHD201"]
+    hazard = tmp_path / "hazard.py"
+    hazard.write_text(MAIN_THREAD)
+    killed, status, out = _run(hazard, wait=20)
+    assert not killed and status == 1
+    assert "MAIN FINALLY" in out  # SystemExit cancelled main() and unwound it
+
+    fixed = tmp_path / "fixed.py"
+    fixed.write_text(_fixed(MAIN_THREAD))
+    killed, status, out = _run(fixed, wait=20)
+    assert not killed and status == 1
+    assert "MAIN FINALLY" not in out  # os._exit: other tasks' finally blocks do not run

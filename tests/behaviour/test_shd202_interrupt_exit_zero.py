@@ -1,0 +1,77 @@
+"""SHD202 for real: SIGINT to a program whose Ctrl+C handler calls sys.exit(0).
+
+Hazard: the interrupted run exits with status 0 (a scheduler records success).
+Fixed (the exact autofix output): status 130.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from shutdown_lint.analyzer import lint_source
+from shutdown_lint.fixer import fix_source
+from shutdown_lint.settings import Settings
+
+SETTINGS = Settings(selected=("SHD202",), target_version="py311")
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# the fixed program imports runtime_guard from this checkout
+ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")])))
+
+HAZARD = textwrap.dedent('''
+    import sys
+    import time
+
+    def train():
+        print("ready", flush=True)
+        while True:
+            time.sleep(0.05)  # a training step
+
+    def main():
+        try:
+            train()
+        except KeyboardInterrupt:
+            print("interrupted, cleaning up", flush=True)
+            sys.exit(0)
+
+    if __name__ == "__main__":
+        main()
+''')
+
+
+def _interrupt(path) -> tuple[int, str]:
+    proc = subprocess.Popen([sys.executable, str(path)], cwd=REPO, env=ENV, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    return proc.returncode, out
+
+
+@pytest.mark.timeout(90)
+def test_ctrl_c_exit_status_before_and_after_fix(tmp_path):
+    hazard = tmp_path / "hazard.py"
+    hazard.write_text(HAZARD)
+    assert [d.code for d in lint_source(HAZARD.encode(), str(hazard), SETTINGS).diagnostics] == ["SHD202"]
+
+    rc, out = _interrupt(hazard)
+    assert "cleaning up" in out
+    assert rc == 0  # the damage: an interrupted run reports success
+
+    fixed_src = fix_source(HAZARD.encode(), str(hazard), SETTINGS, unsafe=True).source
+    assert b"sys.exit(130)" in fixed_src
+    assert lint_source(fixed_src, "fixed.py", SETTINGS).diagnostics == []
+    fixed = tmp_path / "fixed.py"
+    fixed.write_bytes(fixed_src)
+    rc, out = _interrupt(fixed)
+    assert "cleaning up" in out
+    assert rc == 130

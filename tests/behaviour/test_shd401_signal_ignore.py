@@ -1,0 +1,144 @@
+"""SHD401 early-signal-ignore, for real: SIGINT sent during setup after an early SIG_IGN.
+
+The hazard program ignores SIGINT, then runs a long "model load" before
+``asyncio.run``. A real SIGINT sent while it loads does nothing: the process is still
+alive 2 s later and has to be killed. The program produced by ``fix_source`` (the
+SIG_IGN moved just before ``asyncio.run``) dies of KeyboardInterrupt during the load.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from shutdown_lint.analyzer import lint_source
+from shutdown_lint.fixer import fix_source
+from shutdown_lint.settings import Settings
+
+REPO = Path(__file__).resolve().parents[2]
+# The fixed programs import runtime_guard from the repo. ``python prog.py`` puts the
+# program's folder, not the cwd, on sys.path, and outside the repo the editable install
+# resolves ``runtime_guard`` to an empty namespace package: put the repo first.
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+SETTINGS = Settings(selected=("SHD401",), target_version="py311")
+
+HAZARD = textwrap.dedent(
+    '''
+    import asyncio
+    import signal
+    import time
+
+
+    async def serve():
+        await asyncio.sleep(0.1)
+        print("SERVED", flush=True)
+
+
+    def load_model():
+        # stands for minutes of weight loading / ray.init / warm-up
+        print("SETUP STARTED", flush=True)
+        for _ in range(300):
+            time.sleep(0.1)
+        print("SETUP DONE", flush=True)
+
+
+    def main():
+        # the serving loop must not be interrupted half-way
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        load_model()
+        asyncio.run(serve())
+
+
+    if __name__ == "__main__":
+        main()
+    '''
+).lstrip()
+
+
+def _codes(source: str) -> list[str]:
+    result = lint_source(source.encode(), "prog.py", SETTINGS)
+    assert result.error is None, result.error
+    return [d.code for d in result.diagnostics]
+
+
+def _start(path: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, str(path)],
+        cwd=str(REPO), env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _interrupt_during_setup(path: Path) -> tuple[bool, int, str]:
+    """Start ``path``, wait until its setup runs, send one real SIGINT. Returns
+    (still alive 2 s after the signal, exit status, stderr)."""
+    proc = _start(path)
+    try:
+        line = proc.stdout.readline()  # blocks until the program reports its setup
+        assert line.strip() == "SETUP STARTED", line
+        os.kill(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout=2)
+            alive = False
+        except subprocess.TimeoutExpired:
+            alive = True
+            proc.kill()
+            proc.wait(timeout=10)
+        _, err = proc.communicate(timeout=10)
+        return alive, proc.returncode, err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+@pytest.mark.timeout(90)
+def test_early_sig_ign_hides_ctrl_c_and_the_fix_restores_it(tmp_path):
+    assert _codes(HAZARD) == ["SHD401"]
+    hazard = tmp_path / "hazard.py"
+    hazard.write_text(HAZARD)
+
+    alive, status, _ = _interrupt_during_setup(hazard)
+    assert alive, "the hazard program should ignore SIGINT during setup"
+    assert status == -signal.SIGKILL  # it had to be killed
+
+    fixed_src = fix_source(HAZARD.encode(), "prog.py", SETTINGS, unsafe=True).source.decode()
+    assert _codes(fixed_src) == []
+    # the SIG_IGN (and its comment) now sits right before asyncio.run
+    assert (
+        "    load_model()\n"
+        "    # the serving loop must not be interrupted half-way\n"
+        "    signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "    asyncio.run(serve())\n"
+    ) in fixed_src
+    # applied by the safe fixes alone (nothing in between touches signals or spawns processes)
+    assert fix_source(HAZARD.encode(), "prog.py", SETTINGS, unsafe=False).source.decode() == fixed_src
+    fixed = tmp_path / "fixed.py"
+    fixed.write_text(fixed_src)
+
+    alive, status, err = _interrupt_during_setup(fixed)
+    assert not alive, "the fixed program should stop on SIGINT during setup"
+    assert status != 0
+    assert "KeyboardInterrupt" in err
+    assert "SETUP DONE" not in err
+
+
+@pytest.mark.timeout(60)
+def test_fixed_program_still_protects_the_serving_call(tmp_path):
+    """Without a signal, the fixed program still completes: the move keeps the intent
+    (SIGINT ignored while ``asyncio.run`` runs) and only shortens the window."""
+    src = HAZARD.replace("range(300)", "range(3)")
+    fixed_src = fix_source(src.encode(), "prog.py", SETTINGS, unsafe=True).source.decode()
+    fixed = tmp_path / "fixed_short.py"
+    fixed.write_text(fixed_src)
+    done = subprocess.run([sys.executable, str(fixed)], cwd=str(REPO), env=ENV, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["SETUP", "STARTED", "SETUP", "DONE", "SERVED"]

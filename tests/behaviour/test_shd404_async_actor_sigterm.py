@@ -1,0 +1,131 @@
+"""SHD404 on a real local Ray cluster: SIGTERM to an async actor holding leases.
+
+Hazard: Ray's SIGTERM handler raises SystemExit in the worker's main thread only; the
+actor's event loop (another thread) keeps running its tasks, so the worker ignores SIGTERM
+for as long as the work lasts. When the grace period ends (Kubernetes, a node drain) it is
+SIGKILLed and all 5 leases leak. Fixed by the rule's own autofix (`setup_worker()` in an
+added `__init__`): SIGTERM cancels the loop's tasks, their `finally` blocks run, 0 leak.
+
+Both actors run in ONE subprocess with one `ray.init`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from shutdown_lint.analyzer import lint_source
+from shutdown_lint.fixer import fix_source
+from shutdown_lint.settings import Settings
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+SETTINGS = Settings(selected=("SHD404",), target_version="py311")
+N = 5
+GRACE = 8  # seconds between SIGTERM and SIGKILL
+
+HAZARD = '''\
+import asyncio
+import os
+
+import ray
+
+
+@ray.remote(max_restarts=0)
+class Sandboxes:
+    def pid(self):
+        return os.getpid()
+
+    async def run(self, lease_dir, n):
+        async def hold(i):
+            path = os.path.join(lease_dir, f"lease-{i}")
+            open(path, "w").close()
+            try:
+                while True:
+                    await asyncio.sleep(0.2)  # agent steps
+            finally:
+                await asyncio.sleep(0.3)  # releasing the lease takes an API call
+                os.remove(path)
+
+        await asyncio.gather(*[hold(i) for i in range(n)])
+'''
+
+RUNNER = '''\
+import importlib, json, os, signal, sys, time
+import ray
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().split(")")[-1].split()[0] != "Z"
+
+ray.init(num_cpus=2, include_dashboard=False)
+results = {}
+for name in sys.argv[2:]:
+    mod = importlib.import_module(name)
+    lease_dir = os.path.join(sys.argv[1], name)
+    os.makedirs(lease_dir)
+    actor = mod.Sandboxes.remote()
+    pid = ray.get(actor.pid.remote(), timeout=60)
+    ref = actor.run.remote(lease_dir, N)
+    deadline = time.monotonic() + 30
+    while len(os.listdir(lease_dir)) < N and time.monotonic() < deadline:
+        time.sleep(0.1)
+    held = len(os.listdir(lease_dir))
+    time.sleep(1.0)
+    os.kill(pid, signal.SIGTERM)
+    end = time.monotonic() + GRACE
+    while alive(pid) and time.monotonic() < end:
+        time.sleep(0.1)
+    killed = alive(pid)
+    if killed:
+        os.kill(pid, signal.SIGKILL)
+    time.sleep(1.0)
+    results[name] = {"held": held, "leaked": len(os.listdir(lease_dir)), "sigkilled_after_grace": killed}
+print("RESULTS " + json.dumps(results), flush=True)
+ray.shutdown()
+'''
+
+
+@pytest.mark.timeout(180)
+def test_sigterm_to_async_actor_leaks_and_setup_worker_cleans_up(tmp_path):
+    found = lint_source(HAZARD.encode(), "hazard_actor.py", SETTINGS).diagnostics
+    assert [d.code for d in found] == ["SHD404"]
+    outcome = fix_source(HAZARD.encode(), "fixed_actor.py", SETTINGS, unsafe=True)
+    fixed_src = outcome.source.decode()
+    assert "    def __init__(self):\n        runtime_guard.ray.setup_worker()\n" in fixed_src
+    assert lint_source(outcome.source, "fixed_actor.py", SETTINGS).diagnostics == []
+
+    (tmp_path / "hazard_actor.py").write_text(HAZARD)
+    (tmp_path / "fixed_actor.py").write_text(fixed_src)
+    (tmp_path / "runner.py").write_text(f"N = {N}\nGRACE = {GRACE}\n" + RUNNER)
+    leases = tmp_path / "leases"
+    leases.mkdir()
+    env = dict(os.environ)
+    # Ray workers inherit the driver's environment: they import the actor modules from here
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    env.setdefault("RAY_AUTH_MODE", "disabled")
+    proc = subprocess.run([sys.executable, "runner.py", str(leases), "hazard_actor", "fixed_actor"],
+                          cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=150,
+                          start_new_session=True)
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULTS ")), None)
+    assert line is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = json.loads(line[len("RESULTS "):])
+
+    hazard, fixed = results["hazard_actor"], results["fixed_actor"]
+    assert hazard["held"] == N and fixed["held"] == N
+    # the hazard: SIGTERM does not stop the actor's tasks; the grace period ends in SIGKILL
+    assert hazard["sigkilled_after_grace"] is True
+    assert hazard["leaked"] == N
+    # the fix: SIGTERM cancels the tasks, their cleanup runs, the worker exits by itself
+    assert fixed["sigkilled_after_grace"] is False
+    assert fixed["leaked"] == 0

@@ -1,0 +1,126 @@
+"""SHD501 on a real local Ray cluster: `ray.cancel(ref)` then an immediate `sys.exit`.
+
+Hazard: a driver with a time budget cancels the rollout when `ray.get` times out and
+exits at once. The task does receive the cancellation and starts deleting its sandboxes,
+but the driver's exit ends the job and Ray kills the worker half-way: every sandbox leaks.
+Fixed by the rule's own autofix (`runtime_guard.ray.cancel_and_wait(ref, timeout=30)`):
+the driver waits for the cleanup, then exits with the same status; 0 leak.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from shutdown_lint.analyzer import lint_source
+from shutdown_lint.fixer import fix_source
+from shutdown_lint.settings import Settings
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+SETTINGS = Settings(selected=("SHD501",), target_version="py311")
+N = 5
+BUDGET = 8  # seconds the driver gives the rollout
+
+HAZARD = '''\
+import asyncio
+import os
+import sys
+
+import ray
+from ray.exceptions import GetTimeoutError
+
+
+@ray.remote(max_retries=0)
+def rollout(lease_dir, n):
+    async def trajectory(i):
+        path = os.path.join(lease_dir, f"sandbox-{i}")
+        open(path, "w").close()
+        try:
+            while True:
+                await asyncio.sleep(0.2)  # agent steps
+        finally:
+            await asyncio.sleep(3)  # deleting a sandbox is a slow API call
+            os.remove(path)
+
+    async def run():
+        await asyncio.gather(*[trajectory(i) for i in range(n)])
+
+    asyncio.run(run())
+
+
+def main():
+    ray.init(num_cpus=2, include_dashboard=False)
+    ref = rollout.remote(sys.argv[1], int(sys.argv[2]))
+    try:
+        ray.get(ref, timeout=float(sys.argv[3]))
+    except GetTimeoutError:
+        print("rollout over budget: cancelling", flush=True)
+        ray.cancel(ref)
+        sys.exit(3)
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def _run(script: Path, lease_dir: Path) -> dict:
+    lease_dir.mkdir()
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    env.setdefault("RAY_AUTH_MODE", "disabled")
+    proc = subprocess.Popen([sys.executable, str(script), str(lease_dir), str(N), str(BUDGET)],
+                            cwd=str(script.parent), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    most = 0
+    try:
+        deadline = time.monotonic() + 120
+        while proc.poll() is None and time.monotonic() < deadline:
+            most = max(most, len(os.listdir(lease_dir)))
+            time.sleep(0.1)
+        exited = proc.poll() is not None
+        out = proc.communicate(timeout=10)[0] if exited else ""
+        time.sleep(3.0)  # let Ray finish tearing down the job's workers
+        return {"exited": exited, "rc": proc.returncode, "held": most, "leaked": len(os.listdir(lease_dir)),
+                "out": out}
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        proc.wait(timeout=10)
+
+
+@pytest.mark.timeout(240)
+def test_cancel_then_exit_leaks_and_cancel_and_wait_cleans_up(tmp_path):
+    hazard = tmp_path / "hazard" / "driver.py"
+    hazard.parent.mkdir()
+    hazard.write_text(HAZARD)
+    found = lint_source(HAZARD.encode(), str(hazard), SETTINGS).diagnostics
+    assert [d.code for d in found] == ["SHD501"]
+
+    before = _run(hazard, tmp_path / "leases-before")
+    assert before["exited"] and before["rc"] == 3, before["out"][-3000:]
+    assert before["held"] == N
+    assert before["leaked"] == N, before["out"][-3000:]
+
+    outcome = fix_source(HAZARD.encode(), str(hazard), SETTINGS, unsafe=True)
+    fixed_src = outcome.source.decode()
+    assert "        runtime_guard.ray.cancel_and_wait(ref, timeout=30)\n        sys.exit(3)\n" in fixed_src
+    assert lint_source(outcome.source, "driver.py", SETTINGS).diagnostics == []
+    fixed = tmp_path / "fixed" / "driver.py"
+    fixed.parent.mkdir()
+    fixed.write_text(fixed_src)
+
+    after = _run(fixed, tmp_path / "leases-after")
+    assert after["exited"] and after["rc"] == 3, after["out"][-3000:]  # same exit status
+    assert after["held"] == N
+    assert after["leaked"] == 0, after["out"][-3000:]

@@ -1,0 +1,122 @@
+"""SHD502 for real: 2 gloo ranks on CPU loop on all_reduce; SIGTERM to rank 1.
+
+Rank 1 has the usual graceful handler (finish the step, then save for a while) and no
+process-group teardown. Hazard: rank 0 sits in its collective for the whole process-group
+timeout (it is still alive 6 s after the SIGTERM and fails only with the timeout error).
+Fixed (the exact autofix output: `runtime_guard.torch.install_distributed_teardown()`
+after the init): rank 1 destroys its group on SIGTERM, rank 0's collective fails at
+once and it exits by itself.
+
+Measured with bench/gloo_sigterm_scenario.py: when rank 1 dies outright (no handler),
+gloo's TCP transport sees the closed socket and rank 0 fails within ~20 ms either way;
+the hazard on gloo is the rank that stays up with its group open.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from shutdown_lint.analyzer import lint_source
+from shutdown_lint.fixer import fix_source
+from shutdown_lint.settings import Settings
+
+pytestmark = [pytest.mark.torch, pytest.mark.slow]
+
+SETTINGS = Settings(selected=("SHD502",), target_version="py311")
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")])))
+PG_TIMEOUT = 15
+
+HAZARD = textwrap.dedent('''
+    import datetime
+    import signal
+    import sys
+    import time
+
+    import torch
+    import torch.distributed as dist
+
+    stop = False
+
+    def _graceful(signum, frame):
+        global stop
+        stop = True  # finish the step, then save
+
+    def main():
+        rank, port = int(sys.argv[1]), sys.argv[2]
+        signal.signal(signal.SIGTERM, _graceful)
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2,
+                                timeout=datetime.timedelta(seconds=%d))
+        t = torch.ones(1024)
+        print("ready", flush=True)
+        while not stop:
+            dist.all_reduce(t)
+            time.sleep(0.005)
+        print("saving checkpoint", flush=True)
+        time.sleep(60)  # upload with the process group still open
+
+    if __name__ == "__main__":
+        main()
+''' % PG_TIMEOUT)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _sigterm_rank1(path, alive_check: float):
+    """Start both ranks, SIGTERM rank 1; return (rank 0 alive after ``alive_check`` s?,
+    rank 0 exit status, rank 0 stderr)."""
+    port = str(_free_port())
+    procs = [subprocess.Popen([sys.executable, str(path), str(r), port], cwd=REPO, env=ENV,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in (0, 1)]
+    try:
+        for p in procs:
+            assert p.stdout.readline().strip() == "ready"
+        time.sleep(1.0)
+        procs[1].send_signal(signal.SIGTERM)
+        time.sleep(alive_check)
+        alive = procs[0].poll() is None
+        _, err0 = procs[0].communicate(timeout=PG_TIMEOUT + 30)
+        return alive, procs[0].returncode, err0
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.communicate(timeout=10)
+
+
+@pytest.mark.timeout(120)
+def test_surviving_rank_blocks_until_timeout_without_teardown(tmp_path):
+    hazard = tmp_path / "hazard.py"
+    hazard.write_text(HAZARD)
+    assert [d.code for d in lint_source(HAZARD.encode(), str(hazard), SETTINGS).diagnostics] == ["SHD502"]
+    alive, rc, err = _sigterm_rank1(hazard, alive_check=6)
+    assert alive  # rank 0 still stuck in all_reduce 6 s after rank 1 got SIGTERM
+    assert rc != 0
+    assert "Timed out" in err or "timed out" in err  # it ended only with the collective timeout
+
+
+@pytest.mark.timeout(120)
+def test_surviving_rank_fails_promptly_with_teardown(tmp_path):
+    fixed_src = fix_source(HAZARD.encode(), "hazard.py", SETTINGS, unsafe=True).source
+    assert b"runtime_guard.torch.install_distributed_teardown()" in fixed_src
+    assert lint_source(fixed_src, "fixed.py", SETTINGS).diagnostics == []
+    if importlib.util.find_spec("runtime_guard.torch") is None:
+        pytest.skip("runtime_guard.torch (install_distributed_teardown) is not written yet")
+    fixed = tmp_path / "fixed.py"
+    fixed.write_bytes(fixed_src)
+    alive, rc, err = _sigterm_rank1(fixed, alive_check=6)
+    assert not alive  # rank 0's collective failed at once and it exited by itself
+    assert rc != 0
+    assert "Timed out" not in err

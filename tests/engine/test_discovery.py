@@ -1,0 +1,92 @@
+"""File discovery: .gitignore (nested, negation), exclude, default dirs, .pyi, symlink
+loops, explicit files and --force-exclude."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from shutdown_lint.discovery import discover
+
+from .conftest import CLEAN, HAZARD, write
+
+
+def _names(result, root):
+    return [os.path.relpath(f.abspath, root).replace(os.sep, "/") for f in result.files]
+
+
+def test_walks_py_files_sorted_and_skips_stubs_and_tool_dirs(tmp_path):
+    for rel in ["b.py", "a/x.py", "a/y.pyi", ".venv/lib.py", "pkg/__pycache__/c.py", "node_modules/n.py",
+                "notes.txt", "a/deep/z.py"]:
+        write(tmp_path / rel, CLEAN)
+    found = discover(["."], str(tmp_path), cwd=str(tmp_path))
+    assert _names(found, tmp_path) == ["a/deep/z.py", "a/x.py", "b.py"]
+    assert [f.display for f in found.files] == ["a/deep/z.py", "a/x.py", "b.py"]
+    assert found.errors == []
+
+
+def test_nested_gitignore_with_negation(tmp_path):
+    write(tmp_path / ".gitignore", "generated/\n*_pb2.py\n")
+    write(tmp_path / "svc/.gitignore", "local_*.py\n!local_keep.py\n")
+    write(tmp_path / "svc/sub/.gitignore", "!api_pb2.py\n")
+    for rel in ["main.py", "generated/g.py", "svc/x_pb2.py", "svc/local_tmp.py", "svc/local_keep.py", "svc/ok.py",
+                "svc/sub/api_pb2.py", "svc/sub/local_a.py"]:
+        write(tmp_path / rel, CLEAN)
+    found = discover(["."], str(tmp_path), cwd=str(tmp_path))
+    assert _names(found, tmp_path) == ["main.py", "svc/local_keep.py", "svc/ok.py", "svc/sub/api_pb2.py"]
+    # the gitignore of the enclosing git work tree applies when linting a subdirectory
+    os.mkdir(tmp_path / ".git")
+    found = discover(["svc"], str(tmp_path / "svc"), cwd=str(tmp_path))
+    assert _names(found, tmp_path) == ["svc/local_keep.py", "svc/ok.py", "svc/sub/api_pb2.py"]
+    # and can be switched off
+    found = discover(["."], str(tmp_path), respect_gitignore=False, cwd=str(tmp_path))
+    assert "generated/g.py" in _names(found, tmp_path)
+
+
+def test_exclude_patterns_and_explicit_files(tmp_path):
+    for rel in ["src/app.py", "tests/data/bad.py", "tests/test_a.py", "legacy/old.py"]:
+        write(tmp_path / rel, CLEAN)
+    found = discover(["."], str(tmp_path), ["tests/data", "legacy/"], cwd=str(tmp_path))
+    assert _names(found, tmp_path) == ["src/app.py", "tests/test_a.py"]
+    # a file named on the command line is linted even when excluded ...
+    found = discover(["legacy/old.py"], str(tmp_path), ["legacy/"], cwd=str(tmp_path))
+    assert _names(found, tmp_path) == ["legacy/old.py"]
+    # ... unless --force-exclude (what pre-commit needs)
+    found = discover(["legacy/old.py"], str(tmp_path), ["legacy/"], force_exclude=True, cwd=str(tmp_path))
+    assert found.files == []
+
+
+def test_symlink_loop_is_walked_once(tmp_path):
+    write(tmp_path / "pkg/mod.py", CLEAN)
+    os.symlink(tmp_path / "pkg", tmp_path / "pkg" / "again")  # pkg/again -> pkg
+    os.symlink(tmp_path, tmp_path / "pkg" / "root")  # pkg/root -> .
+    found = discover(["."], str(tmp_path), cwd=str(tmp_path))
+    assert len(found.files) == 1 and found.files[0].abspath.endswith("mod.py")
+
+
+def test_missing_path_is_an_error(tmp_path):
+    found = discover(["nope.py"], str(tmp_path), cwd=str(tmp_path))
+    assert found.files == [] and "nope.py" in found.errors[0]
+
+
+def test_cli_respects_config_exclude_and_gitignore(project, cli):
+    with open(project / "pyproject.toml", "a") as fh:
+        fh.write('exclude = ["vendored"]\n')
+    write(project / ".gitignore", "build_out/\n")
+    write(project / "vendored/h.py", HAZARD)
+    write(project / "build_out/h.py", HAZARD)
+    write(project / "stubs/h.pyi", HAZARD)
+    write(project / "app/h.py", HAZARD)
+    run = cli(project, "--no-cache", "--output-format", "concise")
+    assert run.code == 1
+    assert [line.split(":")[0] for line in run.out.splitlines() if "SHD201" in line] == ["app/h.py"]
+
+
+@pytest.mark.parametrize("arg", ["app", "app/h.py"])
+def test_cli_paths_outside_cwd_are_shown_absolute(project, tmp_path_factory, cli, arg):
+    write(project / "app/h.py", HAZARD)
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    run = cli(elsewhere, "--no-cache", "--output-format", "concise", project / arg)
+    assert run.code == 1
+    assert run.out.startswith(str(project / "app" / "h.py") + ":7:5: SHD201")

@@ -1,0 +1,61 @@
+"""Helpers for runtime_guard tests: run real Python subprocesses with the repo on sys.path."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+
+
+def child_env(extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.pop("RUNTIME_GUARD", None)
+    env.update(extra or {})
+    return env
+
+
+def run_code(code: str, *, timeout: float = 60, env: Optional[Dict[str, str]] = None,
+             args: List[str] = ()) -> subprocess.CompletedProcess:  # type: ignore[assignment]
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], capture_output=True, text=True,
+                          timeout=timeout, env=child_env(env), cwd=str(REPO))
+
+
+def popen_code(code: str, *, env: Optional[Dict[str, str]] = None, **kw: Any) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=child_env(env), cwd=str(REPO), **kw)
+
+
+def wait_for_line(proc: subprocess.Popen, needle: str, timeout: float = 60) -> List[str]:
+    """Read lines until one contains needle (the child prints it when ready)."""
+    import selectors
+    import time
+
+    lines: List[str] = []
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)  # type: ignore[arg-type]
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if not sel.select(timeout=0.5):
+            if proc.poll() is not None:
+                break
+            continue
+        line = proc.stdout.readline()  # type: ignore[union-attr]
+        if not line:
+            break
+        lines.append(line)
+        if needle in line:
+            return lines
+    raise AssertionError(f"{needle!r} not seen; output so far:\n{''.join(lines)}")
+
+
+
+
+

@@ -1,0 +1,47 @@
+"""Driver blocked on a Ray task whose asyncio children hold 'sandbox' files (flowfactory #149 / lab demo).
+
+argv: BOX_DIR MODE  (MODE: plain = ray.get, guarded = runtime_guard.ray.interruptible_get)
+Exits 130 after cleanup when guarded (KeyboardInterrupt re-raised, caught below).
+"""
+import asyncio
+import os
+import signal
+import sys
+
+import ray
+
+box_dir, mode = sys.argv[1], sys.argv[2]
+ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+# A launcher that masked SIGINT: interruptible_get must reinstall a working handler.
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@ray.remote(max_retries=0)
+def entry(d):
+    async def child(i):
+        open(f"{d}/box{i}", "w").close()
+        try:
+            await asyncio.sleep(100)
+        finally:
+            await asyncio.sleep(0.2)
+            os.remove(f"{d}/box{i}")
+
+    async def main():
+        await asyncio.gather(*[child(i) for i in range(5)])
+
+    asyncio.run(main())
+
+
+ref = entry.remote(box_dir)
+print("driver waiting", flush=True)
+try:
+    if mode == "guarded":
+        import runtime_guard
+
+        runtime_guard.ray.interruptible_get(ref, cleanup_timeout=20)
+    else:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        ray.get(ref)
+except KeyboardInterrupt:
+    print("KeyboardInterrupt after cleanup", flush=True)
+    sys.exit(130)

@@ -1,0 +1,137 @@
+"""runtime_guard.ray against a real local Ray cluster (ray.init(num_cpus=2))."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+from rg_testutil import REPO, SCRIPTS, child_env
+
+ray = pytest.importorskip("ray")
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(240)]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}})
+    yield
+    ray.shutdown()
+
+
+@ray.remote
+def _value(x, delay=0.0):
+    time.sleep(delay)
+    return x
+
+
+@ray.remote(max_retries=0)
+def _sleepy_with_cleanup(path):
+    try:
+        time.sleep(100)
+    finally:
+        open(path, "w").close()
+
+
+def test_interruptible_get_shapes_and_timeout(cluster) -> None:
+    import runtime_guard
+
+    rg = runtime_guard.ray
+    a, b = _value.remote(1), _value.remote(2)
+    assert rg.interruptible_get(a) == 1
+    assert rg.interruptible_get([a, b, a]) == [1, 2, 1]
+    assert rg.interruptible_get([]) == []
+    slow = _value.remote(3, delay=30)
+    with pytest.raises(ray.exceptions.GetTimeoutError):
+        rg.interruptible_get(slow, timeout=0.3)
+    ray.cancel(slow, force=True)
+
+
+def test_interruptible_get_inside_coroutine_awaits(cluster) -> None:
+    import runtime_guard
+
+    async def main():
+        refs = [_value.remote(i, delay=0.2) for i in range(3)]
+        aw = runtime_guard.ray.interruptible_get(refs)
+        assert asyncio.iscoroutine(aw)
+        return await aw, await runtime_guard.ray.interruptible_get_async(refs[0])
+
+    assert asyncio.run(main()) == ([0, 1, 2], 0)
+
+
+def test_interruptible_get_async_cancellation_cancels_ray_task(cluster, tmp_path) -> None:
+    import runtime_guard
+
+    marker = str(tmp_path / "cleaned")
+    ref = _sleepy_with_cleanup.remote(marker)
+
+    async def main():
+        task = asyncio.create_task(runtime_guard.ray.interruptible_get_async(ref, cleanup_timeout=30))
+        await asyncio.sleep(2)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert os.path.exists(marker)  # the task's finally ran before we returned
+
+
+def test_cancel_and_wait(cluster, tmp_path) -> None:
+    import runtime_guard
+
+    done = _value.remote(1)
+    ray.get(done)
+    marker = str(tmp_path / "cleaned")
+    running = _sleepy_with_cleanup.remote(marker)
+    time.sleep(2)
+    finished = runtime_guard.ray.cancel_and_wait([done, running], timeout=30)
+    assert set(finished) == {done, running}
+    assert os.path.exists(marker)
+    assert runtime_guard.ray.cancel_and_wait(done, timeout=1) == [done]
+
+
+def _scenario(mode: str) -> dict:
+    r = subprocess.run([sys.executable, str(SCRIPTS / "ray_worker_scenarios.py"), mode], capture_output=True,
+                       text=True, timeout=200, env=child_env({"RG_REPO": str(REPO)}), cwd=str(REPO))
+    line = next((x for x in r.stdout.splitlines() if x.startswith("RESULT ")), None)
+    assert line, r.stdout + r.stderr
+    return json.loads(line[len("RESULT "):])
+
+
+def test_setup_worker_hook_async_actor_sigterm_and_idle_loop_cancel() -> None:
+    res = _scenario("hook")
+    assert res["actor_boxes_before"] == 5 and res["actor_boxes_leaked"] == 0, res
+    assert res["cancel_boxes_before"] == 5 and res["cancel_boxes_leaked"] == 0, res
+
+
+def test_setup_worker_called_in_async_actor_init() -> None:
+    res = _scenario("init")
+    assert res["actor_boxes_before"] == 5 and res["actor_boxes_leaked"] == 0, res
+
+
+def test_interruptible_get_ctrl_c_cancels_remote_work(tmp_path) -> None:
+    box_dir = tempfile.mkdtemp(dir=tmp_path)
+    p = subprocess.Popen([sys.executable, str(SCRIPTS / "ray_ctrl_c_driver.py"), box_dir, "guarded"],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env(), cwd=str(REPO))
+    try:
+        end = time.time() + 90
+        while len(os.listdir(box_dir)) < 5 and time.time() < end and p.poll() is None:
+            time.sleep(0.1)
+        assert len(os.listdir(box_dir)) == 5
+        p.send_signal(signal.SIGINT)
+        time.sleep(0.3)
+        p.send_signal(signal.SIGTERM)  # the launcher's follow-up SIGTERM is absorbed
+        out, _ = p.communicate(timeout=90)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, out
+    assert "SIGTERM absorbed" in out and "KeyboardInterrupt after cleanup" in out
+    assert os.listdir(box_dir) == []
