@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -201,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     print(head)
     print("|" + "---|" * 6)
     for r in results:
-        err = (r["rank0_error"] or "none (blocked)")[:70]
+        err = re.sub(r"^(\w+): \[[^\]]*\] ", r"\1: ", r["rank0_error"] or "none (blocked)")[:70]
         when = f"{r['rank0_error_after_s']} s" if r["rank0_error_after_s"] is not None else "never"
         rc0 = "killed at limit" if r["rank0_exit"] is None else str(r["rank0_exit"])
         print(f"| {r['shape']} | {r['teardown']} | {when} | {err} | {rc0} ({r['rank0_exit_after_s']} s) "

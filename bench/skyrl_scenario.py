@@ -39,7 +39,7 @@ CASES = ("ctrl-c", "exception", "sigterm")
 FAIL_AT = 3  # the trajectory that raises in the "exception" case
 START_DEADLINE = 90.0  # ray.init + actor start + N leases
 EXIT_DEADLINE = 60.0  # the driver must exit by itself within this after the interruption
-SETTLE = 3.0  # after the driver exits, let Ray tear the worker down before counting
+SETTLE = 2.0  # after the driver exits, let Ray tear the worker down before counting
 GRACE = 10.0  # SIGTERM -> SIGKILL grace period for the worker (Kubernetes uses 30 s)
 
 

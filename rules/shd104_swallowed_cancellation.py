@@ -25,7 +25,9 @@ class SwallowedCancellation(Rule):
     body awaits something (only an `await` can deliver a cancellation).
 
     Not flagged: `except Exception:` (CancelledError is a BaseException); handlers that
-    contain any `raise` or end the process; a handler preceded in the same `try` by
+    contain any `raise` or end the process; a broad handler that binds the exception and
+    hands it on (`except BaseException as e: errors.append(e)`, `convert(e)`), which is
+    how frameworks collect and re-raise errors; a handler preceded in the same `try` by
     `except CancelledError: raise`; the common "cancel a task, then await it" idiom, where
     the function calls `.cancel()` and the `try` awaits an existing task or future (not a
     fresh coroutine call); code outside coroutines.
@@ -332,6 +334,8 @@ class SwallowedCancellation(Rule):
             return
         if self._reraises_or_books(handler.body):
             return
+        if kind != "cancelled" and _uses_bound_exception(handler):
+            return  # `except BaseException as e: errors.append(e)`: handed on, re-raised elsewhere
         if self._earlier_handler_reraises(tr, handler):
             return
         if self._cancel_then_await(fn, tr):
@@ -455,6 +459,21 @@ def _append_raise(body: cst.BaseSuite) -> Optional[cst.BaseSuite]:
             return body.with_changes(body=stmts)
     stmts.append(cst.SimpleStatementLine([cst.Raise()]))
     return body.with_changes(body=stmts)
+
+
+def _uses_bound_exception(handler: _Handler) -> bool:
+    if handler.name is None or not isinstance(handler.name.name, cst.Name):
+        return False
+    name = handler.name.name.value
+    used = False
+
+    class _Scan(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            nonlocal used
+            used = used or n.value == name
+
+    handler.body.visit(_Scan())
+    return used
 
 
 def _is_ref(expr: cst.BaseExpression) -> bool:

@@ -34,7 +34,8 @@ class AsyncioRunWithoutSigterm(Rule):
     coroutine that is run and the same-module coroutines it reaches. Servers that install
     their own handlers (`sigterm_aware_calls`, e.g. `uvicorn.Server.serve`) count too.
 
-    Not flagged: inside Ray tasks and actors (Ray installs its own SIGTERM handler), in
+    One finding per function (later runner calls, e.g. `loop.shutdown_asyncgens()`, are
+    covered by the same fix). Not flagged: inside Ray tasks and actors (Ray installs its own SIGTERM handler), in
     threads, executors and tasks, and in library functions not reached from an entrypoint.
 
     ## Why is this bad?
@@ -285,6 +286,11 @@ class AsyncioRunWithoutSigterm(Rule):
             return
         if self._sigterm_handled(node):
             return
+        fn = self.facts.enclosing_function(node)
+        reported = self.__dict__.setdefault("_reported_in", set())
+        if fn is not None and fn in reported:
+            return  # one finding per function: the fix covers its later runner calls too
+        reported.add(fn)
         stmt = self.facts.enclosing_statement(node)
         fix = None
         if isinstance(stmt, cst.SimpleStatementLine):

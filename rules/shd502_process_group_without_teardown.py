@@ -27,7 +27,9 @@ class ProcessGroupWithoutTeardown(Rule):
     `runtime_guard.torch.install_distributed_teardown()`.
 
     The teardown may live in the function itself, in any method of its class, in its
-    callers or what they call, or in module-level code (`atexit.register(dist.destroy_process_group)`).
+    callers or what they call, in module-level code (`atexit.register(dist.destroy_process_group)`),
+    or in any cleanup-named function of the module that destroys the group (a framework
+    that ships `_shutdown_torch()` for its backend to call).
 
     Not flagged: a `destroy_process_group()` on one of those paths; a plain
     `destroy_process_group()` at the end of the happy path is *not* a teardown path (an
@@ -279,8 +281,10 @@ class ProcessGroupWithoutTeardown(Rule):
         if cls is not None:
             area |= set(cls.methods.values())
         sites = self._teardown_sites()
-        if any(F.CALLBACK in f.contexts(g) for g in sites):
-            return True  # a signal/atexit handler that tears down is process-wide
+        if any(F.CALLBACK in f.contexts(g) or mentions(g.name, CLEANUP_WORDS) for g in sites):
+            # a signal/atexit handler that tears down is process-wide; a module that ships a
+            # `shutdown_*()` teardown leaves calling it to its framework (Ray Train's backend)
+            return True
         for g in area:
             if g in sites:
                 return True

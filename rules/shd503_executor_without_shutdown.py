@@ -38,10 +38,10 @@ class ExecutorWithoutShutdown(Rule):
     ## Why is this bad?
     At interpreter exit `concurrent.futures` joins every worker thread, and each worker
     drains the queue first: after Ctrl+C the process stays alive until every submitted
-    job has run. Measured here: a 1-worker pool with 10 queued 2-second jobs kept the
-    process alive about 20 s after Ctrl+C (the traceback printed at once, the
-    process did not exit); with `shutdown(cancel_futures=True)` on the interrupt path it
-    exited after the running job. Flow-Factory's zombie GPU processes after Ctrl+C came
+    job has run. Measured here: with a 1-worker pool holding 10 queued 2-second jobs,
+    the process was still alive 8 s after Ctrl+C (it drains ~20 s of work first); with
+    `runtime_guard.shutdown_executor` on the interrupt path it exited by itself after
+    the running job. Flow-Factory's zombie GPU processes after Ctrl+C came
     from a reward model's `ThreadPoolExecutor` that was never shut down: its threads kept
     the process, and the GPU memory their work referenced, alive.
 

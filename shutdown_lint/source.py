@@ -30,6 +30,9 @@ def read(path: str) -> Snapshot:
         st = os.stat(path)
         if stat.S_ISDIR(st.st_mode):
             raise SourceError(f"{path}: is a directory")
+        if not stat.S_ISREG(st.st_mode):
+            # a FIFO or a device named *.py: opening it would block forever (or never end)
+            raise SourceError(f"{path}: not a regular file")
         with open(path, "rb") as fh:
             data = fh.read()
     except SourceError:

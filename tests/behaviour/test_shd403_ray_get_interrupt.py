@@ -91,7 +91,7 @@ def _ctrl_c_run(script: Path, lease_dir: Path) -> dict:
         except subprocess.TimeoutExpired:
             exited = False
             out = ""
-        time.sleep(3.0)  # let Ray finish tearing down the job's workers
+        time.sleep(2.0)  # let Ray finish tearing down the job's workers
         return {"exited": exited, "rc": proc.returncode, "leaked": len(os.listdir(lease_dir)), "out": out}
     finally:
         try:

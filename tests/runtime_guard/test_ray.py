@@ -35,7 +35,8 @@ def _value(x, delay=0.0):
 @ray.remote(max_retries=0)
 def _sleepy_with_cleanup(path):
     try:
-        time.sleep(100)
+        for _ in range(1000):  # ray.cancel(force=False) interrupts the main thread between bytecodes
+            time.sleep(0.1)
     finally:
         open(path, "w").close()
 
