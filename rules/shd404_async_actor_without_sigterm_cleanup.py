@@ -15,6 +15,8 @@ _HOOK_KEY = "worker_process_setup_hook"
 _SIGNAL_INSTALLERS = ("signal.signal", "asyncio.AbstractEventLoop.add_signal_handler")
 _CLEANUP_VERBS = frozenset({"close", "aclose", "delete", "remove", "stop", "release", "shutdown", "terminate",
                             "cleanup", "teardown", "destroy", "kill", "unlink"})
+_LOCK_WORDS = frozenset({"lock", "rlock", "condition", "cond", "semaphore", "sem", "mutex", "timeout", "event",
+                         "barrier", "limiter", "throttle", "flock"})
 _CANCEL_TYPES = frozenset({"asyncio.CancelledError", "asyncio.exceptions.CancelledError", "builtins.BaseException"})
 
 
@@ -31,7 +33,9 @@ class AsyncActorWithoutSigtermCleanup(Rule):
     `ray.init(runtime_env={"worker_process_setup_hook": "runtime_guard.ray.setup_worker"})`
     in the module.
 
-    Not flagged: synchronous actors (Ray's SIGTERM handler raises `SystemExit` in the
+    Not flagged: `async with` on locks, conditions, semaphores and timeouts and a `finally`
+    that neither awaits nor calls a cleanup (`close`, `remove`, `release`, ...): such state
+    dies with the process. Synchronous actors (Ray's SIGTERM handler raises `SystemExit` in the
     thread that runs their methods, so `finally` blocks run), async actors whose methods
     hold nothing to clean up, and plain classes.
 
@@ -361,7 +365,7 @@ class AsyncActorWithoutSigtermCleanup(Rule):
                     try:
                         await wait_for(k)
                     finally:
-                        self.held.discard(k)
+                        await release_lease(k)
             """,
             fixed=None,
         ),
@@ -416,11 +420,11 @@ class AsyncActorWithoutSigtermCleanup(Rule):
 
         class _Scan(cst.CSTVisitor):
             def visit_Try(self, n: cst.Try) -> None:
-                if n.finalbody is not None:
+                if n.finalbody is not None and _cleans_up(n.finalbody):
                     found["strong"] = True
 
             def visit_With(self, n: cst.With) -> None:
-                if n.asynchronous is not None:
+                if n.asynchronous is not None and not all(_lock_like(item.item) for item in n.items):
                     found["strong"] = True
 
             def visit_ExceptHandler(self, n: cst.ExceptHandler) -> None:
@@ -506,6 +510,33 @@ class AsyncActorWithoutSigtermCleanup(Rule):
         new_init = new_init.with_changes(leading_lines=lines[:blank])
         moved = anchor.with_changes(leading_lines=[cst.EmptyLine(indent=False), *lines[blank:]])
         return Fix.safe(Replace(anchor, cst.FlattenSentinel([new_init, moved])), IMPORT_RUNTIME_GUARD, message=message)
+
+
+def _lock_like(expr: cst.BaseExpression) -> bool:
+    """``async with self._lock`` / ``asyncio.Condition()`` / ``asyncio.timeout(5)``: in-process
+    state that dies with the process, nothing outside to release."""
+    if isinstance(expr, cst.Call):
+        expr = expr.func
+    name = _callee_name(expr)
+    return name is not None and bool(set(identifier_words(name)) & _LOCK_WORDS)
+
+
+def _cleans_up(finalbody: cst.Finally) -> bool:
+    """A ``finally`` that does external cleanup: it awaits (an API call), or calls something
+    named like a cleanup (``close``, ``os.remove``, ``release_sandbox``)."""
+    found = [False]
+
+    class _Scan(cst.CSTVisitor):
+        def visit_Await(self, n: cst.Await) -> None:
+            found[0] = True
+
+        def visit_Call(self, n: cst.Call) -> None:
+            name = _callee_name(n.func)
+            if name is not None and set(identifier_words(name)) & _CLEANUP_VERBS and not _lock_like(n.func):
+                found[0] = True
+
+    finalbody.visit(_Scan())
+    return found[0]
 
 
 def _callee_name(func: cst.BaseExpression) -> Optional[str]:

@@ -8,7 +8,7 @@ from shutdown_lint.rule import Fix, InsertAfter, InsertBefore, Invalid, Option, 
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
 from ._vocabulary import EXIT_CALLS, RAY_BOUNDED_WAIT_CALLS, RAY_GUARD_WAIT_CALLS
-from .shd403_ray_get_orphans_on_interrupt import calls_in
+from .shd403_ray_get_orphans_on_interrupt import calls_in, is_interrupt_handler
 
 class CancelWithoutCleanupWait(Rule):
     """
@@ -18,6 +18,10 @@ class CancelWithoutCleanupWait(Rule):
     `except`/`finally` block, or the end of the driver (the end of `main()`, of a function
     the `__main__` block calls, or of the script), with no wait for the cancelled work in
     between: no `ray.wait(...)`, `ray.get(...)` or `runtime_guard.ray.cancel_and_wait(...)`.
+
+    `raise` and `return` count on an interrupt path (`except KeyboardInterrupt`,
+    `except BaseException`, bare `except`, `finally`) or in driver code; elsewhere (a server
+    coroutine forwarding its own cancellation) the process lives on.
 
     Not flagged: `ray.cancel(ref, force=True)` (that kills the worker on purpose, without
     cleanup), a cancel followed by any wait, a cancel whose code goes on running (a
@@ -257,7 +261,7 @@ class CancelWithoutCleanupWait(Rule):
             def run(ref):
                 try:
                     return ray.get(ref)
-                except Exception as exc:
+                except BaseException as exc:
                     if not isinstance(exc, ray.exceptions.RayError):
                         ray.cancel(ref, recursive=True)
                     return None
@@ -269,7 +273,7 @@ class CancelWithoutCleanupWait(Rule):
             def run(ref):
                 try:
                     return ray.get(ref)
-                except Exception as exc:
+                except BaseException as exc:
                     if not isinstance(exc, ray.exceptions.RayError):
                         ray.cancel(ref, recursive=True)
                         runtime_guard.ray.cancel_and_wait(ref, timeout=30)
@@ -318,6 +322,9 @@ class CancelWithoutCleanupWait(Rule):
         """What runs after ``stmt``: None (a wait, or code that carries on) or
         (description, exit statement or None for the end of the driver)."""
         in_handler = self._in_handler(stmt)
+        # `raise`/`return` end the process only on an interrupt path or in driver code; in a
+        # server coroutine (`except CancelledError: ray.cancel(ref); raise`) the process lives on
+        ends_process = self._in_interrupt_handler(stmt) or self.facts.runs_in_driver(stmt)
         cur: cst.CSTNode = stmt
         while True:
             block = self.facts.parent(cur)
@@ -328,7 +335,7 @@ class CancelWithoutCleanupWait(Rule):
             for s in siblings[idx + 1:]:
                 if self._waits(s):
                     return None
-                exit_kind = self._exit_kind(s, in_handler)
+                exit_kind = self._exit_kind(s, in_handler, ends_process)
                 if exit_kind is not None:
                     return exit_kind, s
             if isinstance(block, cst.Module):
@@ -361,6 +368,16 @@ class CancelWithoutCleanupWait(Rule):
             if cur is None:
                 return None
 
+    def _in_interrupt_handler(self, stmt: cst.CSTNode) -> bool:
+        for anc in self.facts.ancestors(stmt):
+            if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                return False
+            if isinstance(anc, cst.Finally) or (
+                isinstance(anc, (cst.ExceptHandler, cst.ExceptStarHandler)) and is_interrupt_handler(self.facts, anc)
+            ):
+                return True
+        return False
+
     def _in_handler(self, stmt: cst.CSTNode) -> bool:
         for anc in self.facts.ancestors(stmt):
             if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
@@ -376,13 +393,13 @@ class CancelWithoutCleanupWait(Rule):
                 return True
         return False
 
-    def _exit_kind(self, stmt: cst.BaseStatement, in_handler: bool) -> Optional[str]:
+    def _exit_kind(self, stmt: cst.BaseStatement, in_handler: bool, ends_process: bool) -> Optional[str]:
         if not isinstance(stmt, cst.SimpleStatementLine):
             return None
         for small in stmt.body:
-            if isinstance(small, cst.Raise):
+            if isinstance(small, cst.Raise) and ends_process:
                 return "`raise`"
-            if isinstance(small, cst.Return) and in_handler:
+            if isinstance(small, cst.Return) and in_handler and ends_process:
                 return "`return`"
             if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
                 name = self.facts.call_name(small.value)
