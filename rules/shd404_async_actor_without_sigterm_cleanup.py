@@ -424,11 +424,16 @@ class AsyncActorWithoutSigtermCleanup(Rule):
                     found["strong"] = True
 
             def visit_With(self, n: cst.With) -> None:
-                if n.asynchronous is not None and not all(_lock_like(item.item) for item in n.items):
+                # Only context managers that hold something outside the process count: an
+                # HTTP client session or a lock dies with the process, a sandbox does not.
+                if n.asynchronous is not None and any(
+                    _external_resource(item.item, words, facts) for item in n.items
+                ):
                     found["strong"] = True
 
             def visit_ExceptHandler(self, n: cst.ExceptHandler) -> None:
-                if n.type is not None and facts.qualified_name(n.type, n) in _CANCEL_TYPES:
+                # cleanup done on cancellation is cleanup SIGTERM must let run
+                if n.type is not None and facts.qualified_name(n.type, n) in _CANCEL_TYPES and _cleans_up(n.body):
                     found["strong"] = True
 
             def visit_Call(self, n: cst.Call) -> None:
@@ -521,7 +526,24 @@ def _lock_like(expr: cst.BaseExpression) -> bool:
     return name is not None and bool(set(identifier_words(name)) & _LOCK_WORDS)
 
 
-def _cleans_up(finalbody: cst.Finally) -> bool:
+#: Libraries whose context managers hold only in-process state (sockets, locks, timers): the
+#: OS reclaims them when the process dies, so an unrun ``__aexit__`` leaks nothing outside.
+_IN_PROCESS_PREFIXES = ("aiohttp.", "httpx.", "asyncio.", "anyio.", "contextlib.", "grpc.", "websockets.",
+                        "aiofiles.", "trio.", "threading.")
+
+
+def _external_resource(expr: cst.BaseExpression, words, facts) -> bool:
+    if _lock_like(expr):
+        return False
+    target = expr.func if isinstance(expr, cst.Call) else expr
+    qualified = facts.qualified_name(target, expr) or ""
+    if qualified.startswith(_IN_PROCESS_PREFIXES):
+        return False
+    name = _callee_name(target)
+    return name is not None and mentions(name, words)
+
+
+def _cleans_up(finalbody: cst.CSTNode) -> bool:
     """A ``finally`` that does external cleanup: it awaits (an API call), or calls something
     named like a cleanup (``close``, ``os.remove``, ``release_sandbox``)."""
     found = [False]

@@ -20,6 +20,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     ) from exc
 
 from . import watchdog as _watchdog
+from ._cancel import cancel_tree
 from .exit import hard_exit
 from .signals import in_main_thread
 
@@ -221,42 +222,39 @@ _cleanup_timeout = 10.0
 
 
 def cancel_loop_tasks(timeout: float) -> int:
-    """Cancel every task of every tracked loop running in another thread; wait up to ``timeout``.
+    """Cancel the tasks of every tracked loop running in another thread; wait up to ``timeout``.
 
-    Returns how many tasks were cancelled. Loops in the calling thread are left alone (there the
-    SystemExit/KeyboardInterrupt from the signal handler already unwinds ``asyncio.run``).
+    Only root tasks (those no other task awaits, e.g. the tasks running an actor's method calls)
+    are cancelled, each once; the cancellation reaches their children through the program's own
+    structure (TaskGroup, gather, ``await``), so no child is cancelled a second time while it
+    awaits in its ``finally``. Tasks left running after their awaiters ended are cancelled in
+    later rounds (see ``runtime_guard._cancel``). Returns how many tasks the loops had.
+    Loops in the calling thread are left alone (there the SystemExit/KeyboardInterrupt from the
+    signal handler already unwinds ``asyncio.run``).
     """
     me = threading.get_ident()
     events: List[threading.Event] = []
-    cancelled = [0]
+    counted = [0]
     for loop in _watchdog.tracked_loops():
         if not loop.is_running() or _watchdog.loop_thread_id(loop) == me:
             continue
         done = threading.Event()
 
-        def _cancel_all(loop: asyncio.AbstractEventLoop = loop, done: threading.Event = done) -> None:
+        def _start(loop: asyncio.AbstractEventLoop = loop, done: threading.Event = done) -> None:
             try:
-                tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]
-                for t in tasks:
-                    t.cancel(msg="runtime_guard: SIGTERM")
-                cancelled[0] += len(tasks)
-                if not tasks:
-                    done.set()
-                    return
-                gathered = asyncio.gather(*tasks, return_exceptions=True)
-                gathered.add_done_callback(lambda _f: done.set())
+                counted[0] += cancel_tree(loop, "runtime_guard: SIGTERM", done.set)
             except Exception:
                 done.set()
 
         try:
-            loop.call_soon_threadsafe(_cancel_all)
+            loop.call_soon_threadsafe(_start)
             events.append(done)
         except Exception:
             pass
     deadline = time.monotonic() + timeout
     for ev in events:
         ev.wait(max(0.0, deadline - time.monotonic()))
-    return cancelled[0]
+    return counted[0]
 
 
 def _on_terminate(reason: str) -> None:

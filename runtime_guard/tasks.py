@@ -13,6 +13,7 @@ import signal
 import threading
 from typing import Any, Literal, Optional, TypeVar, cast
 
+from ._cancel import is_cancelling
 from .exit import hard_exit
 
 __all__ = ["supervise", "set_default_policy", "get_default_policy", "Policy", "find_main_task"]
@@ -111,6 +112,11 @@ def _apply_policy(task: "asyncio.Future[Any]", policy: str) -> None:
     loop = task.get_loop()
     main = find_main_task(loop)
     if main is not None and main is not task and not main.done():
+        if is_cancelling(main):
+            # Already unwinding (an earlier failure, Ctrl+C): a second CancelledError would land
+            # in its finally blocks and abort their cleanup. The first failure armed the grace timer.
+            log.error("runtime_guard: the main task %r is already being cancelled", main.get_name())
+            return
         log.error("runtime_guard: cancelling the main task %r so the program unwinds", main.get_name())
         main.cancel(msg="runtime_guard: a supervised task failed")
         _exit_if_loop_still_running(loop, _grace())
