@@ -272,7 +272,7 @@ def _context_words() -> dict[str, Cond]:
         "executor": last_words(F.EXECUTOR_SUBMITTERS),
         "thread": Word("Thread", "Timer"),
         # driver roots: the __main__ block, main(), functions calling ray.init
-        "driver": AnyOf(Word("main", "__main__"), qualified("ray.init")),
+        "driver": AnyOf(WordThen("def", r"\s+main\s*\("), Word("__main__"), qualified("ray.init")),
     }
 
 

@@ -149,7 +149,10 @@ def test_root_detection_sees_taskgroup_gather_and_await() -> None:
         direct = asyncio.create_task(leaf())
         waiter = asyncio.create_task(awaits_task(direct))
         g1, g2 = asyncio.create_task(leaf()), asyncio.create_task(leaf())
-        gatherer = asyncio.create_task(asyncio.gather(g1, g2))  # type: ignore[arg-type]
+        async def gathers() -> None:
+            await asyncio.gather(g1, g2)
+
+        gatherer = asyncio.create_task(gathers())
         lone = asyncio.create_task(leaf())
         async with asyncio.TaskGroup() as tg:
             kids = [tg.create_task(leaf()) for _ in range(3)]

@@ -43,6 +43,10 @@ class RolloutWorker:
     def save_checkpoint(self, path: str) -> None:
         torch.save({"step": self.step}, path)
 
+    async def evaluate(self, prompt: str) -> str:
+        async with Sandbox(self.root) as sandbox:
+            return await sandbox.run(f"pytest {prompt}")
+
     async def start_background_generation(self, prompts: list[str]) -> None:
         # Fire and forget: an exception in the loop is never seen.
         asyncio.create_task(self._generation_loop(prompts))

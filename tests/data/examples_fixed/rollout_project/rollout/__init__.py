@@ -1,0 +1,1 @@
+"""Example rollout project used by shutdown-lint's README and tests."""
