@@ -50,8 +50,9 @@ import json, resource, subprocess, sys, time
 t = time.perf_counter()
 p = subprocess.run(sys.argv[2:], stdout=open(sys.argv[1], "wb"), stderr=subprocess.PIPE)
 wall = time.perf_counter() - t
-rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-print(json.dumps({"wall": wall, "rc": p.returncode, "rss_kb": rss, "stderr": p.stderr.decode()[-2000:]}))
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"wall": wall, "rc": p.returncode, "rss_kb": ru.ru_maxrss, "cpu": ru.ru_utime + ru.ru_stime,
+                  "stderr": p.stderr.decode()[-2000:]}))
 """
 
 
@@ -82,11 +83,17 @@ class Table:
     def __init__(self) -> None:
         self.rows: list[dict] = []
 
-    def add(self, name: str, seconds: float, *, rss_kb: int | None = None, note: str = "") -> None:
+    def add(self, name: str, seconds: float, *, rss_kb: int | None = None, note: str = "",
+            cpu: float | None = None) -> None:
         self.rows.append({"name": name, "seconds": seconds, "rss_mb": rss_kb / 1024 if rss_kb else None,
-                          "note": note})
+                          "cpu_s": cpu, "note": note})
         rss = f"{rss_kb / 1024:7.0f} MB" if rss_kb else " " * 10
-        print(f"  {name:<44} {seconds:8.2f} s {rss}  {note}", flush=True)
+        cpu_s = f"{cpu:8.2f} s" if cpu is not None else " " * 10
+        print(f"  {name:<44} {seconds:8.2f} s {cpu_s} {rss}  {note}", flush=True)
+
+    def result(self, name: str, r: dict, note: str = "") -> float:
+        self.add(name, r["wall"], rss_kb=r["rss_kb"], cpu=r.get("cpu"), note=note)
+        return r["wall"]
 
     def seconds(self, name: str) -> float:
         return next(r["seconds"] for r in self.rows if r["name"] == name)
@@ -117,33 +124,31 @@ def main() -> None:
         rel = [str(p.relative_to(root)) for p in files]
         n_lines = lines_of(files)
         print(f"corpus: {len(files):,} files, {n_lines:,} lines ({'quick: every 10th file' if args.quick else 'full'})")
-        print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start")
+        print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start "
+              "(columns: wall, CPU of the command's processes, peak RSS of its largest process)")
         t = Table()
         targets: list[tuple[str, bool, str]] = []
 
         # ---------------------------------------------------------------- ruff
         ruff_cache = work / "ruff-cache"
         r = run(ruff("--no-cache", *rel), cwd=root)
-        t.add("ruff cold (--no-cache)", r["wall"], rss_kb=r["rss_kb"])
+        t.result("ruff cold (--no-cache)", r)
         run(ruff("--cache-dir", str(ruff_cache), *rel), cwd=root)
         r = run(ruff("--cache-dir", str(ruff_cache), *rel), cwd=root)
-        t.add("ruff cached", r["wall"], rss_kb=r["rss_kb"])
+        t.result("ruff cached", r)
 
         # ---------------------------------------------------------------- shutdown-lint cold
         cache = work / "shd-cache"
         out_json = work / "shd-cold.json"
         r = run(shutdown_lint("--no-cache", "-j", "2", "--output-format", "json", *rel), cwd=root, out=str(out_json))
-        cold2 = r["wall"]
-        t.add("shutdown-lint cold -j2", cold2, rss_kb=r["rss_kb"], note=f"{n_lines / cold2:,.0f} lines/s")
+        cold2 = t.result("shutdown-lint cold -j2", r, note=f"{n_lines / r['wall']:,.0f} lines/s")
         r = run(shutdown_lint("--no-cache", "-j", "1", *rel), cwd=root)
-        cold1 = r["wall"]
-        t.add("shutdown-lint cold -j1", cold1, rss_kb=r["rss_kb"], note=f"{n_lines / cold1:,.0f} lines/s")
+        cold1 = t.result("shutdown-lint cold -j1", r, note=f"{n_lines / r['wall']:,.0f} lines/s")
 
         # ---------------------------------------------------------------- warm
         run(shutdown_lint("--cache-dir", str(cache), "-j", "2", *rel), cwd=root)
         r = run(shutdown_lint("--cache-dir", str(cache), "-j", "2", *rel), cwd=root)
-        warm = r["wall"]
-        t.add("shutdown-lint warm (nothing changed)", warm, rss_kb=r["rss_kb"])
+        warm = t.result("shutdown-lint warm (nothing changed)", r)
         # one file changed: an appended comment, restored afterwards
         victim = next(p for p in files if b"ray.get" in p.read_bytes()) if any(
             b"ray.get" in p.read_bytes() for p in files[:200]) else files[0]
@@ -153,23 +158,21 @@ def main() -> None:
             r = run(shutdown_lint("--cache-dir", str(cache), "-j", "2", *rel), cwd=root)
         finally:
             victim.write_bytes(original)
-        one = r["wall"]
-        t.add("shutdown-lint one file changed", one, rss_kb=r["rss_kb"], note=str(victim.relative_to(root)))
+        one = t.result("shutdown-lint one file changed", r, note=str(victim.relative_to(root)))
 
         # ---------------------------------------------------------------- pre-commit style
         # 20 "changed" files, spread over the corpus, named on the command line, nothing cached
         changed = [rel[i] for i in range(0, len(rel), max(1, len(rel) // 20))][:20]
         pc_cache = work / "pc-cache"
         r = run(shutdown_lint("--cache-dir", str(pc_cache), *changed), cwd=root)
-        pre = r["wall"]
-        t.add("pre-commit style, 20 files (incl. start)", pre, rss_kb=r["rss_kb"])
+        pre = t.result("pre-commit style, 20 files (incl. start)", r)
         r = run([sys.executable, "-c", "pass"], cwd=root)
-        t.add("  (bare interpreter start, for scale)", r["wall"])
+        t.result("  (bare interpreter start, for scale)", r)
 
         # ---------------------------------------------------------------- memory vs corpus size
         half = rel[::2]
         r_half = run(shutdown_lint("--no-cache", "-j", "2", *half), cwd=root)
-        t.add("shutdown-lint cold -j2, half the corpus", r_half["wall"], rss_kb=r_half["rss_kb"])
+        t.result("shutdown-lint cold -j2, half the corpus", r_half)
         peak_full = next(x["rss_mb"] for x in t.rows if x["name"] == "shutdown-lint cold -j2")
         peak_half = r_half["rss_kb"] / 1024
 
@@ -180,17 +183,21 @@ def main() -> None:
             sub_rel = [str(p.relative_to(root)) for p in sub]
             sub_lines = lines_of(sub)
             note = f"subset: {len(sub)} files, {sub_lines:,} lines (every {args.peer_every}th)"
+            # a copy outside the repository: Fixit skips files that .gitignore covers
+            # (bench/corpus/ is ignored) and would report "0 files"
+            peer_root = work / "peer"
+            for r_path in sub_rel:
+                (peer_root / r_path).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(root / r_path, peer_root / r_path)
             if shutil.which("fixit", path=str(BIN)):
-                r = run([str(BIN / "fixit"), "lint", *sub_rel], cwd=root)
+                r = run([str(BIN / "fixit"), "lint", *sub_rel], cwd=peer_root)
                 fixit_rate = sub_lines / r["wall"]
-                t.add("Fixit lint (subset)", r["wall"], rss_kb=r["rss_kb"],
-                      note=f"{fixit_rate:,.0f} lines/s; {note}")
+                t.result("Fixit lint (subset)", r, note=f"{fixit_rate:,.0f} lines/s; {note}")
                 t.add("Fixit, extrapolated to the corpus", n_lines / fixit_rate, note="extrapolated by lines")
             if shutil.which("flake8", path=str(BIN)):
-                r = run([str(BIN / "flake8"), "-j", "2", "--select", "ASYNC", *sub_rel], cwd=root)
+                r = run([str(BIN / "flake8"), "-j", "2", "--isolated", "--select", "ASYNC", *sub_rel], cwd=peer_root)
                 flake8_rate = sub_lines / r["wall"]
-                t.add("flake8-async (subset, -j2)", r["wall"], rss_kb=r["rss_kb"],
-                      note=f"{flake8_rate:,.0f} lines/s; {note}")
+                t.result("flake8-async (subset, -j2)", r, note=f"{flake8_rate:,.0f} lines/s; {note}")
                 t.add("flake8-async, extrapolated to the corpus", n_lines / flake8_rate, note="extrapolated by lines")
             else:
                 print("  flake8 not installed: `pip install flake8 flake8-async` for that row")
@@ -201,7 +208,7 @@ def main() -> None:
             env = dict(os.environ, SHUTDOWN_LINT_CANDIDATES="0")
             r = run(shutdown_lint("--no-cache", "-j", "2", "--output-format", "json", *rel), cwd=root, env=env,
                     out=str(off_json))
-            t.add("shutdown-lint cold -j2, candidate stage OFF", r["wall"], rss_kb=r["rss_kb"])
+            t.result("shutdown-lint cold -j2, candidate stage OFF", r)
             on, off = _findings(out_json), _findings(off_json)
             lost = sorted(set(off) - set(on))
             extra = sorted(set(on) - set(off))
@@ -217,7 +224,8 @@ def main() -> None:
 
         # ---------------------------------------------------------------- ratios and targets
         ruff_cold, ruff_cached = t.seconds("ruff cold (--no-cache)"), t.seconds("ruff cached")
-        print("\nratios (same run):")
+        print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
+        print("ratios (same run):")
         if fixit_rate:
             ours = n_lines / cold2
             targets.append(("cold throughput >= 10x Fixit (extrapolated)", ours >= 10 * fixit_rate,

@@ -1,12 +1,14 @@
 """Overhead and detection benchmark for runtime_guard's loop-stall watchdog.
 
-    python bench/bench_watchdog.py            # ~1-2 minutes on 2 cores
+    python bench/bench_watchdog.py            # ~4 minutes on 2 cores
     python bench/bench_watchdog.py --quick    # fewer rounds / trials
 
 Overhead: two asyncio workloads (many small tasks; a loopback 127.0.0.1 echo server under a
 bounded load) with: no watchdog, runtime_guard (default threshold 0.1 s), asyncio debug mode,
 aiodebug.log_slow_callbacks (0.1 s) and loopmon (interval 0.1 s). Each configuration runs in its own
-subprocess (peers monkey-patch asyncio globally); rounds are interleaved and the median is kept.
+subprocess (peers monkey-patch asyncio globally) that reports the median of REPEAT runs; rounds are
+interleaved in random order and the median over rounds is kept. "off-again" (uninstrumented again)
+shows the noise floor: differences smaller than its "loss" are noise.
 Detection: a planted 200 ms block, N trials: reported? right file:line? latency after the block
 starts (goal: <= 1.2 x threshold); plus a no-block run that must produce no report.
 """
@@ -16,6 +18,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -24,7 +27,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-CONFIGS = ["off", "runtime_guard", "asyncio-debug", "aiodebug", "loopmon"]
+# "off-again" is a second uninstrumented run: its "loss" is the noise floor of the measurement.
+CONFIGS = ["off", "off-again", "runtime_guard", "asyncio-debug", "aiodebug", "loopmon"]
+REPEAT = 5  # measured runs per worker process (after one warm-up); the worker reports their median
 THRESHOLD = 0.1
 
 
@@ -95,7 +100,7 @@ async def _with_config(config: str, workload: str) -> float:
     await asyncio.sleep(0.05)
     fn = many_tasks if workload == "tasks" else echo
     await fn()  # warm-up
-    return await fn()
+    return statistics.median([await fn() for _ in range(REPEAT)])
 
 
 def worker(config: str, workload: str) -> None:
@@ -178,13 +183,13 @@ def main() -> None:
     if args.worker:
         worker(*args.worker)
         return
-    rounds = args.rounds or (2 if args.quick else 4)
+    rounds = args.rounds or (2 if args.quick else 8)
     trials = args.trials or (20 if args.quick else 100)
     results: dict = {(c, w): [] for c in CONFIGS for w in ("tasks", "echo")}
     t_start = time.time()
     for _ in range(rounds):  # interleaved so machine noise hits every configuration alike
         for w in ("tasks", "echo"):
-            for c in CONFIGS:
+            for c in random.sample(CONFIGS, len(CONFIGS)):  # no configuration always runs first
                 results[(c, w)].append(run_worker(c, w))
     print(f"Overhead (median of {rounds} rounds; Python {sys.version.split()[0]}, {os.cpu_count()} CPUs)")
     print(f"{'config':<16}{'tasks/s':>12}{'vs off':>9}{'loss':>8}{'echo req/s':>13}{'vs off':>9}{'loss':>8}")

@@ -21,7 +21,7 @@ from .edits import apply_fixes, text_edits
 from .facts import ModuleFacts
 from .rule import Applicability, Finding, Rule
 from .settings import Settings
-from .traversal import MultiRuleVisitor
+from .traversal import MultiRuleVisitor, walk
 
 
 class AnalysisError(Exception):
@@ -161,7 +161,7 @@ def analyze(source: bytes, path: str, settings: Settings, rules: Optional[Sequen
     findings: list[Finding] = []
     instances = [r(facts, settings, findings) for r in candidates]
     try:
-        module.visit(MultiRuleVisitor(instances))
+        walk(module, MultiRuleVisitor(instances))  # same hooks and order as module.visit, no rebuild
     except RecursionError:
         raise AnalysisError(f"{path}:1:1: file too deeply nested to analyse (recursion limit)") from None
     return Analysis(path, module, facts, findings, settings)

@@ -58,6 +58,14 @@ def _is_ident_byte(b: int) -> bool:
     return b == 95 or 48 <= b <= 57 or 65 <= b <= 90 or 97 <= b <= 122  # _ 0-9 A-Z a-z
 
 
+def _in_comment(src: bytes, i: int) -> bool:
+    """Offset ``i`` is certainly not code: a ``#`` precedes it on its line and no quote
+    does. Then either the ``#`` opens a comment, or the line is inside a multi-line
+    string that cannot have closed before ``i``; names in either never resolve."""
+    start = src.rfind(b"\n", 0, i) + 1
+    return src.find(b"#", start, i) >= 0 and src.find(b'"', start, i) < 0 and src.find(b"'", start, i) < 0
+
+
 class FileText:
     """One file's bytes with per-file memos: each check runs once per file, whatever
     the number of rules that ask.
@@ -75,14 +83,15 @@ class FileText:
         self._memo: dict[object, bool] = {}
 
     def positions(self, name: bytes, first_only: bool = False) -> list[int]:
-        """Offsets where ``name`` occurs as a whole identifier."""
+        """Offsets where ``name`` occurs as a whole identifier, outside comments."""
         found = self._positions.get(name)
         if found is not None:
             return found
         src, n, out = self.source, len(name), []
         i = src.find(name)
         while i >= 0:
-            if (i == 0 or not _is_ident_byte(src[i - 1])) and (i + n >= len(src) or not _is_ident_byte(src[i + n])):
+            if ((i == 0 or not _is_ident_byte(src[i - 1])) and (i + n >= len(src) or not _is_ident_byte(src[i + n]))
+                    and not _in_comment(src, i)):
                 out.append(i)
                 if first_only:
                     return out  # not memoised: a later caller may want them all
@@ -310,25 +319,47 @@ def _declarations() -> dict[str, Cond]:
         "SHD404": All(qualified("ray.remote", "ray.actor.remote"), Word("async")),
         # ray.cancel then exit
         "SHD501": qualified("ray.cancel"),
-        # init_process_group without teardown
-        "SHD502": qualified("torch.distributed.init_process_group", "torch.distributed.device_mesh.init_device_mesh"),
-        # executors / pools stored without shutdown
-        "SHD503": Word("ThreadPoolExecutor", "ProcessPoolExecutor", "Pool", "ThreadPool"),
+        # init_process_group without teardown (the init calls are an option: its default)
+        "SHD502": lambda rule: qualified(*_option_default(
+            rule, "init_calls", ["torch.distributed.init_process_group"])),
+        # executors / pools stored without shutdown (the factories are an option: its default)
+        "SHD503": lambda rule: qualified(*_option_default(
+            rule, "executor_factories", ["concurrent.futures.ThreadPoolExecutor",
+                                         "concurrent.futures.ProcessPoolExecutor", "multiprocessing.Pool",
+                                         "multiprocessing.pool.Pool", "multiprocessing.pool.ThreadPool",
+                                         "multiprocessing.dummy.Pool", "torch.multiprocessing.Pool"])),
     }
 
 
-_TABLE: Optional[dict[str, Cond]] = None
+def _option_default(rule: "type[Rule]", key: str, fallback: list[str]) -> list[str]:
+    """The default of a rule option that lists qualified names (the declaration follows
+    the rule's vocabulary; explicitly set options bypass the stage anyway)."""
+    opt = getattr(rule, "options", {}).get(key)
+    value = getattr(opt, "default", None)
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
+        return list(value)
+    return fallback
+
+
+_TABLE: Optional[dict] = None
+_RESOLVED: dict[type, Optional[Cond]] = {}
 
 
 def declaration(rule: "type[Rule]") -> Optional[Cond]:
-    """The rule's own ``candidate``, else its entry in the central table, else None."""
+    """The rule's own ``candidate``, else its entry in the central table (a ``Cond``, or
+    a function of the rule class that builds one), else None."""
     global _TABLE
-    own = getattr(rule, "candidate", None)
-    if own is not None:
-        return own
-    if _TABLE is None:
-        _TABLE = _declarations()
-    return _TABLE.get(rule.code)
+    if rule in _RESOLVED:
+        return _RESOLVED[rule]
+    cond = getattr(rule, "candidate", None)
+    if cond is None:
+        if _TABLE is None:
+            _TABLE = _declarations()
+        cond = _TABLE.get(rule.code)
+        if cond is not None and not isinstance(cond, Cond):
+            cond = cond(rule)
+    _RESOLVED[rule] = cond
+    return cond
 
 
 def filter_rules(source: bytes, rules: Sequence["type[Rule]"], settings: "Settings") -> list["type[Rule]"]:

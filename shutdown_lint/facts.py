@@ -427,7 +427,9 @@ class ModuleFacts:
     @classmethod
     def build(cls, module: cst.Module, path: str = "<string>") -> "ModuleFacts":
         facts = cls(module, path)
-        module.visit(_Collector(facts))
+        from .traversal import walk  # local: traversal imports rule, which names facts
+
+        walk(module, _Collector(facts))  # = module.visit(...) without rebuilding nodes (traversal.py)
         # decorators were recorded before all imports were seen; resolve them now
         for fn, exprs in facts._decorator_exprs.items():
             fn.decorators = [d for d in (facts._decorator_name(e, fn.scope) for e in exprs) if d]

@@ -13,14 +13,8 @@ report that file, and go on with the rest.
 
 from __future__ import annotations
 
-import difflib
-import io
-import multiprocessing
 import os
 import sys
-import tokenize
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
@@ -69,6 +63,9 @@ def has_applicable_fix(result: dict, unsafe: bool) -> bool:
 
 def decode(data: bytes) -> str:
     """Source bytes to text the way Python would (BOM, coding cookie), never failing."""
+    import io
+    import tokenize
+
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError:
@@ -80,6 +77,8 @@ def decode(data: bytes) -> str:
 
 
 def unified_diff(path: str, old: bytes, new: bytes) -> str:
+    import difflib
+
     a = decode(old).splitlines(keepends=True)
     b = decode(new).splitlines(keepends=True)
     lines = difflib.unified_diff(a, b, fromfile=f"a/{path}", tofile=f"b/{path}")
@@ -175,6 +174,8 @@ def _work(job: Job) -> Outcome:
 
 
 def _context():
+    import multiprocessing
+
     # fork: workers start in milliseconds and inherit the imported engine
     if sys.platform.startswith("linux"):
         return multiprocessing.get_context("fork")
@@ -195,6 +196,10 @@ def run(jobs: Sequence[Job], settings: Settings, mode: Mode, n_jobs: int,
             tick(outcome)
             out.append(outcome)
         return out
+    # the pool's modules are imported only here: a fully cached run never needs them
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     from . import analyzer  # noqa: F401  - imported once here, inherited by forked workers
 
     results: dict[int, Outcome] = {}
@@ -225,6 +230,9 @@ def run(jobs: Sequence[Job], settings: Settings, mode: Mode, n_jobs: int,
 
 
 def _run_isolated(job: Job, settings: Settings, mode: Mode) -> Outcome:
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     try:
         with ProcessPoolExecutor(max_workers=1, mp_context=_context(), initializer=_init_worker,
                                  initargs=(settings, mode)) as pool:

@@ -56,7 +56,6 @@ def test_skyrl_scenario_leaks_before_and_not_after(tmp_path):
     scenario.GRACE = 6.0
     rows = scenario.run_all(N, scenario.CASES, tmp_path)
     print("\n" + scenario.table(rows))
-    known_runtime_gap = []
     for before, after in rows:
         # before the fixes: every interruption leaks sandboxes (or hangs)
         assert before.leaked > 0 or not before.exited, (before.case, before.log[-3000:])
@@ -65,18 +64,8 @@ def test_skyrl_scenario_leaks_before_and_not_after(tmp_path):
         assert after.returncode != 0
         if after.case == "sigterm":
             assert not after.worker_killed, "the fixed worker ignored SIGTERM until SIGKILL"
-            if after.leaked:
-                known_runtime_gap.append(after)
-                continue
         assert after.leaked == 0, (after.case, after.log[-3000:])
     by_case = {b.case: b for b, _ in rows}
     assert by_case["ctrl-c"].leaked == N
     assert by_case["exception"].leaked == N - 1  # the failing trajectory cleans itself up
     assert by_case["sigterm"].worker_killed and by_case["sigterm"].leaked == N
-    if known_runtime_gap:
-        # runtime_guard.ray.cancel_loop_tasks cancels every task of the actor's loop at once;
-        # the TaskGroup the SHD101 fix introduced then cancels its children a second time while
-        # they await in `finally`, which aborts their cleanup (a few of N leak). Reported to the
-        # runtime_guard owner; this turns into a plain pass once it cancels root tasks only.
-        pytest.xfail(f"runtime_guard double-cancels TaskGroup children on SIGTERM: "
-                     f"{known_runtime_gap[0].leaked}/{N} leaked")

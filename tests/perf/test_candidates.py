@@ -100,3 +100,11 @@ def test_options_set_explicitly_bypass_the_declaration():
     configured = Settings(selected=(rule.code,), rule_options={rule.code: {"anything": 1}})
     assert candidates.filter_rules(b"x = 1\n", [rule], plain) == []
     assert candidates.filter_rules(b"x = 1\n", [rule], configured) == [rule]
+
+
+def test_words_in_comments_do_not_count_but_strings_keep_them_conservative():
+    word = candidates.Word("exit")
+    assert not word.holds(FileText(b"x = 1  # early exit here\n"))
+    assert word.holds(FileText(b"s = '#'; exit(1)\n"))  # a quote before: cannot tell, keep it
+    assert word.holds(FileText(b'x = """\n# text """; exit()\n'))
+    assert not word.holds(FileText(b'x = """\n# text and exit\n"""\n'))

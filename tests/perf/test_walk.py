@@ -1,0 +1,101 @@
+"""``traversal.walk`` must call on_visit/on_leave on exactly the nodes, in exactly the
+order, that libcst's ``CSTNode.visit`` does (it replaces it in facts and the rule pass)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from shutdown_lint import registry
+from shutdown_lint.traversal import walk
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# every statement and expression form, with comments, parens and odd whitespace
+EVERYTHING = '''
+"""doc"""
+from __future__ import annotations
+import os, sys as system
+from . import (a as b, c)  # comment
+from ..pkg.mod import *
+@decorator(arg)
+@ other . attr
+class K(Base, metaclass=M):
+    x: int = 1
+    async def m(self, a, /, b: int = 2, *args, c, d=3, **kw) -> "R":
+        async with open(a) as f, g() as (h, i):
+            pass
+        async for j in k:
+            await j
+        return [y async for y in z if y] or {q: w for q, w in e} or {s for s in t}
+def f(*, k=lambda x, *y, **z: (x, y, z)):
+    global G
+    def inner():
+        nonlocal k
+    try:
+        x = yield from g
+    except (A, B) as e:
+        raise C from e
+    else:
+        del x[1:2, ::3], y.z
+    finally:
+        assert x, "m"
+    try:
+        pass
+    except* D:
+        pass
+    while not a and b or c:
+        break
+    else:
+        continue
+    for i, *rest in enumerate(x): print(i, *rest, **kw, sep="")
+    if a if b else c: pass
+    elif (n := 10) > 5 >= 4 != 3 is not None in [1]: ...
+    else: x += -~+1 ** 2 // 3 @ m % 4 << 5 >> 6 & 7 | 8 ^ 9
+    with (a as b, c): return f"{x!r:>{w}} {y=}" "s" r"r", b"b" rb"r"
+    match p:
+        case [1, *r] | {"k": v, **kw} | Point(x=0, y=_) if v: pass
+        case str() as s: pass
+    t = (1,), [], {}, {1: 2, **d}, ..., a[b](c).d
+type Alias[T: int = str] = list[T]
+def g[T, *Ts, **P](x: T) -> T: ...
+'''
+
+
+class Recorder(cst.CSTVisitor):
+    def __init__(self, prune: type | None = None) -> None:
+        self.events: list[tuple[str, int]] = []
+        self.prune = prune
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.events.append(("visit", id(node)))
+        return not (self.prune is not None and isinstance(node, self.prune))
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.events.append(("leave", id(original_node)))
+
+
+def _sources():
+    yield "everything", EVERYTHING
+    for rule in registry.all_rules():
+        valid, invalid = rule.examples()
+        for i, ex in enumerate([*valid, *invalid]):
+            yield f"{rule.code}-{i}", ex.code
+    for path in sorted((ROOT / "examples").rglob("*.py")) + sorted((ROOT / "shutdown_lint").glob("*.py")):
+        yield str(path.relative_to(ROOT)), path.read_text()
+
+
+@pytest.mark.parametrize("prune", [None, cst.FunctionDef, cst.Call], ids=["full", "prune-def", "prune-call"])
+def test_walk_matches_libcst_visit(prune):
+    for name, code in _sources():
+        try:
+            module = cst.parse_module(code)
+        except cst.ParserSyntaxError:
+            assert name != "everything", "the all-syntax snippet must parse"
+            continue
+        expected, got = Recorder(prune), Recorder(prune)
+        module.visit(expected)
+        walk(module, got)
+        assert got.events == expected.events, name
