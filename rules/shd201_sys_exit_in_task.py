@@ -207,7 +207,7 @@ class SysExitInTask(Rule):
             import runtime_guard
 
             def save(path):
-                runtime_guard.hard_exit()
+                runtime_guard.hard_exit(0)
 
             async def main():
                 await aio.to_thread(save, "x")
@@ -224,7 +224,7 @@ class SysExitInTask(Rule):
             import runtime_guard
 
             async def handler(request):
-                runtime_guard.hard_exit()  # keep this comment
+                runtime_guard.hard_exit(0)  # keep this comment
             """,
             count=1,
         ),
@@ -238,7 +238,7 @@ class SysExitInTask(Rule):
         if reason is None:
             return
         fix = Fix.safe(
-            Replace(node, guard_call("hard_exit", strip_trailing_comma(node.args))),
+            Replace(node, guard_call("hard_exit", _exit_args(node.args))),
             _imp(),
             message="Replace with `runtime_guard.hard_exit()`",
         )
@@ -254,7 +254,7 @@ class SysExitInTask(Rule):
         reason = self._reason(node)
         if reason is None:
             return
-        args: Sequence[cst.Arg] = strip_trailing_comma(exc.args) if isinstance(exc, cst.Call) else []
+        args = _exit_args(exc.args if isinstance(exc, cst.Call) else [])
         fix = None
         parent = self.facts.parent(node)
         if isinstance(parent, cst.SimpleStatementLine):
@@ -293,6 +293,13 @@ class SysExitInTask(Rule):
             return ("in a function run in an executor: SystemExit is stored in the future and the "
                     "process goes on")
         return None
+
+
+def _exit_args(args: Sequence[cst.Arg]) -> list[cst.Arg]:
+    """``sys.exit()`` exits 0 but ``hard_exit()`` defaults to 1: spell the 0 out."""
+    if not args:
+        return [cst.Arg(cst.Integer("0"))]
+    return strip_trailing_comma(args)
 
 
 def _callee_text(node: cst.Call) -> str:

@@ -38,12 +38,26 @@ def flush_all() -> None:
                 pass
 
 
-def hard_exit(code: int = 1) -> NoReturn:
+def hard_exit(code: "int | str | None" = 1) -> NoReturn:
     """Flush stdio and logging, then ``os._exit(code)``.
+
+    ``code`` means what it means to ``sys.exit``: ``None`` is status 0, an integer is the
+    status, anything else is printed to stderr and gives status 1 (so ``sys.exit(x)`` can be
+    replaced by ``hard_exit(x)`` without changing what the caller of the process sees).
 
     Safe from any thread, task, signal handler or done-callback: it never runs atexit hooks,
     never joins threads and never waits more than ~2 s on a handler lock.
     """
+    if code is None:
+        status = 0
+    elif isinstance(code, int) and not isinstance(code, bool):
+        status = code & 0xFF
+    else:
+        status = 1
+        try:
+            print(code, file=sys.stderr)
+        except Exception:
+            pass
     try:
         flusher = threading.Thread(target=flush_all, name="runtime_guard-flush", daemon=True)
         flusher.start()
@@ -51,4 +65,4 @@ def hard_exit(code: int = 1) -> NoReturn:
     except Exception:
         # No threads available (interpreter shutting down, after fork...): flush inline.
         flush_all()
-    os._exit(int(code) & 0xFF if isinstance(code, int) else 1)
+    os._exit(status)

@@ -17,7 +17,6 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from . import candidates as candidate_stage
 from . import registry, suppression
 from .diagnostic import Diagnostic, FileResult
-from .edits import apply_fixes, text_edits
 from .facts import ModuleFacts
 from .rule import Applicability, Finding, Rule
 from .settings import Settings
@@ -118,6 +117,10 @@ class Analysis:
         if finding.fix is not None:
             edits: list[dict] = []
             if with_edits:
+                # edits imports libcst.codemod, whose libcst.matchers import costs ~0.9 s:
+                # paid only by a process that renders a fix
+                from .edits import apply_fixes, text_edits
+
                 try:
                     fixed = apply_fixes(self.module, [finding.fix]).code
                     edits = text_edits(self.text, fixed)

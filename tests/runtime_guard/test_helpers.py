@@ -92,7 +92,9 @@ def test_set_default_policy_roundtrip() -> None:
 def test_supervise_loop_in_thread_without_main_task_interrupts_main_thread() -> None:
     r = run_code("""
         import asyncio, threading, time, runtime_guard
+        main_waits = threading.Event()
         async def boom():
+            await asyncio.to_thread(main_waits.wait, 10)  # fail only once main is inside `try`
             raise RuntimeError('engine dead')
         def loop_thread():
             loop = asyncio.new_event_loop()
@@ -100,6 +102,7 @@ def test_supervise_loop_in_thread_without_main_task_interrupts_main_thread() -> 
             loop.run_forever()
         threading.Thread(target=loop_thread, daemon=True).start()
         try:
+            main_waits.set()
             time.sleep(30)
             print('slept through')
         except KeyboardInterrupt:
@@ -226,7 +229,7 @@ def test_shutdown_process_pool_leaves_no_workers() -> None:
     r = run_code("""
         import concurrent.futures as cf, os, time, runtime_guard
         ex = cf.ProcessPoolExecutor(2)
-        futs = [ex.submit(time.sleep, 60) for _ in range(4)]
+        futs = [ex.submit(time.sleep, 60) for _ in range(8)]  # 2 run, <= 3 sit in the call queue
         time.sleep(1.0)
         pids = list(ex._processes)
         runtime_guard.shutdown_executor(ex)
