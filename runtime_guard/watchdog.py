@@ -560,6 +560,14 @@ def summary() -> Dict[str, Any]:
         }
 
 
+def reset_summary() -> None:
+    """Forget the stalls counted so far (tests that plant stalls on purpose use this)."""
+    global _count
+    with _history_lock:
+        _count = 0
+        _worst.clear()
+
+
 def _log_summary() -> None:
     try:
         s = summary()
