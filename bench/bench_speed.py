@@ -62,7 +62,8 @@ def run(cmd: list[str], *, cwd: Path, env: dict | None = None, out: str = os.dev
         raise SystemExit(f"wrapper failed for {cmd}: {proc.stderr[-2000:]}")
     res = json.loads(proc.stdout.strip().splitlines()[-1])
     if res["rc"] not in (0, 1):
-        raise SystemExit(f"{' '.join(cmd)} exited {res['rc']}:\n{res['stderr']}")
+        shown = " ".join(cmd[:12]) + (f" ... ({len(cmd) - 12} more)" if len(cmd) > 12 else "")
+        raise SystemExit(f"{shown} exited {res['rc']}:\n{res['stderr']}")
     return res
 
 
@@ -109,6 +110,8 @@ def main() -> None:
     ap.add_argument("--check-candidates", action="store_true",
                     help="also lint the corpus with the candidate stage off and compare")
     ap.add_argument("--peer-every", type=int, default=60, help="Fixit/flake8-async subset: every Nth file")
+    ap.add_argument("--candidates-only", action="store_true",
+                    help="only the candidate check: cold -j2 with the stage on and off, compared")
     ap.add_argument("--json", help="write the rows here")
     args = ap.parse_args()
 
@@ -127,6 +130,14 @@ def main() -> None:
               "(columns: wall, CPU of the command's processes, peak RSS of its largest process)")
         t = Table()
         targets: list[tuple[str, bool, str]] = []
+        if args.candidates_only:
+            out_json = work / "shd-cold.json"
+            r = run(shutdown_lint("--no-cache", "-j", "2", "--output-format", "json", *rel), cwd=root,
+                    out=str(out_json))
+            t.result("shutdown-lint cold -j2", r, note=f"{n_lines / r['wall']:,.0f} lines/s")
+            _check_candidates(t, targets, out_json, rel, root, work)
+            _print_targets(targets)
+            return
 
         # ---------------------------------------------------------------- ruff
         ruff_cache = work / "ruff-cache"
@@ -203,23 +214,7 @@ def main() -> None:
 
         # ---------------------------------------------------------------- candidate check
         if args.check_candidates:
-            off_json = work / "shd-nocand.json"
-            env = dict(os.environ, SHUTDOWN_LINT_CANDIDATES="0")
-            r = run(shutdown_lint("--no-cache", "-j", "2", "--output-format", "json", *rel), cwd=root, env=env,
-                    out=str(off_json))
-            t.result("shutdown-lint cold -j2, candidate stage OFF", r)
-            on, off = _findings(out_json), _findings(off_json)
-            lost = sorted(set(off) - set(on))
-            extra = sorted(set(on) - set(off))
-            files_lost = sorted({k[0] for k in lost})
-            print(f"  candidate check: {len(off)} findings without the stage, {len(on)} with; "
-                  f"files where the stage drops a finding: {len(files_lost)}")
-            for f in files_lost[:20]:
-                print(f"    LOST in {f}: {[k for k in lost if k[0] == f][:3]}")
-            if extra:
-                print(f"    (findings only with the stage: {len(extra)}; should be 0)")
-            targets.append(("candidate stage drops no finding on the corpus", not lost and not extra,
-                            f"{len(files_lost)} files"))
+            _check_candidates(t, targets, out_json, rel, root, work)
 
         # ---------------------------------------------------------------- ratios and targets
         ruff_cold, ruff_cached = t.seconds("ruff cold (--no-cache)"), t.seconds("ruff cached")
@@ -238,14 +233,39 @@ def main() -> None:
         targets.append(("pre-commit 20 files < 1 s", pre < 1.0, f"{pre:.2f} s"))
         targets.append(("peak memory independent of corpus size (full <= 1.25x half)",
                         peak_full <= 1.25 * peak_half, f"{peak_full:.0f} MB full, {peak_half:.0f} MB half"))
-        width = max(len(n) for n, _, _ in targets)
-        for name, ok, value in targets:
-            print(f"  {'PASS' if ok else 'MISS'}  {name:<{width}}  {value}")
+        _print_targets(targets)
         if args.json:
             Path(args.json).write_text(json.dumps({"rows": t.rows, "targets": [
                 {"name": n, "ok": ok, "value": v} for n, ok, v in targets]}, indent=2))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _print_targets(targets: list[tuple[str, bool, str]]) -> None:
+    width = max(len(n) for n, _, _ in targets)
+    for name, ok, value in targets:
+        print(f"  {'PASS' if ok else 'MISS'}  {name:<{width}}  {value}")
+
+
+def _check_candidates(t: Table, targets: list, out_json: Path, rel: list[str], root: Path, work: Path) -> None:
+    """Lint the corpus again with the candidate stage off; every finding must match."""
+    off_json = work / "shd-nocand.json"
+    env = dict(os.environ, SHUTDOWN_LINT_CANDIDATES="0")
+    r = run(shutdown_lint("--no-cache", "-j", "2", "--output-format", "json", *rel), cwd=root, env=env,
+            out=str(off_json))
+    t.result("shutdown-lint cold -j2, candidate stage OFF", r)
+    on, off = _findings(out_json), _findings(off_json)
+    lost = sorted(set(off) - set(on))
+    extra = sorted(set(on) - set(off))
+    files_lost = sorted({k[0] for k in lost})
+    print(f"  candidate check: {len(off)} findings without the stage, {len(on)} with; "
+          f"files where the stage drops a finding: {len(files_lost)}")
+    for f in files_lost[:20]:
+        print(f"    LOST in {f}: {[k for k in lost if k[0] == f][:3]}")
+    if extra:
+        print(f"    (findings only with the stage: {len(extra)}; should be 0)")
+    targets.append(("candidate stage drops no finding on the corpus", not lost and not extra,
+                    f"{len(files_lost)} files"))
 
 
 def _findings(path: Path) -> list[tuple]:

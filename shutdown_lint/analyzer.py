@@ -57,6 +57,7 @@ def prefilter(source: bytes, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
 
 
 def parse(source: bytes, path: str) -> cst.Module:
+    _check_nesting(source, path)
     try:
         return cst.parse_module(source)
     except cst.ParserSyntaxError as e:
@@ -69,6 +70,28 @@ def parse(source: bytes, path: str) -> cst.Module:
         raise AnalysisError(f"{path}:{line}:1: cannot decode file: {e}") from None
     except Exception as e:  # libcst raises a few other types on odd input (e.g. NUL bytes)
         raise AnalysisError(f"{path}:1:1: cannot parse file: {type(e).__name__}: {e}".splitlines()[0]) from None
+
+
+#: libcst's native parser overflows the C stack (SIGSEGV) at ~6000 nested levels, and is
+#: quadratic well before; a level costs at least 2 bytes (``a.b.b``), so smaller files are safe.
+_NESTING_CHECK_MIN_BYTES = 8000
+
+
+def _check_nesting(source: bytes, path: str) -> None:
+    """Reject what CPython itself cannot compile for depth, before libcst crashes on it."""
+    if len(source) < _NESTING_CHECK_MIN_BYTES:
+        return
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (RecursionError, MemoryError):
+        raise AnalysisError(f"{path}:1:1: file too deeply nested to parse (Python's own parser gives up)") from None
+    except Exception:
+        return  # syntax errors (or newer syntax than this Python's) are libcst's to judge
 
 
 @dataclass
@@ -160,7 +183,10 @@ def analyze(source: bytes, path: str, settings: Settings, rules: Optional[Sequen
     if not candidates:
         return None
     module = parse(source, path)
-    facts = ModuleFacts.build(module, path)
+    try:
+        facts = ModuleFacts.build(module, path)
+    except RecursionError:
+        raise AnalysisError(f"{path}:1:1: file too deeply nested to analyse (recursion limit)") from None
     findings: list[Finding] = []
     instances = [r(facts, settings, findings) for r in candidates]
     try:
@@ -180,6 +206,14 @@ def lint_source(source: bytes, path: str, settings: Settings, *, fix_edits: bool
     if analysis is None:
         return result
     result.parsed = True
+    try:
+        _collect(analysis, result, path, fix_edits)
+    except RecursionError:  # positions and rendering recurse over the tree (libcst codegen)
+        return FileResult(path, error=f"{path}:1:1: file too deeply nested to analyse (recursion limit)")
+    return result
+
+
+def _collect(analysis: Analysis, result: FileResult, path: str, fix_edits: bool) -> None:
     findings = analysis.active_findings()
     result.diagnostics = [analysis.diagnostic(f, with_edits=fix_edits) for f in findings]
     if analysis.findings:
@@ -188,7 +222,6 @@ def lint_source(source: bytes, path: str, settings: Settings, *, fix_edits: bool
     elif "noqa" in analysis.text or "shutdown-lint" in analysis.text:
         for line, code in analysis.suppressions.unknown:
             result.warnings.append(f"{path}:{line}:1: unknown rule {code!r} in a suppression comment")
-    return result
 
 
 def is_applicable(finding: Finding, unsafe: bool) -> bool:

@@ -1,29 +1,33 @@
 """The candidate stage: a cheap, conservative test that runs before libcst.
 
-The text pre-filter (``Rule.triggers``) passes a third of a large code base; parsing
-that third with libcst is still ~27x slower than ruff. Most of those files cannot
-produce a finding: ``SystemExit`` appears, but in no coroutine or thread target;
-``ray`` and ``get`` appear, but never ``ray.get``. A candidate declaration states a
-*necessary* condition for a rule to report anything in a file, as a formula over the
-identifier words of the file's text (comments and strings included, which only makes
-it more permissive), with an optional regular expression for what is not a word
-(a bare ``except:``). Tokenising a file into its set of identifiers costs ~1/100 of
-a libcst parse.
+The text pre-filter (``Rule.triggers``, substrings) passes 70% of the lines of a large
+code base (``get``, ``run(``, ``remote`` are everywhere); parsing that with libcst is
+~27x ruff before any rule runs. Most of those files cannot produce a finding:
+``SystemExit`` appears, but in no coroutine or thread target; ``ray`` and ``get``
+appear, but never ``ray.get``. A candidate declaration states a *necessary* condition
+for a rule to report anything in a file, as a formula over the file's identifier
+words (``Word``, ``qualified``/``ModuleAttr``, ``WordThen``, ``All``, ``AnyOf``),
+checked with ``bytes.find`` plus a boundary test: ~1/100 of a libcst parse.
 
-Soundness argument (why no finding is lost): the facts resolve names only through
-the module's own imports and attribute chains, so every qualified name a rule can
-see ends with an identifier written literally in the file (at the use site, or in
-the ``import`` that binds an alias), and a module-level function ``pkg.f`` also needs
-the word ``pkg`` (the import names it). A declaration lists those words.
+Soundness argument (why no finding is lost): the facts resolve names only through the
+module's own imports and attribute chains, so every qualified name a rule can see ends
+with an identifier written literally in the file (at the use site, or in the
+``import`` that binds an alias), and a module-level name ``pkg.f`` also needs ``pkg``
+spelled out or aliased (``ModuleAttr``). Words inside comments do not count (a ``#``
+with no quote before it on the line: the word is in a comment, or in a string that
+cannot have closed; neither resolves to a name). Words inside strings do count, which
+only makes the test more permissive.
 
 Declarations live on the rule (``candidate = All(...)``, see ``Rule.candidate``) or,
-for rules that do not declare one, in ``DECLARATIONS`` below, keyed by rule code. A
-rule with neither is always a candidate. A rule whose options are set explicitly in
-the settings is always a candidate too: its vocabulary may name words the
-declaration does not know.
+for rules that do not declare one, in ``_declarations()`` below, keyed by rule code
+(an entry may be a function of the rule class, to follow an option's default). A rule
+with neither is always a candidate. A rule whose options are set explicitly in the
+settings is always a candidate too: its vocabulary may name words the declaration does
+not know.
 
-Disable the stage with ``SHUTDOWN_LINT_CANDIDATES=0`` or ``with disabled():`` (tests
-compare both ways and must get identical diagnostics).
+Disable the stage with ``SHUTDOWN_LINT_CANDIDATES=0`` or ``with disabled():``;
+tests/perf/test_candidates.py and ``bench/bench_speed.py --check-candidates`` compare
+both ways and must get identical diagnostics.
 
 This module must stay cheap to import: no libcst.
 """
@@ -62,7 +66,7 @@ def _in_comment(src: bytes, i: int) -> bool:
     """Offset ``i`` is certainly not code: a ``#`` precedes it on its line and no quote
     does. Then either the ``#`` opens a comment, or the line is inside a multi-line
     string that cannot have closed before ``i``; names in either never resolve."""
-    start = src.rfind(b"\n", 0, i) + 1
+    start = max(src.rfind(b"\n", 0, i), src.rfind(b"\r", 0, i)) + 1  # "\r" alone ends a line too
     return src.find(b"#", start, i) >= 0 and src.find(b'"', start, i) < 0 and src.find(b"'", start, i) < 0
 
 

@@ -172,7 +172,8 @@ def _main(argv: list[str]) -> int:
     )
     from .runner import Mode
 
-    mode = Mode(fix=args.fix and not args.diff, unsafe=args.unsafe_fixes, diff=args.diff)
+    mode = Mode(fix=args.fix and not args.diff, unsafe=args.unsafe_fixes, diff=args.diff,
+                edits=fmt in ("json", "sarif"))
     if stdin:
         return _run_stdin(args, settings, mode, fmt, cfg, catalogue)
     return _run_files(args, settings, mode, fmt, cfg, catalogue, cache_dir if use_cache else None)
@@ -209,7 +210,8 @@ def _run_files(args, settings, mode, fmt, cfg, catalogue, cache_dir) -> int:
             except OSError:
                 st = None
             hit = cache.lookup(f.abspath, st) if st is not None else None
-            if hit is not None and not (mode.fixing and has_applicable_fix(hit, mode.unsafe)):
+            if hit is not None and not (mode.fixing and has_applicable_fix(hit, mode.unsafe)) \
+                    and not (mode.edits and _lacks_edits(hit)):
                 results[f.abspath] = FileResult.from_dict(restore_path(hit, f.display))
                 continue
             entry = cache.entry(f.abspath)
@@ -281,6 +283,12 @@ def _run_files(args, settings, mode, fmt, cfg, catalogue, cache_dir) -> int:
     _emit_notes(errors, notes, args.quiet)
     _render(args, report, fmt)
     return _exit_code(args, report, failed)
+
+
+def _lacks_edits(result: dict) -> bool:
+    """A cached result made for a format that does not print fix edits (they are rendered
+    only when needed) cannot serve json/sarif output."""
+    return any(d.get("fix") is not None and not d["fix"].get("edits") for d in result.get("diagnostics", []))
 
 
 def _cache_fingerprint(settings) -> str:

@@ -73,6 +73,8 @@ class _Apply(cst.CSTTransformer):
 
     def on_leave(self, original_node, updated_node):  # type: ignore[override]
         result = self.replace.get(original_node, updated_node)
+        if result is not updated_node:
+            result = _keep_commented_parens(original_node, result)
         before = self.before.get(original_node)
         after = self.after.get(original_node)
         if before or after:
@@ -93,6 +95,21 @@ class _Apply(cst.CSTTransformer):
         return result
 
 
+def _keep_commented_parens(original: cst.CSTNode, new: object) -> object:
+    """Parentheses belong to the expression node they wrap, so replacing ``(\n f()  # why\n)``
+    would drop them and the comments inside; carry them over to a paren-less replacement."""
+    lpar = getattr(original, "lpar", None)
+    if not lpar or not isinstance(new, cst.CSTNode) or not hasattr(new, "lpar") or new.lpar:
+        return new
+    empty = cst.Module([])
+    if not any("#" in empty.code_for_node(p) for p in (*lpar, *original.rpar)):  # type: ignore[attr-defined]
+        return new
+    try:
+        return new.with_changes(lpar=lpar, rpar=original.rpar)  # type: ignore[attr-defined]
+    except Exception:
+        return new
+
+
 def apply_fixes(module: cst.Module, fixes: Sequence[Fix]) -> cst.Module:
     new = module.visit(_Apply(fixes))
     imports = [e for fix in fixes for e in fix.edits if isinstance(e, AddImport)]
@@ -100,8 +117,30 @@ def apply_fixes(module: cst.Module, fixes: Sequence[Fix]) -> cst.Module:
         context = CodemodContext()
         for imp in imports:
             AddImportsVisitor.add_needed_import(context, imp.module, imp.obj, imp.asname)
-        new = AddImportsVisitor(context).transform_module(new)
+        new = _add_imports(new, context)
     return new
+
+
+def _is_header_statement(stmt: cst.CSTNode) -> bool:
+    """A docstring or an import: what AddImportsVisitor reads and inserts after."""
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return False
+    return all(isinstance(s, (cst.Import, cst.ImportFrom))
+               or isinstance(s, cst.Expr) and isinstance(s.value, (cst.SimpleString, cst.ConcatenatedString))
+               for s in stmt.body)
+
+
+def _add_imports(module: cst.Module, context: CodemodContext) -> cst.Module:
+    # AddImportsVisitor only reads the leading docstring/import block and inserts right
+    # after it, but copies and walks the whole module (a minute on a 50k-line file):
+    # run it on the head (that block and the statement after it) and splice the tail back.
+    body = list(module.body)
+    k = 0
+    while k < len(body) and _is_header_statement(body[k]):
+        k += 1
+    head, tail = body[: k + 1], body[k + 1:]
+    done = AddImportsVisitor(context).transform_module(module.with_changes(body=head))
+    return done.with_changes(body=[*done.body, *tail])
 
 
 def text_edits(old: str, new: str) -> list[dict]:

@@ -70,6 +70,13 @@ def _try(analysis: Analysis, batch: list[Finding], settings: Settings, path: str
 def fix_source(source: bytes, path: str, settings: Settings, *, unsafe: bool = False) -> FixOutcome:
     """Apply safe (and with ``unsafe``, unsafe) fixes. Raises ``AnalysisError`` when the
     original does not parse."""
+    try:
+        return _fix_source(source, path, settings, unsafe)
+    except RecursionError:  # a tree deep enough to pass the parser but not libcst's rendering
+        raise AnalysisError(f"{path}:1:1: file too deeply nested to fix (recursion limit)") from None
+
+
+def _fix_source(source: bytes, path: str, settings: Settings, unsafe: bool) -> FixOutcome:
     outcome = FixOutcome(source)
     analysis = analyze(source, path, settings)
     rejected: set[tuple[str, str]] = set()

@@ -32,6 +32,8 @@ class Mode:
     unsafe: bool = False
     #: compute the fixes but write nothing; FileResult.diff holds the unified diff
     diff: bool = False
+    #: render each fix's text edits (json/sarif print them; rendering costs a module transform)
+    edits: bool = False
 
     @property
     def fixing(self) -> bool:
@@ -103,7 +105,7 @@ def process_file(job: Job, settings: Settings, mode: Mode) -> Outcome:
 
     from .analyzer import AnalysisError, lint_source
 
-    result = lint_source(snap.data, job.path, settings)
+    result = lint_source(snap.data, job.path, settings, fix_edits=mode.edits)
     if not result.parsed and result.error is None:
         result.error = syntax_error(snap.data, job.path)
     if not mode.fixing or result.error or not has_applicable_fix(result.to_dict(), mode.unsafe):
@@ -118,7 +120,7 @@ def process_file(job: Job, settings: Settings, mode: Mode) -> Outcome:
     if fixed.source == snap.data:
         result.warnings.extend(fixed.warnings)
         return Outcome(result, None)
-    after = lint_source(fixed.source, job.path, settings)
+    after = lint_source(fixed.source, job.path, settings, fix_edits=mode.edits)
     after.fixed = fixed.applied
     after.warnings = fixed.warnings + after.warnings
     if mode.diff:
@@ -203,7 +205,9 @@ def run(jobs: Sequence[Job], settings: Settings, mode: Mode, n_jobs: int,
     from . import analyzer  # noqa: F401  - imported once here, inherited by forked workers
 
     results: dict[int, Outcome] = {}
-    pending = list(range(len(jobs)))
+    # largest files first: per-file cost is very skewed (one big file with findings can
+    # cost a third of a run), and starting it last leaves the other workers idle
+    pending = sorted(range(len(jobs)), key=lambda i: -_size(jobs[i].abspath))
     isolate: list[int] = []
     while pending or isolate:
         for i in isolate:  # suspects of a crash, each in a process of its own
@@ -227,6 +231,13 @@ def run(jobs: Sequence[Job], settings: Settings, mode: Mode, n_jobs: int,
         suspects = 2 * n_jobs + 2
         isolate, pending = broken[:suspects], broken[suspects:]
     return [results[i] for i in range(len(jobs))]
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def _run_isolated(job: Job, settings: Settings, mode: Mode) -> Outcome:

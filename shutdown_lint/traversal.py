@@ -27,21 +27,27 @@ from .rule import Rule
 # dispatched them to rules. The walk is iterative: no recursion limit.
 
 _FIELD_RE = re.compile(
-    r'visit_(?:required|optional|sentinel|sequence|iterable|body_sequence|body_iterable)\(\s*self,\s*"(\w+)"'
+    r'visit_(required|optional|sentinel|sequence|iterable|body_sequence|body_iterable)\(\s*self,\s*"(\w+)"'
 )
-_ORDER: dict[type, tuple[str, ...] | None] = {}
+_SEQUENCE_HELPERS = frozenset({"sequence", "iterable", "body_sequence", "body_iterable"})
+#: per class: ((field name, is_sequence), ...) in visiting order, or None (unreadable)
+_ORDER: dict[type, tuple[tuple[str, bool], ...] | None] = {}
 
 
-def _child_fields(cls: type) -> tuple[str, ...] | None:
-    """Field names in libcst's visiting order; None when they cannot be read (then
-    ``node.children``, exact but slow, is used)."""
+def _child_fields(cls: type) -> tuple[tuple[str, bool], ...] | None:
+    """Field names in libcst's visiting order, each with whether it holds a sequence
+    (a field visited both ways, like ``ImportFrom.names``, counts as single and is
+    checked per value); None when they cannot be read (then ``node.children``, exact
+    but slow, is used)."""
     try:
         return _ORDER[cls]
     except KeyError:
         pass
     try:
-        names = _FIELD_RE.findall(inspect.getsource(cls._visit_and_replace_children))
-        order: tuple[str, ...] | None = tuple(dict.fromkeys(names))
+        kinds: dict[str, set[bool]] = {}
+        for helper, name in _FIELD_RE.findall(inspect.getsource(cls._visit_and_replace_children)):
+            kinds.setdefault(name, set()).add(helper in _SEQUENCE_HELPERS)
+        order: tuple[tuple[str, bool], ...] | None = tuple((n, k == {True}) for n, k in kinds.items())
     except (OSError, TypeError):
         order = None
     _ORDER[cls] = order
@@ -50,16 +56,19 @@ def _child_fields(cls: type) -> tuple[str, ...] | None:
 
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """``node.children`` without rebuilding ``node``."""
-    order = _child_fields(type(node))
+    order = _ORDER.get(type(node)) or _child_fields(type(node))
     if order is None:
         return list(node.children)
     out: list[cst.CSTNode] = []
-    for name in order:
+    for name, is_sequence in order:
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
+        if is_sequence:
+            if value:  # a sequence field may be None (FormattedStringExpression.format_spec)
+                out.extend(value)
+        elif isinstance(value, cst.CSTNode):
             out.append(value)
         elif isinstance(value, (list, tuple)):
-            out.extend(v for v in value if isinstance(v, cst.CSTNode))
+            out.extend(value)
     return out
 
 

@@ -108,3 +108,13 @@ def test_words_in_comments_do_not_count_but_strings_keep_them_conservative():
     assert word.holds(FileText(b"s = '#'; exit(1)\n"))  # a quote before: cannot tell, keep it
     assert word.holds(FileText(b'x = """\n# text """; exit()\n'))
     assert not word.holds(FileText(b'x = """\n# text and exit\n"""\n'))
+
+
+def test_candidate_module_is_cheap_to_import():
+    import subprocess
+    import sys
+
+    code = "import sys, shutdown_lint.candidates; print('libcst' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"

@@ -37,6 +37,8 @@ ALL_CODES = tuple(r.code for r in registry.all_rules())
 #: every rule on every file: the pre-filter must not hide a crash in a rule
 SETTINGS = Settings(selected=ALL_CODES, target_version="py312", prefilter=False)
 SETTINGS_PY310 = Settings(selected=ALL_CODES, target_version="py310", prefilter=False)
+#: what the command line runs: the text pre-filter and the candidate stage must lose nothing
+SETTINGS_FILTERED = Settings(selected=ALL_CODES, target_version="py312", prefilter=True)
 
 # ---------------------------------------------------------------------------- hazards
 
@@ -321,7 +323,7 @@ def decorate(draw, code: str) -> str:
         text = "\n\n  # leading\n" + text
     if draw(st.booleans()) and not text.endswith("\n\n"):
         text = text.rstrip("\n") if draw(st.booleans()) else text + "\n\n"
-    newline = draw(st.sampled_from(("\n", "\n", "\r\n")))
+    newline = draw(st.sampled_from(("\n", "\n", "\n", "\r\n", "\r")))
     if newline != "\n":
         text = text.replace("\n", newline)
     return text
@@ -386,6 +388,7 @@ class Report:
     lost_comments: list[str] = field(default_factory=list)
     not_idempotent: list[str] = field(default_factory=list)
     findings_left: list[str] = field(default_factory=list)  # a claimed fix did not remove its finding
+    prefilter_lost: list[str] = field(default_factory=list)  # the pre-filter hid a finding
     findings: int = 0
     fixes_applied: int = 0
     fixes_skipped: int = 0
@@ -393,7 +396,7 @@ class Report:
     @property
     def problems(self) -> list[str]:
         return [*self.crashes, *self.analysis_errors, *self.unparsable, *self.lost_comments,
-                *self.not_idempotent, *self.findings_left]
+                *self.not_idempotent, *self.findings_left, *self.prefilter_lost]
 
 
 def _fixable(result, unsafe: bool = True) -> int:
@@ -420,6 +423,16 @@ def check(data: bytes, settings: Settings = SETTINGS, *, expect_parse: bool = Tr
             rep.analysis_errors.append(f"analysis error on valid input: {before.error}")
         return rep
     rep.findings = len(before.diagnostics)
+    if settings.selected == SETTINGS.selected and not settings.prefilter:
+        try:
+            filtered = lint_source(data, "fuzz.py", SETTINGS_FILTERED)
+        except Exception:
+            rep.crashes.append("lint_source (pre-filter on) raised:\n" + traceback.format_exc())
+            return rep
+        key = lambda d: (d.line, d.column, d.code)  # noqa: E731
+        lost = sorted(set(map(key, before.diagnostics)) - set(map(key, filtered.diagnostics)))
+        if lost and settings.target_version == SETTINGS_FILTERED.target_version:
+            rep.prefilter_lost.append(f"findings hidden by the pre-filter/candidate stage: {lost}")
     try:
         outcome = fix_source(data, "fuzz.py", settings, unsafe=True)
     except Exception:
