@@ -5,7 +5,7 @@ from typing import Optional, Sequence
 import libcst as cst
 
 from shutdown_lint import facts as F
-from shutdown_lint.rule import Fix, Invalid, Replace, Rule, Valid
+from shutdown_lint.rule import Fix, Invalid, Replace, Rule
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call, strip_trailing_comma
 

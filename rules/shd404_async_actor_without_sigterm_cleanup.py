@@ -5,7 +5,7 @@ from typing import Optional
 import libcst as cst
 
 from shutdown_lint.facts import ClassInfo, FunctionInfo
-from shutdown_lint.rule import Fix, InsertAfter, InsertBefore, Invalid, Option, Replace, Rule, Valid
+from shutdown_lint.rule import Fix, InsertAfter, InsertBefore, Invalid, Option, Replace, Rule
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
 from ._vocabulary import RESOURCE_WORDS, identifier_words, mentions

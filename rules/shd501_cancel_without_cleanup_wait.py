@@ -4,7 +4,7 @@ from typing import Optional
 
 import libcst as cst
 
-from shutdown_lint.rule import Fix, InsertAfter, InsertBefore, Invalid, Option, Replace, Rule, Valid
+from shutdown_lint.rule import Fix, InsertAfter, InsertBefore, Invalid, Option, Replace, Rule
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
 from ._vocabulary import EXIT_CALLS, RAY_BOUNDED_WAIT_CALLS, RAY_GUARD_WAIT_CALLS

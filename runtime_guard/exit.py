@@ -4,8 +4,9 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import threading
 from typing import NoReturn
+
+from ._threads import daemon_thread
 
 __all__ = ["hard_exit", "flush_all"]
 
@@ -59,7 +60,7 @@ def hard_exit(code: "int | str | None" = 1) -> NoReturn:
         except Exception:
             pass
     try:
-        flusher = threading.Thread(target=flush_all, name="runtime_guard-flush", daemon=True)
+        flusher = daemon_thread(flush_all, "runtime_guard-flush")
         flusher.start()
         flusher.join(_FLUSH_TIMEOUT)
     except Exception:

@@ -5,12 +5,12 @@ import functools
 import logging
 import signal
 import sys
-import threading
 from types import TracebackType
 from typing import Any, Callable, Optional, Type, TypeVar
 
 from .exit import hard_exit
 from .signals import in_main_thread
+from ._threads import QuietTimer
 
 __all__ = ["on_interrupt"]
 
@@ -58,9 +58,7 @@ class on_interrupt:
                 signal.signal(signal.SIGTERM, _second)
             except Exception:
                 pass
-        timer = threading.Timer(self.timeout, self._timed_out)
-        timer.daemon = True
-        timer.name = "runtime_guard-cleanup-timeout"
+        timer = QuietTimer(self.timeout, self._timed_out, "runtime_guard-cleanup-timeout")
         timer.start()
         log.warning("runtime_guard: interrupted, running cleanup (Ctrl+C again to exit now)")
         try:

@@ -23,6 +23,7 @@ from . import watchdog as _watchdog
 from ._cancel import cancel_tree
 from .exit import hard_exit
 from .signals import in_main_thread
+from ._threads import QuietTimer
 
 __all__ = ["interruptible_get", "interruptible_get_async", "cancel_and_wait", "setup_worker", "cancel_loop_tasks"]
 
@@ -265,8 +266,7 @@ def _on_terminate(reason: str) -> None:
     timeout = _cleanup_timeout
     # Whatever Ray's exit path does next (it drains in-flight async tasks without a bound),
     # the process ends within the cleanup budget plus a margin.
-    killer = threading.Timer(timeout + 10.0, lambda: hard_exit(1))
-    killer.daemon = True
+    killer = QuietTimer(timeout + 10.0, lambda: hard_exit(1), "runtime_guard-exit-deadline")
     killer.start()
     try:
         n = cancel_loop_tasks(timeout)

@@ -15,6 +15,7 @@ from typing import Any, Literal, Optional, TypeVar, cast
 
 from ._cancel import is_cancelling
 from .exit import hard_exit
+from ._threads import QuietTimer
 
 __all__ = ["supervise", "set_default_policy", "get_default_policy", "Policy", "find_main_task"]
 
@@ -86,9 +87,7 @@ def _exit_if_loop_still_running(loop: asyncio.AbstractEventLoop, grace: float) -
         except Exception:
             pass
 
-    timer = threading.Timer(grace, check)
-    timer.daemon = True
-    timer.name = "runtime_guard-exit-grace"
+    timer = QuietTimer(grace, check, "runtime_guard-exit-grace")
     timer.start()
 
 

@@ -21,6 +21,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
 
 from .exit import hard_exit
 from .signals import in_main_thread
+from ._threads import QuietTimer, daemon_thread
 
 __all__ = ["install_distributed_teardown", "teardown"]
 
@@ -41,7 +42,7 @@ def _run_bounded(name: str, fn: Callable[[], Any], budget: float) -> bool:
             result.append(exc)
 
     t0 = time.monotonic()
-    th = threading.Thread(target=target, name=f"runtime_guard-{name}", daemon=True)
+    th = daemon_thread(target, f"runtime_guard-{name}")
     th.start()
     th.join(max(budget, 0.0))
     took = time.monotonic() - t0
@@ -112,9 +113,7 @@ def install_distributed_teardown(grace: float = 25.0, *, exit_code: int = 143,
     def on_sigterm(signum: int, frame: Any) -> None:
         if _state["running"]:
             return  # second SIGTERM while tearing down: keep going
-        killer = threading.Timer(grace * 0.9, lambda: hard_exit(exit_code))
-        killer.daemon = True
-        killer.name = "runtime_guard-teardown-deadline"
+        killer = QuietTimer(grace * 0.9, lambda: hard_exit(exit_code), "runtime_guard-teardown-deadline")
         killer.start()
         log.warning("runtime_guard: SIGTERM: tearing down torch.distributed (grace %.0fs)", grace)
         teardown(budget)

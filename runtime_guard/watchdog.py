@@ -34,6 +34,7 @@ from functools import lru_cache
 from typing import Any, Callable, Dict, List, Optional, Union
 
 from ._rules_hints import match_hint
+from ._threads import daemon_thread
 
 __all__ = [
     "StallReport", "LoopWatch", "watch_loop", "install", "uninstall", "is_installed", "summary",
@@ -271,7 +272,7 @@ class _Monitor:
 
     def ensure_thread(self) -> None:
         if self.thread is None or not self.thread.is_alive():
-            self.thread = threading.Thread(target=self.run, name="runtime_guard-watchdog", daemon=True)
+            self.thread = daemon_thread(self.run, "runtime_guard-watchdog")
             self.thread.start()
 
     def add(self, w: _Watched) -> None:

@@ -34,26 +34,37 @@ def popen_code(code: str, *, env: Optional[Dict[str, str]] = None, **kw: Any) ->
 
 
 def wait_for_line(proc: subprocess.Popen, needle: str, timeout: float = 60) -> List[str]:
-    """Read lines until one contains needle (the child prints it when ready)."""
+    """Read lines until one contains needle (the child prints it when ready).
+
+    Reads the pipe's file descriptor one byte at a time: a buffered ``readline`` may pull the
+    NEXT lines into Python's buffer, where ``select`` no longer sees them (so we would wait for
+    output that already arrived) and ``communicate`` never returns them.
+    """
     import selectors
     import time
 
+    fd = proc.stdout.fileno()  # type: ignore[union-attr]
     lines: List[str] = []
+    current = bytearray()
     sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ)  # type: ignore[arg-type]
+    sel.register(fd, selectors.EVENT_READ)
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if not sel.select(timeout=0.5):
             if proc.poll() is not None:
                 break
             continue
-        line = proc.stdout.readline()  # type: ignore[union-attr]
-        if not line:
+        byte = os.read(fd, 1)
+        if not byte:
             break
-        lines.append(line)
-        if needle in line:
-            return lines
-    raise AssertionError(f"{needle!r} not seen; output so far:\n{''.join(lines)}")
+        current += byte
+        if byte == b"\n":
+            line = current.decode(errors="replace")
+            current.clear()
+            lines.append(line)
+            if needle in line:
+                return lines
+    raise AssertionError(f"{needle!r} not seen; output so far:\n{''.join(lines)}{current.decode(errors='replace')}")
 
 
 
