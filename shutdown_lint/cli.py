@@ -192,6 +192,8 @@ def _run_files(args, settings, mode, fmt, cfg, catalogue, cache_dir) -> int:
                      and not args.no_respect_gitignore, force_exclude=args.force_exclude)
     for err in found.errors:
         print(f"shutdown-lint: error: {err}", file=sys.stderr)
+    for warning in found.warnings:
+        print(f"shutdown-lint: warning: {warning}", file=sys.stderr)
     notes: list[str] = []
 
     cache = None

@@ -35,6 +35,8 @@ class SourceFile:
 class Discovery:
     files: list[SourceFile] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    #: things skipped while walking that the user should hear about (broken symlinks)
+    warnings: list[str] = field(default_factory=list)
 
 
 def display_path(abspath: str, cwd: str) -> str:
@@ -139,7 +141,7 @@ def discover(paths: Iterable[str], root: str, exclude: Iterable[str] = (), *, re
         if os.path.isdir(abspath):
             if force_exclude and ignorer.ignored(abspath, True):
                 continue
-            _walk(abspath, ignorer, seen_dirs, add)
+            _walk(abspath, ignorer, seen_dirs, add, out.warnings, cwd)
         else:
             if abspath.endswith(".pyi"):
                 continue
@@ -150,7 +152,8 @@ def discover(paths: Iterable[str], root: str, exclude: Iterable[str] = (), *, re
     return out
 
 
-def _walk(top: str, ignorer: _Ignorer, seen_dirs: set[tuple[int, int]], add) -> None:
+def _walk(top: str, ignorer: _Ignorer, seen_dirs: set[tuple[int, int]], add, warnings: list[str],
+          cwd: str) -> None:
     stack = [top]
     while stack:
         directory = stack.pop()
@@ -177,7 +180,9 @@ def _walk(top: str, ignorer: _Ignorer, seen_dirs: set[tuple[int, int]], add) -> 
             elif entry.name.endswith(".py"):
                 try:
                     if not entry.is_file():
-                        continue  # a broken symlink
+                        if entry.is_symlink() and not ignorer.ignored(entry.path, False):
+                            warnings.append(f"{display_path(entry.path, cwd)}: broken symlink, skipped")
+                        continue
                 except OSError:
                     continue
                 if not ignorer.ignored(entry.path, False):

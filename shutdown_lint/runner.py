@@ -150,9 +150,11 @@ def syntax_error(data: bytes, path: str) -> Optional[str]:
             warnings.simplefilter("ignore")
             compile(data, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as e:
-        return f"{path}:{e.lineno or 1}:{e.offset or 1}: syntax error: {e.msg}"
-    except (ValueError, RecursionError, MemoryError) as e:
-        return f"{path}:1:1: cannot parse file: {type(e).__name__}: {e}"
+        return f"{path}:{max(e.lineno or 1, 1)}:{max(e.offset or 1, 1)}: syntax error: {e.msg}"
+    except (RecursionError, MemoryError):
+        return f"{path}:1:1: cannot parse file: too deeply nested"
+    except ValueError as e:
+        return f"{path}:1:1: cannot parse file: {e}"
     return None
 
 

@@ -90,3 +90,11 @@ def test_cli_paths_outside_cwd_are_shown_absolute(project, tmp_path_factory, cli
     run = cli(elsewhere, "--no-cache", "--output-format", "concise", project / arg)
     assert run.code == 1
     assert run.out.startswith(str(project / "app" / "h.py") + ":7:5: SHD201")
+
+
+def test_broken_symlink_is_skipped_with_a_warning(tmp_path):
+    (tmp_path / "ok.py").write_text("x = 1\n")
+    os.symlink("gone.py", tmp_path / "dangling.py")
+    found = discover(["."], str(tmp_path), cwd=str(tmp_path))
+    assert [f.display for f in found.files] == ["ok.py"]
+    assert found.warnings == ["dangling.py: broken symlink, skipped"] and found.errors == []
