@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from typing import Any, Optional
 
 from . import __version__
@@ -25,19 +24,12 @@ _FORMAT = 1
 
 def write_json_atomic(path: str, data: Any, cache_dir: str) -> Optional[str]:
     """Write ``data`` as JSON to ``path`` atomically; returns a warning or None."""
+    from .source import replace_atomically
+
     try:
         ensure_dir(cache_dir)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path))
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(data, fh, separators=(",", ":"))
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        # no fsync: a cache lost to a power cut is only a slower next run
+        replace_atomically(path, json.dumps(data, separators=(",", ":")).encode(), fsync=False)
     except OSError as e:
         return f"cache not written ({path}): {e.strerror or e}"
     return None

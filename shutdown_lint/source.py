@@ -58,16 +58,22 @@ def write_atomic(path: str, data: bytes, expected: Snapshot) -> None:
         raise SourceError(f"{path}: cannot re-read before writing: {e.strerror or e}") from None
     if current != expected.data:
         raise SourceError(f"{path}: changed on disk while being fixed; not written")
-    directory = os.path.dirname(real) or "."
-    mode = stat.S_IMODE(os.stat(real).st_mode)
-    fd, tmp = tempfile.mkstemp(prefix=".shutdown-lint-", suffix=".tmp", dir=directory)
+    replace_atomically(real, data, mode=stat.S_IMODE(os.stat(real).st_mode))
+
+
+def replace_atomically(path: str, data: bytes, *, mode: "int | None" = None, fsync: bool = True) -> None:
+    """Write ``data`` to a temporary file beside ``path`` and rename it over ``path``: a reader
+    (or a crash) sees the old content or the new, never a mix. Raises OSError."""
+    fd, tmp = tempfile.mkstemp(prefix=".shutdown-lint-", suffix=".tmp", dir=os.path.dirname(path) or ".")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, real)
+            if fsync:
+                fh.flush()
+                os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
     except BaseException:
         try:
             os.unlink(tmp)
