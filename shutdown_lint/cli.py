@@ -214,7 +214,10 @@ def _run_files(args, settings, mode, fmt, cfg, catalogue, cache_dir) -> int:
             hit = cache.lookup(f.abspath, st) if st is not None else None
             if hit is not None and not (mode.fixing and has_applicable_fix(hit, mode.unsafe)) \
                     and not (mode.edits and _lacks_edits(hit)):
-                results[f.abspath] = FileResult.from_dict(restore_path(hit, f.display))
+                if hit.get("diagnostics") or hit.get("warnings") or hit.get("error"):
+                    results[f.abspath] = FileResult.from_dict(restore_path(hit, f.display))
+                else:  # most files: nothing to restore
+                    results[f.abspath] = FileResult(f.display, cached=True, parsed=hit.get("parsed", False))
                 continue
             entry = cache.entry(f.abspath)
             if entry is not None:
