@@ -81,7 +81,7 @@ class SwallowedCancellation(Rule):
 
     code = "SHD104"
     name = "swallowed-cancellation"
-    summary = "a coroutine's handler swallows `CancelledError`, so cancelling the task does not stop it"
+    summary = "A coroutine's handler swallows `CancelledError`, so cancelling the task does not stop it"
     triggers = ("CancelledError", "except:", "BaseException")
     facts_needed = ("parents", "imports", "functions")
 

@@ -90,7 +90,7 @@ class ExecutorWithoutShutdown(Rule):
 
     code = "SHD503"
     name = "executor-without-shutdown"
-    summary = "executor or pool stored on an object or module with no shutdown on a cleanup path"
+    summary = "Executor or pool stored on an object or module with no shutdown on a cleanup path"
     triggers = ("Executor", "Pool")
     facts_needed = ("functions", "calls", "execution")
     options = {
