@@ -483,12 +483,37 @@ _WORST_KEPT = 10
 _jsonl_lock = threading.Lock()
 
 
+#: Reports being handed to sinks right now; interpreter exit waits (bounded) for them.
+_emitting = 0
+_emit_done = threading.Condition()
+_EXIT_REPORT_WAIT = 3.0
+
+
 def _emit(w: _Watched, report: StallReport, event: str) -> None:
-    for sink in list(w.sinks):
-        try:
-            sink(report)
-        except Exception:
-            log.debug("runtime_guard: stall sink failed", exc_info=True)
+    global _emitting
+    with _emit_done:
+        _emitting += 1
+    try:
+        for sink in list(w.sinks):
+            try:
+                sink(report)
+            except Exception:
+                log.debug("runtime_guard: stall sink failed", exc_info=True)
+    finally:
+        with _emit_done:
+            _emitting -= 1
+            _emit_done.notify_all()
+
+
+def _wait_for_reports(timeout: float) -> None:
+    """At exit: let a report that is being written reach its sinks, but never hang the exit."""
+    deadline = time.monotonic() + timeout
+    with _emit_done:
+        while _emitting:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            _emit_done.wait(left)
 
 
 def _finish(w: _Watched, report: StallReport) -> None:
@@ -542,12 +567,13 @@ class _CallbackSink:
 
 def _make_sinks(on_stall: Optional[OnStall], report_file: Any) -> List[OnStall]:
     sinks: List[OnStall] = []
+    # the file first: a durable record must not wait behind a slow callback
+    if report_file:
+        sinks.append(_JsonlSink(report_file))
     if on_stall is None:
         sinks.append(_LogSink())
     else:
         sinks.append(_CallbackSink(on_stall) if not hasattr(on_stall, "stall_ended") else on_stall)
-    if report_file:
-        sinks.append(_JsonlSink(report_file))
     return sinks
 
 
@@ -875,6 +901,10 @@ def _after_fork_child() -> None:
 
 
 def _at_exit() -> None:
+    try:
+        _wait_for_reports(_EXIT_REPORT_WAIT)
+    except Exception:
+        pass
     try:
         _monitor.stopping = True
         _monitor.wake.set()

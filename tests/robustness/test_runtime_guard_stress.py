@@ -138,9 +138,6 @@ def test_loop_that_stalls_forever_is_reported_and_the_process_can_still_exit():
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.xfail(strict=True, reason="runtime_guard.watchdog: the monitor is a daemon thread and _at_exit does "
-                   "not wait for a report in progress, so a stall reported while the interpreter exits never "
-                   "reaches the sinks after a slow one (lost report)")
 def test_interpreter_shutdown_while_a_stall_is_being_reported():
     """The sink is still writing when the main thread exits: no deadlock, no traceback,
     and the report is in the file (the JSON-lines sink writes it before returning)."""
