@@ -20,7 +20,7 @@ import pytest
 from runtime_guard import watchdog
 from runtime_guard._cancel import awaited_tasks, is_cancelling, root_tasks
 
-pytest.importorskip("ray")
+import ray  # noqa: E402,F401  (the test extra installs it)
 import runtime_guard.ray as rg_ray  # noqa: E402  (the function under test lives here)
 
 pytestmark = pytest.mark.timeout(60)

@@ -14,7 +14,7 @@ import pytest
 
 from rg_testutil import REPO, SCRIPTS, child_env
 
-ray = pytest.importorskip("ray")
+import ray  # noqa: E402  (the test extra installs it: a missing ray must fail, not skip)
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(240)]
 
 

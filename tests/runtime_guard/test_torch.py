@@ -1,7 +1,6 @@
 """runtime_guard.torch with real 2-rank gloo process groups in subprocesses."""
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -14,7 +13,7 @@ import pytest
 
 from rg_testutil import REPO, SCRIPTS, child_env
 
-pytest.importorskip("torch")
+import torch  # noqa: E402,F401  (the test extra installs it: a missing torch must fail, not skip)
 pytestmark = [pytest.mark.torch, pytest.mark.slow, pytest.mark.timeout(180)]
 
 
