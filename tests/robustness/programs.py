@@ -371,6 +371,9 @@ def hazard_program(draw) -> bytes:
 def comments(data: bytes) -> Counter:
     """Multiset of comment texts (tokenize, so ``#`` in strings does not count)."""
     out: Counter = Counter()
+    # Python treats a lone CR as a newline, but BytesIO.readline does not split on it: without
+    # this, a CR-only file is one line and its first comment runs to the end of the file
+    data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     try:
         for tok in tokenize.tokenize(io.BytesIO(data).readline):
             if tok.type == tokenize.COMMENT:
