@@ -1,10 +1,8 @@
 from __future__ import annotations
 
-from typing import Iterable
-
 import libcst as cst
 
-from shutdown_lint.facts import FunctionInfo
+from shutdown_lint.facts import FunctionInfo, reachable
 from shutdown_lint.rule import Fix, InsertBefore, Invalid, Option, Rule
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
@@ -313,13 +311,13 @@ class AsyncioRunWithoutSigterm(Rule):
         fn = f.enclosing_function(call)
         path: set[FunctionInfo] = set()
         if fn is not None:
-            path = _reach([fn], f.callers)  # who gets us here
-            path |= _reach(path, lambda g: {c for _, c in f.callees(g)})  # and what they call
+            path = reachable([fn], f.callers)  # who gets us here
+            path |= reachable(path, lambda g: {c for _, c in f.callees(g)})  # and what they call
         args = [a for a in call.args if a.keyword is None]
         if args:
             coro = f.coroutine_target(args[0].value, call)
             if coro is not None:
-                path |= _reach([coro], lambda g: {c for _, c in f.callees(g)})
+                path |= reachable([coro], lambda g: {c for _, c in f.callees(g)})
             if isinstance(args[0].value, cst.Call) and f.call_name(args[0].value) in self._aware():
                 return True
         for g in path:
@@ -355,13 +353,3 @@ def _is_def_or_import(stmt: cst.CSTNode) -> bool:
         isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
 
 
-def _reach(roots: Iterable[FunctionInfo], step) -> set[FunctionInfo]:
-    seen: set[FunctionInfo] = set()
-    todo = list(roots)
-    while todo:
-        g = todo.pop()
-        if g in seen:
-            continue
-        seen.add(g)
-        todo.extend(x for x in step(g) if x not in seen)
-    return seen

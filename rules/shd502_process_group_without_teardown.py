@@ -1,11 +1,11 @@
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from typing import Optional
 
 import libcst as cst
 
 from shutdown_lint import facts as F
-from shutdown_lint.facts import FunctionInfo
+from shutdown_lint.facts import FunctionInfo, reachable
 from shutdown_lint.rule import Fix, InsertAfter, Invalid, Option, Rule
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
@@ -275,8 +275,8 @@ class ProcessGroupWithoutTeardown(Rule):
         fn = f.enclosing_function(call)
         if fn is None:
             return False
-        area = _reach([fn], f.callers)
-        area |= _reach(area, lambda g: {c for _, c in f.callees(g)})
+        area = reachable([fn], f.callers)
+        area |= reachable(area, lambda g: {c for _, c in f.callees(g)})
         cls = fn.cls
         if cls is not None:
             area |= set(cls.methods.values())
@@ -313,7 +313,7 @@ class ProcessGroupWithoutTeardown(Rule):
                 g = f._call_scope.get(c)
                 if g is not None:
                     destroyers.add(g)
-        destroyers = _reach(destroyers, f.callers)
+        destroyers = reachable(destroyers, f.callers)
         sites: set[FunctionInfo] = set()
         for c in f.calls:
             g = f._call_scope.get(c)
@@ -360,13 +360,3 @@ def _last_name(expr: cst.BaseExpression) -> Optional[str]:
     return None
 
 
-def _reach(roots: Iterable[FunctionInfo], step) -> set[FunctionInfo]:
-    seen: set[FunctionInfo] = set()
-    todo = list(roots)
-    while todo:
-        g = todo.pop()
-        if g in seen:
-            continue
-        seen.add(g)
-        todo.extend(x for x in step(g) if x not in seen)
-    return seen

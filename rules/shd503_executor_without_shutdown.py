@@ -1,11 +1,11 @@
 from __future__ import annotations
 
-from typing import Iterable, Optional, Union
+from typing import Optional, Union
 
 import libcst as cst
 
 from shutdown_lint import facts as F
-from shutdown_lint.facts import ClassInfo, FunctionInfo
+from shutdown_lint.facts import ClassInfo, FunctionInfo, reachable
 from shutdown_lint.rule import Fix, InsertAfter, InsertBefore, Invalid, Option, Rule
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
@@ -322,7 +322,7 @@ class ExecutorWithoutShutdown(Rule):
             if strong or g is None or self._in_finally_or_except(node):
                 return True
             holders.add(g)
-        for g in _reach(holders, f.callers):
+        for g in reachable(holders, f.callers):
             if mentions(g.name, CLEANUP_WORDS) or F.CALLBACK in f.contexts(g):
                 return True
             if any(self._in_finally_or_except(c) for c in f.calls
@@ -402,13 +402,3 @@ def _release_sites(root: cst.CSTNode, ref: str) -> list[tuple[cst.CSTNode, bool]
     return found
 
 
-def _reach(roots: Iterable[FunctionInfo], step) -> set[FunctionInfo]:
-    seen: set[FunctionInfo] = set()
-    todo = list(roots)
-    while todo:
-        g = todo.pop()
-        if g in seen:
-            continue
-        seen.add(g)
-        todo.extend(x for x in step(g) if x not in seen)
-    return seen

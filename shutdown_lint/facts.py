@@ -932,19 +932,24 @@ class _Execution:
                     changed = True
 
     def _closure(self, roots: Iterable[FunctionInfo], stop=None) -> set[FunctionInfo]:
-        seen: set[FunctionInfo] = set()
-        todo = list(roots)
-        while todo:
-            fn = todo.pop()
-            if fn in seen:
-                continue
-            seen.add(fn)
-            for _, callee in self.facts.callees(fn):
-                if callee not in seen and (stop is None or not stop(callee)):
-                    todo.append(callee)
-            # nested functions defined in a function run in the same place when called;
-            # we only follow calls, so nothing to add here
-        return seen
+        return reachable(
+            roots,
+            lambda fn: (c for _, c in self.facts.callees(fn) if stop is None or not stop(c)),
+        )
+
+
+def reachable(roots: Iterable[FunctionInfo], step) -> set[FunctionInfo]:
+    """Every function reachable from ``roots`` (included) following ``step(fn) -> functions``,
+    e.g. same-module callees: where a function runs, its callees run too."""
+    seen: set[FunctionInfo] = set()
+    todo = list(roots)
+    while todo:
+        fn = todo.pop()
+        if fn in seen:
+            continue
+        seen.add(fn)
+        todo.extend(x for x in step(fn) if x not in seen)
+    return seen
 
 
 def _coroutine_exprs(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
