@@ -92,6 +92,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print("shutdown-lint: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader went away (`shutdown-lint ... | head`): stop quietly, as a killed-by-SIGPIPE
+        # program would, instead of a traceback; stdout goes to /dev/null so the interpreter's
+        # final flush cannot raise again
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 128 + 13
 
 
 def _main(argv: list[str]) -> int:

@@ -220,3 +220,19 @@ def test_progress_bar_only_on_a_terminal_for_large_runs(project):
     assert b"linting" in stderr_of("--no-cache", "--jobs", "2", tty=True)
     assert b"linting" not in stderr_of("--no-cache", "--jobs", "2", tty=False)
     assert b"linting" not in stderr_of("--no-cache", "--jobs", "2", "-q", tty=True)
+
+
+def test_a_closed_pipe_ends_quietly(project):
+    """`shutdown-lint ... | head`: no traceback when the reader goes away."""
+    import subprocess
+    import sys
+
+    for i in range(120):  # ~100 KB of JSON: more than a pipe buffer, so the writer must hit the closed end
+        write(project / f"m{i:03}.py", HAZARD)
+    proc = subprocess.Popen([sys.executable, "-m", "shutdown_lint", "--no-cache", "--output-format", "json", "."],
+                            cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.read(10)
+    proc.stdout.close()  # like `head -c 10`
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
