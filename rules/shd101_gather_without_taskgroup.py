@@ -5,7 +5,7 @@ from typing import Iterator, Optional, Sequence
 
 import libcst as cst
 
-from shutdown_lint.facts import FunctionInfo, Scope
+from shutdown_lint.facts import FunctionInfo, Scope, names_in
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule, Valid
 
 from ._vocabulary import RESOURCE_WORDS, identifier_words, mentions
@@ -625,7 +625,7 @@ class GatherWithoutTaskGroup(Rule):
                 return None
             tqdm_kwargs.append(a)
 
-        used = _names_in(fn.node)
+        used = names_in(fn.node)
         tg = _fresh("tg", used)
         tasks = _fresh("tasks", used)
         alias = self.facts.module_import_name("asyncio")
@@ -852,17 +852,6 @@ def _comments(node: cst.CSTNode) -> list[cst.Comment]:
 
     node.visit(V())
     return found
-
-
-def _names_in(node: cst.CSTNode) -> set[str]:
-    names: set[str] = set()
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            names.add(n.value)
-
-    node.visit(V())
-    return names
 
 
 def _fresh(base: str, used: set[str]) -> str:

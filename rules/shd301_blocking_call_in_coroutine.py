@@ -5,7 +5,7 @@ from typing import Optional
 import libcst as cst
 
 from shutdown_lint import facts as F
-from shutdown_lint.facts import FunctionInfo
+from shutdown_lint.facts import FunctionInfo, names_in
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule, Valid
 
 from ._fixes import strip_trailing_comma
@@ -534,7 +534,7 @@ class BlockingCallInCoroutine(Rule):
         for other in fn.calls if fn is not None else ():
             if other is not call and self.facts.call_name(other) == "ray.wait":
                 stmt = self.facts.enclosing_statement(other)
-                if stmt is not None and name in _names_in(stmt):
+                if stmt is not None and name in names_in(stmt):
                     return True
         return False
 
@@ -553,7 +553,7 @@ class BlockingCallInCoroutine(Rule):
                     and f.attr.value in ("done", "cancelled", "add_done_callback", "exception")):
                 return True
             if self.facts.call_name(other) in ("asyncio.wrap_future", "asyncio.wait", "concurrent.futures.wait") \
-                    and name in _names_in(other):
+                    and name in names_in(other):
                 return True
         return False
 
@@ -645,17 +645,6 @@ class BlockingCallInCoroutine(Rule):
             if isinstance(anc, cst.BaseStatement):
                 return False
         return False
-
-
-def _names_in(node: cst.CSTNode) -> set[str]:
-    found: set[str] = set()
-
-    class _Names(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            found.add(n.value)
-
-    node.visit(_Names())
-    return found
 
 
 def _zero_timeout(call: cst.Call) -> bool:

@@ -5,6 +5,7 @@ from typing import Optional, Sequence
 
 import libcst as cst
 
+from shutdown_lint.facts import names_in
 from shutdown_lint.rule import Fix, InsertBefore, Invalid, Option, Replace, Rule, Valid
 
 from ._vocabulary import identifier_words
@@ -522,8 +523,8 @@ class EarlySignalIgnore(Rule):
             small = ig.body[0]
             if isinstance(small, cst.Assign):
                 for t in small.targets:
-                    saved |= _names(t.target)
-        if saved and any(saved & _names(w) for w in window.work):
+                    saved |= names_in(t.target)
+        if saved and any(saved & names_in(w) for w in window.work):
             return None
         moved = [_without_blank_lines(ig) for ig in window.ignores]
         edits = [Replace(ig, cst.RemovalSentinel.REMOVE) for ig in window.ignores]
@@ -543,17 +544,6 @@ def _is_logger_call(call: cst.Call) -> bool:
     recv = func.value
     name = recv.attr.value if isinstance(recv, cst.Attribute) else recv.value if isinstance(recv, cst.Name) else ""
     return any(w in ("log", "logger", "logging") for w in identifier_words(name))
-
-
-def _names(node: cst.CSTNode) -> set[str]:
-    found: set[str] = set()
-
-    class _Names(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            found.add(n.value)
-
-    node.visit(_Names())
-    return found
 
 
 def _without_blank_lines(stmt: cst.BaseStatement) -> cst.BaseStatement:

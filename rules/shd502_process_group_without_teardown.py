@@ -333,16 +333,7 @@ class ProcessGroupWithoutTeardown(Rule):
     def _on_teardown_path(self, call: cst.Call, fn: FunctionInfo) -> bool:
         if mentions(fn.name, CLEANUP_WORDS) or F.CALLBACK in self.facts.contexts(fn):
             return True
-        child: cst.CSTNode = call
-        for anc in self.facts.ancestors(call):
-            if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
-                return False
-            if isinstance(anc, cst.Finally):
-                return True
-            if isinstance(anc, (cst.ExceptHandler, cst.ExceptStarHandler)) and child is anc.body:
-                return True
-            child = anc
-        return False
+        return self.facts.in_cleanup_block(call)
 
 
 def _is_def_or_import(stmt: cst.CSTNode) -> bool:

@@ -319,31 +319,19 @@ class ExecutorWithoutShutdown(Rule):
                     sites += [(n, None, True) for n, strong in _release_sites(stmt, ref)]
         holders: set[FunctionInfo] = set()
         for node, g, strong in sites:
-            if strong or g is None or self._in_finally_or_except(node):
+            if strong or g is None or self.facts.in_cleanup_block(node):
                 return True
             holders.add(g)
         for g in reachable(holders, f.callers):
             if mentions(g.name, CLEANUP_WORDS) or F.CALLBACK in f.contexts(g):
                 return True
-            if any(self._in_finally_or_except(c) for c in f.calls
+            if any(self.facts.in_cleanup_block(c) for c in f.calls
                    if f._call_scope.get(c) is g and f.resolve_call(c) in holders):
                 return True
         # callers that call a holder from a finally/except
         for c in f.calls:
-            if f.resolve_call(c) in holders and self._in_finally_or_except(c):
+            if f.resolve_call(c) in holders and self.facts.in_cleanup_block(c):
                 return True
-        return False
-
-    def _in_finally_or_except(self, node: cst.CSTNode) -> bool:
-        child = node
-        for anc in self.facts.ancestors(node):
-            if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
-                return False
-            if isinstance(anc, cst.Finally):
-                return True
-            if isinstance(anc, (cst.ExceptHandler, cst.ExceptStarHandler)) and child is anc.body:
-                return True
-            child = anc
         return False
 
     # ------------------------------------------------------------------ fix

@@ -490,6 +490,20 @@ class ModuleFacts:
                 yield anc
             child = anc
 
+    def in_cleanup_block(self, node: cst.CSTNode) -> bool:
+        """``node`` sits in a ``finally:`` block or an ``except`` handler's body of its own
+        function (code that runs when the normal path fails or is interrupted)."""
+        child = node
+        for anc in self.ancestors(node):
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
+                return False
+            if isinstance(anc, cst.Finally):
+                return True
+            if isinstance(anc, (cst.ExceptHandler, cst.ExceptStarHandler)) and child is anc.body:
+                return True
+            child = anc
+        return False
+
     def in_main_guard(self, node: cst.CSTNode) -> bool:
         return any(g is a for a in self.ancestors(node) for g in self.main_guards)
 
@@ -936,6 +950,20 @@ class _Execution:
             roots,
             lambda fn: (c for _, c in self.facts.callees(fn) if stop is None or not stop(c)),
         )
+
+
+def names_in(node: cst.CSTNode) -> set[str]:
+    """Every identifier (``Name``) used anywhere under ``node``."""
+    from .traversal import walk
+
+    found: set[str] = set()
+
+    class _Names(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            found.add(n.value)
+
+    walk(node, _Names())
+    return found
 
 
 def reachable(roots: Iterable[FunctionInfo], step) -> set[FunctionInfo]:
