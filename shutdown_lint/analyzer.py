@@ -216,10 +216,8 @@ def lint_source(source: bytes, path: str, settings: Settings, *, fix_edits: bool
 def _collect(analysis: Analysis, result: FileResult, path: str, fix_edits: bool) -> None:
     findings = analysis.active_findings()
     result.diagnostics = [analysis.diagnostic(f, with_edits=fix_edits) for f in findings]
-    if analysis.findings:
-        for line, code in analysis.suppressions.unknown:
-            result.warnings.append(f"{path}:{line}:1: unknown rule {code!r} in a suppression comment")
-    elif "noqa" in analysis.text or "shutdown-lint" in analysis.text:
+    # a file with no findings parses its suppressions only if it has any to check
+    if analysis.findings or "noqa" in analysis.text or "shutdown-lint" in analysis.text:
         for line, code in analysis.suppressions.unknown:
             result.warnings.append(f"{path}:{line}:1: unknown rule {code!r} in a suppression comment")
 
