@@ -1,0 +1,223 @@
+"""The one walk over a module's tree: parents, scopes, bindings, functions, classes, calls."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+import libcst as cst
+
+from .model import ClassInfo, FunctionInfo, Scope, _Binding
+
+if TYPE_CHECKING:
+    from .module import ModuleFacts
+
+
+class _Collector(cst.CSTVisitor):
+    """The one walk: parents, scopes, bindings, functions, classes, calls."""
+
+    def __init__(self, facts: "ModuleFacts") -> None:
+        self.f = facts
+        self.stack: list[cst.CSTNode] = []
+        self.scopes: list[FunctionInfo] = []
+        self.classes: list[ClassInfo] = []
+        # classes and functions interleave: remember which one is innermost
+        self.kinds: list[str] = []
+
+    # -- generic
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.stack:
+            self.f._parents[node] = self.stack[-1]
+        self.stack.append(node)
+        return super().on_visit(node)
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        super().on_leave(original_node)
+        self.stack.pop()
+
+    @property
+    def scope(self) -> Scope:
+        return self.scopes[-1] if self.scopes else None
+
+    def _in_class_body(self) -> Optional[ClassInfo]:
+        return self.classes[-1] if self.kinds and self.kinds[-1] == "class" else None
+
+    def bind(self, name: str, binding: _Binding) -> None:
+        binding.scope = self.scope
+        table = self.scope.bindings if self.scope is not None else self.f._module_bindings
+        table.setdefault(name, []).append(binding)
+
+    # -- definitions
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        cls = self._in_class_body()
+        name = node.name.value
+        if cls is not None:
+            qual = f"{cls.qualname}.{name}"
+        elif self.scope is not None:
+            qual = f"{self.scope.qualname}.<locals>.{name}"
+        else:
+            qual = name
+        info = FunctionInfo(
+            node=node,
+            name=name,
+            qualname=qual,
+            is_async=node.asynchronous is not None,
+            scope=self.scope,
+            cls=cls,
+        )
+        info.decorators = [d for d in (self.f._decorator_name(dec.decorator, self.scope) for dec in node.decorators) if d]
+        self.f._decorator_exprs[info] = [dec.decorator for dec in node.decorators]
+        self.f.functions.append(info)
+        self.f._function_of[node] = info
+        if cls is not None:
+            cls.methods.setdefault(name, info)
+        else:
+            if self.scope is not None:
+                self.scope.nested.setdefault(name, info)
+            self.bind(name, _Binding("def", target=info))
+        self.scopes.append(info)
+        self.kinds.append("function")
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.scopes.pop()
+        self.kinds.pop()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        outer = self._in_class_body()
+        name = node.name.value
+        qual = f"{outer.qualname}.{name}" if outer else (
+            f"{self.scope.qualname}.<locals>.{name}" if self.scope else name
+        )
+        info = ClassInfo(node=node, name=name, qualname=qual, scope=self.scope, outer_class=outer)
+        self.f._class_decorator_exprs[info] = [dec.decorator for dec in node.decorators]
+        self.f.classes.append(info)
+        self.f._class_of[node] = info
+        if outer is None:
+            self.bind(name, _Binding("class", target=info))
+        self.classes.append(info)
+        self.kinds.append("class")
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.classes.pop()
+        self.kinds.pop()
+
+    # -- imports
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            dotted = _dotted(alias.name)
+            if dotted is None:
+                continue
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                self.bind(alias.asname.name.value, _Binding("import", qualified=dotted))
+            else:
+                top = dotted.split(".")[0]
+                self.bind(top, _Binding("import", qualified=top))
+        self.f.has_imports = True
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        module = _dotted(node.module) if node.module is not None else ""
+        dots = "." * len(node.relative)
+        base = f"{dots}{module or ''}"
+        if isinstance(node.names, cst.ImportStar):
+            return
+        for alias in node.names:
+            name = _dotted(alias.name)
+            if name is None:
+                continue
+            local = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else name
+            qualified = f"{base}.{name}" if base and not base.endswith(".") else f"{base}{name}"
+            self.bind(local, _Binding("import", qualified=qualified))
+
+    # -- bindings we can type
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._bind_target(target.target, node.value if len(node.targets) == 1 else None)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._bind_target(node.target, node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._bind_target(node.target, None)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._bind_target(node.target, node.value)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bind_target(node.target, None)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        # comprehension variables live in their own scope; binding them as "other"
+        # only matters for shadowing builtins, which is what we want
+        self._bind_target(node.target, None)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._bind_target(node.asname.name, node.item)
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        if node.name is not None and isinstance(node.name.name, cst.Name):
+            self.bind(node.name.name.value, _Binding("other"))
+
+    def visit_Global(self, node: cst.Global) -> None:
+        return None
+
+    def _bind_target(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        if isinstance(target, cst.Name):
+            if value is not None:
+                self.bind(target.value, _Binding("value", target=value))
+            else:
+                self.bind(target.value, _Binding("other"))
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                inner = el.value
+                if isinstance(inner, cst.StarredElement):
+                    inner = inner.value
+                self._bind_target(inner, None)
+        elif isinstance(target, cst.StarredElement):
+            self._bind_target(target.value, None)
+        elif (
+            isinstance(target, cst.Attribute)
+            and isinstance(target.value, cst.Name)
+            and target.value.value == "self"
+            and self.scope is not None
+            and self.scope.cls is not None
+            and value is not None
+        ):
+            self.scope.cls.attr_values.setdefault(target.attr.value, []).append((value, self.scope))
+
+    # -- calls, awaits, main guard
+    def visit_Call(self, node: cst.Call) -> None:
+        self.f.calls.append(node)
+        self.f._call_scope[node] = self.scope
+        if self.scope is not None:
+            self.scope.calls.append(node)
+        else:
+            self.f.module_calls.append(node)
+
+    def visit_Await(self, node: cst.Await) -> None:
+        if isinstance(node.expression, cst.Call):
+            self.f._awaited.add(node.expression)
+
+    def visit_If(self, node: cst.If) -> None:
+        if self.scope is None and not self.classes and _is_main_guard(node.test):
+            self.f.main_guards.append(node)
+
+
+def _is_main_guard(test: cst.BaseExpression) -> bool:
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    left, comp = test.left, test.comparisons[0]
+    if not isinstance(comp.operator, cst.Equal):
+        return False
+    sides = [left, comp.comparator]
+    has_name = any(isinstance(s, cst.Name) and s.value == "__name__" for s in sides)
+    has_main = any(isinstance(s, cst.SimpleString) and s.evaluated_value == "__main__" for s in sides)
+    return has_name and has_main
+
+
+def _dotted(node: cst.BaseExpression | None) -> str | None:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr.value}" if base else None
+    return None

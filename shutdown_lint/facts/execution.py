@@ -1,0 +1,310 @@
+"""Where code runs: as a task, the main coroutine, in a loop thread, an executor, a thread,
+a callback, a Ray worker or async actor, the driver, a torch.distributed worker."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import TYPE_CHECKING, Iterable, Iterator, Optional
+
+import libcst as cst
+
+from .model import ClassInfo, FunctionInfo
+from .vocabulary import (
+    CALLBACK, CALLBACK_REGISTRARS, DRIVER, EXECUTOR, EXECUTOR_SUBMITTERS, LOOP_THREAD, MAIN_COROUTINE,
+    MAIN_RUNNERS, RAY_ASYNC_ACTOR, RAY_REMOTE, RAY_WORKER, TASK, TASK_SPAWNERS, THREAD, TORCH_WORKER,
+)
+
+if TYPE_CHECKING:
+    from .module import ModuleFacts
+
+
+class ExecutionQueries:
+    """Mixin of ``ModuleFacts``: where a function runs (computed once, on first use)."""
+
+    @cached_property
+    def _execution(self) -> "_Execution":
+        return _Execution(self)
+
+    def contexts(self, fn: Optional[FunctionInfo]) -> frozenset[str]:
+        """Where ``fn`` runs: a set of the context names defined at the top of this module."""
+        if fn is None:
+            return frozenset()
+        return frozenset(self._execution.contexts.get(fn, ()))
+
+    def callers(self, fn: FunctionInfo) -> set[FunctionInfo]:
+        return self._execution.callers.get(fn, set())
+
+    def references(self, fn: FunctionInfo) -> list[tuple[cst.CSTNode, str]]:
+        """How the module refers to ``fn``: (node, kind) with kind among ``await``,
+        ``call``, ``task``, ``main``, ``executor``, ``thread``, ``callback``, ``other``."""
+        return self._execution.references.get(fn, [])
+
+    def runs_in_ray_worker(self, fn: Optional[FunctionInfo]) -> bool:
+        return RAY_WORKER in self.contexts(fn)
+
+    def runs_in_driver(self, node: cst.CSTNode) -> bool:
+        fn = node if isinstance(node, FunctionInfo) else self.enclosing_function(node)
+        if fn is None:
+            # module level code of a script is driver code when the module calls ray.init
+            # or it sits in the __main__ block
+            return self.in_main_guard(node) or self._execution.module_calls_ray_init
+        return DRIVER in self.contexts(fn)
+
+    def runs_in_torch_worker(self, fn: Optional[FunctionInfo]) -> bool:
+        return TORCH_WORKER in self.contexts(fn)
+
+    def is_process_entrypoint(self, node: cst.CSTNode) -> bool:
+        """True when ``node`` runs on the main thread of a process entrypoint: module-level
+        script code, the ``__main__`` block, ``main()`` and what it calls, a click/typer
+        command or an argparse ``set_defaults(func=...)`` handler. Never in Ray workers,
+        threads or executors (their process's entrypoint is elsewhere)."""
+        fn = node if isinstance(node, FunctionInfo) else self.enclosing_function(node)
+        if fn is None:
+            return self.enclosing_class(node) is None
+        ctx = self.contexts(fn)
+        if ctx & {RAY_WORKER, RAY_REMOTE, THREAD, EXECUTOR, TASK, CALLBACK}:
+            return False
+        return DRIVER in ctx or fn in self._cli_closure
+
+    @cached_property
+    def _cli_closure(self) -> set[FunctionInfo]:
+        roots = set()
+        for fn in self.functions:
+            if any(d in ("click.command", "click.group") or d.endswith((".command", ".group"))
+                   for d in fn.decorators):
+                roots.add(fn)
+        for call in self.calls:  # parser.set_defaults(func=handler)
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "set_defaults":
+                for a in call.args:
+                    if a.keyword is not None and a.keyword.value == "func":
+                        target = self.resolve_function(a.value, call)
+                        if target is not None:
+                            roots.add(target)
+        return self._execution._closure(roots, stop=lambda g: RAY_WORKER in self.contexts(g))
+
+    def is_ray_remote_class(self, cls: Optional[ClassInfo]) -> bool:
+        return cls is not None and cls in self._execution.ray_classes
+
+    def only_main_task(self, fn: FunctionInfo) -> bool:
+        """True when the module only ever runs coroutine ``fn`` as the main coroutine of
+        ``asyncio.run`` on the main thread (directly, or awaited from such a coroutine)."""
+        return fn in self._execution.main_task_only
+
+
+
+class _Execution:
+    """Where functions run, derived from calls that spawn, submit or decorate them."""
+
+    def __init__(self, facts: ModuleFacts) -> None:
+        self.facts = facts
+        self.contexts: dict[FunctionInfo, set[str]] = {}
+        self.callers: dict[FunctionInfo, set[FunctionInfo]] = {}
+        self.references: dict[FunctionInfo, list[tuple[cst.CSTNode, str]]] = {}
+        self.ray_classes: set[ClassInfo] = set()
+        self.module_calls_ray_init = False
+        self.main_task_only: set[FunctionInfo] = set()
+        self._compute()
+
+    def add(self, fn: Optional[FunctionInfo], ctx: str) -> None:
+        if fn is not None:
+            self.contexts.setdefault(fn, set()).add(ctx)
+
+    def ref(self, fn: Optional[FunctionInfo], node: cst.CSTNode, kind: str) -> None:
+        if fn is not None:
+            self.references.setdefault(fn, []).append((node, kind))
+
+    def _compute(self) -> None:
+        f = self.facts
+        for fn in f.functions:
+            if fn.is_async:
+                self.contexts.setdefault(fn, set())
+        # decorators: @ray.remote
+        for c in f.classes:
+            if any(d in ("ray.remote", "ray.actor.remote") for d in c.decorators):
+                self.ray_classes.add(c)
+        self.ray_classes |= _ray_remote_call_classes(f)  # ``ray.remote(Cls)`` / ``ray.remote(**kw)(Cls)``
+        for fn in f.functions:
+            if any(d in ("ray.remote", "ray.actor.remote") for d in fn.decorators):
+                self.add(fn, RAY_REMOTE)
+            if fn.cls is not None and fn.cls in self.ray_classes:
+                self.add(fn, RAY_REMOTE)
+                if fn.cls.has_async_methods:
+                    self.add(fn, RAY_ASYNC_ACTOR)
+
+        entry_calls: list[tuple[cst.Call, FunctionInfo]] = []  # (asyncio.run call, coroutine fn)
+        torch_roots: set[FunctionInfo] = set()
+        driver_roots: set[FunctionInfo] = set()
+        consumed: set[cst.Call] = set()  # coroutine calls handed to a spawner or runner
+        for call in f.calls:
+            name = f.call_name(call)
+            scope = f._call_scope.get(call)
+            target = f.resolve_call(call)
+            if target is not None and scope is not None:
+                self.callers.setdefault(target, set()).add(scope)
+            if name is None:
+                continue
+            args = [a for a in call.args if a.keyword is None]
+            if name in TASK_SPAWNERS:
+                for a in args:
+                    for expr in _coroutine_exprs(a.value):
+                        t = f.coroutine_target(expr, call)
+                        self.add(t, TASK)
+                        self.ref(t, call, "task")
+                        if t is not None:
+                            consumed.add(expr)  # type: ignore[arg-type]
+            elif name in MAIN_RUNNERS and args:
+                t = f.coroutine_target(args[0].value, call)
+                if t is not None:
+                    entry_calls.append((call, t))
+                    self.ref(t, call, "main")
+                    consumed.add(args[0].value)  # type: ignore[arg-type]
+            elif name in EXECUTOR_SUBMITTERS:
+                idx = EXECUTOR_SUBMITTERS[name]
+                if len(args) > idx:
+                    t = f.resolve_function(args[idx].value, call)
+                    self.add(t, EXECUTOR)
+                    self.ref(t, call, "executor")
+            elif name in ("threading.Thread", "threading.Timer"):
+                for a in call.args:
+                    if (a.keyword is not None and a.keyword.value in ("target", "function")) or (
+                        name == "threading.Timer" and a.keyword is None and a is call.args[min(1, len(call.args) - 1)]
+                    ):
+                        t = f.resolve_function(a.value, call)
+                        self.add(t, THREAD)
+                        self.ref(t, call, "thread")
+            elif name in CALLBACK_REGISTRARS or name.endswith(".add_done_callback"):
+                idx = CALLBACK_REGISTRARS.get(name, 0)
+                if len(args) > idx:
+                    t = f.resolve_function(args[idx].value, call)
+                    self.add(t, CALLBACK)
+                    self.ref(t, call, "callback")
+            elif name == "ray.remote" and args:
+                t = f.resolve_function(args[0].value, call)
+                self.add(t, RAY_REMOTE)
+            elif name in ("ray.init",):
+                if scope is None:
+                    self.module_calls_ray_init = True
+                else:
+                    driver_roots.add(scope)
+            elif name in ("torch.distributed.init_process_group", "torch.distributed.device_mesh.init_device_mesh"):
+                if scope is not None:
+                    torch_roots.add(scope)
+
+        for call in f.calls:
+            if call in consumed:
+                continue
+            target = f.resolve_call(call)
+            if target is not None:
+                self.ref(target, call, "await" if f.is_awaited(call) else "call")
+
+        # ray workers: remote functions/methods and what they call
+        ray_roots = {fn for fn, ctx in self.contexts.items() if RAY_REMOTE in ctx}
+        for fn in self._closure(ray_roots):
+            self.add(fn, RAY_WORKER)
+        for fn in self._closure(torch_roots):
+            self.add(fn, TORCH_WORKER)
+        # drivers: main(), functions calling ray.init, functions called from __main__
+        for fn in f.functions:
+            if fn.scope is None and fn.cls is None and fn.name == "main":
+                driver_roots.add(fn)
+        for call in f.module_calls:
+            if f.in_main_guard(call):
+                t = f.resolve_call(call)
+                if t is not None:
+                    driver_roots.add(t)
+        for fn in self._closure(driver_roots, stop=lambda g: RAY_WORKER in self.contexts.get(g, ())):
+            self.add(fn, DRIVER)
+
+        # threads: functions reached from thread targets / executor submissions run off
+        # the main thread; a loop run there is a loop thread
+        off_main = {fn for fn, ctx in self.contexts.items() if ctx & {THREAD, EXECUTOR}}
+        off_main_closure = self._closure(off_main)
+        for call, coro in entry_calls:
+            scope = f._call_scope.get(call)
+            if scope is not None and (scope in off_main_closure or RAY_WORKER in self.contexts.get(scope, ())
+                                      and RAY_ASYNC_ACTOR in self.contexts.get(scope, ())):
+                self.add(coro, LOOP_THREAD)
+            else:
+                self.add(coro, MAIN_COROUTINE)
+
+        # coroutines that only ever run inside the main task of asyncio.run
+        changed = True
+        candidates = [fn for fn in f.functions if fn.is_async]
+        while changed:
+            changed = False
+            for fn in candidates:
+                if fn in self.main_task_only:
+                    continue
+                ctx = self.contexts.get(fn, set())
+                if ctx & {TASK, LOOP_THREAD, RAY_REMOTE, RAY_WORKER, EXECUTOR, THREAD, CALLBACK}:
+                    continue
+                refs = self.references.get(fn, [])
+                if not refs:
+                    continue
+                ok = True
+                for node, kind in refs:
+                    if kind == "main" and MAIN_COROUTINE in ctx:
+                        continue
+                    if kind == "await":
+                        caller = f._call_scope.get(node)  # type: ignore[arg-type]
+                        if caller is not None and caller in self.main_task_only:
+                            continue
+                    ok = False
+                    break
+                if ok:
+                    self.main_task_only.add(fn)
+                    changed = True
+
+    def _closure(self, roots: Iterable[FunctionInfo], stop=None) -> set[FunctionInfo]:
+        return reachable(
+            roots,
+            lambda fn: (c for _, c in self.facts.callees(fn) if stop is None or not stop(c)),
+        )
+
+
+def reachable(roots: Iterable[FunctionInfo], step) -> set[FunctionInfo]:
+    """Every function reachable from ``roots`` (included) following ``step(fn) -> functions``,
+    e.g. same-module callees: where a function runs, its callees run too."""
+    seen: set[FunctionInfo] = set()
+    todo = list(roots)
+    while todo:
+        fn = todo.pop()
+        if fn in seen:
+            continue
+        seen.add(fn)
+        todo.extend(x for x in step(fn) if x not in seen)
+    return seen
+
+
+def _coroutine_exprs(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """Coroutine-making expressions inside a spawner argument: ``f(x)``, ``[f(i) for i in ..]``,
+    ``*[f(i) for ...]``, ``(f(a), g(b))``."""
+    if isinstance(expr, cst.Call):
+        yield expr
+    elif isinstance(expr, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+        yield from _coroutine_exprs(expr.elt)
+    elif isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+        for el in expr.elements:
+            yield from _coroutine_exprs(el.value)
+    elif isinstance(expr, cst.StarredElement):
+        yield from _coroutine_exprs(expr.value)
+
+
+def _ray_remote_call_classes(f: ModuleFacts) -> set[ClassInfo]:
+    """Same-module classes made actors by a call rather than a decorator:
+    ``Actor = ray.remote(Cls)`` or ``ray.remote(num_cpus=1)(Cls)``."""
+    found: set[ClassInfo] = set()
+    for call in f.calls:
+        func = call.func
+        if isinstance(func, cst.Call):  # ray.remote(**options)(Cls)
+            if f.call_name(func) not in ("ray.remote", "ray.actor.remote"):
+                continue
+        elif f.call_name(call) not in ("ray.remote", "ray.actor.remote"):
+            continue
+        args = [a for a in call.args if a.keyword is None]
+        if len(args) != 1 or not isinstance(args[0].value, cst.Name):
+            continue
+        b = f.lookup(args[0].value.value, f.scope_of(call))
+        if b is not None and b.kind == "class":
+            found.add(b.target)  # type: ignore[arg-type]
+    return found

@@ -1,0 +1,62 @@
+"""``ModuleFacts``: every shared fact about one parsed module, built from one walk."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Optional
+
+import libcst as cst
+
+from .collector import _Collector
+from .execution import ExecutionQueries
+from .model import ClassInfo, FunctionInfo, Scope, _Binding
+from .names import Names
+from .tree import TreeShape
+
+
+class ModuleFacts(TreeShape, Names, ExecutionQueries):
+    """Facts about one parsed module. Built by ``ModuleFacts.build(module)``."""
+
+    def __init__(self, module: cst.Module, path: str = "<string>") -> None:
+        self.module = module
+        self.path = path
+        self._parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        self._module_bindings: dict[str, list[_Binding]] = {}
+        self.functions: list[FunctionInfo] = []
+        self.classes: list[ClassInfo] = []
+        self.calls: list[cst.Call] = []
+        self.module_calls: list[cst.Call] = []
+        self.main_guards: list[cst.If] = []
+        self.has_imports = False
+        self._function_of: dict[cst.FunctionDef, FunctionInfo] = {}
+        self._class_of: dict[cst.ClassDef, ClassInfo] = {}
+        self._call_scope: dict[cst.Call, Scope] = {}
+        self._awaited: set[cst.Call] = set()
+        self._decorator_exprs: dict[FunctionInfo, list[cst.BaseExpression]] = {}
+        self._class_decorator_exprs: dict[ClassInfo, list[cst.BaseExpression]] = {}
+        self._qn_cache: dict[tuple[int, int], Optional[str]] = {}
+        self._typing_stack: set[int] = set()
+
+    @classmethod
+    def build(cls, module: cst.Module, path: str = "<string>") -> "ModuleFacts":
+        facts = cls(module, path)
+        from ..traversal import walk  # local: traversal imports rule, which names facts
+
+        walk(module, _Collector(facts))  # = module.visit(...) without rebuilding nodes (traversal.py)
+        # decorators were recorded before all imports were seen; resolve them now
+        for fn, exprs in facts._decorator_exprs.items():
+            fn.decorators = [d for d in (facts._decorator_name(e, fn.scope) for e in exprs) if d]
+        for c, exprs in facts._class_decorator_exprs.items():
+            c.decorators = [d for d in (facts._decorator_name(e, c.scope) for e in exprs) if d]
+        return facts
+
+    @cached_property
+    def _positions(self):
+        from libcst.metadata import MetadataWrapper, PositionProvider
+
+        return MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+
+    def line_of(self, node: cst.CSTNode) -> int:
+        """1-based line of ``node`` (computed lazily; costs one render of the module)."""
+        return self._positions[node].start.line
+

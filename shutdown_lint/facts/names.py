@@ -1,0 +1,194 @@
+"""Names: bindings visible from a scope, qualified names through imports and aliases,
+the types a few calls return, and which same-module function a call resolves to."""
+
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+import libcst as cst
+
+from .model import ClassInfo, FunctionInfo, Scope, _Binding
+from .vocabulary import FACTORY_TYPES, _BUILTINS, _canonical
+
+
+class Names:
+    """Mixin of ``ModuleFacts``: name lookup, qualified names and call resolution."""
+
+    def lookup(self, name: str, scope: Scope) -> Optional[_Binding]:
+        """The binding of ``name`` visible from ``scope`` (innermost last assignment wins)."""
+        cur = scope
+        while cur is not None:
+            b = cur.bindings.get(name)
+            if b:
+                return b[-1]
+            cur = cur.scope
+        b = self._module_bindings.get(name)
+        if b:
+            # prefer an import over later plain assignments of the same name at module level
+            return b[-1]
+        return None
+
+    def is_builtin(self, name: str, at: cst.CSTNode) -> bool:
+        return name in _BUILTINS and self.lookup(name, self.scope_of(at)) is None
+
+    def module_import_name(self, qualified: str) -> Optional[str]:
+        """The module-level local name bound by ``import <qualified> [as x]``
+        (``aio`` for ``import asyncio as aio``), for fixes that must write
+        ``<alias>.TaskGroup()``; ``None`` when the module has no such import."""
+        for local, bindings in self._module_bindings.items():
+            if any(b.kind == "import" and b.qualified == qualified for b in bindings):
+                return local
+        return None
+
+    def qualified_name(self, expr: cst.BaseExpression, at: Optional[cst.CSTNode] = None) -> Optional[str]:
+        """Dotted name that ``expr`` refers to, through imports and aliases.
+
+        ``aio.gather`` -> ``asyncio.gather``; ``loop.create_task`` where ``loop`` came
+        from ``asyncio.get_running_loop()`` -> ``asyncio.AbstractEventLoop.create_task``;
+        ``exit`` -> ``builtins.exit``; a same-module function -> its qualname prefixed by
+        ``<module>.``. ``None`` when unknown.
+        """
+        scope = self.scope_of(at if at is not None else expr)
+        key = (id(expr), id(scope))
+        if key in self._qn_cache:
+            return self._qn_cache[key]
+        result = self._qualified(expr, scope)
+        if result is not None:
+            result = _canonical(result)
+        self._qn_cache[key] = result
+        return result
+
+    def _qualified(self, expr: cst.BaseExpression, scope: Scope) -> Optional[str]:
+        if isinstance(expr, cst.Name):
+            b = self.lookup(expr.value, scope)
+            if b is None:
+                return f"builtins.{expr.value}" if expr.value in _BUILTINS else None
+            if b.kind == "import":
+                return b.qualified
+            if b.kind == "def":
+                return f"<module>.{b.target.qualname}"  # type: ignore[union-attr]
+            if b.kind == "class":
+                return f"<module>.{b.target.qualname}"  # type: ignore[union-attr]
+            if b.kind == "value":
+                return self._instance_type(b.target, b.scope)  # type: ignore[arg-type]
+            return None
+        if isinstance(expr, cst.Attribute):
+            base = expr.value
+            if isinstance(base, cst.Name) and base.value == "self" and scope is not None:
+                cls = self._method_class(scope)
+                if cls is not None:
+                    attr = expr.attr.value
+                    if attr in cls.methods:
+                        return f"<module>.{cls.methods[attr].qualname}"
+                    values = cls.attr_values.get(attr)
+                    if values:
+                        return self._instance_type(values[-1][0], values[-1][1])
+                    return None
+            inner = self._qualified(base, scope)
+            if inner is None:
+                return None
+            return f"{_canonical(inner)}.{expr.attr.value}"
+        if isinstance(expr, cst.Call):
+            return self._call_result_type(expr, scope)
+        return None
+
+    def _method_class(self, scope: FunctionInfo) -> Optional[ClassInfo]:
+        cur: Scope = scope
+        while cur is not None:
+            if cur.cls is not None:
+                return cur.cls
+            cur = cur.scope
+        return None
+
+    def _instance_type(self, value: cst.BaseExpression, scope: Scope) -> Optional[str]:
+        if isinstance(value, cst.Await):
+            value = value.expression
+        if isinstance(value, cst.Call):
+            return self._call_result_type(value, scope)
+        if isinstance(value, (cst.Name, cst.Attribute)):
+            if id(value) in self._typing_stack:
+                return None
+            self._typing_stack.add(id(value))
+            try:
+                return self._qualified(value, scope)
+            finally:
+                self._typing_stack.discard(id(value))
+        return None
+
+    def _call_result_type(self, call: cst.Call, scope: Scope) -> Optional[str]:
+        if id(call) in self._typing_stack:
+            return None
+        self._typing_stack.add(id(call))
+        try:
+            callee = self._qualified(call.func, scope)
+        finally:
+            self._typing_stack.discard(id(call))
+        if callee is None:
+            return None
+        callee = _canonical(callee)
+        if callee in FACTORY_TYPES:
+            return FACTORY_TYPES[callee]
+        last = callee.rsplit(".", 1)[-1]
+        if last[:1].isupper() and not callee.startswith("<module>."):
+            return callee  # ``ThreadPoolExecutor()`` -> an instance of that class
+        return None
+
+    def _decorator_name(self, expr: cst.BaseExpression, scope: Scope) -> Optional[str]:
+        if isinstance(expr, cst.Call):
+            expr = expr.func
+        q = self._qualified(expr, scope)
+        return _canonical(q) if q else None
+
+    def call_name(self, call: cst.Call) -> Optional[str]:
+        """Qualified name of the callee of ``call``."""
+        return self.qualified_name(call.func, call)
+
+    # ------------------------------------------------------------------ resolution
+    def resolve_function(self, expr: cst.BaseExpression, at: cst.CSTNode) -> Optional[FunctionInfo]:
+        """The same-module function/method that ``expr`` names (``f``, ``self.m``,
+        ``Cls.m``), looking through ``functools.partial(f, ...)``."""
+        scope = self.scope_of(at)
+        if isinstance(expr, cst.Call):
+            if self.qualified_name(expr.func, at) == "functools.partial" and expr.args:
+                return self.resolve_function(expr.args[0].value, at)
+            return None
+        if isinstance(expr, cst.Name):
+            b = self.lookup(expr.value, scope)
+            if b is not None and b.kind == "def":
+                return b.target  # type: ignore[return-value]
+            return None
+        if isinstance(expr, cst.Attribute):
+            if isinstance(expr.value, cst.Name):
+                if expr.value.value in ("self", "cls") and scope is not None:
+                    cls = self._method_class(scope)
+                    if cls is not None:
+                        return cls.methods.get(expr.attr.value)
+                b = self.lookup(expr.value.value, scope)
+                if b is not None and b.kind == "class":
+                    return b.target.methods.get(expr.attr.value)  # type: ignore[union-attr]
+        return None
+
+    def resolve_call(self, call: cst.Call) -> Optional[FunctionInfo]:
+        """The same-module function that ``call`` calls, if any."""
+        return self.resolve_function(call.func, call)
+
+    def coroutine_target(self, expr: cst.BaseExpression, at: cst.CSTNode) -> Optional[FunctionInfo]:
+        """For ``create_task(f(x))``-style arguments: the function whose call makes the
+        coroutine."""
+        if isinstance(expr, cst.Call):
+            return self.resolve_function(expr.func, at)
+        return None
+
+    def callees(self, fn: FunctionInfo) -> Iterator[tuple[cst.Call, FunctionInfo]]:
+        for call in fn.calls:
+            target = self.resolve_call(call)
+            if target is not None:
+                yield call, target
+
+    def module_alias(self, module: str) -> Optional[str]:
+        """The local name under which ``import module`` (or ``import module as x``) is
+        bound at module level, e.g. ``aio`` for ``import asyncio as aio``; None if absent."""
+        for name, bindings in self._module_bindings.items():
+            if any(b.kind == "import" and b.qualified == module for b in bindings):
+                return name
+        return None
