@@ -5,7 +5,9 @@ Needs the ``torch`` extra: ``pip install shutdown-lint[torch]``.
 from __future__ import annotations
 
 import atexit
+import faulthandler
 import logging
+import os
 import signal
 import threading
 import time
@@ -26,8 +28,10 @@ from ._threads import QuietTimer, daemon_thread
 __all__ = ["install_distributed_teardown", "teardown"]
 
 log = logging.getLogger("runtime_guard.torch")
-_state = {"running": False, "done": False}
+_state = {"running": False, "done": False, "deadline": False}
 _lock = threading.Lock()
+#: Pipe ends that faulthandler writes to on SIGTERM (kept open for the life of the process).
+_delivery_pipe: List[int] = []
 
 
 def _run_bounded(name: str, fn: Callable[[], Any], budget: float) -> bool:
@@ -85,6 +89,49 @@ def teardown(budget: float = 20.0) -> None:
         _state["done"] = True
 
 
+def _arm_deadline(grace: float, exit_code: int) -> None:
+    """Start, once, the timer that hard-exits at ``0.9 * grace`` whatever the teardown is doing."""
+    with _lock:
+        if _state["deadline"]:
+            return
+        _state["deadline"] = True
+    QuietTimer(grace * 0.9, lambda: hard_exit(exit_code), "runtime_guard-teardown-deadline").start()
+
+
+def _on_delivery_in_c(signum: int, on_delivery: Callable[[], None]) -> bool:
+    """Call ``on_delivery`` from a helper thread as soon as ``signum`` is delivered.
+
+    CPython runs a Python signal handler only when the main thread next executes bytecode: a rank
+    blocked in a collective, or in ``cuda.synchronize()`` behind a wedged kernel, never gets there
+    (measured: a gloo rank in ``all_reduce`` ran the handler only at the process-group timeout; on
+    an H100 the rank in ``synchronize()`` never did). faulthandler's handler is C code that runs at
+    delivery: it writes a traceback to our pipe, then chains to Python's handler, so the Python path
+    still runs when it can. The helper thread needs the GIL, which blocking CUDA and c10d calls
+    release. Returns False where faulthandler cannot register the signal.
+    """
+    try:
+        if not _delivery_pipe:
+            r, w = os.pipe()
+            os.set_blocking(w, False)  # a full pipe must never block inside the signal handler
+            _delivery_pipe[:] = [r, w]
+        r, w = _delivery_pipe
+        # all_threads: the kernel may deliver SIGTERM to a C++ thread (NCCL, CUDA) with no Python
+        # thread state, where a current-thread dump would write nothing.
+        faulthandler.register(signum, file=w, all_threads=True, chain=True)
+    except (AttributeError, OSError, RuntimeError, ValueError):
+        return False
+
+    def watch() -> None:
+        try:
+            if os.read(r, 65536):
+                on_delivery()
+        except OSError:
+            pass
+
+    daemon_thread(watch, "runtime_guard-sigterm-watch").start()
+    return True
+
+
 def install_distributed_teardown(grace: float = 25.0, *, exit_code: int = 143,
                                  chain: bool = True) -> Optional[Any]:
     """Install a SIGTERM handler that tears down CUDA/``torch.distributed`` and exits within ``grace``.
@@ -95,6 +142,13 @@ def install_distributed_teardown(grace: float = 25.0, *, exit_code: int = 143,
     (``0.8 * grace`` in total); then, if ``chain`` and the previous handler is a Python callable
     (Ray's, torchrun's), call it so its exit semantics apply; else ``hard_exit(exit_code)``
     (128 + 15 = 143 by default). Returns the previous handler.
+
+    The deadline holds even when the main thread is blocked in C when SIGTERM arrives (a collective
+    waiting for a peer, ``cuda.synchronize()`` behind a kernel that never ends), where no Python
+    handler can run: a helper thread hears the signal through faulthandler, arms the deadline, gives
+    the main thread ``min(1, grace / 10)`` s to start the handler itself, and otherwise tears down
+    and exits from the helper thread. A later ``signal.signal(SIGTERM, ...)`` by other code removes
+    that C-level hook (the Python handler, if chained, still runs).
 
     Off the main thread ``signal.signal`` is impossible: then the teardown is registered with
     ``atexit`` (Ray workers turn SIGTERM into SystemExit in the main thread, which runs it), a
@@ -109,18 +163,29 @@ def install_distributed_teardown(grace: float = 25.0, *, exit_code: int = 143,
         return None
 
     previous = signal.getsignal(signal.SIGTERM)
+    handled = threading.Event()  # the Python handler has started (the main thread is free)
 
     def on_sigterm(signum: int, frame: Any) -> None:
+        handled.set()
         if _state["running"]:
-            return  # second SIGTERM while tearing down: keep going
-        killer = QuietTimer(grace * 0.9, lambda: hard_exit(exit_code), "runtime_guard-teardown-deadline")
-        killer.start()
+            return  # second SIGTERM, or the helper thread is already tearing down: keep going
+        _arm_deadline(grace, exit_code)
         log.warning("runtime_guard: SIGTERM: tearing down torch.distributed (grace %.0fs)", grace)
         teardown(budget)
         if chain and callable(previous) and previous not in (signal.default_int_handler,):
             previous(signum, frame)  # may raise SystemExit (Ray) - the deadline timer still bounds exit
         hard_exit(exit_code)
 
+    def on_delivery() -> None:  # helper thread, at delivery time
+        _arm_deadline(grace, exit_code)
+        if handled.wait(min(1.0, grace / 10)):
+            return
+        log.warning("runtime_guard: SIGTERM while the main thread is blocked in a C call: tearing down "
+                    "torch.distributed from a helper thread (grace %.0fs)", grace)
+        teardown(budget)
+        hard_exit(exit_code)
+
     signal.signal(signal.SIGTERM, on_sigterm)
+    _on_delivery_in_c(signal.SIGTERM, on_delivery)  # after signal.signal: faulthandler chains to it
     atexit.register(teardown, budget)  # normal exits (sys.exit, Ray's SystemExit path) tear down too
     return previous

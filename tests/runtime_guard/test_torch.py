@@ -71,6 +71,29 @@ def test_wedged_teardown_bounded_by_grace(tmp_path: Path) -> None:
         assert "did not finish" in out or "destroy_process_group" in out
 
 
+def test_sigterm_while_main_thread_blocked_in_a_collective(tmp_path: Path) -> None:
+    """The main thread sits in a C++ collective when SIGTERM arrives, so no Python handler can run
+    until the call returns (before the fix: at the 120 s process-group timeout). The helper thread
+    that hears the signal through faulthandler tears down and exits 143 within the grace period.
+    The same mechanism covers ``cuda.synchronize()`` behind a wedged kernel (docs/gpu-validation.md)."""
+    procs = _start_ranks(tmp_path, "blocked", grace=4)
+    time.sleep(1.0)  # rank 1 is now inside all_reduce
+    t0 = time.monotonic()
+    procs[1].send_signal(signal.SIGTERM)
+    try:
+        out = procs[1].communicate(timeout=60)[0]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+        procs[0].communicate()
+    took = time.monotonic() - t0
+    assert procs[1].returncode == 143, out
+    assert "blocked in a C call" in out, out
+    assert "ALL_REDUCE RETURNED" not in out
+    assert took < 30, f"took {took:.1f}s: the handler waited for the collective"  # grace 4 s vs 120 s timeout
+
+
 def test_off_main_thread_registers_atexit_with_warning() -> None:
     import runtime_guard
 

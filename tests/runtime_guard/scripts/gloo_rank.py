@@ -1,6 +1,9 @@
 """One rank of a 2-rank gloo group: installs the SIGTERM teardown, signals readiness, idles.
 
-argv: RANK WORLD STORE_FILE READY_DIR SCENARIO(ok|hang|peer-dead) GRACE
+argv: RANK WORLD STORE_FILE READY_DIR SCENARIO(ok|hang|peer-dead|blocked) GRACE
+
+``blocked``: rank 1 then waits in an ``all_reduce`` that rank 0 never joins (rank 0 idles), so its
+main thread is inside a C++ call when SIGTERM arrives (the process-group timeout is 120 s).
 """
 import logging
 import os
@@ -12,7 +15,8 @@ import torch.distributed as dist
 rank, world, store, ready_dir, scenario, grace = (int(sys.argv[1]), int(sys.argv[2]), sys.argv[3],
                                                   sys.argv[4], sys.argv[5], float(sys.argv[6]))
 logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
-dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
+dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world,
+                        timeout=__import__("datetime").timedelta(seconds=120))
 t = dist.all_reduce(__import__("torch").ones(4))
 import runtime_guard  # noqa: E402
 
@@ -32,5 +36,8 @@ def destroy(*a, **k):
 if scenario != "hang":
     dist.destroy_process_group = destroy
 open(os.path.join(ready_dir, f"ready{rank}"), "w").close()
+if scenario == "blocked" and rank == 1:
+    dist.all_reduce(__import__("torch").ones(4))  # never completes: rank 0 does not join
+    print("ALL_REDUCE RETURNED", flush=True)
 while True:
     time.sleep(0.05)
