@@ -68,6 +68,7 @@ class Run:
     returncode: Optional[int]
     seconds: Optional[float]  # from the fault to the driver's exit
     workers_hung: int = 0  # job workers still alive SETTLE_DEADLINE s after the driver exited
+    leaked_names: List[str] = field(default_factory=list)
     extra: Dict[str, object] = field(default_factory=dict)
     log: str = ""
 
@@ -114,6 +115,7 @@ def run_one(cluster: FaultCluster, scenario: str, variant: str, workdir: Path, n
             raise RuntimeError(f"{scenario}/{variant} did not start:\n{log_path.read_text()[-4000:]}")
         info = json.loads((state / "ready.json").read_text())
         workers = list(info.get("workers", []))
+        extra["workers"] = list(workers)
         time.sleep(0.5)  # the work is under way
         t0 = time.monotonic()
         if scenario == "preempt":
@@ -136,8 +138,8 @@ def run_one(cluster: FaultCluster, scenario: str, variant: str, workdir: Path, n
             workers = sorted(set(workers) | set(json.loads((state / "ready.json").read_text()).get("workers", [])))
         hung = wait_dead(workers, SETTLE_DEADLINE)
         time.sleep(1.0)
-        leaked = len([f for f in os.listdir(markers) if f.endswith(".lease")])
-        left = leaked
+        leaked_names = sorted(f for f in os.listdir(markers) if f.endswith(".lease"))
+        leaked = left = len(leaked_names)
         if variant == "guard":  # the next run starts by reaping leases of dead owners
             from runtime_guard import leases
 
@@ -153,7 +155,7 @@ def run_one(cluster: FaultCluster, scenario: str, variant: str, workdir: Path, n
                 pass
             proc.wait(timeout=10)
         signal_all([p for p in workers if alive(p)], signal.SIGKILL)
-    return Run(scenario, variant, leaked, left, exited, rc, seconds, len(hung), extra,
+    return Run(scenario, variant, leaked, left, exited, rc, seconds, len(hung), leaked_names, extra,
                log_path.read_text(errors="replace"))
 
 
@@ -203,8 +205,9 @@ def main(argv=None) -> int:
     print(table(runs, args.n))
     print(f"\n({time.monotonic() - t:.0f}s in all; runs' files in {workdir})")
     for r in runs:
-        if r.extra:
-            print(f"{r.scenario}/{r.variant}: {r.extra}")
+        shown = {k: v for k, v in r.extra.items() if k != "workers"}
+        if shown or r.leaked_names:
+            print(f"{r.scenario}/{r.variant}: leaked {r.leaked_names} {shown}")
         if args.show_logs:
             print(f"\n--- {r.scenario}/{r.variant} (exit {r.returncode}) ---\n{r.log[-3000:]}")
     if not args.workdir:

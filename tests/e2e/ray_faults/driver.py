@@ -128,6 +128,18 @@ def oom() -> None:
     get(run)
 
 
+def call_restarting(method, *args, timeout: float = 60.0):
+    """Call an actor that may still be restarting (calls made meanwhile fail with ActorUnavailableError)."""
+    end = time.monotonic() + timeout
+    while True:
+        try:
+            return ray.get(method.remote(*args), timeout=timeout)
+        except ray.exceptions.ActorUnavailableError:
+            if time.monotonic() > end:
+                raise
+            time.sleep(0.2)
+
+
 def restart() -> None:
     """An actor with max_restarts=1 is SIGKILLed mid-task; the restarted one must start clean."""
     env = w.Env.options(**on("node_b"), max_restarts=1).remote(MARKERS)
@@ -139,8 +151,8 @@ def restart() -> None:
         get(ref)
     except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as exc:
         say(f"the call failed as expected: {type(exc).__name__}")
-    state = ray.get(env.state.remote(), timeout=60)
-    ray.get(env.work.remote(0.1), timeout=60)  # the restarted actor works
+    state = call_restarting(env.state)
+    call_restarting(env.work, 0.1)  # the restarted actor works
     result(first_pid=first, **state)
     ready(kill=[first], workers=[state["pid"]])
 
