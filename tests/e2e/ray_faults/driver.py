@@ -30,7 +30,8 @@ sys.path[:0] = [str(HERE), str(REPO)]
 import ray  # noqa: E402
 
 env_vars = {"PYTHONPATH": f"{HERE}{os.pathsep}{REPO}", "RGF_GUARD": os.environ["RGF_GUARD"],
-            "RUNTIME_GUARD_CLEANUP_TIMEOUT": str(CLEANUP), "RAY_USAGE_STATS_ENABLED": "0"}
+            "RUNTIME_GUARD_CLEANUP_TIMEOUT": str(CLEANUP), "RAY_USAGE_STATS_ENABLED": "0",
+            "RGF_TASKGROUP": os.environ.get("RGF_TASKGROUP", "0")}
 runtime_env = {"env_vars": env_vars}
 if GUARD:
     runtime_env["worker_process_setup_hook"] = "runtime_guard.ray.setup_worker"
