@@ -53,9 +53,14 @@ SETTLE_DEADLINE = 30.0
 GRACE = 5.0  # preemption notice: SIGTERM -> SIGKILL
 CLEANUP = 5.0  # the guard's cleanup budget (RUNTIME_GUARD_CLEANUP_TIMEOUT and the driver's timeouts)
 NODE_GONE_WAIT = 4.0  # ctrl-c-node-gone: time for the GCS to notice the dead node before the Ctrl+C
-# Detect a SIGKILLed raylet in ~1.5 s instead of Ray's default ~30 s (health checks every 3 s, 5 misses).
+# Detect a SIGKILLed raylet in ~1.5 s instead of Ray's default 15 s or more (checks every 3 s, 5 misses).
 HEAD_SYSTEM_CONFIG = {"health_check_period_ms": 500, "health_check_failure_threshold": 3,
                       "health_check_initial_delay_ms": 1000}
+
+
+def held(scenario: str, n: int) -> int:
+    """How many sandboxes a scenario's workload holds when the fault hits."""
+    return {"preempt": 2 * n + 1, "oom": n + 1, "restart": 1, "shutdown": n, "ctrl-c-node-gone": n + 1}[scenario]
 
 
 @dataclass
@@ -69,13 +74,14 @@ class Run:
     seconds: Optional[float]  # from the fault to the driver's exit
     workers_hung: int = 0  # job workers still alive SETTLE_DEADLINE s after the driver exited
     leaked_names: List[str] = field(default_factory=list)
+    n: int = 4
     extra: Dict[str, object] = field(default_factory=dict)
     log: str = ""
 
     def cell(self) -> str:
         if not self.exited:
-            return f"leaked {self.leaked}, HUNG (killed after {EXIT_DEADLINE:.0f}s)"
-        text = f"leaked {self.leaked}"
+            return f"leaked {self.leaked}/{held(self.scenario, self.n)}, HUNG (killed after {EXIT_DEADLINE:.0f}s)"
+        text = f"leaked {self.leaked}/{held(self.scenario, self.n)}"
         if self.variant == "guard" and self.leaked:
             text += f" ({self.leaked - self.left} reaped, {self.left} left)"
         text += f", exit {self.returncode}, {self.seconds:.1f}s"
@@ -155,7 +161,7 @@ def run_one(cluster: FaultCluster, scenario: str, variant: str, workdir: Path, n
                 pass
             proc.wait(timeout=10)
         signal_all([p for p in workers if alive(p)], signal.SIGKILL)
-    return Run(scenario, variant, leaked, left, exited, rc, seconds, len(hung), leaked_names, extra,
+    return Run(scenario, variant, leaked, left, exited, rc, seconds, len(hung), leaked_names, n, extra,
                log_path.read_text(errors="replace"))
 
 
