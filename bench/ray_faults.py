@@ -10,6 +10,8 @@ removed in ``finally``). Scenarios:
   restart           actor with max_restarts=1 SIGKILLed mid-task; the restarted actor must start clean
   shutdown          ray.shutdown() in the driver while async actor calls are in flight
   ctrl-c-node-gone  node_b SIGKILLed, then Ctrl+C to the driver waiting on it and on an actor on the head
+  ctrl-c-head-gone  the head node (GCS, raylet) SIGKILLed, then Ctrl+C to the driver waiting on node_b
+                    (on a cluster of its own: nothing survives it)
 
 Variants: ``plain`` (ray.get, nothing else) and ``guard`` (setup_worker as the job's
 worker_process_setup_hook, interruptible_get + cancel_and_wait in the driver, markers written as
@@ -45,7 +47,8 @@ sys.path[:0] = [str(FAULTS), str(REPO)]
 
 from cluster import FaultCluster, alive, preempt, signal_all, wait_dead  # noqa: E402
 
-SCENARIOS = ("preempt", "oom", "restart", "shutdown", "ctrl-c-node-gone")
+SCENARIOS = ("preempt", "oom", "restart", "shutdown", "ctrl-c-node-gone", "ctrl-c-head-gone")
+ON_OWN_CLUSTER = ("ctrl-c-head-gone",)  # the cluster does not survive it
 VARIANTS = ("plain", "guard")
 START_DEADLINE = 120.0
 EXIT_DEADLINE = 60.0
@@ -60,7 +63,8 @@ HEAD_SYSTEM_CONFIG = {"health_check_period_ms": 500, "health_check_failure_thres
 
 def held(scenario: str, n: int) -> int:
     """How many sandboxes a scenario's workload holds when the fault hits."""
-    return {"preempt": 2 * n + 1, "oom": n + 1, "restart": 1, "shutdown": n, "ctrl-c-node-gone": n + 1}[scenario]
+    return {"preempt": 2 * n + 1, "oom": n + 1, "restart": 1, "shutdown": n, "ctrl-c-node-gone": n + 1,
+            "ctrl-c-head-gone": n}[scenario]
 
 
 @dataclass
@@ -72,7 +76,7 @@ class Run:
     exited: bool  # the driver exited by itself within EXIT_DEADLINE
     returncode: Optional[int]
     seconds: Optional[float]  # from the fault to the driver's exit
-    workers_hung: int = 0  # job workers still alive SETTLE_DEADLINE s after the driver exited
+    workers_hung: int = 0  # job workers still alive SETTLE_DEADLINE s (head-gone: 5 s) after the driver exited
     leaked_names: List[str] = field(default_factory=list)
     n: int = 4
     extra: Dict[str, object] = field(default_factory=dict)
@@ -86,7 +90,7 @@ class Run:
             text += f" ({self.leaked - self.left} reaped, {self.left} left)"
         text += f", exit {self.returncode}, {self.seconds:.1f}s"
         if self.workers_hung:
-            text += f", {self.workers_hung} worker(s) hung"
+            text += f", {self.workers_hung} worker(s) alive {self.extra.get('settle_s', SETTLE_DEADLINE):.0f}s later"
         return text
 
 
@@ -130,8 +134,8 @@ def run_one(cluster: FaultCluster, scenario: str, variant: str, workdir: Path, n
             signal_all(info["kill"], signal.SIGKILL)
         elif scenario == "shutdown":
             (state / "go").touch()
-        elif scenario == "ctrl-c-node-gone":
-            signal_all(cluster.node_pids("node_b"), signal.SIGKILL)
+        elif scenario in ("ctrl-c-node-gone", "ctrl-c-head-gone"):
+            signal_all(cluster.node_pids("node_b" if scenario == "ctrl-c-node-gone" else "head"), signal.SIGKILL)
             time.sleep(NODE_GONE_WAIT)
             t0 = time.monotonic()
             os.kill(proc.pid, signal.SIGINT)
@@ -142,7 +146,10 @@ def run_one(cluster: FaultCluster, scenario: str, variant: str, workdir: Path, n
             pass
         if (state / "ready.json").exists():  # the restart scenario reports the restarted actor too
             workers = sorted(set(workers) | set(json.loads((state / "ready.json").read_text()).get("workers", [])))
-        hung = wait_dead(workers, SETTLE_DEADLINE)
+        # With the GCS gone nothing tells node_b's workers the job ended: they outlive the driver.
+        settle = 5.0 if scenario == "ctrl-c-head-gone" else SETTLE_DEADLINE
+        extra["settle_s"] = settle
+        hung = wait_dead(workers, settle)
         time.sleep(1.0)
         leaked_names = sorted(f for f in os.listdir(markers) if f.endswith(".lease"))
         leaked = left = len(leaked_names)
@@ -171,8 +178,16 @@ def run_all(scenarios=SCENARIOS, variants=VARIANTS, n: int = 4, workdir: Optiona
     own = cluster is None
     if own:
         cluster = FaultCluster(system_config=HEAD_SYSTEM_CONFIG)
+    runs = []
     try:
-        return [run_one(cluster, s, v, workdir, n) for s in scenarios for v in variants]
+        for s in scenarios:
+            for v in variants:
+                if s in ON_OWN_CLUSTER:
+                    with FaultCluster(system_config=HEAD_SYSTEM_CONFIG) as alone:
+                        runs.append(run_one(alone, s, v, workdir, n))
+                else:
+                    runs.append(run_one(cluster, s, v, workdir, n))
+        return runs
     finally:
         if own:
             cluster.close()
@@ -184,6 +199,7 @@ LABELS = {
     "restart": "3. actor (max_restarts=1) SIGKILLed mid-task",
     "shutdown": "4. ray.shutdown() with async actor calls in flight",
     "ctrl-c-node-gone": "5. Ctrl+C to the driver, node_b already gone",
+    "ctrl-c-head-gone": "6. Ctrl+C to the driver, head node (GCS) already gone",
 }
 
 
@@ -211,7 +227,7 @@ def main(argv=None) -> int:
     print(table(runs, args.n))
     print(f"\n({time.monotonic() - t:.0f}s in all; runs' files in {workdir})")
     for r in runs:
-        shown = {k: v for k, v in r.extra.items() if k != "workers"}
+        shown = {k: v for k, v in r.extra.items() if k not in ("workers", "settle_s")}
         if shown or r.leaked_names:
             print(f"{r.scenario}/{r.variant}: leaked {r.leaked_names} {shown}")
         if args.show_logs:

@@ -182,8 +182,17 @@ def ctrl_c_node_gone() -> None:
     get([run, t])
 
 
+def head_gone() -> None:
+    """Ctrl+C while the driver waits on an actor on node_b and the head node (GCS, raylet) is gone."""
+    sb = w.Sandboxes.options(**on("node_b")).remote(MARKERS)
+    run = sb.run.remote(N, LONG)
+    wait_markers(N)
+    ready(workers=[ray.get(sb.pid.remote())])
+    get(run)
+
+
 SCENARIOS = {"preempt": preempt, "oom": oom, "restart": restart, "shutdown": shutdown,
-             "ctrl-c-node-gone": ctrl_c_node_gone}
+             "ctrl-c-node-gone": ctrl_c_node_gone, "ctrl-c-head-gone": head_gone}
 
 if __name__ == "__main__":
     try:
