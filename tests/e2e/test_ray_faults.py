@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import signal
 import sys
 from pathlib import Path
 
@@ -33,7 +34,7 @@ def _bench():
 @pytest.fixture(scope="module")
 def faults(tmp_path_factory):
     bench = _bench()
-    before = os.environ.get("RAY_TMPDIR")
+    before = os.environ.get("RAY_TMPDIR"), signal.getsignal(signal.SIGTERM)
     cluster = bench.FaultCluster(system_config=bench.HEAD_SYSTEM_CONFIG)
     try:
         # the cluster's address file is private: a plain ray.init() elsewhere does not join it
@@ -41,7 +42,7 @@ def faults(tmp_path_factory):
         yield bench, cluster, tmp_path_factory.mktemp("ray-faults")
     finally:
         cluster.close()
-    assert os.environ.get("RAY_TMPDIR") == before
+    assert (os.environ.get("RAY_TMPDIR"), signal.getsignal(signal.SIGTERM)) == before  # nothing left behind
 
 
 def _run(faults, scenario, hung_ok=False):

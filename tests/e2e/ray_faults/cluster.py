@@ -81,6 +81,9 @@ class FaultCluster:
     def __init__(self, head_cpus: int = 1, system_config: Optional[Dict[str, object]] = None) -> None:
         self.tmp = tempfile.mkdtemp(prefix="rgf", dir="/tmp")
         self._old_tmpdir = os.environ.get("RAY_TMPDIR")
+        # Each node registers a SIGTERM handler (and an atexit hook) in this process; the handler is
+        # put back on close so a test session does not keep one for a cluster that is gone.
+        self._old_sigterm = signal.getsignal(signal.SIGTERM)
         os.environ["RAY_TMPDIR"] = self.tmp  # read by Cluster at start and at shutdown
         from ray.cluster_utils import Cluster
 
@@ -161,6 +164,10 @@ class FaultCluster:
                 pass
             signal_all({p for p in all_pids if alive(p)}, signal.SIGKILL)  # nothing we started survives
         finally:
+            try:
+                signal.signal(signal.SIGTERM, self._old_sigterm)
+            except (ValueError, TypeError):  # off the main thread / a handler set from C
+                pass
             if self._old_tmpdir is None:
                 os.environ.pop("RAY_TMPDIR", None)
             else:
