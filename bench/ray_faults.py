@@ -131,6 +131,10 @@ def run_one(cluster: FaultCluster, scenario: str, variant: str, workdir: Path, n
         if scenario == "preempt":
             extra.update(preempt(cluster.node_pids("node_b"), GRACE))
         elif scenario in ("oom", "restart"):
+            # kill while the env holds its lease (between two steps it holds none)
+            end = time.monotonic() + 10
+            while not any(f.startswith("env-") for f in os.listdir(markers)) and time.monotonic() < end:
+                time.sleep(0.01)
             signal_all(info["kill"], signal.SIGKILL)
         elif scenario == "shutdown":
             (state / "go").touch()

@@ -59,7 +59,7 @@ def guard_depth() -> int:
 
 
 @ray.remote(max_restarts=0, max_task_retries=0)
-class Sandboxes:
+class Sandboxes:  # noqa: SHD404 (the guard variant sets setup_worker as the job's setup hook)
     """Async actor: N trajectories, each holding a sandbox while it runs."""
 
     def __init__(self, directory: str) -> None:
@@ -70,7 +70,7 @@ class Sandboxes:
 
     async def run(self, n: int, seconds: float, env: Optional[Any] = None) -> int:
         async def trajectory(i: int) -> None:
-            path = hold(self.directory, f"sandbox-{os.getpid()}-{i}")
+            path = hold(self.directory, f"sandbox-{os.getpid()}-{i}")  # noqa: SHD301 (a tiny file)
             try:
                 if env is not None and i == 0:  # this one steps an environment on another node
                     end = time.monotonic() + seconds
@@ -87,7 +87,7 @@ class Sandboxes:
                 for i in range(n):
                     tg.create_task(trajectory(i))
         else:
-            await asyncio.gather(*(trajectory(i) for i in range(n)))
+            await asyncio.gather(*(trajectory(i) for i in range(n)))  # noqa: SHD101 (scenario 2 measures it)
         return n
 
 
@@ -114,7 +114,7 @@ class Env:
     def step(self) -> None:
         path = hold(self.directory, f"env-{os.getpid()}-step")
         try:
-            time.sleep(0.2)
+            time.sleep(1.0)
         finally:
             drop(path)
 
