@@ -134,14 +134,32 @@ def owner_alive(record: Dict[str, Any], dead_nodes: Iterable[str] = ()) -> Optio
     return True
 
 
+_CLAIM = ".reaping-"
+
+
+def _unclaim_abandoned(directory: str, entry: str, host: str) -> str:
+    """A claim left by a reaper of this host that died mid-cleanup goes back to being a lease."""
+    lease_name, sep, claimer = entry.partition(_CLAIM)
+    if not sep or not lease_name.endswith(SUFFIX):
+        return entry
+    claim_host, _, pid = claimer.rpartition(":")
+    if claim_host != host or not pid.isdigit() or _start_time(int(pid)) is not None:
+        return entry  # another host's reaper, or a live one
+    try:
+        os.rename(os.path.join(directory, entry), os.path.join(directory, lease_name))
+    except OSError:
+        return entry
+    return lease_name
+
+
 def reap(directory: "str | os.PathLike[str]", cleanup: Optional[Callable[[Dict[str, Any]], Any]] = None, *,
          dead_nodes: Iterable[str] = ()) -> List[Dict[str, Any]]:
     """Release every lease in ``directory`` whose owner is known to be dead; return their records.
 
     ``cleanup(record)`` runs first (delete the sandbox, free the GPU lease...; ``record["data"]`` is
     what :func:`acquire` was given). If it raises, the lease is kept for a later reap. Several
-    reapers may run at once: each lease is claimed by renaming it, so one cleanup runs per lease.
-    Never raises for a missing directory or unreadable lease files (those are skipped).
+    reapers may run at once: each lease is claimed by renaming it, so one cleanup runs per lease
+    (a claim whose reaper died on this host is taken up again). Never raises for a missing directory or unreadable lease files (those are skipped).
     """
     dead = set(dead_nodes)
     reaped: List[Dict[str, Any]] = []
@@ -149,7 +167,8 @@ def reap(directory: "str | os.PathLike[str]", cleanup: Optional[Callable[[Dict[s
         names = sorted(os.listdir(directory))
     except OSError:
         return reaped
-    me = os.getpid()
+    host, me = socket.gethostname(), os.getpid()
+    names = [_unclaim_abandoned(os.fspath(directory), entry, host) for entry in names]
     for entry in names:
         if not entry.endswith(SUFFIX):
             continue
@@ -157,7 +176,7 @@ def reap(directory: "str | os.PathLike[str]", cleanup: Optional[Callable[[Dict[s
         record = read(path)
         if record is None or owner_alive(record, dead) is not False:
             continue
-        claimed = f"{path}.reaping-{me}"
+        claimed = f"{path}{_CLAIM}{host}:{me}"
         try:
             os.rename(path, claimed)
         except OSError:

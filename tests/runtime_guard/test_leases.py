@@ -121,3 +121,19 @@ def test_dead_ray_nodes_without_ray_connected_is_empty() -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env(),
                        cwd=str(REPO), timeout=60)
     assert r.stdout.split() == ["set()", "False"], r.stderr  # never imports ray itself
+
+
+def test_a_claim_abandoned_by_a_dead_reaper_is_reaped_again(tmp_path) -> None:
+    import socket
+
+    p = _holder(tmp_path)
+    p.kill()
+    p.wait()
+    dead_reaper = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                                 text=True, timeout=60)
+    pid = int(dead_reaper.stdout)
+    src = tmp_path / "sandbox-1.lease"
+    src.rename(tmp_path / f"sandbox-1.lease.reaping-{socket.gethostname()}:{pid}")  # it died mid-cleanup
+    (tmp_path / "sandbox-2.lease").rename(tmp_path / "sandbox-2.lease.reaping-other-host:1")
+    assert sorted(r["name"] for r in leases.reap(tmp_path)) == ["sandbox-1"]
+    assert _files(tmp_path) == ["sandbox-2.lease.reaping-other-host:1"]  # another host's claim: left alone
