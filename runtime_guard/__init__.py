@@ -14,7 +14,7 @@ __all__ = [
     "supervise", "set_default_policy", "get_default_policy",
     "hard_exit", "sigterm_as_keyboard_interrupt", "on_interrupt", "shutdown_executor",
     "watch_loop", "install_watchdog", "install_from_env", "StallReport", "stall_summary",
-    "ray", "torch",
+    "ray", "torch", "leases",
 ]
 
 _LAZY = {
@@ -32,7 +32,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:  # pragma: no cover
-    from . import ray, torch
+    from . import leases, ray, torch
     from .executors import shutdown_executor
     from .exit import hard_exit
     from .interrupt import on_interrupt
@@ -64,7 +64,7 @@ def install_from_env() -> bool:
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("ray", "torch"):
+    if name in ("ray", "torch", "leases"):
         return importlib.import_module(f"{__name__}.{name}")
     target = _LAZY.get(name)
     if target is None:

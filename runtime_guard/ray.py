@@ -49,6 +49,22 @@ def _not_ready(unique: List[Any]) -> List[Any]:
     return not_ready
 
 
+def _collect_ready(unique: List[Any], values: "dict[Any, Any]") -> bool:
+    """Fetch the refs that became ready into ``values``; True once every ref has a value.
+
+    Like ``ray.get``, a failed ref raises its error as soon as it is ready, without waiting for the
+    others: a task lost with its node must not leave the caller waiting on work that never ends.
+    ``fetch_local=True``: "ready" means the value is on this node, so the get below never blocks.
+    """
+    pending = [r for r in unique if r not in values]
+    if not pending:
+        return True
+    ready, _ = _ray.wait(pending, num_returns=len(pending), timeout=0, fetch_local=True)
+    if ready:
+        values.update(zip(ready, _ray.get(ready)))
+    return len(ready) == len(pending)
+
+
 def _cancel(refs: List[Any], force: bool) -> None:
     for ref in refs:
         try:
@@ -134,7 +150,9 @@ def interruptible_get(refs: Refs, *, timeout: Optional[float] = None, poll: floa
     SIGINT handler installed for the duration (Ray or a launcher may have set SIG_IGN or their own).
     On the first Ctrl+C it ``ray.cancel(force=False)``\\ s the refs and waits for them up to
     ``cleanup_timeout`` s, absorbing a follow-up SIGTERM; a second Ctrl+C force-cancels. Then the
-    KeyboardInterrupt is re-raised. ``timeout`` behaves as in ``ray.get`` (``GetTimeoutError``).
+    KeyboardInterrupt is re-raised. ``timeout`` behaves as in ``ray.get`` (``GetTimeoutError``), and so
+    do failures: the first failed ref raises its error as soon as it is ready, without waiting for
+    the others (which keep running: ``cancel_and_wait`` them if the program gives up on them).
 
     Inside a running event loop (called from ``async def``) it returns an awaitable instead:
     ``await runtime_guard.ray.interruptible_get(ref)`` (same as :func:`interruptible_get_async`).
@@ -157,9 +175,10 @@ def interruptible_get(refs: Refs, *, timeout: Optional[float] = None, poll: floa
         prev_term = signal.getsignal(signal.SIGTERM)
         signal.signal(signal.SIGINT, signal.default_int_handler)  # undo SIG_IGN / Ray's own handler
     deadline = None if timeout is None else time.monotonic() + timeout
+    values: "dict[Any, Any]" = {}
     try:
         try:
-            while unique and _not_ready(unique):
+            while not _collect_ready(unique, values):
                 if deadline is not None:
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
@@ -171,8 +190,7 @@ def interruptible_get(refs: Refs, *, timeout: Optional[float] = None, poll: floa
         except KeyboardInterrupt:
             _wait_cleanup(unique, poll, cleanup_timeout)
             raise
-        values = _ray.get(ref_list)
-        return values[0] if single else values
+        return values[ref_list[0]] if single else [values[r] for r in ref_list]
     finally:
         if main:
             for sig, prev in ((signal.SIGINT, prev_int), (signal.SIGTERM, prev_term)):
@@ -193,8 +211,9 @@ async def interruptible_get_async(refs: Refs, *, timeout: Optional[float] = None
     ref_list, single = _as_list(refs)
     unique = _unique(ref_list)
     deadline = None if timeout is None else time.monotonic() + timeout
+    values: "dict[Any, Any]" = {}
     try:
-        while unique and _not_ready(unique):
+        while not _collect_ready(unique, values):
             if deadline is not None and time.monotonic() >= deadline:
                 raise _ray.exceptions.GetTimeoutError(f"Get timed out: some object(s) not ready after {timeout}s")
             await asyncio.sleep(poll)
@@ -209,8 +228,7 @@ async def interruptible_get_async(refs: Refs, *, timeout: Optional[float] = None
         except (asyncio.CancelledError, KeyboardInterrupt):
             _cancel(_not_ready(unique), force=True)
         raise
-    values = _ray.get(ref_list)
-    return values[0] if single else values
+    return values[ref_list[0]] if single else [values[r] for r in ref_list]
 
 
 # ---------------------------------------------------------------------------------------------

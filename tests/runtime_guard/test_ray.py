@@ -55,6 +55,32 @@ def test_interruptible_get_shapes_and_timeout(cluster) -> None:
     ray.cancel(slow, force=True)
 
 
+@ray.remote(max_retries=0)
+def _fail():
+    raise ValueError("lost with its node")
+
+
+def test_interruptible_get_raises_a_failure_without_waiting_for_the_rest(cluster) -> None:
+    # Regression (issue 17): it waited for every ref before raising, so a task lost with a dead
+    # node next to work that never ends (another node's actor loop) hung the driver; ray.get
+    # raises the first failure at once, and so must the guard (sync and async forms).
+    import runtime_guard
+
+    rg = runtime_guard.ray
+    never = _value.remote(0, delay=600)
+    try:
+        with pytest.raises(ray.exceptions.RayTaskError):  # not GetTimeoutError
+            rg.interruptible_get([never, _fail.remote()], timeout=60)
+
+        async def main():
+            await rg.interruptible_get_async([never, _fail.remote()], timeout=60)
+
+        with pytest.raises(ray.exceptions.RayTaskError):
+            asyncio.run(main())
+    finally:
+        ray.cancel(never, force=True)
+
+
 def test_interruptible_get_inside_coroutine_awaits(cluster) -> None:
     import runtime_guard
 
