@@ -14,6 +14,9 @@ from .shd102_unobserved_task_exception import is_task_spawn
 _NEUTRAL_METHODS = frozenset({"discard", "remove", "pop", "cancel", "done", "cancelled", "get_name", "clear"})
 _NEUTRAL_FUNCS = frozenset({"len", "print", "repr", "str", "id", "isinstance", "bool", "list", "tuple", "set"})
 _LOG_RECEIVERS = ("log", "logger", "logging", "_log", "_logger", "LOG", "LOGGER")
+#: Library awaitables that only wait: a task made from one has no cleanup to race.
+_WAIT_PRIMITIVES = frozenset({"get", "wait", "sleep", "put", "join", "acquire", "read", "readline",
+                              "readexactly", "readuntil", "recv", "receive", "wait_closed"})
 #: Iterables that can be evaluated a second time for the fix (a copy of the same tasks).
 _COPY_FUNCS = ("list", "tuple", "set")
 _VIEW_METHODS = ("values",)
@@ -29,7 +32,10 @@ class CancelWithoutAwait(Rule):
     `await asyncio.gather(*tasks)`, `await asyncio.wait(...)`, `wait_for`, and the task is
     not returned or handed to another call after it.
 
-    Not flagged: the reaping idiom (cancel, then await or gather the task), cancels of tasks
+    Not flagged: tasks with no cleanup to race (a same-module coroutine with no `finally`, no
+    `with`/`async with` and no handler that catches cancellation; a task made from a library
+    wait such as `queue.get()`, `event.wait()` or `asyncio.sleep()`), the reaping idiom
+    (cancel, then await or gather the task), cancels of tasks
     a `TaskGroup` or `asyncio.timeout` owns (they are not typed as tasks here), cancels in
     plain functions and callbacks (they cannot await; the caller may), and cancels in a
     lambda.
@@ -166,6 +172,34 @@ class CancelWithoutAwait(Rule):
             fut = executor.submit(job)
             fut.cancel()
         """,
+        # near miss from real code: idle queue workers with nothing to clean up
+        """
+        import asyncio
+
+        async def dispatch(queue, n):
+            async def worker():
+                while True:
+                    item = await queue.get()
+                    await handle(item)
+                    queue.task_done()
+
+            workers = [asyncio.create_task(worker()) for _ in range(n)]
+            await queue.join()
+            for w in workers:
+                w.cancel()
+        """,
+        # near miss from real code: racing two library waits, the loser has no cleanup
+        """
+        import asyncio
+
+        async def next_item(buffer, finished):
+            get_task = asyncio.ensure_future(buffer.get())
+            done_task = asyncio.ensure_future(finished.wait())
+            done, pending = await asyncio.wait({get_task, done_task}, return_when=asyncio.FIRST_COMPLETED)
+            for t in pending:
+                t.cancel()
+            return get_task.result() if get_task in done else None
+        """,
         # wait_for over the cancelled task
         """
         import asyncio, contextlib
@@ -299,13 +333,17 @@ class CancelWithoutAwait(Rule):
             return
         receiver = func.value
         loop = None
-        if self._is_task(receiver, node):
+        spawns = self._task_spawns(receiver, node)
+        if spawns:
             watched = [_code(receiver)]
         else:
             loop = self._loop_over_tasks(receiver, node)
             if loop is None:
                 return
+            spawns = self._held_spawns(_holder(loop.iter), node)
             watched = [_code(receiver), _code(loop.iter)]
+        if not any(self._may_clean_up(s) for s in spawns):
+            return  # nothing runs after the CancelledError: there is no cleanup to race
         if self._reaped_after(fn.node, node, watched, loop):
             return
         label = _code(receiver)
@@ -318,25 +356,35 @@ class CancelWithoutAwait(Rule):
         )
 
     # ------------------------------------------------------------------ what is a task
-    def _is_task(self, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
-        qn = self.facts.qualified_name(expr, at)
-        if qn in ("asyncio.Task", "asyncio.Future"):
-            return True
-        return any(is_task_spawn(self.facts, v) for v in self._values(expr, at))
+    def _task_spawns(self, expr: cst.BaseExpression, at: cst.CSTNode) -> list[Optional[cst.Call]]:
+        """The spawn calls ``expr`` was assigned from; ``[None]`` for a task of unknown origin
+        (typed as a task, e.g. through an alias); ``[]`` when ``expr`` is no known task."""
+        spawns: list[Optional[cst.Call]] = [v for v in self._values(expr, at) if is_task_spawn(self.facts, v)]
+        if not spawns and self.facts.qualified_name(expr, at) in ("asyncio.Task", "asyncio.Future"):
+            spawns = [None]
+        return spawns
 
     def _values(self, expr: cst.BaseExpression, at: cst.CSTNode) -> list[cst.Call]:
         """The call expressions ``expr`` (a name or ``self.x``) was assigned from."""
-        out: list[cst.BaseExpression] = []
-        if isinstance(expr, cst.Name):
-            b = self.facts.lookup(expr.value, self.facts.scope_of(at))
-            if b is not None and b.kind == "value":
-                out.append(b.target)  # type: ignore[arg-type]
-        elif isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
-            cls = self.facts.enclosing_class(at)
-            if cls is not None:
-                out.extend(v for v, _ in cls.attr_values.get(expr.attr.value, []))
+        out = self._collection_values(expr, at)
         return [v.expression if isinstance(v, cst.Await) else v for v in out
                 if isinstance(v, cst.Call) or isinstance(v, cst.Await) and isinstance(v.expression, cst.Call)]
+
+    def _may_clean_up(self, spawn: Optional[cst.Call]) -> bool:
+        """The spawned coroutine may run code after its ``CancelledError``: unknown, or a same-module
+        ``async def`` with a ``finally``, a ``with``/``async with`` or a handler that catches
+        cancellation. A library wait (``queue.get()``, ``event.wait()``, ``asyncio.sleep()``) has none."""
+        if spawn is None or not spawn.args:
+            return True
+        coro = spawn.args[0].value
+        if not isinstance(coro, cst.Call):
+            return True
+        target = self.facts.coroutine_target(coro, spawn)
+        if target is not None:
+            return not target.is_async or _has_cleanup(target.node.body)
+        name = self.facts.call_name(coro) or ""
+        last = coro.func.attr.value if isinstance(coro.func, cst.Attribute) else name.rsplit(".", 1)[-1]
+        return last not in _WAIT_PRIMITIVES
 
     def _loop_over_tasks(self, receiver: cst.BaseExpression, at: cst.CSTNode) -> Optional[cst.For]:
         """``for t in tasks: t.cancel()`` where ``tasks`` holds tasks this module spawned."""
@@ -351,28 +399,25 @@ class CancelWithoutAwait(Rule):
                 break
         if loop is None:
             return None
-        holder = loop.iter
-        if isinstance(holder, cst.Call) and isinstance(holder.func, cst.Attribute) \
-                and holder.func.attr.value in _VIEW_METHODS:
-            holder = holder.func.value
-        elif isinstance(holder, cst.Call) and isinstance(holder.func, cst.Name) \
-                and holder.func.value in _COPY_FUNCS and len(holder.args) == 1:
-            holder = holder.args[0].value
-        return loop if self._holds_tasks(holder, at) else None
+        return loop if self._held_spawns(_holder(loop.iter), at) else None
 
-    def _holds_tasks(self, holder: cst.BaseExpression, at: cst.CSTNode) -> bool:
+    def _held_spawns(self, holder: cst.BaseExpression, at: cst.CSTNode) -> list[Optional[cst.Call]]:
+        found: list[Optional[cst.Call]] = []
         # a list/set/dict comprehension or literal of spawns
         for v in self._collection_values(holder, at):
             elt = v.elt if isinstance(v, (cst.ListComp, cst.SetComp, cst.GeneratorExp)) else (
                 v.value if isinstance(v, cst.DictComp) else None)
             if isinstance(elt, cst.Call) and is_task_spawn(self.facts, elt):
-                return True
-            if isinstance(v, (cst.List, cst.Set, cst.Tuple)) and any(
-                    isinstance(e.value, cst.Call) and is_task_spawn(self.facts, e.value) for e in v.elements):
-                return True
-        # ``{ta, tb}`` handed to asyncio.wait: ``done, pending = await asyncio.wait(...)``
-        if isinstance(holder, cst.Name) and self._from_asyncio_wait(holder, at):
-            return True
+                found.append(elt)
+            if isinstance(v, (cst.List, cst.Set, cst.Tuple)):
+                found.extend(e.value for e in v.elements
+                             if isinstance(e.value, cst.Call) and is_task_spawn(self.facts, e.value))
+        # ``done, pending = await asyncio.wait({ta, tb}, ...)``: the tasks named in the wait
+        if isinstance(holder, cst.Name):
+            for waited in self._asyncio_wait_args(holder, at):
+                for name in _references(waited):
+                    if name.isidentifier():
+                        found.extend(self._task_spawns(cst.Name(name), waited))
         # ``tasks.append(create_task(...))`` / ``tasks.add(...)`` / ``tasks[k] = create_task(...)``
         text = _code(holder)
         for call in self.facts.calls:
@@ -383,11 +428,11 @@ class CancelWithoutAwait(Rule):
                 adder = self.facts.parent(parent)
                 if isinstance(adder, cst.Call) and isinstance(adder.func, cst.Attribute) \
                         and adder.func.attr.value in ("append", "add") and _code(adder.func.value) == text:
-                    return True
+                    found.append(call)
             if isinstance(parent, cst.Assign) and any(
                     isinstance(t.target, cst.Subscript) and _code(t.target.value) == text for t in parent.targets):
-                return True
-        return False
+                found.append(call)
+        return found
 
     def _collection_values(self, holder: cst.BaseExpression, at: cst.CSTNode) -> list[cst.BaseExpression]:
         out: list[cst.BaseExpression] = []
@@ -401,22 +446,20 @@ class CancelWithoutAwait(Rule):
                 out.extend(v for v, _ in cls.attr_values.get(holder.attr.value, []))
         return out
 
-    def _from_asyncio_wait(self, name: cst.Name, at: cst.CSTNode) -> bool:
+    def _asyncio_wait_args(self, name: cst.Name, at: cst.CSTNode) -> list[cst.BaseExpression]:
         fn = self.facts.enclosing_function(at)
-        if fn is None:
-            return False
-        for call in fn.calls:
-            if self.facts.call_name(call) != "asyncio.wait":
+        out: list[cst.BaseExpression] = []
+        for call in fn.calls if fn is not None else ():
+            if self.facts.call_name(call) != "asyncio.wait" or not call.args:
                 continue
             aw = self.facts.parent(call)
             assign = self.facts.parent(aw) if isinstance(aw, cst.Await) else None
-            if isinstance(assign, cst.Assign):
-                for t in assign.targets:
-                    if isinstance(t.target, cst.Tuple) and any(
-                            isinstance(e.value, cst.Name) and e.value.value == name.value
-                            for e in t.target.elements):
-                        return True
-        return False
+            if isinstance(assign, cst.Assign) and any(
+                    isinstance(t.target, cst.Tuple) and any(
+                        isinstance(e.value, cst.Name) and e.value.value == name.value for e in t.target.elements)
+                    for t in assign.targets):
+                out.append(call.args[0].value)
+        return out
 
     # ------------------------------------------------------------------ reaped?
     def _reaped_after(self, region: cst.CSTNode, cancel: cst.Call, watched: list[str],
@@ -511,6 +554,41 @@ class CancelWithoutAwait(Rule):
 
 
 _EQ = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+
+
+def _holder(iterable: cst.BaseExpression) -> cst.BaseExpression:
+    """``tasks`` for ``tasks``, ``tasks.values()``, ``list(tasks)``."""
+    if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) \
+            and iterable.func.attr.value in _VIEW_METHODS:
+        return iterable.func.value
+    if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) \
+            and iterable.func.value in _COPY_FUNCS and len(iterable.args) == 1:
+        return iterable.args[0].value
+    return iterable
+
+
+def _has_cleanup(body: cst.CSTNode) -> bool:
+    """A ``finally``, a ``with``/``async with``, or a handler that catches cancellation
+    (``CancelledError``, ``BaseException``, bare ``except``) in ``body`` (not in nested defs)."""
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_Finally(self, n: cst.Finally) -> None:
+            found.append(n)
+
+        def visit_With(self, n: cst.With) -> None:
+            found.append(n)
+
+        def visit_ExceptHandler(self, n: cst.ExceptHandler) -> None:
+            if n.type is None or {"CancelledError", "BaseException"} & _references(n.type) \
+                    or any(r.endswith((".CancelledError", ".BaseException")) for r in _references(n.type)):
+                found.append(n)
+
+    body.visit(V())
+    return bool(found)
 
 
 def _reevaluable(expr: cst.BaseExpression) -> bool:

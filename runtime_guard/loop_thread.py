@@ -148,6 +148,24 @@ def _patch_run_forever(cls: Any) -> None:
     cls.run_forever = run_forever
 
 
+def _patch_set_event_loop() -> None:
+    # uvloop's run_forever cannot be wrapped (an extension type): a thread that makes its loop the
+    # thread's current loop (``asyncio.set_event_loop(loop)``, the usual first line) is seen here.
+    cls = asyncio.events.BaseDefaultEventLoopPolicy
+    orig = cls.__dict__.get("set_event_loop")
+    if orig is None or getattr(orig, "_rg_loop_thread", False):
+        return
+
+    def set_event_loop(self: Any, loop: Any) -> Any:
+        thread = threading.current_thread()
+        if isinstance(thread, LoopThread) and loop is not None and loop not in thread._rg_loops:
+            thread._rg_loops.append(loop)
+        return orig(self, loop)
+
+    set_event_loop._rg_loop_thread = True  # type: ignore[attr-defined]
+    cls.set_event_loop = set_event_loop
+
+
 def _at_exit() -> None:
     global _stopping
     if _stopping:
@@ -177,6 +195,10 @@ def _install() -> None:
         return
     _installed = True
     _patch_run_forever(asyncio.BaseEventLoop)
+    try:
+        _patch_set_event_loop()
+    except Exception:
+        pass
     try:
         import sys
 
