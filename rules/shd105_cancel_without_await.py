@@ -200,6 +200,23 @@ class CancelWithoutAwait(Rule):
                 t.cancel()
             return get_task.result() if get_task in done else None
         """,
+        # near miss from real code: the losers of asyncio.wait are reaped by gathering the whole set
+        """
+        import asyncio
+
+        async def splice(a, b):
+            async def pipe(src, dst):
+                try:
+                    await copy(src, dst)
+                finally:
+                    dst.close()
+
+            tasks = {asyncio.create_task(pipe(a, b)), asyncio.create_task(pipe(b, a))}
+            _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        """,
         # wait_for over the cancelled task
         """
         import asyncio, contextlib
@@ -340,8 +357,12 @@ class CancelWithoutAwait(Rule):
             loop = self._loop_over_tasks(receiver, node)
             if loop is None:
                 return
-            spawns = self._held_spawns(_holder(loop.iter), node)
-            watched = [_code(receiver), _code(loop.iter)]
+            holder = _holder(loop.iter)
+            spawns = self._held_spawns(holder, node)
+            watched = [_code(receiver), _code(loop.iter), _code(holder)]
+            if isinstance(holder, cst.Name):  # ``pending`` from ``asyncio.wait(tasks)``: gathering ``tasks`` reaps
+                for waited in self._asyncio_wait_args(holder, node):
+                    watched.extend(_references(waited))
         if not any(self._may_clean_up(s) for s in spawns):
             return  # nothing runs after the CancelledError: there is no cleanup to race
         if self._reaped_after(fn.node, node, watched, loop):
