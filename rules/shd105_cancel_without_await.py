@@ -217,6 +217,21 @@ class CancelWithoutAwait(Rule):
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
         """,
+        # near miss from real code: cancelled, then awaited one by one through a list
+        """
+        import asyncio
+
+        async def test_refresh(client):
+            refresh = asyncio.create_task(client.refresh())
+            waiter = asyncio.create_task(client.wait_ready())
+            refresh.cancel()
+            waiter.cancel()
+            for t in [refresh, waiter]:
+                try:
+                    await t
+                except asyncio.CancelledError:
+                    pass
+        """,
         # wait_for over the cancelled task
         """
         import asyncio, contextlib
@@ -516,6 +531,9 @@ class CancelWithoutAwait(Rule):
                 if isinstance(node, cst.Call) and rule._hands_over(node, mentions):
                     found.append(node)
                     return False
+                if isinstance(node, cst.For) and mentions(node.iter) and _awaits(node.body):
+                    found.append(node)  # ``for t in [task, other]: await t``
+                    return False
                 if isinstance(node, cst.Assign) and mentions(node.value) and not isinstance(node.value, cst.Call):
                     found.append(node)  # kept elsewhere: ``self._old = task``
                     return False
@@ -586,6 +604,20 @@ def _holder(iterable: cst.BaseExpression) -> cst.BaseExpression:
             and iterable.func.value in _COPY_FUNCS and len(iterable.args) == 1:
         return iterable.args[0].value
     return iterable
+
+
+def _awaits(body: cst.CSTNode) -> bool:
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_Await(self, n: cst.Await) -> None:
+            found.append(n)
+
+    body.visit(V())
+    return bool(found)
 
 
 def _has_cleanup(body: cst.CSTNode) -> bool:

@@ -72,6 +72,12 @@ class TaskNotRetained(Rule):
     - ruff RUF006 (asyncio-dangling-task) flags the same call shape without the SHD102 split
 
     ## Known limits
+    A coroutine whose only awaits are `asyncio.sleep(...)` is not flagged: while it sleeps the
+    loop's timer holds its future and through it the task, so it cannot be collected (periodic
+    loops such as Ray Serve's metric reporters). Whether another dropped task is actually
+    collected depends on what it waits for: only a task waiting on something nothing else
+    references (a future only its coroutine holds) goes away; one reading a socket the loop
+    watches stays alive. The rule follows the documented contract and flags both.
     Only same-module coroutines are inspected: a dropped task of a library coroutine is
     SHD102's finding. A task bound to a local name that is read later counts as kept, even
     when the function returns before the task ends.
@@ -84,6 +90,23 @@ class TaskNotRetained(Rule):
     facts_needed = ("functions", "calls")
 
     valid = [
+        # near miss from real code (Ray Serve's replica): a periodic loop that only sleeps is
+        # held by the loop's timer
+        """
+        import asyncio
+
+        class Replica:
+            async def _report_forever(self):
+                while True:
+                    try:
+                        await asyncio.sleep(10)
+                        self._report()
+                    except Exception:
+                        logger.exception("report failed")
+
+            def start(self):
+                self._event_loop.create_task(self._report_forever())
+        """,
         # kept in a set with the documented discard callback
         """
         import asyncio
@@ -267,6 +290,9 @@ class TaskNotRetained(Rule):
             return
         if not handles_own_errors(self.facts, node):
             return  # SHD102's call
+        target = self.facts.coroutine_target(node.args[0].value, node)
+        if target is not None and _only_sleeps(self.facts, target.node.body):
+            return  # always referenced by the loop: its ready queue while it runs, a timer while it sleeps
         where = self._dropped(node)
         if where is None:
             return
@@ -301,6 +327,23 @@ class TaskNotRetained(Rule):
             if not _reads(fn.node, name):
                 return f"bound to `{name}`, which is never read"
         return None
+
+
+def _only_sleeps(facts, body: cst.CSTNode) -> bool:
+    """Every ``await`` in the coroutine's own body is ``asyncio.sleep(...)``: a sleeping task is held
+    by the loop's timer (the timer holds the sleep's future, whose callback is the task)."""
+    awaits: list[cst.Await] = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_Await(self, n: cst.Await) -> None:
+            awaits.append(n)
+
+    body.visit(V())
+    return all(isinstance(a.expression, cst.Call) and facts.call_name(a.expression) == "asyncio.sleep"
+               for a in awaits)
 
 
 def _reads(region: cst.CSTNode, name: str) -> bool:

@@ -31,17 +31,17 @@ async def generate_epoch(queue: asyncio.Queue, epoch: int) -> None:
         os.remove(lease)
 
 
-async def heartbeat(interval: float) -> None:
+async def heartbeat(ping, interval: float) -> None:
     while True:
         try:
+            await ping()
             await asyncio.sleep(interval)
-            log.debug("rollout service alive")
         except Exception:
             log.exception("heartbeat failed")
 
 
-async def run_epochs(n_epochs: int, batch: int, save_checkpoint) -> None:
-    asyncio.create_task(heartbeat(5.0))
+async def run_epochs(n_epochs: int, batch: int, save_checkpoint, ping) -> None:
+    asyncio.create_task(heartbeat(ping, 5.0))
     for epoch in range(n_epochs):
         queue: asyncio.Queue = asyncio.Queue(maxsize=batch)
         gen = asyncio.create_task(generate_epoch(queue, epoch))
