@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from shutdown_lint.candidates import AnyOf, All, Word, qualified
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
@@ -87,6 +88,7 @@ class TaskNotRetained(Rule):
     name = "task-not-retained"
     summary = "A dropped task whose coroutine handles its own errors can be garbage-collected mid-run"
     triggers = ("create_task", "ensure_future")
+    candidate = All(Word("async"), AnyOf(Word("create_task"), qualified("asyncio.ensure_future")))
     facts_needed = ("functions", "calls")
 
     valid = [

@@ -85,7 +85,7 @@ class EventLoopInDaemonThread(Rule):
     summary = "An event loop in a daemon thread is frozen at exit: its tasks' cleanup never runs"
     triggers = ("Thread",)
     candidate = All(Word("Thread"), AnyOf(Word("daemon", "setDaemon")),
-                    AnyOf(qualified("asyncio.run", "uvloop.run"), Word("run_forever", "run_until_complete")))
+                    AnyOf(qualified("asyncio.run", "uvloop.run"), Word("run_forever", "run_until_complete", "Runner")))
     facts_needed = ("functions", "calls")
 
     valid = [
