@@ -94,6 +94,8 @@ class CancelWithoutAwait(Rule):
     - Python docs: `asyncio.run` (cancels the remaining tasks when the main coroutine ends)
 
     ## Known limits
+    An `await` of the task in the function that binds it (when a nested function cancels it)
+    or, for a `self.x` task, in any other method counts as reaping, whatever the order.
     Tasks are recognised only when this module creates them; a task received as a parameter
     or from another module's API is not. A cancel in a plain function is not flagged, even
     when every caller moves on. An await of the same name later in the function counts as
@@ -216,6 +218,21 @@ class CancelWithoutAwait(Rule):
             for task in pending:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+        """,
+        # near miss from real code (vLLM's launcher): a nested shutdown handler cancels the server
+        # task that the enclosing function awaits
+        """
+        import asyncio
+
+        async def serve_http(server, loop):
+            server_task = loop.create_task(server.serve())
+
+            async def handle_shutdown():
+                server.should_exit = True
+                server_task.cancel()
+
+            loop.create_task(handle_shutdown())
+            await server_task
         """,
         # near miss from real code: cancelled, then awaited one by one through a list
         """
@@ -380,7 +397,7 @@ class CancelWithoutAwait(Rule):
                     watched.extend(_references(waited))
         if not any(self._may_clean_up(s) for s in spawns):
             return  # nothing runs after the CancelledError: there is no cleanup to race
-        if self._reaped_after(fn.node, node, watched, loop):
+        if self._reaped_after(fn.node, node, watched, loop) or self._reaped_elsewhere(receiver, fn, node):
             return
         label = _code(receiver)
         self.report(
@@ -542,6 +559,26 @@ class CancelWithoutAwait(Rule):
         region.visit(V())
         return bool(found)
 
+    def _reaped_elsewhere(self, receiver: cst.BaseExpression, fn, at: cst.CSTNode) -> bool:
+        """A task bound in an enclosing function (``server_task`` cancelled in a nested shutdown
+        handler) that the enclosing function awaits; a ``self.x`` task awaited in another method."""
+        text = _code(receiver)
+        regions: list[cst.CSTNode] = []
+        if isinstance(receiver, cst.Name):
+            b = self.facts.lookup(receiver.value, self.facts.scope_of(at))
+            if b is not None and b.scope is not None and b.scope is not fn:
+                regions.append(b.scope.node)
+        elif isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) \
+                and receiver.value.value == "self" and fn.cls is not None:
+            regions.extend(m.node for m in fn.cls.methods.values() if m is not fn)
+        for region in regions:
+            for aw in _awaits_in(region):
+                if self.facts.is_ancestor(fn.node, aw):
+                    continue  # the cancelling function itself was checked in order
+                if text in _references(aw.expression):
+                    return True
+        return False
+
     def _hands_over(self, call: cst.Call, mentions) -> bool:
         if not any(mentions(a.value) for a in call.args):
             return False
@@ -604,6 +641,17 @@ def _holder(iterable: cst.BaseExpression) -> cst.BaseExpression:
             and iterable.func.value in _COPY_FUNCS and len(iterable.args) == 1:
         return iterable.args[0].value
     return iterable
+
+
+def _awaits_in(region: cst.CSTNode) -> list[cst.Await]:
+    found: list[cst.Await] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Await(self, n: cst.Await) -> None:
+            found.append(n)
+
+    region.visit(V())
+    return found
 
 
 def _awaits(body: cst.CSTNode) -> bool:
