@@ -28,7 +28,8 @@ class EventLoopInDaemonThread(Rule):
     same-module function the target is or calls (three calls deep).
 
     Not flagged: non-daemon threads (they keep the process alive instead: a different
-    problem), threads whose target runs no loop, and `runtime_guard.LoopThread`.
+    problem), threads whose target runs no loop, a loop thread made for one call (the
+    function that starts it joins it in a `finally`), and `runtime_guard.LoopThread`.
 
     ## Why is this bad?
     At interpreter exit Python does not wait for daemon threads: once the main thread ends
@@ -75,7 +76,11 @@ class EventLoopInDaemonThread(Rule):
       another thread kills only that thread)
 
     ## Known limits
-    A thread subclass that runs a loop in its `run()` method, and loops reached through
+    A `close()`/`shutdown()` method that only calls `loop.stop()` does not help (the pending
+    tasks are never resumed: a `finally` that awaits never completes), so such classes are still
+    flagged; one that cancels and awaits the tasks first is flagged too (a false alarm).
+    A daemon loop that is idle at exit (only short calls awaited by their caller) has nothing to
+    lose but is flagged. A thread subclass that runs a loop in its `run()` method, and loops reached through
     another module's function, are not recognised. A program that stops the loop's tasks
     itself at exit (an `atexit` hook that cancels and waits) is still flagged.
     """
@@ -116,6 +121,20 @@ class EventLoopInDaemonThread(Rule):
             asyncio.run(serve())
 
         runtime_guard.LoopThread(target=run, daemon=True).start()
+        """,
+        # near miss from real code (verl): a loop thread made for one call, joined in a finally
+        """
+        import asyncio, threading
+
+        def run_in_temp_loop(coro):
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(target=loop.run_forever, daemon=True)
+            thread.start()
+            try:
+                return asyncio.run_coroutine_threadsafe(coro, loop).result()
+            finally:
+                loop.call_soon_threadsafe(loop.stop)
+                thread.join()
         """,
         # daemon=False explicitly
         """
@@ -238,7 +257,7 @@ class EventLoopInDaemonThread(Rule):
         if target is None or not self._daemon(node):
             return
         runner = self._runs_loop(target, node)
-        if runner is None:
+        if runner is None or self._scoped_to_one_call(node):
             return
         self.report(
             node,
@@ -279,6 +298,33 @@ class EventLoopInDaemonThread(Rule):
                     found.append(n)
 
         region.visit(V())
+        return bool(found)
+
+    def _scoped_to_one_call(self, node: cst.Call) -> bool:
+        """The outermost function around the thread joins it in a ``finally``: a loop made for one
+        call and torn down before the call returns (nothing is left on it at exit)."""
+        parent = self.facts.parent(node)
+        if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1):
+            return False
+        holder = _code(parent.targets[0].target)
+        outer = None
+        for anc in self.facts.ancestors(node):
+            if isinstance(anc, cst.FunctionDef):
+                outer = anc
+            elif isinstance(anc, cst.ClassDef):
+                break
+        if outer is None:
+            return False
+        found = []
+
+        class V(cst.CSTVisitor):
+            def visit_Finally(self, n: cst.Finally) -> None:
+                for call in _calls(n):
+                    if (isinstance(call.func, cst.Attribute) and call.func.attr.value == "join"
+                            and _code(call.func.value) == holder):
+                        found.append(call)
+
+        outer.visit(V())
         return bool(found)
 
     # ------------------------------------------------------------------ loop?
