@@ -378,7 +378,7 @@ class CancelWithoutAwait(Rule):
         if not (isinstance(func, cst.Attribute) and func.attr.value == "cancel"):
             return
         fn = self.facts.enclosing_function(node)
-        if fn is None or not fn.is_async or self.facts.in_lambda(node):
+        if fn is None or not fn.is_async or self.facts.in_lambda(node) or self._in_class_body(node):
             return
         receiver = func.value
         loop = None
@@ -407,6 +407,14 @@ class CancelWithoutAwait(Rule):
             "if the loop shuts down first)",
             fix=self._fix(node, receiver, loop),
         )
+
+    def _in_class_body(self, node: cst.CSTNode) -> bool:
+        for anc in self.facts.ancestors(node):
+            if isinstance(anc, cst.FunctionDef):
+                return False
+            if isinstance(anc, cst.ClassDef):
+                return True
+        return False
 
     # ------------------------------------------------------------------ what is a task
     def _task_spawns(self, expr: cst.BaseExpression, at: cst.CSTNode) -> list[Optional[cst.Call]]:

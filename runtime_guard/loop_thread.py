@@ -29,7 +29,7 @@ log = logging.getLogger("runtime_guard.loop_thread")
 
 DEFAULT_CLEANUP_TIMEOUT = 10.0
 _threads: "weakref.WeakSet[LoopThread]" = weakref.WeakSet()
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entrant: the SIGTERM handler may run while start() holds it
 _installed = False
 _stopping = False
 
