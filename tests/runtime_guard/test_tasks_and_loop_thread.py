@@ -99,3 +99,36 @@ def test_loop_thread_stops_a_run_forever_loop_at_exit() -> None:
     # daemon=False and a run_forever nobody stops: without the exit hook this would hang forever
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["main done", "cleanup ran"]
+
+
+def test_loop_thread_sigterm_chains_to_the_previous_handler() -> None:
+    from rg_testutil import popen_code, wait_for_line
+    import signal
+
+    p = popen_code("""
+        import asyncio, os, signal, sys, time, runtime_guard
+        def previous(signum, frame):
+            print("previous handler", flush=True)
+            sys.exit(7)
+        signal.signal(signal.SIGTERM, previous)
+        async def job():
+            try:
+                await asyncio.sleep(100)
+            finally:
+                await asyncio.sleep(0.05)
+                print("cleanup ran", flush=True)
+        t = runtime_guard.LoopThread(target=lambda: asyncio.run(job()), daemon=True)
+        t.start()
+        time.sleep(0.2)
+        print("ready", flush=True)
+        time.sleep(30)
+    """)
+    try:
+        wait_for_line(p, "ready", timeout=30)
+        p.send_signal(signal.SIGTERM)
+        out, _ = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 7, out
+    assert out.index("cleanup ran") < out.index("previous handler"), out
