@@ -97,6 +97,10 @@ class UnobservedTaskException(Rule):
     instead of being lost). If a task is allowed to fail quietly, pass
     `on_error="log"`. The fix adds `import runtime_guard`.
 
+    A task whose coroutine catches and logs every `Exception` itself (nothing can be lost) is
+    left to SHD106 (task-not-retained), which flags it only when no reference is kept: the two
+    rules never report the same call.
+
     ## References
     - SkyRL #1691: process hang when the vLLM engine dies during async generation
     - Python docs: `asyncio.create_task` ("save a reference to the result of this function")
@@ -355,11 +359,10 @@ class UnobservedTaskException(Rule):
 
     # ------------------------------------------------------------------ visitor
     def visit_Call(self, node: cst.Call) -> None:
-        if not node.args or not self._is_spawn(node):
+        if not node.args or not is_task_spawn(self.facts, node):
             return
-        target = self.facts.coroutine_target(node.args[0].value, node)
-        if target is not None and target.is_async and _swallows_errors(target.node.body):
-            return  # nothing can escape the coroutine: there is no exception to lose
+        if handles_own_errors(self.facts, node):
+            return  # nothing can escape the coroutine: no exception to lose (a dropped one is SHD106's)
         self._seen: set = set()
         verdict, where = self._follow(node, "task")
         if verdict == OBSERVED:
@@ -381,18 +384,6 @@ class UnobservedTaskException(Rule):
             message="Wrap in `runtime_guard.supervise(...)`",
         )
         self.report(node, message, fix=fix)
-
-    def _is_spawn(self, node: cst.Call) -> bool:
-        qn = self.facts.call_name(node)
-        if qn in _SPAWNERS:
-            return True
-        f = node.func
-        if qn is None and isinstance(f, cst.Attribute) and f.attr.value == "create_task":
-            receiver = f.value
-            last = receiver.attr.value if isinstance(receiver, cst.Attribute) else (
-                receiver.value if isinstance(receiver, cst.Name) else "")
-            return last in _LOOP_NAMES
-        return False
 
     # ------------------------------------------------------------------ flow
     def _follow(self, expr: cst.CSTNode, mode: Mode) -> tuple[str, Optional[str]]:
@@ -560,6 +551,33 @@ class UnobservedTaskException(Rule):
 
 
 # ---------------------------------------------------------------------- helpers
+# (also used by SHD106: the split between the two rules is ``handles_own_errors``)
+
+
+def is_task_spawn(facts, node: cst.Call) -> bool:
+    """``asyncio.create_task`` / ``ensure_future`` / ``loop.create_task`` (a receiver typed as a loop,
+    or named like one); never ``TaskGroup.create_task``."""
+    qn = facts.call_name(node)
+    if qn in _SPAWNERS:
+        return True
+    f = node.func
+    if qn is None and isinstance(f, cst.Attribute) and f.attr.value == "create_task":
+        receiver = f.value
+        last = receiver.attr.value if isinstance(receiver, cst.Attribute) else (
+            receiver.value if isinstance(receiver, cst.Name) else "")
+        return last in _LOOP_NAMES
+    return False
+
+
+def handles_own_errors(facts, node: cst.Call) -> bool:
+    """The spawned coroutine is a same-module ``async def`` that catches and does not re-raise every
+    ``Exception``: no failure can be lost (SHD102 stays quiet; SHD106 looks at the reference)."""
+    if not node.args:
+        return False
+    target = facts.coroutine_target(node.args[0].value, node)
+    return target is not None and target.is_async and _swallows_errors(target.node.body)
+
+
 _BROAD_HANDLERS = ("Exception", "BaseException")
 
 

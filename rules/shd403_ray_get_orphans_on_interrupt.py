@@ -12,6 +12,8 @@ from ._vocabulary import RAY_BOUNDED_WAIT_CALLS, RAY_CANCEL_CALLS, RAY_GUARD_WAI
 
 _INTERRUPT_TYPES = frozenset({"builtins.KeyboardInterrupt", "builtins.BaseException"})
 _ON_INTERRUPT = "runtime_guard.on_interrupt"
+#: Calls whose first result is a list of refs that are ready (``ray.get`` on them does not block).
+_WAITS = ("ray.wait", "runtime_guard.ray.interruptible_wait")
 
 
 class RayGetOrphansOnInterrupt(Rule):
@@ -28,9 +30,14 @@ class RayGetOrphansOnInterrupt(Rule):
     `runtime_guard.on_interrupt(...)` (a `with` or a decorator), or when every call of
     the enclosing function is itself protected that way.
 
+    The same holds for `ray.wait(refs)` with no `timeout` (or `timeout=None`), alone or in a
+    monitoring loop (`while refs: done, refs = ray.wait(refs, num_returns=1)`): it blocks
+    until the work finishes and Ctrl+C cannot interrupt it any better than `ray.get`.
+
     Not flagged: `ray.get` of refs that a `ray.wait(...)` returned as ready (a polling
-    loop), `ray.get` with a timeout, code in Ray tasks and actors, and `ray.get` inside a
-    coroutine (SHD301 covers blocking calls in coroutines).
+    loop), `ray.get`/`ray.wait` with a timeout (`ray.wait(refs, timeout=0)` polls), code in
+    Ray tasks and actors, and calls inside a coroutine (SHD301 covers blocking calls in
+    coroutines).
 
     Options: `cleanup_calls` (list of qualified names, e.g. `"mypkg.jobs.cancel_all"`)
     are project helpers that cancel Ray work and wait for it; a handler that calls one
@@ -62,6 +69,10 @@ class RayGetOrphansOnInterrupt(Rule):
     ref = rollout.remote(batch)
     results = runtime_guard.ray.interruptible_get(ref)
     ```
+    For `ray.wait`, `runtime_guard.ray.interruptible_wait(refs, num_returns=1)` takes the
+    same arguments and returns the same `(ready, not_ready)`; on Ctrl+C it cancels the refs
+    not yet ready and waits for their cleanup.
+
     `interruptible_get` polls with an interruptible sleep and `ray.wait(timeout=0)`,
     re-installs SIGINT/SIGTERM handlers that Ray or a launcher masked, and on the first
     Ctrl+C cancels the work (`ray.cancel(force=False)`) and waits, bounded, for its
@@ -69,8 +80,8 @@ class RayGetOrphansOnInterrupt(Rule):
     with `ray.cancel` and a bounded `ray.wait` yourself.
 
     ## Fix safety
-    Unsafe: the call is replaced by `runtime_guard.ray.interruptible_get` with the same
-    arguments, which changes how the driver reacts to signals on the normal path (it
+    Unsafe: the call is replaced by `runtime_guard.ray.interruptible_get` (or
+    `interruptible_wait` for `ray.wait`) with the same arguments, which changes how the driver reacts to signals on the normal path (it
     installs SIGINT/SIGTERM handlers while it waits, and a Ctrl+C now also waits for the
     remote cleanup before `KeyboardInterrupt` propagates). The fix adds
     `import runtime_guard`.
@@ -79,12 +90,19 @@ class RayGetOrphansOnInterrupt(Rule):
     - SkyRL #1160: Daytona sandboxes leak on Ctrl+C during Harbor RL training
     - Ray docs: `ray.cancel`, "Cancelling Misbehaving Tasks"
     - shutdown-lint lab: `ray_driver_ctrl_c.py` (5 of 5 sandbox files leak)
+    - tests/behaviour/test_shd403_ray_wait_interrupt.py: the same leak behind a `ray.wait` loop
+
+    ## Known limits
+    A driver is recognised by `main()`, the `__main__` block or `ray.init` in the same
+    module; a `ray.wait`/`ray.get` in a library function called only from another module's
+    driver is not flagged. Benchmark and example drivers with nothing to clean up are
+    reported like any other.
     """
 
     code = "SHD403"
     name = "ray-get-orphans-on-interrupt"
-    summary = "Blocking `ray.get` in the driver without a Ctrl+C path that cancels the work and waits"
-    triggers = ("get",)
+    summary = "Blocking `ray.get`/`ray.wait` in the driver without a Ctrl+C path that cancels the work and waits"
+    triggers = ("get", "wait")
     facts_needed = ("functions", "calls", "execution")
     options = {
         "cleanup_calls": Option(
@@ -192,6 +210,28 @@ class RayGetOrphansOnInterrupt(Rule):
             """,
             options={"cleanup_calls": ["jobs.stop_all"]},
         ),
+        # ray.wait polling with a timeout
+        """
+        import ray
+
+        def main():
+            ray.init()
+            refs = [step.remote(i) for i in range(4)]
+            while refs:
+                done, refs = ray.wait(refs, num_returns=1, timeout=1.0)
+        """,
+        # already interruptible: the refs it returns as ready are not flagged either
+        """
+        import ray
+        import runtime_guard
+
+        def main():
+            ray.init()
+            refs = [step.remote(i) for i in range(4)]
+            while refs:
+                done, refs = runtime_guard.ray.interruptible_wait(refs, num_returns=1)
+                print(ray.get(done))
+        """,
         # ray.get inside the driver's coroutine is SHD301's business
         """
         import asyncio, ray
@@ -323,6 +363,48 @@ class RayGetOrphansOnInterrupt(Rule):
             """,
             count=1,
         ),
+        # a monitoring loop over ray.wait with no timeout
+        Invalid(
+            """
+            import ray
+
+            def main():
+                ray.init()
+                refs = [rollout.remote(i) for i in range(8)]
+                while refs:
+                    done, refs = ray.wait(refs, num_returns=1)
+                    print(ray.get(done[0]))
+            """,
+            fixed="""
+            import ray
+            import runtime_guard
+
+            def main():
+                ray.init()
+                refs = [rollout.remote(i) for i in range(8)]
+                while refs:
+                    done, refs = runtime_guard.ray.interruptible_wait(refs, num_returns=1)
+                    print(ray.get(done[0]))
+            """,
+            message_contains="`ray.wait()`",
+        ),
+        Invalid(
+            """
+            from ray import wait
+
+            if __name__ == "__main__":
+                refs = [job.remote(i) for i in range(4)]
+                ready, _ = wait(refs, num_returns=len(refs), timeout=None)
+            """,
+            fixed="""
+            from ray import wait
+            import runtime_guard
+
+            if __name__ == "__main__":
+                refs = [job.remote(i) for i in range(4)]
+                ready, _ = runtime_guard.ray.interruptible_wait(refs, num_returns=len(refs), timeout=None)
+            """,
+        ),
         # `except Exception` does not catch KeyboardInterrupt
         Invalid(
             """
@@ -357,16 +439,30 @@ class RayGetOrphansOnInterrupt(Rule):
 
     # ------------------------------------------------------------------ visitors
     def visit_Call(self, node: cst.Call) -> None:
-        if self.facts.call_name(node) != "ray.get" or has_timeout(node):
+        name = self.facts.call_name(node)
+        if name not in ("ray.get", "ray.wait") or has_timeout(node):
             return
         if not self.facts.runs_in_driver(node):
             return
         fn = self.facts.enclosing_function(node)
         if fn is not None and (fn.is_async or self.facts.runs_in_ray_worker(fn)):
             return
-        if refs_known_ready(self.facts, node):
+        if name == "ray.get" and refs_known_ready(self.facts, node):
             return
         if interrupt_protected(self.facts, node, tuple(self.config["cleanup_calls"])):
+            return
+        if name == "ray.wait":
+            self.report(
+                node,
+                "`ray.wait()` with no timeout blocks the driver with no Ctrl+C path that cancels the remote "
+                "work and waits: on Ctrl+C the driver exits and the pending tasks are killed without running "
+                "their cleanup",
+                fix=Fix.unsafe(
+                    Replace(node, node.with_changes(func=dotted("runtime_guard.ray.interruptible_wait"))),
+                    IMPORT_RUNTIME_GUARD,
+                    message="Replace with `runtime_guard.ray.interruptible_wait()`",
+                ),
+            )
             return
         fix = Fix.unsafe(
             Replace(node, node.with_changes(func=dotted("runtime_guard.ray.interruptible_get"))),
@@ -496,7 +592,7 @@ def _ready_names(facts: ModuleFacts, root: cst.CSTNode) -> set[str]:
 
     class _Scan(cst.CSTVisitor):
         def visit_Assign(self, n: cst.Assign) -> None:
-            if isinstance(n.value, cst.Call) and facts.call_name(n.value) == "ray.wait":
+            if isinstance(n.value, cst.Call) and facts.call_name(n.value) in _WAITS:
                 for t in n.targets:
                     first = _first_target(t.target)
                     if first is not None:

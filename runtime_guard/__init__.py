@@ -14,6 +14,7 @@ __all__ = [
     "supervise", "set_default_policy", "get_default_policy",
     "hard_exit", "sigterm_as_keyboard_interrupt", "on_interrupt", "shutdown_executor",
     "watch_loop", "install_watchdog", "install_from_env", "StallReport", "stall_summary",
+    "cancel_and_wait", "LoopThread", "stop_loop_threads",
     "ray", "torch", "leases",
 ]
 
@@ -29,6 +30,9 @@ _LAZY = {
     "install_watchdog": ("watchdog", "install"),
     "StallReport": ("watchdog", "StallReport"),
     "stall_summary": ("watchdog", "summary"),
+    "cancel_and_wait": ("tasks", "cancel_and_wait"),
+    "LoopThread": ("loop_thread", "LoopThread"),
+    "stop_loop_threads": ("loop_thread", "stop_loop_threads"),
 }
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,6 +42,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .interrupt import on_interrupt
     from .signals import sigterm_as_keyboard_interrupt
     from .tasks import get_default_policy, set_default_policy, supervise
+    from .tasks import cancel_and_wait
+    from .loop_thread import LoopThread, stop_loop_threads
     from .watchdog import StallReport, watch_loop
     from .watchdog import install as install_watchdog
     from .watchdog import summary as stall_summary

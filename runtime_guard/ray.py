@@ -1,4 +1,4 @@
-"""Ray helpers: interruptible ``ray.get``, cancel-and-wait, and worker SIGTERM handling.
+"""Ray helpers: interruptible ``ray.get`` and ``ray.wait``, cancel-and-wait, and worker SIGTERM handling.
 
 Needs the ``ray`` extra: ``pip install shutdown-lint[ray]``.
 """
@@ -25,7 +25,7 @@ from .exit import hard_exit
 from .signals import in_main_thread
 from ._threads import QuietTimer
 
-__all__ = ["interruptible_get", "interruptible_get_async", "cancel_and_wait", "setup_worker", "cancel_loop_tasks"]
+__all__ = ["interruptible_get", "interruptible_get_async", "interruptible_wait", "cancel_and_wait", "setup_worker", "cancel_loop_tasks"]
 
 log = logging.getLogger("runtime_guard.ray")
 
@@ -191,6 +191,66 @@ def interruptible_get(refs: Refs, *, timeout: Optional[float] = None, poll: floa
             _wait_cleanup(unique, poll, cleanup_timeout)
             raise
         return values[ref_list[0]] if single else [values[r] for r in ref_list]
+    finally:
+        if main:
+            for sig, prev in ((signal.SIGINT, prev_int), (signal.SIGTERM, prev_term)):
+                try:
+                    signal.signal(sig, prev if prev is not None else signal.SIG_DFL)
+                except Exception:
+                    pass
+
+
+def interruptible_wait(refs: Sequence[Any], *, num_returns: int = 1, timeout: Optional[float] = None,
+                       fetch_local: bool = True, poll: float = DEFAULT_POLL,
+                       cleanup_timeout: float = DEFAULT_CLEANUP_TIMEOUT) -> "tuple[List[Any], List[Any]]":
+    """``ray.wait`` that reacts to Ctrl+C the way :func:`interruptible_get` does.
+
+    Same arguments and result as ``ray.wait``: ``(ready, not_ready)`` once ``num_returns`` refs are
+    ready or ``timeout`` seconds passed (``None``: no bound). Meanwhile it polls
+    ``ray.wait(timeout=0)`` with an interruptible sleep, with a working SIGINT handler installed
+    (undoing a launcher's ``SIG_IGN``). On the first Ctrl+C the refs not yet ready are cancelled
+    (``ray.cancel(force=False)``) and their cleanup is awaited up to ``cleanup_timeout`` s, absorbing
+    a follow-up SIGTERM; a second Ctrl+C force-cancels; then ``KeyboardInterrupt`` is re-raised.
+    Refs already ready are left alone. Sync (driver) code only.
+    """
+    ref_list = list(refs)
+    if not ref_list:
+        return [], []
+    _ray.wait(ref_list, num_returns=num_returns, timeout=0, fetch_local=False)  # ray.wait's own argument errors
+    main = in_main_thread()
+    prev_int = prev_term = None
+    if main:
+        prev_int = signal.getsignal(signal.SIGINT)
+        prev_term = signal.getsignal(signal.SIGTERM)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # undo SIG_IGN / Ray's own handler
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        expired = False
+        try:
+            while True:
+                ready, _ = _ray.wait(ref_list, num_returns=num_returns, timeout=0, fetch_local=False)
+                if len(ready) >= num_returns:
+                    break
+                if deadline is not None:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        expired = True
+                        break
+                    time.sleep(min(poll, remaining))
+                else:
+                    time.sleep(poll)
+        except KeyboardInterrupt:
+            try:
+                _, pending = _ray.wait(ref_list, num_returns=len(ref_list), timeout=0, fetch_local=False)
+            except Exception:
+                pending = ref_list
+            if pending:
+                _wait_cleanup(pending, poll, cleanup_timeout)
+            raise
+        # the answer in ray.wait's own order and with its fetch_local behaviour (the refs are ready:
+        # without a timeout this returns once they are fetched)
+        return _ray.wait(ref_list, num_returns=num_returns, timeout=0 if expired else None,
+                         fetch_local=fetch_local)
     finally:
         if main:
             for sig, prev in ((signal.SIGINT, prev_int), (signal.SIGTERM, prev_term)):

@@ -17,7 +17,7 @@ from ._cancel import is_cancelling
 from .exit import hard_exit
 from ._threads import QuietTimer
 
-__all__ = ["supervise", "set_default_policy", "get_default_policy", "Policy", "find_main_task"]
+__all__ = ["supervise", "set_default_policy", "get_default_policy", "Policy", "find_main_task", "cancel_and_wait"]
 
 Policy = Literal["log", "cancel-main", "exit"]
 _POLICIES = ("log", "cancel-main", "exit")
@@ -200,3 +200,48 @@ def supervise(task: T, *, on_error: Optional[Policy] = None) -> T:
     except Exception:
         pass
     return cast(T, task)
+
+
+# ---------------------------------------------------------------------------------------------
+# cancel_and_wait: the reaping idiom in one line (SHD105's fix)
+
+log_cancel = logging.getLogger("runtime_guard.cancel")
+
+
+async def cancel_and_wait(tasks: Any, *, timeout: Optional[float] = 30.0, msg: Any = None) -> bool:
+    """Cancel ``tasks`` (one task/future or an iterable of them) and wait, bounded, until they end.
+
+    ``await runtime_guard.cancel_and_wait(task, timeout=30)`` replaces a bare ``task.cancel()``:
+    the caller goes on only after the task's ``except CancelledError`` / ``finally`` code ran (or
+    ``timeout`` seconds passed; ``None`` waits without bound). Only the tasks' own
+    ``CancelledError`` is absorbed: if the *calling* task is cancelled while it waits, that
+    ``CancelledError`` propagates as usual (the tasks keep cleaning up). A task already being
+    cancelled is not cancelled a second time (that would abort its cleanup), the current task is
+    never waited for, and an exception a task raised during its cleanup is logged, not raised.
+    Returns True when every task ended within the timeout.
+    """
+    if isinstance(tasks, asyncio.Future):
+        items = [tasks]
+    elif tasks is None:
+        items = []
+    else:
+        items = [t for t in tasks if t is not None]
+    me = asyncio.current_task()
+    pending = [t for t in dict.fromkeys(items) if t is not me and not t.done()]
+    for t in pending:
+        if not (isinstance(t, asyncio.Task) and is_cancelling(t)):
+            t.cancel() if msg is None else t.cancel(msg)
+    if pending:
+        _, still = await asyncio.wait(pending, timeout=timeout)
+    else:
+        still = set()
+    for t in items:
+        if t is me or not t.done() or t.cancelled():
+            continue
+        exc = t.exception()  # retrieved, so asyncio does not log "never retrieved" later
+        if exc is not None:
+            log_cancel.warning("runtime_guard: a cancelled task ended with %s during its cleanup",
+                               type(exc).__name__, exc_info=(type(exc), exc, exc.__traceback__))
+    if still:
+        log_cancel.warning("runtime_guard: %d cancelled task(s) still running after %ss", len(still), timeout)
+    return not still

@@ -317,8 +317,8 @@ def _declarations() -> dict[str, Cond]:
         # asyncio.run / Runner.run / run_until_complete / run_forever at an entrypoint
         "SHD402": AnyOf(qualified("asyncio.run", "uvloop.run", "anyio.run"), All(Word("Runner"), Word("run")),
                         Word("run_until_complete", "run_forever")),
-        # ray.get in the driver
-        "SHD403": All(qualified("ray.get"), ctx["driver"]),
+        # ray.get / ray.wait in the driver
+        "SHD403": All(qualified("ray.get", "ray.wait"), ctx["driver"]),
         # @ray.remote class with async methods
         "SHD404": All(qualified("ray.remote", "ray.actor.remote"), Word("async")),
         # ray.cancel then exit

@@ -81,6 +81,24 @@ def test_interruptible_get_raises_a_failure_without_waiting_for_the_rest(cluster
         ray.cancel(never, force=True)
 
 
+def test_interruptible_wait_matches_ray_wait(cluster) -> None:
+    import runtime_guard
+
+    rg = runtime_guard.ray
+    fast = [_value.remote(i) for i in range(3)]
+    ray.get(fast)
+    slow = _value.remote(9, delay=30)
+    assert rg.interruptible_wait(fast, num_returns=3) == ray.wait(fast, num_returns=3)
+    ready, rest = rg.interruptible_wait([slow, *fast], num_returns=2)
+    assert len(ready) == 2 and set(ready) <= set(fast) and slow in rest
+    ready, rest = rg.interruptible_wait([slow], timeout=0.3)  # a timeout returns, it does not raise
+    assert ready == [] and rest == [slow]
+    assert rg.interruptible_wait([]) == ([], [])
+    with pytest.raises(ValueError):
+        rg.interruptible_wait([fast[0], fast[0]])
+    ray.cancel(slow, force=True)
+
+
 def test_interruptible_get_inside_coroutine_awaits(cluster) -> None:
     import runtime_guard
 
@@ -143,9 +161,10 @@ def test_setup_worker_called_in_async_actor_init() -> None:
     assert res["actor_boxes_before"] == 5 and res["actor_boxes_leaked"] == 0, res
 
 
-def test_interruptible_get_ctrl_c_cancels_remote_work(tmp_path) -> None:
+@pytest.mark.parametrize("mode", ["guarded", "wait-guarded"])
+def test_interruptible_get_ctrl_c_cancels_remote_work(tmp_path, mode) -> None:
     box_dir = tempfile.mkdtemp(dir=tmp_path)
-    p = subprocess.Popen([sys.executable, str(SCRIPTS / "ray_ctrl_c_driver.py"), box_dir, "guarded"],
+    p = subprocess.Popen([sys.executable, str(SCRIPTS / "ray_ctrl_c_driver.py"), box_dir, mode],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env(), cwd=str(REPO))
     try:
         end = time.time() + 90

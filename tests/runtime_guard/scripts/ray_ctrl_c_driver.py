@@ -1,6 +1,7 @@
 """Driver blocked on a Ray task whose asyncio children hold 'sandbox' files (flowfactory #149 / lab demo).
 
-argv: BOX_DIR MODE  (MODE: plain = ray.get, guarded = runtime_guard.ray.interruptible_get)
+argv: BOX_DIR MODE  (MODE: plain = ray.get, guarded = runtime_guard.ray.interruptible_get,
+wait-guarded = a `while refs: done, refs = interruptible_wait(refs)` monitoring loop)
 Exits 130 after cleanup when guarded (KeyboardInterrupt re-raised, caught below).
 """
 import asyncio
@@ -39,6 +40,12 @@ try:
         import runtime_guard
 
         runtime_guard.ray.interruptible_get(ref, cleanup_timeout=20)
+    elif mode == "wait-guarded":
+        import runtime_guard
+
+        refs = [ref]
+        while refs:
+            done, refs = runtime_guard.ray.interruptible_wait(refs, num_returns=1, cleanup_timeout=20)
     else:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         ray.get(ref)

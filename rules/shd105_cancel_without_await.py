@@ -1,0 +1,735 @@
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from shutdown_lint.candidates import AnyOf, All, Word
+from shutdown_lint.rule import Fix, InsertAfter, Invalid, Option, Replace, Rule
+
+from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
+from .shd102_unobserved_task_exception import is_task_spawn
+
+#: Uses of a task after its cancel that neither wait for it nor hand it to someone who might.
+_NEUTRAL_METHODS = frozenset({"discard", "remove", "pop", "cancel", "done", "cancelled", "get_name", "clear"})
+_NEUTRAL_FUNCS = frozenset({"len", "print", "repr", "str", "id", "isinstance", "bool", "list", "tuple", "set"})
+_LOG_RECEIVERS = ("log", "logger", "logging", "_log", "_logger", "LOG", "LOGGER")
+#: Library awaitables that only wait: a task made from one has no cleanup to race.
+_WAIT_PRIMITIVES = frozenset({"get", "wait", "sleep", "put", "join", "acquire", "read", "readline",
+                              "readexactly", "readuntil", "recv", "receive", "wait_closed"})
+#: Iterables that can be evaluated a second time for the fix (a copy of the same tasks).
+_COPY_FUNCS = ("list", "tuple", "set")
+_VIEW_METHODS = ("values",)
+
+
+class CancelWithoutAwait(Rule):
+    """
+    ## What it does
+    Flags `task.cancel()` in a coroutine, where `task` is an asyncio task this module made
+    (`asyncio.create_task`, `loop.create_task`, `asyncio.ensure_future`, kept in a name, a
+    `self` attribute, or a list/set of them iterated with `for t in tasks: t.cancel()`), when
+    the coroutine never awaits the task after the cancel: no `await task`,
+    `await asyncio.gather(*tasks)`, `await asyncio.wait(...)`, `wait_for`, and the task is
+    not returned or handed to another call after it.
+
+    Not flagged: tasks with no cleanup to race (a same-module coroutine with no `finally`, no
+    `with`/`async with` and no handler that catches cancellation; a task made from a library
+    wait such as `queue.get()`, `event.wait()` or `asyncio.sleep()`), the reaping idiom
+    (cancel, then await or gather the task), cancels of tasks
+    a `TaskGroup` or `asyncio.timeout` owns (they are not typed as tasks here), cancels in
+    plain functions and callbacks (they cannot await; the caller may), and cancels in a
+    lambda.
+
+    Options: `cleanup_timeout` (number, default 30) is the `timeout=` the fix writes.
+
+    ## Why is this bad?
+    `cancel()` only *requests* cancellation: the task gets `CancelledError` at its next
+    `await` and then runs its `except CancelledError` / `finally` code — closing sandboxes,
+    flushing a buffer, releasing a lease — over further awaits. The canceller goes on at
+    once: it starts the next epoch's generator, writes the final checkpoint, returns, or
+    exits. The cleanup races all of that. When the canceller is the program's main coroutine,
+    `asyncio.run` then cancels the still-running task a *second* time while it awaits in its
+    `finally`, which aborts the cleanup outright (measured in
+    tests/behaviour/test_shd105_cancel_without_await.py: the cleanup marker is missing at
+    the checkpoint and after exit; present in both after the fix).
+
+    ## Example
+    ```python
+    async def run_epoch(self):
+        gen = asyncio.create_task(self.generate())
+        await self.train_on(self.queue)
+        gen.cancel()  # generate()'s finally is still running...
+        self.save_checkpoint()  # ...while this runs
+    ```
+
+    ## Use instead
+    ```python
+    import runtime_guard
+
+    async def run_epoch(self):
+        gen = asyncio.create_task(self.generate())
+        await self.train_on(self.queue)
+        await runtime_guard.cancel_and_wait(gen, timeout=30)
+        self.save_checkpoint()
+    ```
+    `runtime_guard.cancel_and_wait(task_or_tasks, timeout=...)` cancels, then waits (bounded)
+    until the tasks ended, absorbing only their own `CancelledError`: if the caller itself is
+    cancelled while it waits, that propagates. Written out by hand:
+    `task.cancel()` then `with contextlib.suppress(asyncio.CancelledError): await
+    asyncio.wait_for(task, 30)` (which, unlike the helper, also swallows the caller's own
+    cancellation).
+
+    ## Fix safety
+    Unsafe: the coroutine now suspends until the cancelled tasks finished their cleanup (at
+    most `cleanup_timeout` seconds), so other tasks run at that point and the code after the
+    cancel runs later than before. A statement `task.cancel()` is replaced by
+    `await runtime_guard.cancel_and_wait(task, timeout=30)`; for a loop
+    `for t in tasks: t.cancel()` the wait is inserted after the loop (tasks already being
+    cancelled are not cancelled twice). No fix when the cancel's result is used, or the
+    loop's iterable cannot be evaluated again. The fix adds `import runtime_guard`.
+
+    ## References
+    - Python docs: `asyncio.Task.cancel` ("This arranges for a CancelledError exception to be
+      thrown into the wrapped coroutine on the next cycle of the event loop")
+    - Python docs: `asyncio.run` (cancels the remaining tasks when the main coroutine ends)
+
+    ## Known limits
+    An `await` of the task in the function that binds it (when a nested function cancels it)
+    or, for a `self.x` task, in any other method counts as reaping, whatever the order.
+    Tasks are recognised only when this module creates them; a task received as a parameter
+    or from another module's API is not. A cancel in a plain function is not flagged, even
+    when every caller moves on. An await of the same name later in the function counts as
+    reaping even when it is on another branch.
+    """
+
+    code = "SHD105"
+    name = "cancel-without-await"
+    summary = "A cancelled asyncio task is never awaited: its cleanup races what the canceller does next"
+    triggers = ("cancel",)
+    candidate = All(Word("async"), Word("cancel"),
+                    AnyOf(Word("create_task", "ensure_future")))
+    facts_needed = ("functions", "calls")
+    options = {
+        "cleanup_timeout": Option(
+            default=30,
+            kind=(int, float),
+            doc="Seconds the inserted `cancel_and_wait` waits for the cancelled tasks' cleanup.",
+        ),
+    }
+
+    valid = [
+        # the reaping idiom
+        """
+        import asyncio
+
+        async def main():
+            t = asyncio.create_task(work())
+            await asyncio.sleep(1)
+            t.cancel()
+            try:
+                await t
+            except asyncio.CancelledError:
+                pass
+        """,
+        # cancel every pending task, then gather them
+        """
+        import asyncio
+
+        class Pool:
+            async def start(self):
+                self.workers = [asyncio.create_task(self.work(i)) for i in range(4)]
+
+            async def close(self):
+                for w in self.workers:
+                    w.cancel()
+                await asyncio.gather(*self.workers, return_exceptions=True)
+        """,
+        # a plain function cannot await: not flagged (its caller may reap)
+        """
+        import asyncio
+
+        class Client:
+            def start(self):
+                self._pump = asyncio.ensure_future(self.pump())
+
+            def stop(self):
+                self._pump.cancel()
+        """,
+        # handed over to someone who awaits it
+        """
+        import asyncio
+
+        async def restart(self):
+            old = asyncio.create_task(self.serve())
+            old.cancel()
+            await self.reaper.reap(old)
+        """,
+        # not an asyncio task (a timer handle, a concurrent future)
+        """
+        import asyncio
+
+        async def main(loop, executor):
+            handle = loop.call_later(5, tick)
+            handle.cancel()
+            fut = executor.submit(job)
+            fut.cancel()
+        """,
+        # near miss from real code: idle queue workers with nothing to clean up
+        """
+        import asyncio
+
+        async def dispatch(queue, n):
+            async def worker():
+                while True:
+                    item = await queue.get()
+                    await handle(item)
+                    queue.task_done()
+
+            workers = [asyncio.create_task(worker()) for _ in range(n)]
+            await queue.join()
+            for w in workers:
+                w.cancel()
+        """,
+        # near miss from real code: racing two library waits, the loser has no cleanup
+        """
+        import asyncio
+
+        async def next_item(buffer, finished):
+            get_task = asyncio.ensure_future(buffer.get())
+            done_task = asyncio.ensure_future(finished.wait())
+            done, pending = await asyncio.wait({get_task, done_task}, return_when=asyncio.FIRST_COMPLETED)
+            for t in pending:
+                t.cancel()
+            return get_task.result() if get_task in done else None
+        """,
+        # near miss from real code: the losers of asyncio.wait are reaped by gathering the whole set
+        """
+        import asyncio
+
+        async def splice(a, b):
+            async def pipe(src, dst):
+                try:
+                    await copy(src, dst)
+                finally:
+                    dst.close()
+
+            tasks = {asyncio.create_task(pipe(a, b)), asyncio.create_task(pipe(b, a))}
+            _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        """,
+        # near miss from real code (vLLM's launcher): a nested shutdown handler cancels the server
+        # task that the enclosing function awaits
+        """
+        import asyncio
+
+        async def serve_http(server, loop):
+            server_task = loop.create_task(server.serve())
+
+            async def handle_shutdown():
+                server.should_exit = True
+                server_task.cancel()
+
+            loop.create_task(handle_shutdown())
+            await server_task
+        """,
+        # near miss from real code: cancelled, then awaited one by one through a list
+        """
+        import asyncio
+
+        async def test_refresh(client):
+            refresh = asyncio.create_task(client.refresh())
+            waiter = asyncio.create_task(client.wait_ready())
+            refresh.cancel()
+            waiter.cancel()
+            for t in [refresh, waiter]:
+                try:
+                    await t
+                except asyncio.CancelledError:
+                    pass
+        """,
+        # wait_for over the cancelled task
+        """
+        import asyncio, contextlib
+
+        async def stop(self):
+            task = asyncio.create_task(self.loop_forever())
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait_for(task, timeout=10)
+        """,
+    ]
+    invalid = [
+        Invalid(
+            """
+            import asyncio
+
+            class Trainer:
+                async def run_epoch(self):
+                    gen = asyncio.create_task(self.generate())
+                    await self.train_on(self.queue)
+                    gen.cancel()  # epoch over
+                    self.save_checkpoint()
+            """,
+            fixed="""
+            import asyncio
+            import runtime_guard
+
+            class Trainer:
+                async def run_epoch(self):
+                    gen = asyncio.create_task(self.generate())
+                    await self.train_on(self.queue)
+                    await runtime_guard.cancel_and_wait(gen, timeout=30)  # epoch over
+                    self.save_checkpoint()
+            """,
+            message_contains="races",
+        ),
+        # first-completed race: the loser is cancelled and forgotten
+        Invalid(
+            """
+            import asyncio
+
+            async def first_answer(a, b):
+                ta = asyncio.create_task(a)
+                tb = asyncio.create_task(b)
+                done, pending = await asyncio.wait({ta, tb}, return_when=asyncio.FIRST_COMPLETED)
+                for t in pending:
+                    t.cancel()
+                return done.pop().result()
+            """,
+            fixed="""
+            import asyncio
+            import runtime_guard
+
+            async def first_answer(a, b):
+                ta = asyncio.create_task(a)
+                tb = asyncio.create_task(b)
+                done, pending = await asyncio.wait({ta, tb}, return_when=asyncio.FIRST_COMPLETED)
+                for t in pending:
+                    t.cancel()
+                await runtime_guard.cancel_and_wait(pending, timeout=30)
+                return done.pop().result()
+            """,
+            count=1,
+        ),
+        Invalid(
+            """
+            import asyncio
+
+            class Server:
+                async def start(self):
+                    self._tasks = [asyncio.create_task(self.serve(p)) for p in self.ports]
+
+                async def stop(self):
+                    # stop serving
+                    for t in self._tasks:
+                        t.cancel()
+                    self._tasks.clear()
+            """,
+            fixed="""
+            import asyncio
+            import runtime_guard
+
+            class Server:
+                async def start(self):
+                    self._tasks = [asyncio.create_task(self.serve(p)) for p in self.ports]
+
+                async def stop(self):
+                    # stop serving
+                    for t in self._tasks:
+                        t.cancel()
+                    await runtime_guard.cancel_and_wait(self._tasks, timeout=30)
+                    self._tasks.clear()
+            """,
+        ),
+        Invalid(
+            """
+            import asyncio as aio
+
+            class Actor:
+                async def __aenter__(self):
+                    self._hb = aio.get_running_loop().create_task(self.heartbeat())
+                    return self
+
+                async def __aexit__(self, *exc):
+                    if self._hb is not None:
+                        self._hb.cancel("closing")
+            """,
+            fixed="""
+            import asyncio as aio
+            import runtime_guard
+
+            class Actor:
+                async def __aenter__(self):
+                    self._hb = aio.get_running_loop().create_task(self.heartbeat())
+                    return self
+
+                async def __aexit__(self, *exc):
+                    if self._hb is not None:
+                        await runtime_guard.cancel_and_wait(self._hb, timeout=30, msg="closing")
+            """,
+        ),
+    ]
+
+    # ------------------------------------------------------------------ visitor
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "cancel"):
+            return
+        fn = self.facts.enclosing_function(node)
+        if fn is None or not fn.is_async or self.facts.in_lambda(node) or self._in_class_body(node):
+            return
+        receiver = func.value
+        loop = None
+        spawns = self._task_spawns(receiver, node)
+        if spawns:
+            watched = [_code(receiver)]
+        else:
+            loop = self._loop_over_tasks(receiver, node)
+            if loop is None:
+                return
+            holder = _holder(loop.iter)
+            spawns = self._held_spawns(holder, node)
+            watched = [_code(receiver), _code(loop.iter), _code(holder)]
+            if isinstance(holder, cst.Name):  # ``pending`` from ``asyncio.wait(tasks)``: gathering ``tasks`` reaps
+                for waited in self._asyncio_wait_args(holder, node):
+                    watched.extend(_references(waited))
+        if not any(self._may_clean_up(s) for s in spawns):
+            return  # nothing runs after the CancelledError: there is no cleanup to race
+        if self._reaped_after(fn.node, node, watched, loop) or self._reaped_elsewhere(receiver, fn, node):
+            return
+        label = _code(receiver)
+        self.report(
+            node,
+            f"`{label}.cancel()` only requests cancellation and `{label}` is never awaited afterwards: its "
+            "`except CancelledError`/`finally` cleanup races what this coroutine does next (and is cut off "
+            "if the loop shuts down first)",
+            fix=self._fix(node, receiver, loop),
+        )
+
+    def _in_class_body(self, node: cst.CSTNode) -> bool:
+        for anc in self.facts.ancestors(node):
+            if isinstance(anc, cst.FunctionDef):
+                return False
+            if isinstance(anc, cst.ClassDef):
+                return True
+        return False
+
+    # ------------------------------------------------------------------ what is a task
+    def _task_spawns(self, expr: cst.BaseExpression, at: cst.CSTNode) -> list[Optional[cst.Call]]:
+        """The spawn calls ``expr`` was assigned from; ``[None]`` for a task of unknown origin
+        (typed as a task, e.g. through an alias); ``[]`` when ``expr`` is no known task."""
+        spawns: list[Optional[cst.Call]] = [v for v in self._values(expr, at) if is_task_spawn(self.facts, v)]
+        if not spawns and self.facts.qualified_name(expr, at) in ("asyncio.Task", "asyncio.Future"):
+            spawns = [None]
+        return spawns
+
+    def _values(self, expr: cst.BaseExpression, at: cst.CSTNode) -> list[cst.Call]:
+        """The call expressions ``expr`` (a name or ``self.x``) was assigned from."""
+        out = self._collection_values(expr, at)
+        return [v.expression if isinstance(v, cst.Await) else v for v in out
+                if isinstance(v, cst.Call) or isinstance(v, cst.Await) and isinstance(v.expression, cst.Call)]
+
+    def _may_clean_up(self, spawn: Optional[cst.Call]) -> bool:
+        """The spawned coroutine may run code after its ``CancelledError``: unknown, or a same-module
+        ``async def`` with a ``finally``, a ``with``/``async with`` or a handler that catches
+        cancellation. A library wait (``queue.get()``, ``event.wait()``, ``asyncio.sleep()``) has none."""
+        if spawn is None or not spawn.args:
+            return True
+        coro = spawn.args[0].value
+        if not isinstance(coro, cst.Call):
+            return True
+        target = self.facts.coroutine_target(coro, spawn)
+        if target is not None:
+            return not target.is_async or _has_cleanup(target.node.body)
+        name = self.facts.call_name(coro) or ""
+        last = coro.func.attr.value if isinstance(coro.func, cst.Attribute) else name.rsplit(".", 1)[-1]
+        return last not in _WAIT_PRIMITIVES
+
+    def _loop_over_tasks(self, receiver: cst.BaseExpression, at: cst.CSTNode) -> Optional[cst.For]:
+        """``for t in tasks: t.cancel()`` where ``tasks`` holds tasks this module spawned."""
+        if not isinstance(receiver, cst.Name):
+            return None
+        loop = None
+        for anc in self.facts.ancestors(at):
+            if isinstance(anc, cst.FunctionDef):
+                break
+            if isinstance(anc, cst.For) and isinstance(anc.target, cst.Name) and anc.target.value == receiver.value:
+                loop = anc
+                break
+        if loop is None:
+            return None
+        return loop if self._held_spawns(_holder(loop.iter), at) else None
+
+    def _held_spawns(self, holder: cst.BaseExpression, at: cst.CSTNode) -> list[Optional[cst.Call]]:
+        found: list[Optional[cst.Call]] = []
+        # a list/set/dict comprehension or literal of spawns
+        for v in self._collection_values(holder, at):
+            elt = v.elt if isinstance(v, (cst.ListComp, cst.SetComp, cst.GeneratorExp)) else (
+                v.value if isinstance(v, cst.DictComp) else None)
+            if isinstance(elt, cst.Call) and is_task_spawn(self.facts, elt):
+                found.append(elt)
+            if isinstance(v, (cst.List, cst.Set, cst.Tuple)):
+                found.extend(e.value for e in v.elements
+                             if isinstance(e.value, cst.Call) and is_task_spawn(self.facts, e.value))
+        # ``done, pending = await asyncio.wait({ta, tb}, ...)``: the tasks named in the wait
+        if isinstance(holder, cst.Name):
+            for waited in self._asyncio_wait_args(holder, at):
+                for name in _references(waited):
+                    if name.isidentifier():
+                        found.extend(self._task_spawns(cst.Name(name), waited))
+        # ``tasks.append(create_task(...))`` / ``tasks.add(...)`` / ``tasks[k] = create_task(...)``
+        text = _code(holder)
+        for call in self.facts.calls:
+            if not is_task_spawn(self.facts, call):
+                continue
+            parent = self.facts.parent(call)
+            if isinstance(parent, cst.Arg):
+                adder = self.facts.parent(parent)
+                if isinstance(adder, cst.Call) and isinstance(adder.func, cst.Attribute) \
+                        and adder.func.attr.value in ("append", "add") and _code(adder.func.value) == text:
+                    found.append(call)
+            if isinstance(parent, cst.Assign) and any(
+                    isinstance(t.target, cst.Subscript) and _code(t.target.value) == text for t in parent.targets):
+                found.append(call)
+        return found
+
+    def _collection_values(self, holder: cst.BaseExpression, at: cst.CSTNode) -> list[cst.BaseExpression]:
+        out: list[cst.BaseExpression] = []
+        if isinstance(holder, cst.Name):
+            b = self.facts.lookup(holder.value, self.facts.scope_of(at))
+            if b is not None and b.kind == "value":
+                out.append(b.target)  # type: ignore[arg-type]
+        elif isinstance(holder, cst.Attribute) and isinstance(holder.value, cst.Name) and holder.value.value == "self":
+            cls = self.facts.enclosing_class(at)
+            if cls is not None:
+                out.extend(v for v, _ in cls.attr_values.get(holder.attr.value, []))
+        return out
+
+    def _asyncio_wait_args(self, name: cst.Name, at: cst.CSTNode) -> list[cst.BaseExpression]:
+        fn = self.facts.enclosing_function(at)
+        out: list[cst.BaseExpression] = []
+        for call in fn.calls if fn is not None else ():
+            if self.facts.call_name(call) != "asyncio.wait" or not call.args:
+                continue
+            aw = self.facts.parent(call)
+            assign = self.facts.parent(aw) if isinstance(aw, cst.Await) else None
+            if isinstance(assign, cst.Assign) and any(
+                    isinstance(t.target, cst.Tuple) and any(
+                        isinstance(e.value, cst.Name) and e.value.value == name.value for e in t.target.elements)
+                    for t in assign.targets):
+                out.append(call.args[0].value)
+        return out
+
+    # ------------------------------------------------------------------ reaped?
+    def _reaped_after(self, region: cst.CSTNode, cancel: cst.Call, watched: list[str],
+                      loop: Optional[cst.For]) -> bool:
+        """After ``cancel`` (in source order; anywhere in an enclosing loop), the task is awaited,
+        returned, yielded, stored elsewhere or handed to another call."""
+        facts = self.facts
+        found = []
+        state = {"after": False}
+        loops = [a for a in facts.ancestors(cancel) if isinstance(a, (cst.For, cst.While))
+                 and facts.is_ancestor(region, a) and a is not loop]
+
+        def mentions(node: cst.CSTNode) -> bool:
+            return bool(_references(node) & set(watched))
+
+        rule = self
+
+        class V(cst.CSTVisitor):
+            def on_visit(self, node: cst.CSTNode) -> bool:
+                if node is cancel:
+                    state["after"] = True
+                    return False
+                if found:
+                    return False
+                counted = state["after"] or any(facts.is_ancestor(lp, node) for lp in loops)
+                if not counted:
+                    return True
+                if isinstance(node, (cst.Await, cst.Return, cst.Yield)) and node is not None:
+                    value = node.expression if isinstance(node, cst.Await) else node.value
+                    if value is not None and mentions(value):
+                        found.append(node)
+                        return False
+                if isinstance(node, cst.Call) and rule._hands_over(node, mentions):
+                    found.append(node)
+                    return False
+                if isinstance(node, cst.For) and mentions(node.iter) and _awaits(node.body):
+                    found.append(node)  # ``for t in [task, other]: await t``
+                    return False
+                if isinstance(node, cst.Assign) and mentions(node.value) and not isinstance(node.value, cst.Call):
+                    found.append(node)  # kept elsewhere: ``self._old = task``
+                    return False
+                return True
+
+        region.visit(V())
+        return bool(found)
+
+    def _reaped_elsewhere(self, receiver: cst.BaseExpression, fn, at: cst.CSTNode) -> bool:
+        """A task bound in an enclosing function (``server_task`` cancelled in a nested shutdown
+        handler) that the enclosing function awaits; a ``self.x`` task awaited in another method."""
+        text = _code(receiver)
+        regions: list[cst.CSTNode] = []
+        if isinstance(receiver, cst.Name):
+            b = self.facts.lookup(receiver.value, self.facts.scope_of(at))
+            if b is not None and b.scope is not None and b.scope is not fn:
+                regions.append(b.scope.node)
+        elif isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) \
+                and receiver.value.value == "self" and fn.cls is not None:
+            regions.extend(m.node for m in fn.cls.methods.values() if m is not fn)
+        for region in regions:
+            for aw in _awaits_in(region):
+                if self.facts.is_ancestor(fn.node, aw):
+                    continue  # the cancelling function itself was checked in order
+                if text in _references(aw.expression):
+                    return True
+        return False
+
+    def _hands_over(self, call: cst.Call, mentions) -> bool:
+        if not any(mentions(a.value) for a in call.args):
+            return False
+        f = call.func
+        if isinstance(f, cst.Attribute):
+            if f.attr.value in _NEUTRAL_METHODS:
+                return False
+            root = f.value
+            while isinstance(root, cst.Attribute):
+                root = root.value
+            if isinstance(root, cst.Name) and root.value in _LOG_RECEIVERS:
+                return False
+            if isinstance(f.value, cst.Attribute) and f.value.attr.value in _LOG_RECEIVERS:
+                return False
+        if isinstance(f, cst.Name) and f.value in _NEUTRAL_FUNCS:
+            return False
+        return True
+
+    # ------------------------------------------------------------------ fix
+    def _timeout_arg(self) -> cst.Arg:
+        value = self.config["cleanup_timeout"]
+        return cst.Arg(cst.Integer(str(value)) if isinstance(value, int) else cst.Float(repr(value)),
+                       keyword=cst.Name("timeout"), equal=_EQ)
+
+    def _fix(self, call: cst.Call, receiver: cst.BaseExpression, loop: Optional[cst.For]) -> Optional[Fix]:
+        parent = self.facts.parent(call)
+        if not isinstance(parent, cst.Expr):
+            return None  # the result of cancel() is used
+        if loop is not None:
+            holder = loop.iter
+            if not _reevaluable(holder):
+                return None
+            stmt = cst.SimpleStatementLine([cst.Expr(cst.Await(guard_call(
+                "cancel_and_wait", [cst.Arg(holder), self._timeout_arg()])))])
+            return Fix.unsafe(InsertAfter(loop, (stmt,)), IMPORT_RUNTIME_GUARD,
+                              message="Wait for the cancelled tasks: `await runtime_guard.cancel_and_wait(...)`")
+        if not _reevaluable(receiver):
+            return None
+        args = [cst.Arg(receiver), self._timeout_arg()]
+        positional = [a for a in call.args if a.keyword is None]
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value == "msg":
+                args.append(cst.Arg(a.value, keyword=cst.Name("msg"), equal=_EQ))
+        if positional:
+            args.append(cst.Arg(positional[0].value, keyword=cst.Name("msg"), equal=_EQ))
+        new = cst.Await(guard_call("cancel_and_wait", args))
+        return Fix.unsafe(Replace(call, new), IMPORT_RUNTIME_GUARD,
+                          message="Wait for the cancelled task: `await runtime_guard.cancel_and_wait(...)`")
+
+
+_EQ = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+
+
+def _holder(iterable: cst.BaseExpression) -> cst.BaseExpression:
+    """``tasks`` for ``tasks``, ``tasks.values()``, ``list(tasks)``."""
+    if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) \
+            and iterable.func.attr.value in _VIEW_METHODS:
+        return iterable.func.value
+    if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) \
+            and iterable.func.value in _COPY_FUNCS and len(iterable.args) == 1:
+        return iterable.args[0].value
+    return iterable
+
+
+def _awaits_in(region: cst.CSTNode) -> list[cst.Await]:
+    found: list[cst.Await] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Await(self, n: cst.Await) -> None:
+            found.append(n)
+
+    region.visit(V())
+    return found
+
+
+def _awaits(body: cst.CSTNode) -> bool:
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_Await(self, n: cst.Await) -> None:
+            found.append(n)
+
+    body.visit(V())
+    return bool(found)
+
+
+def _has_cleanup(body: cst.CSTNode) -> bool:
+    """A ``finally``, a ``with``/``async with``, or a handler that catches cancellation
+    (``CancelledError``, ``BaseException``, bare ``except``) in ``body`` (not in nested defs)."""
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_Finally(self, n: cst.Finally) -> None:
+            found.append(n)
+
+        def visit_With(self, n: cst.With) -> None:
+            found.append(n)
+
+        def visit_ExceptHandler(self, n: cst.ExceptHandler) -> None:
+            if n.type is None or {"CancelledError", "BaseException"} & _references(n.type) \
+                    or any(r.endswith((".CancelledError", ".BaseException")) for r in _references(n.type)):
+                found.append(n)
+
+    body.visit(V())
+    return bool(found)
+
+
+def _reevaluable(expr: cst.BaseExpression) -> bool:
+    """A name, an attribute chain, ``x.values()`` or ``list(x)`` of those: evaluating it again
+    gives the same tasks and has no side effect."""
+    if isinstance(expr, cst.Name):
+        return True
+    if isinstance(expr, cst.Attribute):
+        return _reevaluable(expr.value)
+    if isinstance(expr, cst.Call) and not [a for a in expr.args if a.keyword is not None]:
+        f = expr.func
+        if isinstance(f, cst.Attribute) and f.attr.value in _VIEW_METHODS and not expr.args:
+            return _reevaluable(f.value)
+        if isinstance(f, cst.Name) and f.value in _COPY_FUNCS and len(expr.args) == 1:
+            return _reevaluable(expr.args[0].value)
+    return False
+
+
+def _references(node: cst.CSTNode) -> set[str]:
+    """The names and attribute chains (``t``, ``self._tasks``) used under ``node``."""
+    found: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            found.add(n.value)
+
+        def visit_Attribute(self, n: cst.Attribute) -> None:
+            found.add(_code(n))
+
+    node.visit(V())
+    return found
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)

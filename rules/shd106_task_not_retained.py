@@ -1,0 +1,371 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from shutdown_lint.candidates import AnyOf, All, Word, qualified
+from shutdown_lint.rule import Fix, Invalid, Replace, Rule
+
+from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
+from .shd102_unobserved_task_exception import handles_own_errors, is_task_spawn
+
+
+class TaskNotRetained(Rule):
+    """
+    ## What it does
+    Flags `asyncio.create_task(...)`, `loop.create_task(...)` or `asyncio.ensure_future(...)`
+    whose task is dropped — the call is a statement of its own, or its result is bound to a
+    local name that is never read — when the spawned coroutine is a same-module `async def`
+    that catches every `Exception` itself (a `try/except Exception` around its body or its
+    loop's body, without re-raising).
+
+    That condition is the split with SHD102 (unobserved-task-exception): when the coroutine's
+    failure could go unobserved, SHD102 reports the call (its fix, `supervise`, also keeps a
+    reference); when the coroutine handles its own errors SHD102 stays quiet and this rule
+    looks only at the reference. The two never report the same call. `TaskGroup.create_task`
+    and tasks kept in a name, attribute or collection, returned, awaited or handed to another
+    call are not flagged.
+
+    ## Why is this bad?
+    The event loop keeps only a *weak* reference to a task. A pending task that nothing else
+    references — typically one waiting on a future that only its own coroutine holds — is
+    garbage-collected mid-run: its coroutine is closed where it stands ("Task was destroyed
+    but it is pending!"), so the background loop silently stops (no heartbeat, no reporting,
+    no cleanup at shutdown) while the rest of the program goes on. A catch-all `except
+    Exception` inside the coroutine does not help: nothing is raised, the task just vanishes.
+    The asyncio documentation warns about exactly this ("save a reference to the result of
+    this function").
+
+    ## Example
+    ```python
+    async def heartbeat(conn):
+        while True:
+            try:
+                await conn.ping()
+                await asyncio.sleep(5)
+            except Exception:
+                log.exception("heartbeat failed")
+
+    async def start(conn):
+        asyncio.create_task(heartbeat(conn))  # only a weak reference is left
+    ```
+
+    ## Use instead
+    ```python
+    import runtime_guard
+
+    async def start(conn):
+        runtime_guard.supervise(asyncio.create_task(heartbeat(conn)), on_error="log")
+    ```
+    `runtime_guard.supervise` keeps a strong reference until the task ends (and with
+    `on_error="log"` only logs if it ever fails). Or keep the task yourself: a module- or
+    object-level set, `tasks.add(t)` and `t.add_done_callback(tasks.discard)`, or an
+    attribute that a `close()` method awaits.
+
+    ## Fix safety
+    Safe: `supervise` returns the task itself, so the expression keeps its value; the only
+    change is that the task can no longer be garbage-collected while it runs (and a failure,
+    which the coroutine already catches, would be logged). The fix adds `import runtime_guard`.
+
+    ## References
+    - Python docs: `asyncio.create_task` ("Important: Save a reference to the result of this
+      function, to avoid a task disappearing mid-execution")
+    - Python docs: asyncio "Detect never-retrieved exceptions" / "Task was destroyed but it is pending!"
+    - ruff RUF006 (asyncio-dangling-task) flags the same call shape without the SHD102 split
+
+    ## Known limits
+    A coroutine whose only awaits are `asyncio.sleep(...)` is not flagged: while it sleeps the
+    loop's timer holds its future and through it the task, so it cannot be collected (periodic
+    loops such as Ray Serve's metric reporters). Whether another dropped task is actually
+    collected depends on what it waits for: only a task waiting on something nothing else
+    references (a future only its coroutine holds) goes away; one reading a socket the loop
+    watches stays alive. The rule follows the documented contract and flags both.
+    Only same-module coroutines are inspected: a dropped task of a library coroutine is
+    SHD102's finding. A task bound to a local name that is read later counts as kept, even
+    when the function returns before the task ends.
+    """
+
+    code = "SHD106"
+    name = "task-not-retained"
+    summary = "A dropped task whose coroutine handles its own errors can be garbage-collected mid-run"
+    triggers = ("create_task", "ensure_future")
+    candidate = All(Word("async"), AnyOf(Word("create_task"), qualified("asyncio.ensure_future")))
+    facts_needed = ("functions", "calls")
+
+    valid = [
+        # near miss from real code (Ray Serve's replica): a periodic loop that only sleeps is
+        # held by the loop's timer
+        """
+        import asyncio
+
+        class Replica:
+            async def _report_forever(self):
+                while True:
+                    try:
+                        await asyncio.sleep(10)
+                        self._report()
+                    except Exception:
+                        logger.exception("report failed")
+
+            def start(self):
+                self._event_loop.create_task(self._report_forever())
+        """,
+        # kept in a set with the documented discard callback
+        """
+        import asyncio
+
+        background = set()
+
+        async def heartbeat():
+            while True:
+                try:
+                    await asyncio.sleep(5)
+                except Exception:
+                    pass
+
+        async def start():
+            t = asyncio.create_task(heartbeat())
+            background.add(t)
+            t.add_done_callback(background.discard)
+        """,
+        # stored on the object
+        """
+        import asyncio
+
+        class Client:
+            async def _pump(self):
+                try:
+                    await self.reader.read()
+                except Exception:
+                    self.log()
+
+            def start(self):
+                self._pump_task = asyncio.create_task(self._pump())
+        """,
+        # the coroutine can fail: SHD102's finding, not this rule's
+        """
+        import asyncio
+
+        async def work():
+            await asyncio.sleep(1)
+            raise RuntimeError("boom")
+
+        async def main():
+            asyncio.create_task(work())
+        """,
+        # TaskGroup keeps its children
+        """
+        import asyncio
+
+        async def quiet():
+            try:
+                await asyncio.sleep(1)
+            except Exception:
+                pass
+
+        async def main():
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(quiet())
+        """,
+        # already supervised
+        """
+        import asyncio, runtime_guard
+
+        async def quiet():
+            try:
+                await asyncio.sleep(1)
+            except Exception:
+                pass
+
+        async def main():
+            runtime_guard.supervise(asyncio.create_task(quiet()), on_error="log")
+        """,
+        # a local that is read later (awaited)
+        """
+        import asyncio
+
+        async def quiet():
+            try:
+                await asyncio.sleep(1)
+            except Exception:
+                pass
+
+        async def main():
+            t = asyncio.create_task(quiet())
+            await t
+        """,
+    ]
+    invalid = [
+        Invalid(
+            """
+            import asyncio
+
+            async def heartbeat(conn):
+                while True:
+                    try:
+                        await conn.ping()
+                        await asyncio.sleep(5)
+                    except Exception:
+                        log.exception("heartbeat failed")
+
+            async def start(conn):
+                asyncio.create_task(heartbeat(conn))  # keep pinging
+            """,
+            fixed="""
+            import asyncio
+            import runtime_guard
+
+            async def heartbeat(conn):
+                while True:
+                    try:
+                        await conn.ping()
+                        await asyncio.sleep(5)
+                    except Exception:
+                        log.exception("heartbeat failed")
+
+            async def start(conn):
+                runtime_guard.supervise(asyncio.create_task(heartbeat(conn)), on_error="log")  # keep pinging
+            """,
+            message_contains="weak reference",
+        ),
+        Invalid(
+            """
+            import asyncio
+
+            class Replica:
+                async def _report(self):
+                    try:
+                        await self.push_metrics()
+                    except Exception:
+                        pass
+
+                def on_step(self, loop):
+                    task = loop.create_task(self._report())
+            """,
+            fixed="""
+            import asyncio
+            import runtime_guard
+
+            class Replica:
+                async def _report(self):
+                    try:
+                        await self.push_metrics()
+                    except Exception:
+                        pass
+
+                def on_step(self, loop):
+                    task = runtime_guard.supervise(loop.create_task(self._report()), on_error="log")
+            """,
+        ),
+        Invalid(
+            """
+            from asyncio import ensure_future
+
+            async def drain(q):
+                try:
+                    while True:
+                        await q.get()
+                except BaseException:
+                    return
+
+            def spawn(q):
+                ensure_future(drain(q))
+            """,
+            fixed="""
+            from asyncio import ensure_future
+            import runtime_guard
+
+            async def drain(q):
+                try:
+                    while True:
+                        await q.get()
+                except BaseException:
+                    return
+
+            def spawn(q):
+                runtime_guard.supervise(ensure_future(drain(q)), on_error="log")
+            """,
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not node.args or not is_task_spawn(self.facts, node):
+            return
+        if not handles_own_errors(self.facts, node):
+            return  # SHD102's call
+        target = self.facts.coroutine_target(node.args[0].value, node)
+        if target is not None and _only_sleeps(self.facts, target.node.body):
+            return  # always referenced by the loop: its ready queue while it runs, a timer while it sleeps
+        where = self._dropped(node)
+        if where is None:
+            return
+        fix = Fix.safe(
+            Replace(node, guard_call("supervise", [
+                cst.Arg(node),
+                cst.Arg(cst.SimpleString('"log"'), keyword=cst.Name("on_error"),
+                        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                              whitespace_after=cst.SimpleWhitespace(""))),
+            ])),
+            IMPORT_RUNTIME_GUARD,
+            message='Keep a reference: `runtime_guard.supervise(..., on_error="log")`',
+        )
+        self.report(
+            node,
+            f"task is {where}: the event loop keeps only a weak reference, so the pending task can be "
+            "garbage-collected mid-run and its coroutine silently stops (it handles its own errors, "
+            "so nothing is ever reported)",
+            fix=fix,
+        )
+
+    def _dropped(self, node: cst.Call) -> str | None:
+        parent = self.facts.parent(node)
+        if isinstance(parent, cst.Expr):
+            return "discarded"
+        if (isinstance(parent, cst.Assign) and len(parent.targets) == 1
+                and isinstance(parent.targets[0].target, cst.Name)):
+            name = parent.targets[0].target.value
+            fn = self.facts.enclosing_function(node)
+            if fn is None or name in fn.bindings and len(fn.bindings[name]) > 1:
+                return None
+            if not _reads(fn.node, name):
+                return f"bound to `{name}`, which is never read"
+        return None
+
+
+def _only_sleeps(facts, body: cst.CSTNode) -> bool:
+    """Every ``await`` in the coroutine's own body is ``asyncio.sleep(...)``: a sleeping task is held
+    by the loop's timer (the timer holds the sleep's future, whose callback is the task)."""
+    awaits: list[cst.Await] = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_Await(self, n: cst.Await) -> None:
+            awaits.append(n)
+
+    body.visit(V())
+    return all(isinstance(a.expression, cst.Call) and facts.call_name(a.expression) == "asyncio.sleep"
+               for a in awaits)
+
+
+def _reads(region: cst.CSTNode, name: str) -> bool:
+    """``name`` is loaded somewhere in ``region`` (assignment targets do not count)."""
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> bool:
+            return not isinstance(n.target, cst.Name)
+
+        def visit_Name(self, n: cst.Name) -> None:
+            if n.value == name:
+                found.append(n)
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            n.value.visit(self)
+            return False
+
+        def visit_Param(self, n: cst.Param) -> bool:
+            return False
+
+    region.visit(V())
+    return bool(found)

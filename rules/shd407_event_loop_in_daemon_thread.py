@@ -1,0 +1,391 @@
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from shutdown_lint.candidates import AnyOf, All, Word, qualified
+from shutdown_lint.rule import Fix, Invalid, Replace, Rule
+
+from ._fixes import IMPORT_RUNTIME_GUARD, dotted
+
+_THREAD_CLASSES = ("threading.Thread",)
+#: Calls that run an event loop until it is stopped or its main coroutine ends.
+_LOOP_RUNNERS = frozenset({
+    "asyncio.run", "uvloop.run", "asyncio.Runner.run",
+    "asyncio.AbstractEventLoop.run_forever", "asyncio.AbstractEventLoop.run_until_complete",
+})
+_LOOP_METHODS = ("run_forever", "run_until_complete")
+
+
+class EventLoopInDaemonThread(Rule):
+    """
+    ## What it does
+    Flags `threading.Thread(target=..., daemon=True)` (or a thread made a daemon later with
+    `t.daemon = True` / `t.setDaemon(True)`) whose target runs an event loop: `asyncio.run`,
+    `uvloop.run`, `loop.run_forever` or `loop.run_until_complete`, given directly
+    (`target=loop.run_forever`, `target=asyncio.run, args=(main(),)`), in a lambda, or in a
+    same-module function the target is or calls (three calls deep).
+
+    Not flagged: non-daemon threads (they keep the process alive instead: a different
+    problem), threads whose target runs no loop, a loop thread made for one call (the
+    function that starts it joins it in a `finally`), and `runtime_guard.LoopThread`.
+
+    ## Why is this bad?
+    At interpreter exit Python does not wait for daemon threads: once the main thread ends
+    they are frozen mid-step. The loop's tasks are never cancelled, no `finally` or
+    `async with` exit runs, sandboxes, leases and connections stay open, buffered data is
+    lost. SIGTERM is worse: with the default action the process dies before any Python code
+    runs, and even a Python SIGTERM handler runs only in the main thread, which cannot reach
+    the loop's tasks; a `SystemExit` raised in one of the loop's tasks ends only that thread.
+    Measured in tests/behaviour/test_shd407_event_loop_in_daemon_thread.py: 5 of 5 lease
+    files left behind at a normal exit and 5 of 5 after SIGTERM; 0 after the fix.
+
+    ## Example
+    ```python
+    def _run_loop():
+        asyncio.run(serve_rollouts())
+
+    threading.Thread(target=_run_loop, daemon=True).start()
+    ```
+
+    ## Use instead
+    ```python
+    import runtime_guard
+
+    runtime_guard.LoopThread(target=_run_loop, daemon=True).start()
+    ```
+    `runtime_guard.LoopThread` is a `threading.Thread` with the same arguments (plus
+    `cleanup_timeout=10`). It records the loops its target runs and, at interpreter exit
+    (before non-daemon threads are joined) and on SIGTERM, cancels each loop's tasks once,
+    roots first, waits up to `cleanup_timeout` seconds for their cleanup, stops the loop and
+    joins the thread. On SIGTERM it then raises `SystemExit(143)` in the main thread (or
+    calls the SIGTERM handler that was installed before it), so the main thread unwinds too.
+
+    ## Fix safety
+    Safe: only the class changes (`threading.Thread` -> `runtime_guard.LoopThread`, a
+    subclass, with the same arguments); the thread runs the same target. What changes is the
+    shutdown path: at exit and on SIGTERM the loop's tasks get their cleanup, bounded. If no
+    SIGTERM handler was installed, one is (SIGTERM then exits with status 143 after the
+    cleanup instead of killing the process at once). The fix adds `import runtime_guard`.
+
+    ## References
+    - Python docs: `threading` ("Daemon threads are abruptly stopped at shutdown. Their
+      resources ... may not be released properly")
+    - shutdown-lint lab: `sysexit_task_loop_thread.py` (`sys.exit` in a task on a loop in
+      another thread kills only that thread)
+
+    ## Known limits
+    A `close()`/`shutdown()` method that only calls `loop.stop()` does not help (the pending
+    tasks are never resumed: a `finally` that awaits never completes), so such classes are still
+    flagged; one that cancels and awaits the tasks first is flagged too (a false alarm).
+    A daemon loop that is idle at exit (only short calls awaited by their caller) has nothing to
+    lose but is flagged. A thread subclass that runs a loop in its `run()` method, and loops reached through
+    another module's function, are not recognised. A program that stops the loop's tasks
+    itself at exit (an `atexit` hook that cancels and waits) is still flagged.
+    """
+
+    code = "SHD407"
+    name = "event-loop-in-daemon-thread"
+    summary = "An event loop in a daemon thread is frozen at exit: its tasks' cleanup never runs"
+    triggers = ("Thread",)
+    candidate = All(Word("Thread"), AnyOf(Word("daemon", "setDaemon")),
+                    AnyOf(qualified("asyncio.run", "uvloop.run"), Word("run_forever", "run_until_complete", "Runner")))
+    facts_needed = ("functions", "calls")
+
+    valid = [
+        # not a daemon: the interpreter waits for it (a different problem)
+        """
+        import asyncio, threading
+
+        def run():
+            asyncio.run(serve())
+
+        threading.Thread(target=run).start()
+        """,
+        # a daemon thread that runs no loop
+        """
+        import threading, time
+
+        def beat():
+            while True:
+                time.sleep(1)
+
+        threading.Thread(target=beat, daemon=True).start()
+        """,
+        # already a LoopThread
+        """
+        import asyncio, runtime_guard
+
+        def run():
+            asyncio.run(serve())
+
+        runtime_guard.LoopThread(target=run, daemon=True).start()
+        """,
+        # near miss from real code (verl): a loop thread made for one call, joined in a finally
+        """
+        import asyncio, threading
+
+        def run_in_temp_loop(coro):
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(target=loop.run_forever, daemon=True)
+            thread.start()
+            try:
+                return asyncio.run_coroutine_threadsafe(coro, loop).result()
+            finally:
+                loop.call_soon_threadsafe(loop.stop)
+                thread.join()
+        """,
+        # daemon=False explicitly
+        """
+        import asyncio, threading
+
+        loop = asyncio.new_event_loop()
+        threading.Thread(target=loop.run_forever, daemon=False).start()
+        """,
+    ]
+    invalid = [
+        Invalid(
+            """
+            import asyncio
+            import threading
+
+            def _run_loop():
+                asyncio.run(serve_rollouts())
+
+            threading.Thread(target=_run_loop, daemon=True).start()  # background server
+            """,
+            fixed="""
+            import asyncio
+            import threading
+            import runtime_guard
+
+            def _run_loop():
+                asyncio.run(serve_rollouts())
+
+            runtime_guard.LoopThread(target=_run_loop, daemon=True).start()  # background server
+            """,
+            message_contains="daemon",
+        ),
+        Invalid(
+            """
+            import asyncio
+            from threading import Thread
+
+            class Engine:
+                def __init__(self):
+                    self.loop = asyncio.new_event_loop()
+                    self.thread = Thread(target=self.loop.run_forever, name="engine-loop", daemon=True)
+                    self.thread.start()
+            """,
+            fixed="""
+            import asyncio
+            from threading import Thread
+            import runtime_guard
+
+            class Engine:
+                def __init__(self):
+                    self.loop = asyncio.new_event_loop()
+                    self.thread = runtime_guard.LoopThread(target=self.loop.run_forever, name="engine-loop", daemon=True)
+                    self.thread.start()
+            """,
+        ),
+        Invalid(
+            """
+            import asyncio, threading
+
+            def start(coro):
+                t = threading.Thread(target=lambda: asyncio.run(coro))
+                t.daemon = True
+                t.start()
+                return t
+            """,
+            fixed="""
+            import asyncio, threading
+            import runtime_guard
+
+            def start(coro):
+                t = runtime_guard.LoopThread(target=lambda: asyncio.run(coro))
+                t.daemon = True
+                t.start()
+                return t
+            """,
+        ),
+        Invalid(
+            """
+            import asyncio, threading
+
+            class Worker:
+                def _thread_main(self):
+                    self.loop = asyncio.new_event_loop()
+                    asyncio.set_event_loop(self.loop)
+                    self._serve()
+
+                def _serve(self):
+                    self.loop.run_until_complete(self.main())
+
+                def start(self):
+                    threading.Thread(target=self._thread_main, daemon=True).start()
+            """,
+            fixed="""
+            import asyncio, threading
+            import runtime_guard
+
+            class Worker:
+                def _thread_main(self):
+                    self.loop = asyncio.new_event_loop()
+                    asyncio.set_event_loop(self.loop)
+                    self._serve()
+
+                def _serve(self):
+                    self.loop.run_until_complete(self.main())
+
+                def start(self):
+                    runtime_guard.LoopThread(target=self._thread_main, daemon=True).start()
+            """,
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.facts.call_name(node) not in _THREAD_CLASSES:
+            return
+        target = _keyword(node, "target")
+        if target is None:
+            positional = [a for a in node.args if a.keyword is None]
+            if len(positional) >= 2:  # Thread(group, target, ...)
+                target = positional[1].value
+        if target is None or not self._daemon(node):
+            return
+        runner = self._runs_loop(target, node)
+        if runner is None or self._scoped_to_one_call(node):
+            return
+        self.report(
+            node,
+            f"daemon thread runs an event loop ({runner}): at interpreter exit it is frozen mid-step and on "
+            "SIGTERM the process dies first, so the loop's tasks are never cancelled and their `finally` "
+            "cleanup never runs",
+            fix=Fix.safe(
+                Replace(node.func, dotted("runtime_guard.LoopThread")),
+                IMPORT_RUNTIME_GUARD,
+                message="Use `runtime_guard.LoopThread`, which stops the loop cleanly at exit and on SIGTERM",
+            ),
+        )
+
+    # ------------------------------------------------------------------ daemon?
+    def _daemon(self, node: cst.Call) -> bool:
+        flag = _keyword(node, "daemon")
+        if flag is not None:
+            return isinstance(flag, cst.Name) and flag.value == "True"
+        # ``t = Thread(...); t.daemon = True`` / ``t.setDaemon(True)``
+        parent = self.facts.parent(node)
+        if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1):
+            return False
+        holder = _code(parent.targets[0].target)
+        fn = self.facts.enclosing_function(node)
+        region = fn.node if fn is not None else self.facts.module
+        found = []
+
+        class V(cst.CSTVisitor):
+            def visit_Assign(self, n: cst.Assign) -> None:
+                for t in n.targets:
+                    if (isinstance(t.target, cst.Attribute) and t.target.attr.value == "daemon"
+                            and _code(t.target.value) == holder and _is_true(n.value)):
+                        found.append(n)
+
+            def visit_Call(self, n: cst.Call) -> None:
+                if (isinstance(n.func, cst.Attribute) and n.func.attr.value == "setDaemon"
+                        and _code(n.func.value) == holder and n.args and _is_true(n.args[0].value)):
+                    found.append(n)
+
+        region.visit(V())
+        return bool(found)
+
+    def _scoped_to_one_call(self, node: cst.Call) -> bool:
+        """The outermost function around the thread joins it in a ``finally``: a loop made for one
+        call and torn down before the call returns (nothing is left on it at exit)."""
+        parent = self.facts.parent(node)
+        if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1):
+            return False
+        holder = _code(parent.targets[0].target)
+        outer = None
+        for anc in self.facts.ancestors(node):
+            if isinstance(anc, cst.FunctionDef):
+                outer = anc
+            elif isinstance(anc, cst.ClassDef):
+                break
+        if outer is None:
+            return False
+        found = []
+
+        class V(cst.CSTVisitor):
+            def visit_Finally(self, n: cst.Finally) -> None:
+                for call in _calls(n):
+                    if (isinstance(call.func, cst.Attribute) and call.func.attr.value == "join"
+                            and _code(call.func.value) == holder):
+                        found.append(call)
+
+        outer.visit(V())
+        return bool(found)
+
+    # ------------------------------------------------------------------ loop?
+    def _runs_loop(self, target: cst.BaseExpression, at: cst.Call) -> Optional[str]:
+        qn = self.facts.qualified_name(target, at)
+        if qn in _LOOP_RUNNERS or isinstance(target, cst.Attribute) and target.attr.value in _LOOP_METHODS:
+            return f"`{_code(target)}`"
+        if isinstance(target, cst.Call) and self.facts.qualified_name(target.func, at) == "functools.partial" \
+                and target.args:
+            return self._runs_loop(target.args[0].value, at)
+        if isinstance(target, cst.Lambda):
+            for call in _calls(target.body):
+                found = self._loop_call(call)
+                if found:
+                    return found
+            return None
+        fn = self.facts.resolve_function(target, at)
+        if fn is None:
+            return None
+        order, depth = [fn], {fn: 0}  # breadth first, three calls deep, in source order
+        for f in order:
+            for call in f.calls:
+                found = self._loop_call(call)
+                if found:
+                    return found if f is fn else f"{found} in `{f.name}()`"
+            if depth[f] < 3:
+                for _, callee in self.facts.callees(f):
+                    if callee not in depth:
+                        depth[callee] = depth[f] + 1
+                        order.append(callee)
+        return None
+
+    def _loop_call(self, call: cst.Call) -> Optional[str]:
+        qn = self.facts.call_name(call)
+        f = call.func
+        if qn in _LOOP_RUNNERS or isinstance(f, cst.Attribute) and f.attr.value in _LOOP_METHODS:
+            return f"`{_code(f)}()`"
+        return None
+
+
+def _keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == name:
+            return a.value
+    return None
+
+
+def _is_true(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "True"
+
+
+def _calls(node: cst.CSTNode) -> list[cst.Call]:
+    found: list[cst.Call] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            found.append(n)
+
+    node.visit(V())
+    return found
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)

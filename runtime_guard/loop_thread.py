@@ -1,0 +1,225 @@
+"""An event loop in a helper thread that is shut down properly (SHD407's fix).
+
+A loop run in a ``daemon=True`` thread is frozen mid-step at interpreter exit: its tasks are
+never cancelled and no ``finally`` runs; SIGTERM kills the process before any Python code
+runs. ``LoopThread`` is a drop-in ``threading.Thread`` (same constructor) whose loops -- the
+ones its target runs with ``asyncio.run``, ``run_until_complete`` or ``run_forever`` -- are
+stopped cleanly at interpreter exit and on SIGTERM: their tasks are cancelled once each, roots
+first (``runtime_guard._cancel``), their cleanup gets up to ``cleanup_timeout`` seconds, then the
+loop is stopped and the thread joined (bounded).
+"""
+from __future__ import annotations
+
+import asyncio
+import atexit
+import logging
+import signal
+import threading
+import time
+import weakref
+from typing import Any, Callable, List, Optional
+
+from ._cancel import cancel_tree
+from ._threads import quiet_signals
+from .signals import in_main_thread
+
+__all__ = ["LoopThread", "stop_loop_threads", "DEFAULT_CLEANUP_TIMEOUT"]
+
+log = logging.getLogger("runtime_guard.loop_thread")
+
+DEFAULT_CLEANUP_TIMEOUT = 10.0
+_threads: "weakref.WeakSet[LoopThread]" = weakref.WeakSet()
+_lock = threading.RLock()  # re-entrant: the SIGTERM handler may run while start() holds it
+_installed = False
+_stopping = False
+
+
+class LoopThread(threading.Thread):
+    """``threading.Thread`` for a target that runs an event loop; stopped cleanly at exit.
+
+    Same arguments as ``threading.Thread`` plus ``cleanup_timeout`` (seconds the loop's tasks get
+    for their ``except CancelledError`` / ``finally`` code at exit or on SIGTERM, default 10).
+    ``daemon`` keeps its meaning; with ``daemon=False`` the loop is still stopped at exit, so the
+    interpreter does not wait forever for a ``run_forever`` that nobody stops.
+    """
+
+    def __init__(self, *args: Any, cleanup_timeout: float = DEFAULT_CLEANUP_TIMEOUT, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cleanup_timeout = cleanup_timeout
+        self._rg_loops: List[asyncio.AbstractEventLoop] = []
+        self._rg_stop_requested = False
+
+    def start(self) -> None:
+        _install()
+        with _lock:
+            _threads.add(self)
+        super().start()
+
+    def run(self) -> None:
+        quiet_signals()  # Ctrl+C and SIGTERM are the main thread's business
+        target = getattr(self, "_target", None)
+        owner = getattr(target, "__self__", None)
+        if isinstance(owner, asyncio.AbstractEventLoop):  # target=loop.run_forever
+            self._rg_loops.append(owner)
+        try:
+            super().run()
+        except (asyncio.CancelledError, RuntimeError) as exc:
+            # asyncio.run's main task cancelled by our shutdown, or a loop we stopped mid-run_until_complete
+            if not self._rg_stop_requested:
+                raise
+            log.debug("runtime_guard: loop thread %s ended by shutdown: %r", self.name, exc)
+
+    def loops(self) -> List[asyncio.AbstractEventLoop]:
+        return [lp for lp in self._rg_loops if not lp.is_closed()]
+
+    def stop(self, timeout: Optional[float] = None) -> bool:
+        """Cancel this thread's loops' tasks, wait (bounded) for their cleanup, stop the loops and
+        join the thread. Returns True when the thread ended. Safe to call from any other thread."""
+        if timeout is None:
+            timeout = self.cleanup_timeout
+        if self is threading.current_thread():
+            return False
+        self._rg_stop_requested = True
+        deadline = time.monotonic() + timeout
+        events = []
+        for loop in self.loops():
+            if not loop.is_running():
+                continue
+            done = threading.Event()
+            try:
+                loop.call_soon_threadsafe(_start_cancel, loop, done)
+                events.append((loop, done))
+            except RuntimeError:  # closed meanwhile
+                pass
+        for loop, done in events:
+            # done: every task ended; or the loop stopped by itself (asyncio.run returned)
+            while not done.is_set() and loop.is_running() and time.monotonic() < deadline:
+                done.wait(min(0.02, max(0.0, deadline - time.monotonic())))
+            if not done.is_set() and loop.is_running():
+                log.warning("runtime_guard: tasks on loop thread %s still running after %.1fs; stopping the loop",
+                            self.name, timeout)
+        for loop in self.loops():
+            try:
+                if loop.is_running():
+                    loop.call_soon_threadsafe(loop.stop)
+            except RuntimeError:
+                pass
+        if self.is_alive():
+            self.join(max(0.1, deadline - time.monotonic()))
+        return not self.is_alive()
+
+
+def _start_cancel(loop: asyncio.AbstractEventLoop, done: threading.Event) -> None:
+    try:
+        cancel_tree(loop, "runtime_guard: loop thread shutting down", done.set)
+    except Exception:
+        done.set()
+
+
+def stop_loop_threads(timeout: Optional[float] = None) -> int:
+    """Stop every running ``LoopThread`` (see ``LoopThread.stop``); returns how many were stopped."""
+    with _lock:
+        threads = [t for t in list(_threads) if t.is_alive() and t is not threading.current_thread()]
+    for t in threads:
+        try:
+            t.stop(timeout)
+        except Exception:
+            log.debug("runtime_guard: stopping %s failed", t.name, exc_info=True)
+    return len(threads)
+
+
+# ---------------------------------------------------------------------------------------------
+# Hooks: which loops a LoopThread runs, interpreter exit, SIGTERM
+
+
+def _patch_run_forever(cls: Any) -> None:
+    orig = cls.__dict__.get("run_forever")
+    if orig is None or getattr(orig, "_rg_loop_thread", False):
+        return
+
+    def run_forever(self: Any, *args: Any, **kwargs: Any) -> Any:
+        thread = threading.current_thread()
+        if isinstance(thread, LoopThread) and self not in thread._rg_loops:
+            thread._rg_loops.append(self)
+        return orig(self, *args, **kwargs)
+
+    run_forever._rg_loop_thread = True  # type: ignore[attr-defined]
+    run_forever.__doc__ = orig.__doc__
+    cls.run_forever = run_forever
+
+
+def _patch_set_event_loop() -> None:
+    # uvloop's run_forever cannot be wrapped (an extension type): a thread that makes its loop the
+    # thread's current loop (``asyncio.set_event_loop(loop)``, the usual first line) is seen here.
+    cls = asyncio.events.BaseDefaultEventLoopPolicy
+    orig = cls.__dict__.get("set_event_loop")
+    if orig is None or getattr(orig, "_rg_loop_thread", False):
+        return
+
+    def set_event_loop(self: Any, loop: Any) -> Any:
+        thread = threading.current_thread()
+        if isinstance(thread, LoopThread) and loop is not None and loop not in thread._rg_loops:
+            thread._rg_loops.append(loop)
+        return orig(self, loop)
+
+    set_event_loop._rg_loop_thread = True  # type: ignore[attr-defined]
+    cls.set_event_loop = set_event_loop
+
+
+def _at_exit() -> None:
+    global _stopping
+    if _stopping:
+        return
+    _stopping = True
+    stop_loop_threads()
+
+
+def _sigterm_handler(previous: Any) -> Callable[[int, Any], Any]:
+    def on_sigterm(signum: int, frame: Any) -> Any:
+        global _stopping
+        if not _stopping:
+            _stopping = True
+            n = stop_loop_threads()
+            log.warning("runtime_guard: SIGTERM: stopped %d loop thread(s)", n)
+        if callable(previous):
+            return previous(signum, frame)
+        raise SystemExit(128 + signum)  # the main thread unwinds (finally blocks, atexit) instead of dying
+
+    on_sigterm._runtime_guard = True  # type: ignore[attr-defined]
+    return on_sigterm
+
+
+def _install() -> None:
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    _patch_run_forever(asyncio.BaseEventLoop)
+    try:
+        _patch_set_event_loop()
+    except Exception:
+        pass
+    try:
+        import sys
+
+        uvloop = sys.modules.get("uvloop")
+        if uvloop is not None:
+            _patch_run_forever(uvloop.Loop)
+    except Exception:
+        pass
+    # threading's exit hooks run before the interpreter joins non-daemon threads (and long before
+    # daemon threads are frozen); fall back to atexit where that private hook is missing.
+    register = getattr(threading, "_register_atexit", None)
+    try:
+        if register is None:
+            raise AttributeError
+        register(_at_exit)
+    except (AttributeError, RuntimeError):
+        atexit.register(_at_exit)
+    if in_main_thread():
+        try:
+            current = signal.getsignal(signal.SIGTERM)
+            if current is not signal.SIG_IGN and not getattr(current, "_runtime_guard", False):
+                signal.signal(signal.SIGTERM, _sigterm_handler(current))
+        except (ValueError, OSError):
+            pass

@@ -1,0 +1,87 @@
+"""SHD403's ray.wait extension on a real local Ray cluster: Ctrl+C to a driver whose
+monitoring loop blocks in `ray.wait(refs, num_returns=1)` with no timeout.
+
+Hazard: the same as with `ray.get`: the driver exits on KeyboardInterrupt, the remote task is
+killed with the job and its `finally` blocks never run (every sandbox file leaks). Fixed by
+the rule's own autofix (`runtime_guard.ray.interruptible_wait`): the first Ctrl+C cancels the
+pending task and waits for its cleanup, then the KeyboardInterrupt surfaces; nothing leaks.
+"""
+from __future__ import annotations
+
+import pytest
+
+from shutdown_lint.analyzer import lint_source
+from shutdown_lint.fixer import fix_source
+from shutdown_lint.settings import Settings
+
+from test_shd403_ray_get_interrupt import N, _ctrl_c_run
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+SETTINGS = Settings(selected=("SHD403",), target_version="py311")
+
+HAZARD = '''\
+import asyncio
+import os
+import sys
+
+import ray
+
+
+@ray.remote(max_retries=0)
+def rollout(lease_dir, n):
+    async def trajectory(i):
+        path = os.path.join(lease_dir, f"sandbox-{i}")
+        open(path, "w").close()
+        try:
+            while True:
+                await asyncio.sleep(0.2)  # agent steps
+        finally:
+            await asyncio.sleep(0.3)  # deleting the sandbox takes an API call
+            os.remove(path)
+
+    async def run():
+        await asyncio.gather(*[trajectory(i) for i in range(n)])
+
+    asyncio.run(run())
+
+
+def main():
+    ray.init(num_cpus=2, include_dashboard=False)
+    refs = [rollout.remote(sys.argv[1], int(sys.argv[2]))]
+    print("driver waiting", flush=True)
+    while refs:
+        done, refs = ray.wait(refs, num_returns=1)
+        print("finished", done, flush=True)
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+@pytest.mark.timeout(240)
+def test_ctrl_c_during_ray_wait_leaks_and_the_fix_cleans_up(tmp_path):
+    hazard = tmp_path / "hazard" / "driver.py"
+    hazard.parent.mkdir()
+    hazard.write_text(HAZARD)
+    found = lint_source(HAZARD.encode(), str(hazard), SETTINGS).diagnostics
+    assert [d.code for d in found] == ["SHD403"] and "ray.wait()" in found[0].message
+
+    before = _ctrl_c_run(hazard, tmp_path / "leases-before")
+    assert before["exited"], "the hazard driver ignored Ctrl+C"
+    assert before["leaked"] == N, before["out"][-3000:]
+
+    outcome = fix_source(HAZARD.encode(), str(hazard), SETTINGS, unsafe=True)
+    fixed_src = outcome.source.decode()
+    assert "done, refs = runtime_guard.ray.interruptible_wait(refs, num_returns=1)" in fixed_src
+    assert lint_source(outcome.source, "driver.py", SETTINGS).diagnostics == []
+    fixed = tmp_path / "fixed" / "driver.py"
+    fixed.parent.mkdir()
+    fixed.write_text(fixed_src)
+
+    after = _ctrl_c_run(fixed, tmp_path / "leases-after")
+    assert after["exited"], "the fixed driver did not exit after Ctrl+C"
+    assert after["leaked"] == 0, after["out"][-3000:]
+    assert "KeyboardInterrupt" in after["out"]
+    assert after["rc"] != 0
