@@ -113,7 +113,7 @@ def install_distributed_teardown(grace: float = 25.0, *, exit_code: int = 143,
     def on_sigterm(signum: int, frame: Any) -> None:
         if _state["running"]:
             return  # second SIGTERM while tearing down: keep going
-        killer = QuietTimer(grace * 0.9, lambda: hard_exit(exit_code), "runtime_guard-teardown-deadline")
+        killer = QuietTimer(grace * 0.9, lambda: hard_exit(exit_code, atexit_timeout=0), "runtime_guard-teardown-deadline")
         killer.start()
         log.warning("runtime_guard: SIGTERM: tearing down torch.distributed (grace %.0fs)", grace)
         teardown(budget)
