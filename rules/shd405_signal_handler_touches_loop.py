@@ -5,7 +5,7 @@ from typing import Iterable, Optional
 import libcst as cst
 
 from shutdown_lint.candidates import All, Word
-from shutdown_lint.facts import FunctionInfo, reachable
+from shutdown_lint.facts import reachable
 from shutdown_lint.rule import AddImport, Fix, Invalid, Replace, Rule, Valid
 
 from ._fixes import dotted
@@ -282,6 +282,10 @@ class SignalHandlerTouchesLoop(Rule):
         ),
     ]
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._probes: list[cst.Name] = []
+
     # ------------------------------------------------------------------ visitors
     def visit_Call(self, node: cst.Call) -> None:
         if self.facts.call_name(node) != "signal.signal":
@@ -319,11 +323,8 @@ class SignalHandlerTouchesLoop(Rule):
         closure = reachable(roots, lambda fn: (c for _, c in self.facts.callees(fn) if not c.is_async))
         calls = list(direct)
         for fn in sorted(closure, key=lambda f: f.qualname):
-            calls.extend(c for c in fn.calls if not self._in_nested_lambda(c, fn))
+            calls.extend(c for c in fn.calls if not self.facts.in_lambda(c))  # a lambda there runs later
         return self._first_touch(calls)
-
-    def _in_nested_lambda(self, call: cst.Call, fn: FunctionInfo) -> bool:
-        return self.facts.in_lambda(call)
 
     def _first_touch(self, calls: Iterable[cst.Call]) -> Optional[tuple[str, cst.Call]]:
         calls = list(calls)
@@ -368,19 +369,17 @@ class SignalHandlerTouchesLoop(Rule):
     def _loop_at_hand(self, call: cst.Call) -> Optional[cst.BaseExpression]:
         """A plain name of this function (or the module) that holds an event loop."""
         fn = self.facts.enclosing_function(call)
-        tables = []
-        if fn is not None:
-            tables.append(fn.bindings)
-        tables.append(self.facts._module_bindings)
-        for table in tables:
-            for name in sorted(table):
-                probe = cst.Name(name)
-                try:
-                    q = self.facts._qualified(probe, fn)
-                except Exception:
-                    q = None
-                if q == "asyncio.AbstractEventLoop":
-                    return cst.Name(name)
+        names = sorted(fn.bindings) if fn is not None else []
+        for stmt in self.facts.module.body:  # module-level ``loop = asyncio.new_event_loop()``
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Assign):
+                        names += [t.target.value for t in small.targets if isinstance(t.target, cst.Name)]
+        for name in names:
+            probe = cst.Name(name)
+            self._probes.append(probe)  # the facts cache names by id(): keep the probe alive
+            if self.facts.qualified_name(probe, call) == "asyncio.AbstractEventLoop":
+                return cst.Name(name)
         return None
 
 
