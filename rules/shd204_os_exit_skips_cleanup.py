@@ -4,6 +4,7 @@ from typing import Optional, Union
 
 import libcst as cst
 
+from shutdown_lint.candidates import qualified
 from shutdown_lint.facts import FunctionInfo, reachable
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
 
@@ -99,6 +100,7 @@ class OsExitSkipsCleanup(Rule):
     name = "os-exit-skips-cleanup"
     summary = "`os._exit()` on an interrupt, signal or error path skips `finally`, `atexit` and buffered writes"
     triggers = ("_exit",)
+    candidate = qualified("os._exit")
     facts_needed = ("functions", "calls", "parents")
 
     valid = [
