@@ -187,7 +187,7 @@ class KillByName(Rule):
             from psutil import process_iter
 
             def stop_ray():
-                for p in process_iter():
+                for p in list(process_iter()):
                     if p.name().startswith("raylet"):
                         os.kill(p.pid, signal.SIGTERM)
             """,
@@ -242,6 +242,12 @@ class KillByName(Rule):
     # ------------------------------------------------------------------ psutil
     def _check_process_iter(self, node: cst.Call) -> None:
         loop = self.facts.parent(node)
+        if isinstance(loop, cst.Arg):  # for p in list(psutil.process_iter()) / sorted(...)
+            wrapper = self.facts.parent(loop)
+            outer = self.facts.parent(wrapper) if isinstance(wrapper, cst.Call) else None
+            if isinstance(outer, cst.For) and outer.iter is wrapper and not _mentions(outer.body, _OWN_TREE_WORDS):
+                self._report_kills(outer.body, require_match=True)
+            return
         if isinstance(loop, cst.CompFor):  # for p in [p for p in process_iter() if <name match>]
             comp = loop
             holder = self.facts.parent(comp)
