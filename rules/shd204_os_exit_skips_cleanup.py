@@ -28,8 +28,9 @@ class OsExitSkipsCleanup(Rule):
     `os.fork()`; module-level code of a script that forks), in the target of a
     `multiprocessing` / `torch.multiprocessing` child (`Process(target=...)`,
     `Pool(initializer=...)`, `spawn(fn)`, `run()` of a `Process` subclass) and what that
-    calls, and `os._exit` on the normal path (the last line of a script, a deadline
-    timer that ends a process whose graceful shutdown already timed out).
+    calls, `os._exit` in a `threading.Timer` callback (a deadline that ends a process
+    already stuck, as pytest-timeout does), and `os._exit` on the normal path (the last
+    line of a script, `if pending: os._exit(1)` after a timed-out graceful shutdown).
 
     ## Why is this bad?
     `os._exit` ends the process at once: no `finally` block of any thread runs, no
@@ -86,8 +87,12 @@ class OsExitSkipsCleanup(Rule):
     ## Known limits
     - A fork whose child code lives in a function the forking function does not contain or
       call in the same module is not recognised as a child (the `os._exit` there is flagged).
-    - `os._exit` after a timed-out wait outside any `except`/`finally` (`if pending:
-      os._exit(1)`) is not flagged: it is usually a deliberate deadline.
+    - `os._exit` on an error path decided by an `if` outside any `except`/`finally` (`if
+      pending: os._exit(1)`, Ray's `if unexpected_deceased: ... os._exit(1)`) is not
+      flagged: it is often a deliberate deadline, and telling the two apart needs more than
+      the syntax.
+    - A deadline written as a `threading.Thread` target that sleeps and then exits from a
+      `finally` is flagged (only `threading.Timer` callbacks are known deadlines).
     - Signal handlers installed by another module are not known.
 
     ## References
@@ -145,6 +150,17 @@ class OsExitSkipsCleanup(Rule):
             _, pending = await asyncio.wait({task}, timeout=30)
             if pending:
                 os._exit(0)
+        """,
+        # a deadline timer (pytest-timeout): the process is already stuck
+        """
+        import os, sys, threading
+        def timeout_timer(item):
+            try:
+                dump_stacks()
+            finally:
+                sys.stdout.flush()
+                os._exit(1)
+        threading.Timer(30, timeout_timer, (None,)).start()
         """,
         # the remedy
         """
@@ -331,6 +347,8 @@ class OsExitSkipsCleanup(Rule):
 
     # ------------------------------------------------------------------ context
     def _path(self, node: cst.Call) -> Optional[str]:
+        if self._in_deadline_timer(node):
+            return None
         if self._in_signal_handler(node):
             return "in a signal handler"
         if not self.facts.in_cleanup_block(node):
@@ -343,6 +361,15 @@ class OsExitSkipsCleanup(Rule):
             if isinstance(anc, cst.Finally):
                 return "in a `finally` block"
         return "in an `except` handler"
+
+    def _in_deadline_timer(self, node: cst.CSTNode) -> bool:
+        """A ``threading.Timer`` callback is a deadline: it ends a process that is already
+        stuck, where waiting on atexit handlers is what it must not do (pytest-timeout)."""
+        fn = self.facts.enclosing_function(node)
+        if fn is None or self.facts.in_lambda(node):
+            return False
+        return any(kind == "thread" and isinstance(ref, cst.Call) and self.facts.call_name(ref) == "threading.Timer"
+                   for ref, kind in self.facts.references(fn))
 
     def _in_signal_handler(self, node: cst.CSTNode) -> bool:
         handlers, lambdas = self._signal_handlers()
