@@ -26,7 +26,7 @@ def _child_roots(facts: ModuleFacts) -> set[FunctionInfo]:
         name = facts.call_name(call) or ""
         func = call.func
         attr = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-        is_process = attr in ("Process", "Pool") and ("multiprocessing" in name or name.endswith((".Process", ".Pool"))
+        is_process = attr in ("Process", "Pool", "ProcessPoolExecutor") and ("multiprocessing" in name or name.endswith((".Process", ".Pool"))
                                                        or isinstance(func, cst.Attribute))
         if is_process:
             for a in call.args:
@@ -49,6 +49,15 @@ def _child_roots(facts: ModuleFacts) -> set[FunctionInfo]:
             if q.endswith(".Process") and "multiprocessing" in q and "run" in cls.methods:
                 roots.add(cls.methods["run"])
     return roots
+
+
+def rule_runs_here(code: str, facts: ModuleFacts, settings) -> bool:
+    """``code`` is selected and not switched off for this file by ``per-file-ignores``."""
+    if code not in settings.selected:
+        return False
+    from shutdown_lint.analyzer import rules_for
+
+    return any(r.code == code for r in rules_for(facts.path, settings))
 
 
 def _forking(facts: ModuleFacts) -> set[FunctionInfo]:

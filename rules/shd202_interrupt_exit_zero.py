@@ -6,7 +6,7 @@ import libcst as cst
 
 from shutdown_lint.rule import Fix, Invalid, Option, Replace, Rule
 
-from ._exits import child_process_reason
+from ._exits import child_process_reason, rule_runs_here
 
 _INTERRUPT_EXIT_CODE = 130  # 128 + SIGINT, what a shell reports for a Ctrl+C'd job
 
@@ -278,7 +278,8 @@ class InterruptExitZero(Rule):
             return
         if self._interrupt_handler(node) is None:
             return
-        if name == "os._exit" and "SHD204" in self.settings.selected and child_process_reason(self.facts, node) is None:
+        if (name == "os._exit" and child_process_reason(self.facts, node) is None
+                and rule_runs_here("SHD204", self.facts, self.settings)):
             return  # SHD204 reports this statement once, status included
         new_arg = cst.Arg(cst.Integer(str(self.config["exit_code"])))
         if args:

@@ -8,7 +8,7 @@ from shutdown_lint.candidates import qualified
 from shutdown_lint.facts import FunctionInfo, reachable
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
 
-from ._exits import child_process_reason
+from ._exits import child_process_reason, rule_runs_here
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call, strip_trailing_comma
 
 _OS_EXIT = "os._exit"
@@ -324,7 +324,7 @@ class OsExitSkipsCleanup(Rule):
         args = strip_trailing_comma(node.args)
         status_note = ""
         handler = _interrupt_handler(self.facts, node)
-        if (handler is not None and "SHD202" in self.settings.selected and len(args) == 1
+        if (handler is not None and rule_runs_here("SHD202", self.facts, self.settings) and len(args) == 1
                 and args[0].keyword is None and _is_zero(args[0].value)):
             from .shd202_interrupt_exit_zero import InterruptExitZero
 

@@ -156,6 +156,9 @@ def test_one_finding_for_os_exit_zero_on_ctrl_c_with_shd202_selected():
     fixed = fix_source(source.encode(), "prog.py", both).source.decode()
     assert "runtime_guard.hard_exit(130)" in fixed
     assert _codes(fixed, both) == []
-    # SHD202 alone still reports it
+    # SHD202 alone still reports it, also when SHD204 is switched off for the file
     alone = lint_source(source.encode(), "prog.py", Settings(selected=("SHD202",), target_version="py311"))
     assert [d.code for d in alone.diagnostics] == ["SHD202"]
+    ignored = Settings(selected=("SHD202", "SHD204"), target_version="py311",
+                       per_file_ignores=(("prog.py", ("SHD204",)),))
+    assert [d.code for d in lint_source(source.encode(), "prog.py", ignored).diagnostics] == ["SHD202"]
