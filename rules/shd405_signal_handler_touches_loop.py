@@ -60,7 +60,8 @@ class SignalHandlerTouchesLoop(Rule):
     only when the next timer or I/O event happens to end the `select()`: seconds later on
     an idle server, never if nothing is scheduled. (Measured here: a loop whose next timer
     was 6 s away, signalled 0.5 s in, noticed the event 5.50 s after SIGTERM in 3 of 3
-    runs; 0.0003-0.0004 s with `add_signal_handler` or a `call_soon_threadsafe` hand-over.) And asyncio objects are not safe to touch there: the handler
+    runs; with no timer at all it was still waiting 20 s later; 0.0003-0.0004 s with
+    `add_signal_handler` or a `call_soon_threadsafe` hand-over.) And asyncio objects are not safe to touch there: the handler
     may run in the middle of the loop's own bookkeeping.
 
     `loop.add_signal_handler()` makes the loop handle the signal: CPython's C handler
