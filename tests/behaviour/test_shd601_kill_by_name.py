@@ -17,6 +17,7 @@ anything else on the machine.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -138,6 +139,7 @@ def _run(source: str, tmp_path: Path, marker: str) -> subprocess.CompletedProces
 
 
 @pytest.mark.timeout(90)
+@pytest.mark.skipif(shutil.which("pkill") is None, reason="needs pkill (procps)")
 def test_pkill_by_pattern_kills_the_bystander(tmp_path, bystander):
     marker, other = bystander
     assert _codes(HAZARD) == ["SHD601"]
