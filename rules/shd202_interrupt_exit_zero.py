@@ -6,6 +6,8 @@ import libcst as cst
 
 from shutdown_lint.rule import Fix, Invalid, Option, Replace, Rule
 
+from ._exits import child_process_reason, rule_runs_here
+
 _INTERRUPT_EXIT_CODE = 130  # 128 + SIGINT, what a shell reports for a Ctrl+C'd job
 
 _Handler = Union[cst.ExceptHandler, cst.ExceptStarHandler]
@@ -18,6 +20,11 @@ class InterruptExitZero(Rule):
     `sys.exit()`, `sys.exit(0)`, `sys.exit(None)`, `exit(0)`, `quit()`, `os._exit(0)`,
     `runtime_guard.hard_exit(0)` or `raise SystemExit` / `raise SystemExit(0)` inside the
     handler (also in a tuple such as `except (KeyboardInterrupt, SystemExit):`).
+
+    An `os._exit(0)` in the handler is reported by SHD204 (os-exit-skips-cleanup) when
+    that rule is selected, once for both problems: its fix writes
+    `runtime_guard.hard_exit(130)`. SHD202 is about the exit *status* of an interrupted
+    run; SHD204 about the cleanup `os._exit` skips (`atexit` handlers, buffered writes).
 
     Not flagged: exits with a non-zero or computed status, exits inside functions or
     lambdas defined in the handler (they do not run there), and `except Exception:`
@@ -69,6 +76,7 @@ class InterruptExitZero(Rule):
     - Flow-Factory #149: graceful shutdown on Ctrl+C (`os._exit(0)` after cleanup)
     - Bash manual, "Exit Status": 128 + N for a command killed by signal N
     - Python docs: `KeyboardInterrupt`, `sys.exit`, `os._exit`
+    - SHD204 (`os._exit` skips `finally`, `atexit` and buffered writes)
     """
 
     code = "SHD202"
@@ -270,6 +278,9 @@ class InterruptExitZero(Rule):
             return
         if self._interrupt_handler(node) is None:
             return
+        if (name == "os._exit" and child_process_reason(self.facts, node) is None
+                and rule_runs_here("SHD204", self.facts, self.settings)):
+            return  # SHD204 reports this statement once, status included
         new_arg = cst.Arg(cst.Integer(str(self.config["exit_code"])))
         if args:
             new_call = node.with_changes(args=[args[0].with_changes(value=new_arg.value)])

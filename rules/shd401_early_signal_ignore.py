@@ -67,6 +67,11 @@ class EarlySignalIgnore(Rule):
     initializer, a daemon that never wants the signal); SIG_IGN right before the
     protected call.
 
+    SHD406 (signal-ignored-until-exit) is the other half: an ignore set *for a shutdown*
+    (no protected run after it) and never restored before a close, join or wait that can
+    hang. This rule is about an ignore set *before setup*, too early for the run it
+    protects; an ignore followed by a protected call is left to this rule.
+
     ## Why is this bad?
     From the SIG_IGN on, Ctrl+C and `kill <pid>` do nothing. Meant to protect a short
     critical call, an early SIG_IGN also covers the whole setup in front of it: loading
@@ -116,6 +121,7 @@ class EarlySignalIgnore(Rule):
     - Python docs: `signal.signal`, "Note on SIGPIPE" and signal handlers and
       exceptions; `asyncio.Runner` (3.11+) handles SIGINT itself
     - SkyRL/vLLM launchers: SIG_IGN set before engine start-up hides Ctrl+C for minutes
+    - SHD406 (signal-ignored-until-exit)
     """
 
     code = "SHD401"

@@ -16,6 +16,7 @@ __all__ = [
     "watch_loop", "install_watchdog", "install_from_env", "StallReport", "stall_summary",
     "cancel_and_wait", "LoopThread", "stop_loop_threads",
     "ray", "torch", "leases",
+    "terminate_process_groups",
 ]
 
 _LAZY = {
@@ -33,6 +34,7 @@ _LAZY = {
     "cancel_and_wait": ("tasks", "cancel_and_wait"),
     "LoopThread": ("loop_thread", "LoopThread"),
     "stop_loop_threads": ("loop_thread", "stop_loop_threads"),
+    "terminate_process_groups": ("processes", "terminate_process_groups"),
 }
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -40,6 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .executors import shutdown_executor
     from .exit import hard_exit
     from .interrupt import on_interrupt
+    from .processes import terminate_process_groups
     from .signals import sigterm_as_keyboard_interrupt
     from .tasks import get_default_policy, set_default_policy, supervise
     from .tasks import cancel_and_wait
@@ -49,6 +52,19 @@ if TYPE_CHECKING:  # pragma: no cover
     from .watchdog import summary as stall_summary
 
 _TRUE = ("1", "true", "yes", "on")
+
+# hard_exit must not run a parent's atexit handlers in a forked child: note forks from the
+# moment runtime_guard is imported (the exit module itself loads lazily).
+_forked_child = False
+
+
+def _note_fork() -> None:
+    global _forked_child
+    _forked_child = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_note_fork)
 
 
 def install_from_env() -> bool:

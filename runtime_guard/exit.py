@@ -1,17 +1,41 @@
-"""Hard process exit that still gets the last log lines out."""
+"""Hard process exit that still gets the last log lines and the ``atexit`` work out."""
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import sys
+import threading
 from typing import NoReturn
 
 from ._threads import daemon_thread
 
-__all__ = ["hard_exit", "flush_all"]
+__all__ = ["hard_exit", "flush_all", "run_atexit_handlers"]
 
 # Bound on flushing: a handler lock held by a wedged thread must not keep us alive.
 _FLUSH_TIMEOUT = 2.0
+# Default bound on the atexit handlers (experiment trackers sync their last metrics there).
+ATEXIT_TIMEOUT = 5.0
+
+_exit_lock = threading.Lock()
+
+
+def _renew_lock() -> None:
+    global _exit_lock
+    _exit_lock = threading.Lock()  # a lock held by another thread at fork time stays held forever
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_lock)
+
+
+def _in_forked_child() -> bool:
+    """A forked child inherits the parent's atexit handlers; running them there would flush the
+    parent's files and trackers a second time (that is why forked children use ``os._exit``).
+    Known from the moment ``runtime_guard`` was imported (``runtime_guard/__init__.py``)."""
+    import runtime_guard
+
+    return bool(getattr(runtime_guard, "_forked_child", False))
 
 
 def flush_all() -> None:
@@ -39,15 +63,54 @@ def flush_all() -> None:
                 pass
 
 
-def hard_exit(code: "int | str | None" = 1) -> NoReturn:
-    """Flush stdio and logging, then ``os._exit(code)``.
+def _bounded(target, name: str, timeout: float) -> bool:
+    """Run ``target`` in a daemon thread that blocks SIGINT/SIGTERM; wait at most ``timeout``.
+    True when it finished in time. Errors are swallowed (printed by the callee at most)."""
+    def guarded() -> None:
+        try:
+            target()
+        except BaseException:  # SystemExit from an atexit handler must not end the helper early
+            pass
+
+    try:
+        worker = daemon_thread(guarded, name)
+        worker.start()
+    except Exception:
+        # No threads available (interpreter shutting down, thread limit): run inline, unbounded.
+        guarded()
+        return True
+    worker.join(timeout)
+    return not worker.is_alive()
+
+
+def run_atexit_handlers(timeout: float = ATEXIT_TIMEOUT) -> bool:
+    """Run the registered ``atexit`` handlers (last registered first, as at a normal exit),
+    in a helper thread, waiting at most ``timeout`` seconds. A handler that raises is reported
+    on stderr by CPython and the next one runs; a handler that hangs is abandoned when the
+    time is up (the handlers after it do not run). Returns True when all finished in time.
+
+    Skipped (returns False) in a forked child, whose handlers belong to the parent, and while
+    the interpreter is already finalizing (it runs them itself)."""
+    if timeout <= 0 or sys.is_finalizing() or _in_forked_child():
+        return False
+    return _bounded(atexit._run_exitfuncs, "runtime_guard-atexit", timeout)
+
+
+def hard_exit(code: "int | str | None" = 1, *, atexit_timeout: float = ATEXIT_TIMEOUT) -> NoReturn:
+    """Flush stdio and logging, run the ``atexit`` handlers, flush again, then ``os._exit(code)``.
 
     ``code`` means what it means to ``sys.exit``: ``None`` is status 0, an integer is the
     status, anything else is printed to stderr and gives status 1 (so ``sys.exit(x)`` can be
     replaced by ``hard_exit(x)`` without changing what the caller of the process sees).
 
-    Safe from any thread, task, signal handler or done-callback: it never runs atexit hooks,
-    never joins threads and never waits more than ~2 s on a handler lock.
+    Unlike ``os._exit`` it keeps what a normal exit would have saved: buffered stdio, logging
+    handlers, and what ``atexit`` handlers write (experiment trackers such as wandb, swanlab or
+    a tensorboard ``SummaryWriter`` sync there). Unlike ``sys.exit`` it ends the process from
+    any thread, task, signal handler or done-callback, never joins other threads, and is
+    bounded: each flush waits at most ~2 s, the atexit handlers together at most
+    ``atexit_timeout`` s (0 skips them); a hung handler is abandoned and the process exits.
+    ``finally`` blocks of other threads and tasks do not run. A second call while one is under
+    way (from an atexit handler, another thread) exits at once with its own status.
     """
     if code is None:
         status = 0
@@ -59,11 +122,8 @@ def hard_exit(code: "int | str | None" = 1) -> NoReturn:
             print(code, file=sys.stderr)
         except Exception:
             pass
-    try:
-        flusher = daemon_thread(flush_all, "runtime_guard-flush")
-        flusher.start()
-        flusher.join(_FLUSH_TIMEOUT)
-    except Exception:
-        # No threads available (interpreter shutting down, after fork...): flush inline.
-        flush_all()
+    first = _exit_lock.acquire(blocking=False)
+    _bounded(flush_all, "runtime_guard-flush", _FLUSH_TIMEOUT)  # the last log lines first: a handler may hang
+    if first and run_atexit_handlers(atexit_timeout):
+        _bounded(flush_all, "runtime_guard-flush", _FLUSH_TIMEOUT)  # what the handlers printed or logged
     os._exit(status)

@@ -24,8 +24,9 @@ class on_interrupt:
     * ``cleanup`` runs in the current (normally main) thread, bounded by ``timeout`` seconds: a
       daemon timer hard-exits with ``exit_code`` if it overruns.
     * A second Ctrl+C during cleanup exits at once with ``exit_code``.
-    * ``hard=True`` (default) exits with :func:`runtime_guard.hard_exit` (flush, ``os._exit``), which
-      skips atexit hooks and thread joins that hang on NCCL/Ray threads (flowfactory #149);
+    * ``hard=True`` (default) exits with :func:`runtime_guard.hard_exit` (flush, atexit handlers
+      bounded, ``os._exit``), which skips the thread joins that hang on NCCL/Ray threads
+      (flowfactory #149); the deadline and second-interrupt exits skip the atexit handlers;
       ``hard=False`` raises ``SystemExit(exit_code)`` instead.
     Other exceptions pass through untouched.
     """
@@ -52,7 +53,7 @@ class on_interrupt:
         if in_main_thread():
             def _second(signum: int, frame: Any) -> None:
                 log.warning("runtime_guard: second interrupt, exiting now")
-                hard_exit(code)
+                hard_exit(code, atexit_timeout=0)
             try:
                 signal.signal(signal.SIGINT, _second)
                 signal.signal(signal.SIGTERM, _second)
@@ -73,7 +74,7 @@ class on_interrupt:
 
     def _timed_out(self) -> None:
         log.error("runtime_guard: cleanup did not finish within %.1fs, exiting", self.timeout)
-        hard_exit(self.exit_code)
+        hard_exit(self.exit_code, atexit_timeout=0)
 
     def __call__(self, func: F) -> F:
         @functools.wraps(func)

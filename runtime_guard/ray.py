@@ -344,7 +344,7 @@ def _on_terminate(reason: str) -> None:
     timeout = _cleanup_timeout
     # Whatever Ray's exit path does next (it drains in-flight async tasks without a bound),
     # the process ends within the cleanup budget plus a margin.
-    killer = QuietTimer(timeout + 10.0, lambda: hard_exit(1), "runtime_guard-exit-deadline")
+    killer = QuietTimer(timeout + 10.0, lambda: hard_exit(1, atexit_timeout=0), "runtime_guard-exit-deadline")
     killer.start()
     try:
         n = cancel_loop_tasks(timeout)

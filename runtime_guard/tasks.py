@@ -83,7 +83,7 @@ def _exit_if_loop_still_running(loop: asyncio.AbstractEventLoop, grace: float) -
         try:
             if loop.is_running() and not loop.is_closed():
                 log.error("runtime_guard: event loop still running %.1fs after a supervised task failed; exiting", grace)
-                hard_exit(1)
+                hard_exit(1, atexit_timeout=0)  # a deadline: do not wait on atexit work as well
         except Exception:
             pass
 

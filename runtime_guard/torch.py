@@ -95,7 +95,7 @@ def _arm_deadline(grace: float, exit_code: int) -> None:
         if _state["deadline"]:
             return
         _state["deadline"] = True
-    QuietTimer(grace * 0.9, lambda: hard_exit(exit_code), "runtime_guard-teardown-deadline").start()
+    QuietTimer(grace * 0.9, lambda: hard_exit(exit_code, atexit_timeout=0), "runtime_guard-teardown-deadline").start()
 
 
 def _on_delivery_in_c(signum: int, on_delivery: Callable[[], None]) -> bool:

@@ -1,0 +1,430 @@
+from __future__ import annotations
+
+from typing import Optional, Union
+
+import libcst as cst
+
+from shutdown_lint.candidates import qualified
+from shutdown_lint.facts import FunctionInfo, reachable
+from shutdown_lint.rule import Fix, Invalid, Replace, Rule
+
+from ._exits import child_process_reason, rule_runs_here
+from ._fixes import IMPORT_RUNTIME_GUARD, guard_call, strip_trailing_comma
+
+_OS_EXIT = "os._exit"
+_SIGNAL_REGISTRARS = frozenset({"signal.signal", "asyncio.AbstractEventLoop.add_signal_handler"})
+_Handler = Union[cst.ExceptHandler, cst.ExceptStarHandler]
+
+
+class OsExitSkipsCleanup(Rule):
+    """
+    ## What it does
+    Flags `os._exit(...)` on an interrupt, signal or error path of a normal process: in an
+    `except` handler or a `finally` block, or in a function (or lambda) installed as a
+    signal handler with `signal.signal()` / `loop.add_signal_handler()` and what it calls
+    in the same module.
+
+    Not flagged: `os._exit` in a forked child (its function, or an enclosing one, calls
+    `os.fork()`; module-level code of a script that forks), in the target of a
+    `multiprocessing` / `torch.multiprocessing` child (`Process(target=...)`,
+    `Pool(initializer=...)`, `spawn(fn)`, `run()` of a `Process` subclass) and what that
+    calls, `os._exit` in a `threading.Timer` callback (a deadline that ends a process
+    already stuck, as pytest-timeout does), and `os._exit` on the normal path (the last
+    line of a script, `if pending: os._exit(1)` after a timed-out graceful shutdown).
+
+    ## Why is this bad?
+    `os._exit` ends the process at once: no `finally` block of any thread runs, no
+    `atexit` handler runs, and nothing buffered in Python is written. Experiment trackers
+    sync their last metrics in `atexit` handlers (wandb, swanlab) or on `close()` of a
+    buffered writer (tensorboard's `SummaryWriter`), so a run stopped with Ctrl+C loses
+    its last steps, and stdout/stderr lose their last lines (the traceback that says why
+    the process died). Flow-Factory's Ctrl+C fix (#149) used `os._exit(0)` to avoid
+    NCCL heartbeat noise, then recorded that wandb/swanlab lost unsynced metrics, tried
+    calling `finish()` by hand, and gave up on it.
+
+    SHD202 is about the exit *status* of an interrupted run; this rule is about the
+    *cleanup* the exit skips. An `os._exit(0)` in an `except KeyboardInterrupt:` handler
+    is reported once, by this rule (its message and fix cover the status too when SHD202
+    is enabled); SHD202 reports it alone when this rule is not selected.
+
+    ## Example
+    ```python
+    import os
+
+    def main():
+        try:
+            trainer.start()
+        except KeyboardInterrupt:
+            trainer.cleanup()
+            os._exit(130)  # wandb's atexit sync never runs
+    ```
+
+    ## Use instead
+    ```python
+    import runtime_guard
+
+    def main():
+        try:
+            trainer.start()
+        except KeyboardInterrupt:
+            trainer.cleanup()
+            runtime_guard.hard_exit(130)
+    ```
+
+    `runtime_guard.hard_exit(code)` flushes stdio and logging handlers, runs the `atexit`
+    handlers (in a helper thread, all together bounded by 5 s by default; a hung one is
+    abandoned), flushes again and then calls `os._exit(code)`, from any thread. It still
+    skips what made the author reach for `os._exit`: it joins no thread (NCCL heartbeat
+    threads, executor workers) and the exit stays bounded.
+
+    ## Fix safety
+    Safe: only the exit path changes. The process now runs its `atexit` handlers before
+    it ends, which can delay the exit by up to the bound (`atexit_timeout`, 5 s) when a
+    handler is slow or hangs. In an `except KeyboardInterrupt:` handler an exit status 0
+    becomes 130 when SHD202 is enabled (its `exit_code` option). The fix adds
+    `import runtime_guard`.
+
+    ## Known limits
+    - A fork whose child code lives in a function the forking function does not contain or
+      call in the same module is not recognised as a child (the `os._exit` there is flagged).
+    - `os._exit` on an error path decided by an `if` outside any `except`/`finally` (`if
+      pending: os._exit(1)`, Ray's `if unexpected_deceased: ... os._exit(1)`) is not
+      flagged: it is often a deliberate deadline, and telling the two apart needs more than
+      the syntax.
+    - A deadline written as a `threading.Thread` target that sleeps and then exits from a
+      `finally` is flagged (only `threading.Timer` callbacks are known deadlines).
+    - Signal handlers installed by another module are not known.
+
+    ## References
+    - Flow-Factory #149: graceful shutdown on Ctrl+C; `os._exit(0)` lost unsynced wandb/swanlab metrics
+    - Python docs: `os._exit` ("without calling cleanup handlers, flushing stdio buffers"), `atexit`
+    - SHD201 (`sys.exit` in a task or thread) and SHD202 (interrupted run exits with status 0)
+    """
+
+    code = "SHD204"
+    name = "os-exit-skips-cleanup"
+    summary = "`os._exit()` on an interrupt, signal or error path skips `finally`, `atexit` and buffered writes"
+    triggers = ("_exit",)
+    candidate = qualified("os._exit")
+    facts_needed = ("functions", "calls", "parents")
+
+    valid = [
+        # the normal end of a script (a workaround for crashing library threads at shutdown)
+        """
+        import os, sys
+        if __name__ == "__main__":
+            rc = main()
+            sys.stdout.flush()
+            os._exit(rc)
+        """,
+        # a forked child must not run the parent's cleanup
+        """
+        import os
+        def run_child(job):
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    job()
+                except Exception:
+                    os._exit(1)
+                os._exit(0)
+            return pid
+        """,
+        # a multiprocessing child's target
+        """
+        import multiprocessing as mp, os
+        def worker(q):
+            try:
+                serve(q)
+            except KeyboardInterrupt:
+                os._exit(0)
+        def start(q):
+            p = mp.Process(target=worker, args=(q,))
+            p.start()
+            return p
+        """,
+        # a deadline after a timed-out graceful shutdown (not an except/finally path)
+        """
+        import asyncio, os
+        async def shutdown(task):
+            _, pending = await asyncio.wait({task}, timeout=30)
+            if pending:
+                os._exit(0)
+        """,
+        # a deadline timer (pytest-timeout): the process is already stuck
+        """
+        import os, sys, threading
+        def timeout_timer(item):
+            try:
+                dump_stacks()
+            finally:
+                sys.stdout.flush()
+                os._exit(1)
+        threading.Timer(30, timeout_timer, (None,)).start()
+        """,
+        # the remedy
+        """
+        import runtime_guard
+        def main():
+            try:
+                run()
+            except KeyboardInterrupt:
+                runtime_guard.hard_exit(130)
+        """,
+        # a user-defined _exit
+        """
+        def _exit(code):
+            print(code)
+        try:
+            run()
+        except Exception:
+            _exit(1)
+        """,
+    ]
+    invalid = [
+        # Flow-Factory #149, with SHD202 not selected: the status stays
+        Invalid(
+            """
+            import os
+
+            def main():
+                trainer = None
+                try:
+                    trainer = load_trainer()
+                    trainer.start()
+                except KeyboardInterrupt:
+                    try:
+                        trainer.cleanup()
+                    finally:
+                        # bypass NCCL heartbeat noise
+                        os._exit(130)  # fast exit
+            """,
+            fixed="""
+            import os
+            import runtime_guard
+
+            def main():
+                trainer = None
+                try:
+                    trainer = load_trainer()
+                    trainer.start()
+                except KeyboardInterrupt:
+                    try:
+                        trainer.cleanup()
+                    finally:
+                        # bypass NCCL heartbeat noise
+                        runtime_guard.hard_exit(130)  # fast exit
+            """,
+            message_contains="atexit",
+        ),
+        # SkyRL's generator worker: an error path in a coroutine
+        Invalid(
+            """
+            import os, sys
+
+            class Trainer:
+                async def generate_loop(self):
+                    try:
+                        await self.step()
+                    except Exception as e:
+                        log.error(f"worker errored: {e}")
+                        sys.stderr.flush()  # flush before os._exit
+                        os._exit(1)
+            """,
+            fixed="""
+            import os, sys
+            import runtime_guard
+
+            class Trainer:
+                async def generate_loop(self):
+                    try:
+                        await self.step()
+                    except Exception as e:
+                        log.error(f"worker errored: {e}")
+                        sys.stderr.flush()  # flush before os._exit
+                        runtime_guard.hard_exit(1)
+            """,
+        ),
+        # a signal handler, and a lambda one; an alias of os
+        Invalid(
+            """
+            import os as _os
+            import signal
+
+            def on_term(signum, frame):
+                flush_metrics()
+                _os._exit(143)
+
+            signal.signal(signal.SIGTERM, on_term)
+            signal.signal(signal.SIGINT, lambda *_: _os._exit(130))
+            """,
+            fixed="""
+            import os as _os
+            import signal
+            import runtime_guard
+
+            def on_term(signum, frame):
+                flush_metrics()
+                runtime_guard.hard_exit(143)
+
+            signal.signal(signal.SIGTERM, on_term)
+            signal.signal(signal.SIGINT, lambda *_: runtime_guard.hard_exit(130))
+            """,
+            count=2,
+            message_contains="signal handler",
+        ),
+        # a done-callback's finally (verl's headless server); a callee of a signal handler
+        Invalid(
+            """
+            import asyncio, os, signal
+            from os import _exit
+
+            def die():
+                _exit(1)
+
+            async def serve():
+                loop = asyncio.get_running_loop()
+                loop.add_signal_handler(signal.SIGTERM, die)
+
+            def on_done(fut):
+                try:
+                    fut.exception()
+                finally:
+                    os._exit(1)
+            """,
+            fixed="""
+            import asyncio, os, signal
+            from os import _exit
+            import runtime_guard
+
+            def die():
+                runtime_guard.hard_exit(1)
+
+            async def serve():
+                loop = asyncio.get_running_loop()
+                loop.add_signal_handler(signal.SIGTERM, die)
+
+            def on_done(fut):
+                try:
+                    fut.exception()
+                finally:
+                    runtime_guard.hard_exit(1)
+            """,
+            count=2,
+        ),
+    ]
+
+    # ------------------------------------------------------------------ visitors
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.facts.call_name(node) != _OS_EXIT:
+            return
+        path = self._path(node)
+        if path is None or child_process_reason(self.facts, node) is not None:
+            return
+        args = strip_trailing_comma(node.args)
+        status_note = ""
+        handler = _interrupt_handler(self.facts, node)
+        if (handler is not None and rule_runs_here("SHD202", self.facts, self.settings) and len(args) == 1
+                and args[0].keyword is None and _is_zero(args[0].value)):
+            from .shd202_interrupt_exit_zero import InterruptExitZero
+
+            code = self.settings.rule_option(InterruptExitZero, "exit_code")
+            args = [args[0].with_changes(value=cst.Integer(str(code)))]
+            status_note = (f"; it also exits with status 0, so the interrupted run looks successful "
+                           f"(SHD202: exit {code})")
+        fix = Fix.safe(
+            Replace(node, guard_call("hard_exit", args)),
+            IMPORT_RUNTIME_GUARD,
+            message="Replace with `runtime_guard.hard_exit()` (flush, atexit handlers bounded, then `os._exit`)",
+        )
+        self.report(
+            node,
+            f"`os._exit()` {path} skips `finally` blocks, `atexit` handlers and buffered writes: experiment "
+            f"trackers (wandb, swanlab, tensorboard) lose unsynced data and the last log lines are lost"
+            f"{status_note}",
+            fix=fix,
+        )
+
+    # ------------------------------------------------------------------ context
+    def _path(self, node: cst.Call) -> Optional[str]:
+        if self._in_deadline_timer(node):
+            return None
+        if self._in_signal_handler(node):
+            return "in a signal handler"
+        if not self.facts.in_cleanup_block(node):
+            return None
+        if _interrupt_handler(self.facts, node) is not None:
+            return "on Ctrl+C (`except KeyboardInterrupt`)"
+        for anc in self.facts.ancestors(node):
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
+                break
+            if isinstance(anc, cst.Finally):
+                return "in a `finally` block"
+        return "in an `except` handler"
+
+    def _in_deadline_timer(self, node: cst.CSTNode) -> bool:
+        """A ``threading.Timer`` callback is a deadline: it ends a process that is already
+        stuck, where waiting on atexit handlers is what it must not do (pytest-timeout)."""
+        fn = self.facts.enclosing_function(node)
+        if fn is None or self.facts.in_lambda(node):
+            return False
+        return any(kind == "thread" and isinstance(ref, cst.Call) and self.facts.call_name(ref) == "threading.Timer"
+                   for ref, kind in self.facts.references(fn))
+
+    def _in_signal_handler(self, node: cst.CSTNode) -> bool:
+        handlers, lambdas = self._signal_handlers()
+        for anc in self.facts.ancestors(node):
+            if isinstance(anc, cst.Lambda) and anc in lambdas:
+                return True
+        fn = self.facts.enclosing_function(node)
+        return fn is not None and not self.facts.in_lambda(node) and fn in handlers
+
+    def _signal_handlers(self) -> tuple[set[FunctionInfo], set[cst.Lambda]]:
+        cache = self.facts.__dict__.setdefault("_shd204_handlers", {})
+        if "handlers" not in cache:
+            roots: set[FunctionInfo] = set()
+            lambdas: set[cst.Lambda] = set()
+            for call in self.facts.calls:
+                name = self.facts.call_name(call)
+                func = call.func
+                if name not in _SIGNAL_REGISTRARS and not (
+                        isinstance(func, cst.Attribute) and func.attr.value == "add_signal_handler"):
+                    continue
+                args = [a.value for a in call.args if a.keyword is None]
+                if len(args) < 2:
+                    continue
+                if isinstance(args[1], cst.Lambda):
+                    lambdas.add(args[1])
+                    continue
+                target = self.facts.resolve_function(args[1], call)
+                if target is not None:
+                    roots.add(target)
+            cache["handlers"] = reachable(roots, lambda fn: (c for _, c in self.facts.callees(fn)))
+            cache["lambdas"] = lambdas
+        return cache["handlers"], cache["lambdas"]
+
+
+def _interrupt_handler(facts, node: cst.CSTNode) -> Optional[_Handler]:
+    """The innermost ``except`` handler of ``node``'s function whose body holds it, if it
+    catches KeyboardInterrupt."""
+    child = node
+    for anc in facts.ancestors(node):
+        if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return None
+        if isinstance(anc, (cst.ExceptHandler, cst.ExceptStarHandler)) and child is anc.body:
+            t = anc.type
+            if t is None:
+                return None
+            exprs = [el.value for el in t.elements] if isinstance(t, cst.Tuple) else [t]
+            ok = any(facts.qualified_name(e, anc) == "builtins.KeyboardInterrupt" for e in exprs)
+            return anc if ok else None
+        child = anc
+    return None
+
+
+def _is_zero(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, cst.Integer):
+        return expr.evaluated_value == 0
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value in ("EX_OK", "EXIT_SUCCESS")
+    return False

@@ -1,0 +1,406 @@
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+import libcst as cst
+
+from shutdown_lint.candidates import All, Word
+from shutdown_lint.facts import reachable
+from shutdown_lint.rule import AddImport, Fix, Invalid, Replace, Rule, Valid
+
+from ._fixes import dotted
+
+#: Methods of asyncio objects that schedule loop work with ``call_soon`` (no wake-up, not thread-safe).
+LOOP_TOUCHING_METHODS = {
+    "asyncio.Event.set": "sets an asyncio.Event",
+    "asyncio.Event.clear": "clears an asyncio.Event",
+    "asyncio.Queue.put_nowait": "puts into an asyncio.Queue",
+    "asyncio.Queue.put": "puts into an asyncio.Queue",
+    "asyncio.PriorityQueue.put_nowait": "puts into an asyncio.Queue",
+    "asyncio.LifoQueue.put_nowait": "puts into an asyncio.Queue",
+    "asyncio.Task.cancel": "cancels a task",
+    "asyncio.Future.set_result": "completes a future",
+    "asyncio.Future.set_exception": "completes a future",
+    "asyncio.Future.cancel": "cancels a future",
+    "asyncio.create_task": "creates a task",
+    "asyncio.ensure_future": "creates a task",
+    "asyncio.AbstractEventLoop.create_task": "creates a task",
+}
+#: Event-loop methods that are fine from a signal handler (thread-safe or read-only).
+LOOP_SAFE_METHODS = frozenset({"call_soon_threadsafe", "is_running", "is_closed", "time", "get_debug"})
+_LOOP = "asyncio.AbstractEventLoop."
+_TASK_LISTS = frozenset({"asyncio.all_tasks", "asyncio.current_task"})
+
+
+class SignalHandlerTouchesLoop(Rule):
+    """
+    ## What it does
+    Flags `signal.signal(sig, handler)` whose handler (a function, method, `functools.partial`
+    or lambda of this module), directly or through functions of this module it calls,
+    sets or clears an `asyncio.Event`, puts into an `asyncio.Queue`, completes or cancels a
+    task or future, creates a task (`create_task`, `ensure_future`), cancels the tasks of
+    `asyncio.all_tasks()`, or calls an event-loop method other than
+    `call_soon_threadsafe` (`loop.stop()`, `loop.call_soon()`, ...).
+
+    The asyncio objects are recognised by type: bound to `asyncio.Event()`,
+    `asyncio.Queue()`, `create_task(...)`, `asyncio.get_running_loop()` and friends in this
+    module (a local, a global, or `self.x` set in a method of the class).
+
+    Not flagged: handlers installed with `loop.add_signal_handler()`, and handlers that
+    hand the action to the loop with `loop.call_soon_threadsafe(event.set)` or
+    `asyncio.run_coroutine_threadsafe(...)`; handlers that only set a flag, raise
+    (`KeyboardInterrupt`, `SystemExit`) or touch a `threading.Event`.
+
+    ## Why is this bad?
+    A `signal.signal` handler runs in the main thread between two bytecodes, wherever the
+    main thread happens to be. When it is inside the event loop's `select()`, CPython
+    runs the handler on `EINTR` and then goes back into `select()` with the time that was
+    left: `event.set()` queued a wake-up callback with `call_soon`, which does not write
+    to the loop's self-pipe, so nothing wakes the loop. Tasks waiting on the event see it
+    only when the next timer or I/O event happens to end the `select()`: seconds later on
+    an idle server, never if nothing is scheduled. (Measured here: a loop whose next timer
+    was 6 s away, signalled 0.5 s in, noticed the event 5.50 s after SIGTERM in 3 of 3
+    runs; with no timer at all it was still waiting 20 s later; 0.0003-0.0004 s with
+    `add_signal_handler` or a `call_soon_threadsafe` hand-over.) And asyncio objects are not safe to touch there: the handler
+    may run in the middle of the loop's own bookkeeping.
+
+    `loop.add_signal_handler()` makes the loop handle the signal: CPython's C handler
+    writes the signal number to the loop's wake-up fd, the loop wakes at once and runs the
+    callback as a normal loop callback.
+
+    ## Example
+    ```python
+    async def serve(self):
+        stop_event = asyncio.Event()
+
+        def on_signal(sig, frame):
+            stop_event.set()
+
+        signal.signal(signal.SIGTERM, on_signal)
+        await self.run_until(stop_event)
+    ```
+
+    ## Use instead
+    ```python
+    async def serve(self):
+        stop_event = asyncio.Event()
+
+        def on_signal(sig, frame):
+            stop_event.set()
+
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, on_signal, signal.SIGTERM, None)
+        await self.run_until(stop_event)
+    ```
+
+    Where no loop is at hand when the handler is installed, keep `signal.signal` and hand the
+    action over: `loop.call_soon_threadsafe(stop_event.set)`.
+
+    ## Fix safety
+    Offered when the registration is a statement of its own (its return value, the previous
+    handler, is not used), the signal is a name or attribute, and a loop is at hand: the
+    registration sits in a coroutine (`asyncio.get_running_loop()`) or a variable of its
+    function or module holds an event loop. The fix calls `loop.add_signal_handler(sig,
+    handler, sig, None)`, so the handler still receives `(signum, frame)`, with `frame` now
+    `None`. Unsafe: `add_signal_handler` is Unix-only and needs the main thread; the
+    handler now runs as a loop callback (after the current step of the loop rather than
+    between two bytecodes), an exception it raises other than `SystemExit`/
+    `KeyboardInterrupt` goes to the loop's exception handler, and `signal.getsignal()`
+    no longer returns the handler. When the loop closes, the handler is removed with it.
+
+    ## Known limits
+    - Handlers and asyncio objects defined in another module are not seen; an object
+      whose type the module does not show (`self.stop_event` assigned from a parameter)
+      is not recognised.
+    - A handler that touches the loop only on some path (e.g. after a check that the loop
+      runs in another thread) is flagged as well.
+
+    ## References
+    - Python docs: `signal` ("Python signal handlers are always executed in the main Python
+      thread ... between bytecode instructions"), `loop.add_signal_handler`,
+      `loop.call_soon_threadsafe` ("thread-safe variant of call_soon ... wakes up the loop")
+    - PEP 475: system calls retried on `EINTR` after running the signal handlers
+    - verifiers' env server: `signal.signal` handler setting an `asyncio.Event`
+    """
+
+    code = "SHD405"
+    name = "signal-handler-touches-loop"
+    summary = "`signal.signal` handler touches asyncio objects: the loop is not woken and they are not safe there"
+    triggers = ("signal",)
+    candidate = All(Word("signal"), Word("asyncio", "uvloop"))
+    facts_needed = ("imports", "functions", "calls", "parents")
+
+    valid = [
+        # the loop handles the signal
+        """
+        import asyncio, signal
+        async def serve():
+            stop = asyncio.Event()
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+            await stop.wait()
+        """,
+        # handed over thread-safely
+        """
+        import asyncio, signal
+        async def serve():
+            loop = asyncio.get_running_loop()
+            stop = asyncio.Event()
+            signal.signal(signal.SIGTERM, lambda s, f: loop.call_soon_threadsafe(stop.set))
+            await stop.wait()
+        """,
+        # a threading.Event and a flag are fine
+        """
+        import asyncio, signal, threading
+        stop = threading.Event()
+        state = {"stopping": False}
+        def on_term(signum, frame):
+            stop.set()
+            state["stopping"] = True
+        signal.signal(signal.SIGTERM, on_term)
+        asyncio.run(main())
+        """,
+        # raising KeyboardInterrupt lets asyncio.run cancel the main task itself
+        """
+        import asyncio, signal
+        def handler(*_):
+            raise KeyboardInterrupt("terminated")
+        signal.signal(signal.SIGTERM, handler)
+        asyncio.run(serve())
+        """,
+        # a coroutine-safe hand-over from a handler
+        """
+        import asyncio, signal
+        loop = asyncio.new_event_loop()
+        async def stop_all():
+            pass
+        def on_term(signum, frame):
+            asyncio.run_coroutine_threadsafe(stop_all(), loop)
+        signal.signal(signal.SIGTERM, on_term)
+        """,
+        # an event set in a nested callback the handler only schedules
+        Valid(
+            """
+            import asyncio, signal
+            ev = asyncio.Event()
+            def on_term(signum, frame):
+                loop.call_soon_threadsafe(lambda: ev.set())
+            signal.signal(signal.SIGTERM, on_term)
+            """
+        ),
+    ]
+    invalid = [
+        # verifiers' env server
+        Invalid(
+            """
+            import asyncio
+            import signal
+
+            class EnvServer:
+                async def run(self):
+                    stop_event = asyncio.Event()
+
+                    def signal_handler(sig, frame):
+                        stop_event.set()
+
+                    # stop serving on SIGTERM
+                    signal.signal(signal.SIGTERM, signal_handler)  # keep
+                    await self.serve(stop_event=stop_event)
+            """,
+            fixed="""
+            import asyncio
+            import signal
+
+            class EnvServer:
+                async def run(self):
+                    stop_event = asyncio.Event()
+
+                    def signal_handler(sig, frame):
+                        stop_event.set()
+
+                    # stop serving on SIGTERM
+                    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, signal_handler, signal.SIGTERM, None)  # keep
+                    await self.serve(stop_event=stop_event)
+            """,
+            message_contains="asyncio.Event",
+        ),
+        # through a callee that creates a task on a loop at hand (verifiers' environment)
+        Invalid(
+            """
+            import asyncio as aio
+            from signal import signal, SIGINT
+
+            loop = aio.new_event_loop()
+
+            def teardown():
+                loop.create_task(close_all())
+
+            def on_int(signum, frame):
+                teardown()
+
+            signal(SIGINT, on_int)
+            """,
+            fixed="""
+            import asyncio as aio
+            from signal import signal, SIGINT
+
+            loop = aio.new_event_loop()
+
+            def teardown():
+                loop.create_task(close_all())
+
+            def on_int(signum, frame):
+                teardown()
+
+            loop.add_signal_handler(SIGINT, on_int, SIGINT, None)
+            """,
+            message_contains="creates a task",
+        ),
+        # a method handler cancelling tasks; a queue; no loop at hand: no fix
+        Invalid(
+            """
+            import asyncio, signal
+
+            class Worker:
+                def __init__(self):
+                    self.queue = asyncio.Queue()
+                    signal.signal(signal.SIGTERM, self.on_term)
+                    signal.signal(signal.SIGINT, lambda *_: [t.cancel() for t in asyncio.all_tasks()])
+
+                def on_term(self, signum, frame):
+                    self.queue.put_nowait(None)
+            """,
+            count=2,
+        ),
+        # loop.stop() from the handler; the previous handler is used: no fix
+        Invalid(
+            """
+            import asyncio, signal
+
+            async def main():
+                loop = asyncio.get_running_loop()
+                previous = signal.signal(signal.SIGTERM, lambda s, f: loop.stop())
+            """,
+            message_contains="loop.stop",
+        ),
+    ]
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._probes: list[cst.Name] = []
+
+    # ------------------------------------------------------------------ visitors
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.facts.call_name(node) != "signal.signal":
+            return
+        args = [a.value for a in node.args if a.keyword is None]
+        if len(args) != 2:
+            return
+        handler = args[1]
+        touch = self._touch(handler, node)
+        if touch is None:
+            return
+        what, call = touch
+        text = _code(call)
+        self.report(
+            node,
+            f"signal handler {what} (`{text}`): a `signal.signal` handler runs between two bytecodes of the main "
+            f"thread and does not wake an event loop idle in `select()`, so waiting tasks notice only at the "
+            f"next timer or I/O event; use `loop.add_signal_handler()` or hand over with "
+            f"`loop.call_soon_threadsafe()`",
+            fix=self._fix(node, args[0], handler),
+        )
+
+    # ------------------------------------------------------------------ analysis
+    def _touch(self, handler: cst.BaseExpression, at: cst.Call) -> Optional[tuple[str, cst.Call]]:
+        if isinstance(handler, cst.Lambda):
+            direct = list(_calls_in(handler.body))
+            roots = {t for c in direct if (t := self.facts.resolve_call(c)) is not None}
+        else:
+            target = self.facts.resolve_function(handler, at)
+            if target is None:
+                return None
+            direct, roots = [], {target}
+        # calling a coroutine function only makes a coroutine: do not follow into ``async def``
+        roots = {r for r in roots if not r.is_async}
+        closure = reachable(roots, lambda fn: (c for _, c in self.facts.callees(fn) if not c.is_async))
+        calls = list(direct)
+        for fn in sorted(closure, key=lambda f: f.qualname):
+            calls.extend(c for c in fn.calls if not self.facts.in_lambda(c))  # a lambda there runs later
+        return self._first_touch(calls)
+
+    def _first_touch(self, calls: Iterable[cst.Call]) -> Optional[tuple[str, cst.Call]]:
+        calls = list(calls)
+        lists_tasks = any(self.facts.call_name(c) in _TASK_LISTS for c in calls)
+        for call in calls:
+            name = self.facts.call_name(call)
+            if name in LOOP_TOUCHING_METHODS:
+                return LOOP_TOUCHING_METHODS[name], call
+            if name and name.startswith(_LOOP):
+                method = name[len(_LOOP):]
+                if method not in LOOP_SAFE_METHODS and "." not in method:
+                    return f"calls the event loop's `{method}()`", call
+            if lists_tasks and isinstance(call.func, cst.Attribute) and call.func.attr.value == "cancel":
+                return "cancels the tasks of `asyncio.all_tasks()`", call
+        return None
+
+    # ------------------------------------------------------------------ fix
+    def _fix(self, call: cst.Call, sig: cst.BaseExpression, handler: cst.BaseExpression) -> Optional[Fix]:
+        parent = self.facts.parent(call)
+        if not isinstance(parent, cst.Expr) or not isinstance(sig, (cst.Name, cst.Attribute)):
+            return None
+        if any(a.keyword is not None or a.star for a in call.args):
+            return None
+        loop = self._loop_at_hand(call)
+        edits = []
+        if loop is None:
+            fn = self.facts.enclosing_function(call)
+            if fn is None or not fn.is_async or self.facts.in_lambda(call):
+                return None
+            alias = self.facts.module_import_name("asyncio")
+            if alias is None:
+                alias = "asyncio"
+                edits.append(AddImport("asyncio"))
+            loop = cst.Call(func=dotted(f"{alias}.get_running_loop"))
+        new = cst.Call(
+            func=cst.Attribute(value=loop, attr=cst.Name("add_signal_handler")),
+            args=[cst.Arg(sig), cst.Arg(handler), cst.Arg(sig), cst.Arg(cst.Name("None"))],
+        )
+        return Fix.unsafe(Replace(call, new), *edits,
+                          message="Install the handler with `loop.add_signal_handler()`")
+
+    def _loop_at_hand(self, call: cst.Call) -> Optional[cst.BaseExpression]:
+        """A plain name of this function (or the module) that holds an event loop."""
+        fn = self.facts.enclosing_function(call)
+        names = sorted(fn.bindings) if fn is not None else []
+        for stmt in self.facts.module.body:  # module-level ``loop = asyncio.new_event_loop()``
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Assign):
+                        names += [t.target.value for t in small.targets if isinstance(t.target, cst.Name)]
+        for name in names:
+            probe = cst.Name(name)
+            self._probes.append(probe)  # the facts cache names by id(): keep the probe alive
+            if self.facts.qualified_name(probe, call) == "asyncio.AbstractEventLoop":
+                return cst.Name(name)
+        return None
+
+
+def _calls_in(node: cst.CSTNode) -> Iterable[cst.Call]:
+    found: list[cst.Call] = []
+
+    class _V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            found.append(n)
+
+        def visit_Lambda(self, n: cst.Lambda) -> bool:
+            return False
+
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return False
+
+    node.visit(_V())
+    return found
+
+
+def _code(node: cst.CSTNode) -> str:
+    text = cst.Module([]).code_for_node(node)
+    return text if len(text) <= 50 else text[:47] + "..."

@@ -1,0 +1,392 @@
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Optional
+
+import libcst as cst
+
+from shutdown_lint.candidates import Word
+from shutdown_lint.rule import Invalid, Rule
+
+#: Calls that run a command: the command is the first positional argument or ``args=``.
+COMMAND_CALLS = frozenset({
+    "subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.check_output",
+    "subprocess.Popen", "subprocess.getoutput", "subprocess.getstatusoutput",
+    "os.system", "os.popen", "asyncio.create_subprocess_shell", "asyncio.create_subprocess_exec",
+})
+_BY_NAME = frozenset({"pkill", "killall"})
+#: pkill options that select by parent, process group or session: those end the caller's own tree.
+_TARGETED = re.compile(r"^(-P|--parent|-g|--pgroup|-s|--session)(=|$)|^-[A-Za-z]*[Pgs]$")
+_SHELLS = frozenset({"sh", "bash", "zsh", "dash"})
+_SEPARATORS = re.compile(r"[;&|()`\n]+|\$\(")
+_KILL_METHODS = frozenset({"kill", "terminate", "send_signal"})
+_NAME_ACCESSORS = frozenset({"name", "cmdline", "exe"})
+_OWN_TREE_WORDS = frozenset({"ppid", "getpid"})
+
+
+class KillByName(Rule):
+    """
+    ## What it does
+    Flags code that ends processes chosen by name or command-line pattern:
+    - `pkill` / `killall` (and `kill $(pgrep ...)`, `pgrep ... | xargs kill`) run through
+      `subprocess.run/call/check_call/check_output/Popen`, `os.system`, `os.popen` or
+      `asyncio.create_subprocess_*`, as an argument list (`["pkill", "-f", "vllm"]`, also
+      behind `sudo` or `bash -c`) or a shell string, f-strings included;
+    - a loop over `psutil.process_iter()` that calls `.kill()`, `.terminate()`,
+      `.send_signal()` or `os.kill()` under a condition on the process's `name()`,
+      `cmdline()`, `exe()` or `info["name"]`/`info["cmdline"]`.
+
+    Not flagged: `pkill -P <pid>` / `-g` / `-s` (by parent, process group or session: the
+    caller's own tree), a `process_iter()` loop whose condition also looks at the parent
+    (`ppid()`, `os.getpid()`), loops that only read or report processes, and kills by a
+    PID the program recorded.
+
+    ## Why is this bad?
+    A name or pattern matches every process on the machine that has it: on a shared node
+    that is other users' inference servers, the next run's `torchrun`, a colleague's
+    debugging session; `pkill -f vllm` also matches any shell or editor whose command line
+    mentions vllm. They are ended without warning, often with SIGKILL, so none of them
+    gets to checkpoint, release a GPU lease or close a sandbox. And it still misses your
+    own children that renamed themselves (`setproctitle`: `ray::IDLE`, `VLLM::EngineCore`).
+
+    ## Example
+    ```python
+    import subprocess
+
+    def cleanup():
+        subprocess.run(["pkill", "-9", "-f", "vllm.entrypoints"])
+    ```
+
+    ## Use instead
+    Keep the `Popen` objects (or PIDs) you start, start each child in its own session so it
+    leads a process group with its descendants, and end exactly those groups: SIGTERM, a
+    grace period, then SIGKILL. `runtime_guard.terminate_process_groups` does that:
+
+    ```python
+    import subprocess
+    import runtime_guard
+
+    servers = [subprocess.Popen(cmd, start_new_session=True) for cmd in commands]
+    ...
+    def cleanup():
+        runtime_guard.terminate_process_groups(servers, grace=10)
+    ```
+
+    ## Fix safety
+    No autofix: which processes are "yours" is not in the code that kills by name; the
+    remedy needs the `Popen` objects or PIDs kept where the processes are started.
+
+    ## Known limits
+    - Commands assembled at run time (`cmd = base + [name]`, a variable holding the
+      string) and kills in a function the `process_iter()` loop calls are not seen.
+    - A list comprehension that filters `process_iter()` by name and is killed later in
+      another statement is not followed.
+    - A `process_iter()` loop filtered both by name and by user (`username()`) is still
+      flagged: other runs of the same user are hit.
+
+    ## References
+    - procps `pkill(1)`: `-f` matches against the full command line; `-P`, `-g`, `-s`
+    - Python docs: `subprocess.Popen(start_new_session=True)`, `os.killpg`
+    - psutil docs: `process_iter`, `Process.children(recursive=True)`, `wait_procs`
+    """
+
+    code = "SHD601"
+    name = "kill-by-name"
+    summary = "Processes killed by name or pattern (`pkill`, `killall`, `psutil.process_iter`): hits other runs"
+    triggers = ("pkill", "killall", "pgrep", "process_iter")
+    candidate = Word("pkill", "killall", "pgrep", "process_iter")
+    facts_needed = ("imports", "calls", "parents")
+
+    valid = [
+        # by parent PID: only the caller's own children
+        """
+        import os, subprocess
+        subprocess.run(["pkill", "-TERM", "-P", str(os.getpid())])
+        """,
+        # reading processes to report memory use
+        """
+        import psutil
+        def biggest():
+            procs = [(p.info["pid"], p.info["name"]) for p in psutil.process_iter(["pid", "name"])]
+            return sorted(procs)[-1]
+        """,
+        # a process_iter loop that only kills its own children
+        """
+        import os, psutil
+        def reap():
+            for p in psutil.process_iter(["ppid", "name"]):
+                if p.info["ppid"] == os.getpid() and p.info["name"] == "worker":
+                    p.terminate()
+        """,
+        # the remedy
+        """
+        import os, signal, subprocess
+        def stop(procs):
+            for p in procs:
+                os.killpg(p.pid, signal.SIGTERM)
+        """,
+        # pgrep only reads
+        """
+        import subprocess
+        out = subprocess.check_output(["pgrep", "-f", "vllm"])
+        """,
+        # a string that mentions pkill but is not run
+        """
+        HELP = "Useful for cleanup like `sudo pkill -f vllm`"
+        print(HELP)
+        """,
+    ]
+    invalid = [
+        # prime-rl's test fixture
+        Invalid(
+            """
+            import subprocess
+
+            def cleanup_zombies():
+                subprocess.run(["pkill", "-f", "torchrun"])
+                subprocess.run(["pkill", "-f", "VLLM"])
+            """,
+            count=2,
+            message_contains="pkill",
+        ),
+        # a shell string with SIGKILL, an f-string, sudo and bash -c
+        Invalid(
+            """
+            import os
+            import subprocess as sp
+
+            def teardown(port):
+                os.system("pkill -9 -f 'vllm serve' || true")
+                sp.call(f"killall -q python{port}", shell=True)
+                sp.run(["sudo", "pkill", "-f", "sglang"], check=False)
+                sp.run(["bash", "-c", "kill -9 $(pgrep -f ray::)"])
+            """,
+            count=4,
+            message_contains="SIGKILL",
+        ),
+        # psutil: killed on a cmdline match
+        Invalid(
+            """
+            import psutil
+
+            def kill_servers():
+                for proc in psutil.process_iter(["pid", "cmdline"]):
+                    try:
+                        if "vllm" in " ".join(proc.info["cmdline"] or []):
+                            proc.kill()
+                    except psutil.NoSuchProcess:
+                        pass
+            """,
+            message_contains="process_iter",
+        ),
+        # psutil: name() match, os.kill
+        Invalid(
+            """
+            import os, signal
+            from psutil import process_iter
+
+            def stop_ray():
+                for p in list(process_iter()):
+                    if p.name().startswith("raylet"):
+                        os.kill(p.pid, signal.SIGTERM)
+            """,
+        ),
+    ]
+
+    # ------------------------------------------------------------------ commands
+    def visit_Call(self, node: cst.Call) -> None:
+        name = self.facts.call_name(node)
+        if name in COMMAND_CALLS:
+            self._check_command(node)
+        elif name is not None and name.endswith("psutil.process_iter"):
+            self._check_process_iter(node)
+
+    def _check_command(self, node: cst.Call) -> None:
+        cmd = next((a.value for a in node.args if a.keyword is None), None)
+        if cmd is None:
+            cmd = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "args"), None)
+        if cmd is None:
+            return
+        words = self._command_words(cmd, node)
+        if words is None:
+            return
+        found = _kill_by_name(words)
+        if found is None:
+            return
+        tool, sigkill = found
+        severity = " with SIGKILL," if sigkill else ","
+        self.report(
+            node,
+            f"`{tool}` ends every process whose name or command line matches{severity} other users' and other "
+            f"runs' processes on the node included, with no chance to clean up: keep the `Popen` objects you "
+            f"start (`start_new_session=True`) and end their process groups "
+            f"(`runtime_guard.terminate_process_groups`)",
+        )
+
+    def _command_words(self, expr: cst.BaseExpression, at: cst.CSTNode) -> Optional[list[str]]:
+        """The command as shell words, or None when it is not written out."""
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            words = []
+            for el in expr.elements:
+                text = _literal(el.value)
+                words.append(text if text is not None else "{}")
+            if len(words) >= 3 and words[0].rsplit("/", 1)[-1] in _SHELLS and words[1] in ("-c", "-lc"):
+                return _shell_words(words[2])
+            return words
+        if isinstance(expr, cst.Call) and self.facts.call_name(expr) == "shlex.split" and expr.args:
+            return self._command_words(expr.args[0].value, at)
+        text = _literal(expr)
+        return _shell_words(text) if text is not None else None
+
+    # ------------------------------------------------------------------ psutil
+    def _check_process_iter(self, node: cst.Call) -> None:
+        loop = self.facts.parent(node)
+        if isinstance(loop, cst.Arg):  # for p in list(psutil.process_iter()) / sorted(...)
+            wrapper = self.facts.parent(loop)
+            outer = self.facts.parent(wrapper) if isinstance(wrapper, cst.Call) else None
+            if isinstance(outer, cst.For) and outer.iter is wrapper and not _mentions(outer.body, _OWN_TREE_WORDS):
+                self._report_kills(outer.body, require_match=True)
+            return
+        if isinstance(loop, cst.CompFor):  # for p in [p for p in process_iter() if <name match>]
+            comp = loop
+            holder = self.facts.parent(comp)
+            outer = self.facts.parent(holder) if holder is not None else None
+            if isinstance(outer, cst.For) and outer.iter is holder and any(
+                    _matches_name(cond.test) for cond in comp.ifs):
+                self._report_kills(outer.body, require_match=False)
+            return
+        if isinstance(loop, cst.For) and loop.iter is node:
+            if not _mentions(loop.body, _OWN_TREE_WORDS):
+                self._report_kills(loop.body, require_match=True)
+
+    def _report_kills(self, body: cst.CSTNode, *, require_match: bool) -> None:
+        rule = self
+
+        class _Kills(cst.CSTVisitor):
+            def __init__(self) -> None:
+                self.conditions: list[cst.BaseExpression] = []
+
+            def visit_If(self, n: cst.If) -> None:
+                self.conditions.append(n.test)
+
+            def leave_If(self, n: cst.If) -> None:
+                self.conditions.pop()
+
+            def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+                return False
+
+            def visit_Call(self, n: cst.Call) -> None:
+                if not _is_kill(rule, n):
+                    return
+                if require_match and not any(_matches_name(c) for c in self.conditions):
+                    return
+                sigkill = _is_sigkill(rule, n)
+                rule.report(
+                    n,
+                    "process killed on a name or command-line match from `psutil.process_iter()`"
+                    + (" with SIGKILL" if sigkill else "")
+                    + ": other users' and other runs' processes match too and get no chance to clean up; "
+                      "keep the `Popen` objects you start and end their process groups "
+                      "(`runtime_guard.terminate_process_groups`)",
+                )
+
+        body.visit(_Kills())
+
+
+def _literal(expr: cst.BaseExpression) -> Optional[str]:
+    """The text of a string literal; f-string placeholders become ``{}``."""
+    if isinstance(expr, cst.SimpleString):
+        try:
+            value = expr.evaluated_value
+        except Exception:
+            return None
+        return value if isinstance(value, str) else None
+    if isinstance(expr, cst.ConcatenatedString):
+        left, right = _literal(expr.left), _literal(expr.right)
+        return None if left is None or right is None else left + right
+    if isinstance(expr, cst.FormattedString):
+        parts = []
+        for p in expr.parts:
+            parts.append(p.value if isinstance(p, cst.FormattedStringText) else "{}")
+        return "".join(parts)
+    return None
+
+
+def _shell_words(text: str) -> list[str]:
+    """Words of a shell command line, with separators (``;``, ``|``, ``&&``, ``$(``) kept as ``;``."""
+    out: list[str] = []
+    for segment in _SEPARATORS.split(text):
+        try:
+            out.extend(shlex.split(segment))
+        except ValueError:
+            out.extend(segment.split())
+        out.append(";")
+    return out
+
+
+def _kill_by_name(words: list[str]) -> Optional[tuple[str, bool]]:
+    """(tool, uses SIGKILL) when the command kills by name, else None."""
+    commands: list[list[str]] = [[]]
+    for w in words:
+        if w == ";":
+            commands.append([])
+        else:
+            commands[-1].append(w)
+    tools = [c for c in commands if c]
+    all_words = [w for c in tools for w in c]
+    sigkill = any(w in ("-9", "-KILL", "-SIGKILL", "--signal=9", "--signal=KILL") or w in ("KILL", "SIGKILL")
+                  for w in all_words)
+    for cmd in tools:
+        i = 0
+        while i < len(cmd) and cmd[i] in ("sudo", "exec", "command", "nohup"):
+            i += 1
+        if i < len(cmd) and cmd[i] == "timeout":
+            i += 2
+        if i >= len(cmd):
+            continue
+        tool = cmd[i].rsplit("/", 1)[-1]
+        if tool in _BY_NAME:
+            if tool == "pkill" and any(_TARGETED.match(w) for w in cmd[i + 1:]):
+                continue
+            return f"{tool} {' '.join(cmd[i + 1:])}".strip(), sigkill
+    # kill $(pgrep -f x) / pgrep -f x | xargs kill
+    if any(c and c[0].rsplit("/", 1)[-1] == "pgrep" for c in tools) and any("kill" in c for c in tools):
+        return "kill $(pgrep ...)", sigkill
+    return None
+
+
+def _mentions(node: cst.CSTNode, words: frozenset[str]) -> bool:
+    found = False
+
+    class _V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            nonlocal found
+            found = found or n.value in words
+
+        def visit_SimpleString(self, n: cst.SimpleString) -> None:
+            nonlocal found
+            found = found or n.value.strip("'\"") in words
+
+    node.visit(_V())
+    return found
+
+
+def _matches_name(test: cst.BaseExpression) -> bool:
+    """The condition looks at a process's name, command line or executable."""
+    return _mentions(test, _NAME_ACCESSORS)
+
+
+def _is_kill(rule: Rule, call: cst.Call) -> bool:
+    func = call.func
+    if rule.facts.call_name(call) in ("os.kill", "os.killpg"):
+        return True
+    return isinstance(func, cst.Attribute) and func.attr.value in _KILL_METHODS
+
+
+def _is_sigkill(rule: Rule, call: cst.Call) -> bool:
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "kill" and rule.facts.call_name(call) != "os.kill":
+        return True
+    return any("SIGKILL" in cst.Module([]).code_for_node(a.value) or
+               (isinstance(a.value, cst.Integer) and a.value.value == "9") for a in call.args)

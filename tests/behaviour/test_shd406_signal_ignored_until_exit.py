@@ -1,0 +1,112 @@
+"""SHD406 signal-ignored-until-exit, for real: a shutdown that ignores SIGTERM "so it is not
+interrupted", saves a checkpoint, then joins a thread that never ends (a close waiting on a
+dead peer).
+
+Hazard: SIGTERM sent while it hangs does nothing (still alive 3 s later); only SIGKILL ends
+it. The ``fix_source`` output (unsafe fix: the previous handler kept and restored in a
+``finally`` right after the checkpoint) still protects the checkpoint, and the same SIGTERM
+ends the hung join at once (the process dies of SIGTERM).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from shutdown_lint.analyzer import lint_source
+from shutdown_lint.fixer import fix_source
+from shutdown_lint.settings import Settings
+
+REPO = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+SETTINGS = Settings(selected=("SHD406",), target_version="py311")
+
+HAZARD = textwrap.dedent(
+    '''
+    import signal
+    import sys
+    import threading
+
+
+    def pump(peer_gone):
+        peer_gone.wait()  # the peer died: this never returns
+
+
+    def save_checkpoint(path):
+        with open(path, "w") as f:
+            f.write("step 100\\n")
+
+
+    def shutdown(worker, path):
+        # the checkpoint must not be cut half way
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        save_checkpoint(path)
+        print("WAITING", flush=True)
+        worker.join()
+
+
+    if __name__ == "__main__":
+        worker = threading.Thread(target=pump, args=(threading.Event(),), daemon=True)
+        worker.start()
+        shutdown(worker, sys.argv[1])
+    '''
+).lstrip()
+
+
+def _codes(source: str) -> list[str]:
+    result = lint_source(source.encode(), "prog.py", SETTINGS)
+    assert result.error is None, result.error
+    return [d.code for d in result.diagnostics]
+
+
+def _sigterm_while_hung(tmp_path: Path, source: str) -> tuple[bool, int, bool]:
+    """Start the program, SIGTERM it once it hangs in the join (every 0.2 s for 3 s: the
+    WAITING line comes from inside the protected window, so the first SIGTERM may land
+    before the fixed program restores its handler). Returns (SIGTERM ended it within 3 s,
+    exit status, checkpoint written)."""
+    prog, ckpt = tmp_path / "prog.py", tmp_path / "ckpt.txt"
+    ckpt.unlink(missing_ok=True)
+    prog.write_text(source)
+    proc = subprocess.Popen([sys.executable, str(prog), str(ckpt)], env=ENV, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "WAITING"
+        ended = False
+        for _ in range(15):
+            os.kill(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=0.2)
+                ended = True
+                break
+            except subprocess.TimeoutExpired:
+                pass
+        if not ended:
+            proc.send_signal(signal.SIGKILL)  # the only way out
+            proc.wait(timeout=10)
+        return ended, proc.returncode, ckpt.read_text() == "step 100\n"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+@pytest.mark.timeout(90)
+def test_ignored_sigterm_leaves_only_sigkill_and_the_restore_lets_sigterm_end_it(tmp_path):
+    assert _codes(HAZARD) == ["SHD406"]
+    ended, status, saved = _sigterm_while_hung(tmp_path, HAZARD)
+    assert not ended, "SIGTERM should be ignored while the join hangs"
+    assert status == -signal.SIGKILL and saved
+
+    fixed = fix_source(HAZARD.encode(), "prog.py", SETTINGS, unsafe=True).source.decode()
+    assert "_prev_sigterm = signal.signal(signal.SIGTERM, signal.SIG_IGN)" in fixed
+    assert "signal.signal(signal.SIGTERM, _prev_sigterm)" in fixed
+    assert _codes(fixed) == []
+    ended, status, saved = _sigterm_while_hung(tmp_path, fixed)
+    assert ended and status == -signal.SIGTERM
+    assert saved  # the protected checkpoint still completed
