@@ -4,9 +4,11 @@ from typing import Optional, Union
 
 import libcst as cst
 
-from shutdown_lint.rule import Fix, Invalid, Option, Replace, Rule
+from shutdown_lint.facts import RETURN, STATUS_ZERO
+from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule
 
 _INTERRUPT_EXIT_CODE = 130  # 128 + SIGINT, what a shell reports for a Ctrl+C'd job
+_TERM_EXIT_CODE = 143  # 128 + SIGTERM
 
 _Handler = Union[cst.ExceptHandler, cst.ExceptStarHandler]
 
@@ -19,9 +21,20 @@ class InterruptExitZero(Rule):
     `runtime_guard.hard_exit(0)` or `raise SystemExit` / `raise SystemExit(0)` inside the
     handler (also in a tuple such as `except (KeyboardInterrupt, SystemExit):`).
 
+    Also flagged, from the shared exit-path facts:
+    - an `except KeyboardInterrupt:` handler that logs, cleans up and then returns (`return`,
+      `return None`) or falls through, when that normal exit ends the process entrypoint: the
+      handler's function is `main()` (or another function) called as a statement from the
+      `__main__` block (or as `sys.exit(main())`), or the coroutine `asyncio.run` runs from
+      there, or the handler sits in the `__main__` block itself;
+    - `sys.exit(0)` (or any exit with status 0) in a SIGINT or SIGTERM handler installed with
+      `signal.signal` or `loop.add_signal_handler` (a function or a lambda).
+
     Not flagged: exits with a non-zero or computed status, exits inside functions or
-    lambdas defined in the handler (they do not run there), and `except Exception:`
-    handlers (they never see `KeyboardInterrupt`).
+    lambdas defined in the handler (they do not run there), `except Exception:` handlers
+    (they never see `KeyboardInterrupt`), a handler inside a loop that goes on (a REPL), a
+    handler followed by code that exits or raises, `return 1` under `sys.exit(main())`, and
+    bare `except:` (too broad to say the author meant Ctrl+C).
 
     ## Why is this bad?
     Status 0 means "finished successfully". SLURM, Kubernetes Jobs, `make`, shell scripts
@@ -60,7 +73,11 @@ class InterruptExitZero(Rule):
 
     ## Fix safety
     Safe: only the exit status of an interrupted run changes (to the `exit_code`
-    option, 130 by default). Comments around the call are kept.
+    option, 130 by default; 143 in a SIGTERM handler; `128 + signum` in a handler installed
+    for both signals). Comments around the call are kept. A handler that falls through or
+    ends in a bare `return` gets `sys.exit(130)` as its last statement (replacing a trailing
+    `pass`/`return`; `import sys` is added if needed); no fix when it returns from several
+    places.
 
     ## Options
     - `exit_code` (int, default 130): the status the fix writes.
@@ -74,8 +91,8 @@ class InterruptExitZero(Rule):
     code = "SHD202"
     name = "interrupt-exit-zero"
     summary = "`except KeyboardInterrupt` exits with status 0, so an interrupted run looks successful"
-    triggers = ("KeyboardInterrupt",)
-    facts_needed = ("parents", "imports")
+    triggers = ("KeyboardInterrupt", "SIGINT", "SIGTERM")
+    facts_needed = ("parents", "imports", "functions", "calls", "execution")
     options = {
         "exit_code": Option(_INTERRUPT_EXIT_CODE, int, "exit status the fix writes for an interrupted run"),
     }
@@ -125,6 +142,50 @@ class InterruptExitZero(Rule):
             run()
         except KeyboardInterrupt:
             exit()
+        """,
+        # a REPL: the handler goes back to the loop, not to the end of the process
+        """
+        def main():
+            while True:
+                try:
+                    line = input("> ")
+                except KeyboardInterrupt:
+                    print("^C")
+                    continue
+                run(line)
+
+        if __name__ == "__main__":
+            main()
+        """,
+        # the handler's function is not the process entrypoint
+        """
+        def run_step():
+            try:
+                step()
+            except KeyboardInterrupt:
+                cleanup()
+                return
+        """,
+        # sys.exit(main()) with a non-zero return from the handler
+        """
+        import sys
+        def main():
+            try:
+                train()
+            except KeyboardInterrupt:
+                return 130
+            return 0
+
+        if __name__ == "__main__":
+            sys.exit(main())
+        """,
+        # a SIGTERM handler that exits non-zero
+        """
+        import signal, sys
+        def on_term(signum, frame):
+            shutdown()
+            sys.exit(128 + signum)
+        signal.signal(signal.SIGTERM, on_term)
         """,
         # re-raising keeps the default status (130 from the shell)
         """
@@ -236,6 +297,138 @@ class InterruptExitZero(Rule):
             """,
             count=1,
         ),
+        # falls through to the end of main(), called from __main__: exit status 0
+        Invalid(
+            """
+            import logging
+
+            def main():
+                try:
+                    train()
+                except KeyboardInterrupt:
+                    logging.info("interrupted")
+                    cleanup()  # save what we have
+
+            if __name__ == "__main__":
+                main()
+            """,
+            fixed="""
+            import logging
+            import sys
+
+            def main():
+                try:
+                    train()
+                except KeyboardInterrupt:
+                    logging.info("interrupted")
+                    cleanup()  # save what we have
+                    sys.exit(130)
+
+            if __name__ == "__main__":
+                main()
+            """,
+            message_contains="`main()`",
+        ),
+        # the coroutine asyncio.run runs returns normally
+        Invalid(
+            """
+            import asyncio
+            import sys as system
+
+            async def amain():
+                try:
+                    await serve()
+                except KeyboardInterrupt:
+                    await shutdown()
+                    return  # done
+
+            if __name__ == "__main__":
+                asyncio.run(amain())
+            """,
+            fixed="""
+            import asyncio
+            import sys as system
+
+            async def amain():
+                try:
+                    await serve()
+                except KeyboardInterrupt:
+                    await shutdown()
+                    system.exit(130)  # done
+
+            if __name__ == "__main__":
+                asyncio.run(amain())
+            """,
+            message_contains="asyncio.run",
+        ),
+        # several returns: flagged, no mechanical fix
+        Invalid(
+            """
+            def main():
+                try:
+                    train()
+                except KeyboardInterrupt:
+                    if not saved():
+                        return
+                    report()
+
+            if __name__ == "__main__":
+                main()
+            """,
+            fixed=None,
+        ),
+        # SIGTERM handler exiting 0: the preempted job is recorded as done
+        Invalid(
+            """
+            import signal, sys
+
+            def on_sigterm(signum, frame):
+                trainer.save_checkpoint()
+                sys.exit(0)
+
+            signal.signal(signal.SIGTERM, on_sigterm)
+            """,
+            fixed="""
+            import signal, sys
+
+            def on_sigterm(signum, frame):
+                trainer.save_checkpoint()
+                sys.exit(143)
+
+            signal.signal(signal.SIGTERM, on_sigterm)
+            """,
+            message_contains="SIGTERM handler",
+        ),
+        # one handler for both signals, and a lambda
+        Invalid(
+            """
+            import os, signal, sys
+
+            def stop(sig, frame):
+                pool.shutdown()
+                sys.exit()
+
+            for s in (signal.SIGINT,):
+                pass
+            signal.signal(signal.SIGINT, stop)
+            signal.signal(signal.SIGTERM, stop)
+            signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+            """,
+            fixed="""
+            import os, signal, sys
+
+            def stop(sig, frame):
+                pool.shutdown()
+                sys.exit(128 + sig)
+
+            for s in (signal.SIGINT,):
+                pass
+            signal.signal(signal.SIGINT, stop)
+            signal.signal(signal.SIGTERM, stop)
+            signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
+            """,
+            count=2,
+        ),
         Invalid(
             """
             import sys
@@ -255,22 +448,15 @@ class InterruptExitZero(Rule):
         ),
     ]
 
-    _EXITS = frozenset({"sys.exit", "builtins.exit", "builtins.quit", "os._exit", "runtime_guard.hard_exit",
-                        "runtime_guard.exit.hard_exit"})
-
     # ------------------------------------------------------------------ visitors
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.facts.call_name(node)
-        if name not in self._EXITS:
+        if not self.facts.is_exit(node) or self.facts.exit_status(node) != STATUS_ZERO:
             return
+        where = self._where(node)
+        if where is None:
+            return
+        new_arg = cst.Arg(where[1])
         args = [a for a in node.args if a.keyword is None]
-        if name == "runtime_guard.hard_exit" and not args:
-            return  # hard_exit() defaults to 1
-        if len(args) > 1 or (args and not _is_zero(args[0].value)) or (not args and name == "os._exit"):
-            return
-        if self._interrupt_handler(node) is None:
-            return
-        new_arg = cst.Arg(cst.Integer(str(self.config["exit_code"])))
         if args:
             new_call = node.with_changes(args=[args[0].with_changes(value=new_arg.value)])
         else:
@@ -278,32 +464,85 @@ class InterruptExitZero(Rule):
         callee = cst.Module([]).code_for_node(node.func)
         self.report(
             node,
-            f"`{callee}()` in `except KeyboardInterrupt` exits with status 0: schedulers and scripts "
+            f"`{callee}()` in {where[0]} exits with status 0: schedulers and scripts "
             "record the interrupted run as a success",
-            fix=Fix.safe(Replace(node, new_call), message=f"Exit with status {self.config['exit_code']}"),
+            fix=Fix.safe(Replace(node, new_call), message=f"Exit with status {_code(where[1])}"),
         )
 
     def visit_Raise(self, node: cst.Raise) -> None:
+        if not self.facts.is_exit(node) or self.facts.exit_status(node) != STATUS_ZERO:
+            return
+        where = self._where(node)
+        if where is None:
+            return
         exc = node.exc
-        if exc is None:
-            return
         target = exc.func if isinstance(exc, cst.Call) else exc
-        if self.facts.qualified_name(target, node) != "builtins.SystemExit":
-            return
-        if isinstance(exc, cst.Call):
-            args = [a for a in exc.args if a.keyword is None]
-            if len(args) > 1 or (args and not _is_zero(args[0].value)):
-                return
-        if self._interrupt_handler(node) is None:
-            return
-        code = cst.Integer(str(self.config["exit_code"]))
-        new_exc = cst.Call(func=target, args=[cst.Arg(code)])
+        new_exc = cst.Call(func=target, args=[cst.Arg(where[1])])
         self.report(
             node,
-            "`raise SystemExit` in `except KeyboardInterrupt` exits with status 0: schedulers and scripts "
+            f"`raise SystemExit` in {where[0]} exits with status 0: schedulers and scripts "
             "record the interrupted run as a success",
-            fix=Fix.safe(Replace(exc, new_exc), message=f"Exit with status {self.config['exit_code']}"),
+            fix=Fix.safe(Replace(exc, new_exc), message=f"Exit with status {_code(where[1])}"),
         )
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        """``except KeyboardInterrupt: log(); cleanup()`` that returns or falls through to the
+        end of the process entrypoint: the process exits 0 (exit-path facts)."""
+        if not self._catches_interrupt(node):
+            return
+        entry = self.facts.normal_return_to_entrypoint(node)
+        if entry is None:
+            return
+        self.report(
+            node,
+            f"`except KeyboardInterrupt` returns normally to the end of {entry}, so the process exits "
+            "with status 0: schedulers and scripts record the interrupted run as a success",
+            fix=self._exit_fix(node),
+        )
+
+    def _where(self, node: cst.CSTNode) -> Optional[tuple[str, cst.BaseExpression]]:
+        """Where an exit 0 is a hazard, and the status the fix writes: an interrupt handler
+        (the ``exit_code`` option) or a SIGINT/SIGTERM handler (130, 143 or ``128 + signum``)."""
+        if self._interrupt_handler(node) is not None:
+            return "`except KeyboardInterrupt`", cst.Integer(str(self.config["exit_code"]))
+        found = self.facts.signal_handler_of(node)
+        if found is None:
+            return None
+        handler, signals = found
+        names = " and ".join(sorted(signals))
+        what = f"a {names} handler"
+        if signals == {"SIGINT"}:
+            return what, cst.Integer(str(self.config["exit_code"]))
+        if signals == {"SIGTERM"}:
+            return what, cst.Integer(str(_TERM_EXIT_CODE))
+        params = handler.params.params
+        if params:
+            return what, cst.BinaryOperation(cst.Integer("128"), cst.Add(), cst.Name(params[0].name.value))
+        return None
+
+    def _exit_fix(self, handler: cst.ExceptHandler) -> Optional[Fix]:
+        """End the handler with ``sys.exit(<exit_code>)`` (replacing a trailing ``pass`` or bare
+        ``return``) when that is its only normal way out."""
+        paths = self.facts.exit_paths(handler)
+        body = handler.body
+        if not isinstance(body, cst.IndentedBlock) or (RETURN in paths.ways and _returns(body) != 1):
+            return None
+        stmts = list(body.body)
+        last = stmts[-1]
+        last_small = last.body[0] if isinstance(last, cst.SimpleStatementLine) and len(last.body) == 1 else None
+        if RETURN in paths.ways and not (isinstance(last_small, cst.Return) and last_small.value is None):
+            return None
+        alias = self.facts.module_alias("sys")
+        exit_call = cst.parse_statement(f"{alias or 'sys'}.exit({self.config['exit_code']})")
+        edits: list = []
+        if isinstance(last_small, (cst.Pass, cst.Return)):
+            stmts[-1] = last.with_changes(body=[exit_call.body[0]])  # keeps the line's comment
+        else:
+            stmts.append(exit_call)
+        edits.append(Replace(body, body.with_changes(body=stmts)))
+        if alias is None:
+            edits.append(AddImport("sys"))
+        return Fix.safe(*edits, message=f"End the handler with `sys.exit({self.config['exit_code']})`")
 
     # ------------------------------------------------------------------ helpers
     def _interrupt_handler(self, node: cst.CSTNode) -> Optional[_Handler]:
@@ -326,11 +565,22 @@ class InterruptExitZero(Rule):
         return any(self.facts.qualified_name(e, handler) == "builtins.KeyboardInterrupt" for e in exprs)
 
 
-def _is_zero(expr: cst.BaseExpression) -> bool:
-    if isinstance(expr, cst.Integer):
-        return expr.evaluated_value == 0
-    if isinstance(expr, cst.Name):
-        return expr.value in ("None", "False", "EXIT_SUCCESS")
-    if isinstance(expr, cst.Attribute):
-        return expr.attr.value in ("EX_OK", "EXIT_SUCCESS")
-    return False
+def _returns(body: cst.CSTNode) -> int:
+    n = [0]
+
+    class _Scan(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+        def visit_Return(self, node: cst.Return) -> None:
+            n[0] += 1
+
+    body.visit(_Scan())
+    return n[0]
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)

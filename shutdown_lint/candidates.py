@@ -308,8 +308,10 @@ def _declarations() -> dict[str, Cond]:
         # SystemExit where it ends only a task or thread
         "SHD201": All(qualified("sys.exit", "builtins.exit", "builtins.quit", "builtins.SystemExit"),
                       AnyOf(ctx["coroutine"], ctx["executor"], ctx["thread"], ctx["task"])),
-        # except KeyboardInterrupt that exits 0
-        "SHD202": All(Word("KeyboardInterrupt"), exits),
+        # except KeyboardInterrupt that exits 0 or returns to the __main__ block; SIGINT/SIGTERM
+        # handlers that exit 0
+        "SHD202": AnyOf(All(Word("KeyboardInterrupt"), AnyOf(exits, Word("__main__"))),
+                        All(Word("SIGINT", "SIGTERM"), exits)),
         # blocking calls in a coroutine (vocabulary too wide to narrow by words: `open`, `get`)
         "SHD301": Word("async"),
         # SIG_IGN before long work
