@@ -30,6 +30,7 @@ _ADDERS = frozenset({"append", "add", "appendleft", "insert", "setdefault", "put
 _ELEMENT_GETTERS = frozenset({"pop", "popleft", "get", "popitem"})
 _VIEW_GETTERS = frozenset({"values", "copy", "items"})
 _NEUTRAL_FUNCS = frozenset({"len", "bool", "id", "print", "repr", "str", "isinstance"})
+_GATHERS = frozenset({"asyncio.gather", "tqdm.asyncio.tqdm.gather", "tqdm.asyncio.tqdm_asyncio.gather"})
 
 OBSERVED = "observed"
 UNOBSERVED = "unobserved"
@@ -358,9 +359,11 @@ class UnobservedTaskException(Rule):
         if not node.args or not self._is_spawn(node):
             return
         target = self.facts.coroutine_target(node.args[0].value, node)
-        if target is not None and target.is_async and _swallows_errors(target.node.body):
+        if target is not None and target.is_async and (_swallows_errors(target.node.body)
+                                                       or _only_waits(target.node.body)):
             return  # nothing can escape the coroutine: there is no exception to lose
         self._seen: set = set()
+        self._lost_in_gather = False
         verdict, where = self._follow(node, "task")
         if verdict == OBSERVED:
             return
@@ -369,6 +372,10 @@ class UnobservedTaskException(Rule):
                 return
             message = (f"task kept in `{where}` whose done callback only discards it: an exception it "
                        "raises is never looked at and the program goes on")
+        elif self._lost_in_gather:
+            message = (f"task{'' if where is None else f' stored in `{where}`'} is awaited only through "
+                       "`gather(..., return_exceptions=True)` whose results are discarded: an exception it "
+                       "raises is lost and the program goes on")
         elif where is None:
             message = ("task is discarded: an exception it raises is lost and the program goes on "
                        "(and the loop holds only a weak reference to it)")
@@ -431,6 +438,13 @@ class UnobservedTaskException(Rule):
             return self._follow(parent, "task")
         if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is expr:
             return self._iterated(parent, mode)
+        if isinstance(parent, cst.Param) and parent.default is expr:
+            # `async def watch(tasks=generator_tasks)`: what the function does with the parameter
+            fn_node = next((a for a in self.facts.ancestors(parent) if isinstance(a, (cst.FunctionDef, cst.Lambda))),
+                           None)
+            if isinstance(fn_node, cst.FunctionDef):
+                uses = [n for n in _names(fn_node.body, parent.name.value) if not self._is_store(n)]
+                return self._uses_verdict(uses, mode, parent.name.value)
         return OBSERVED, None  # anything we do not model: assume the code knows
 
     def _as_argument(self, arg: cst.Arg, mode: Mode) -> tuple[str, Optional[str]]:
@@ -445,7 +459,33 @@ class UnobservedTaskException(Rule):
                 return self._follow_collection(f.value)
         if isinstance(f, cst.Name) and f.value in _NEUTRAL_FUNCS:
             return UNOBSERVED, None
+        if self._discarding_gather(call):
+            self._lost_in_gather = True
+            return UNOBSERVED, None
         return OBSERVED, None  # gather/wait/shield/supervise or another function: handed over
+
+    def _discarding_gather(self, call: cst.Call) -> bool:
+        """``gather(..., return_exceptions=True)`` whose result list is discarded or bound to a
+        name nobody reads: the exceptions it collected are lost (SkyRL #1691)."""
+        if self.facts.call_name(call) not in _GATHERS or not any(
+            a.keyword is not None and a.keyword.value == "return_exceptions"
+            and isinstance(a.value, cst.Name) and a.value.value == "True" for a in call.args
+        ):
+            return False
+        node: cst.CSTNode = call
+        parent = self.facts.parent(node)
+        if isinstance(parent, cst.Await):
+            node, parent = parent, self.facts.parent(parent)
+        if isinstance(parent, cst.Expr):
+            return True
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+            name = parent.targets[0].target
+            if name.value == "_":
+                return True
+            fn = self.facts.enclosing_function(call)
+            region = fn.node if fn is not None else self.facts.module
+            return not [n for n in _names(region, name.value) if n is not name and not self._is_store(n)]
+        return False
 
     def _method_use(self, attr: cst.Attribute, mode: Mode) -> tuple[str, Optional[str]]:
         call = self.facts.parent(attr)
@@ -583,6 +623,38 @@ def _swallows_errors(body: cst.BaseSuite) -> bool:
         elif not _bookkeeping(st):
             return False
     return guarded
+
+
+def _only_waits(body: cst.BaseSuite) -> bool:
+    """A watcher that cannot fail: only ``await gather(..., return_exceptions=True)`` /
+    ``await asyncio.sleep(...)``, ``event.set()``, docstrings and ``pass``."""
+    stmts = body.body if isinstance(body, cst.IndentedBlock) else []
+    if not stmts:
+        return False
+    for st in stmts:
+        if not isinstance(st, cst.SimpleStatementLine):
+            return False
+        for small in st.body:
+            if isinstance(small, cst.Pass):
+                continue
+            if not isinstance(small, cst.Expr):
+                return False
+            v = small.value
+            if isinstance(v, (cst.SimpleString, cst.ConcatenatedString)):
+                continue
+            if isinstance(v, cst.Await) and isinstance(v.expression, cst.Call):
+                call = v.expression
+                name = _code(call.func)
+                if name.endswith("sleep") or (name.endswith("gather") and any(
+                        a.keyword is not None and a.keyword.value == "return_exceptions"
+                        and _code(a.value) == "True" for a in call.args)):
+                    continue
+                return False
+            if isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "set" \
+                    and not v.args:
+                continue
+            return False
+    return True
 
 
 def _bookkeeping(st: cst.BaseStatement) -> bool:

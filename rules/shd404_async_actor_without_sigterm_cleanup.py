@@ -400,6 +400,9 @@ class AsyncActorWithoutSigtermCleanup(Rule):
     # ------------------------------------------------------------------ visitors
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         cls = self.facts.class_of(node)
+        if cls is not None and self.facts.is_threaded_ray_actor(cls):
+            self._check_threaded(node, cls)
+            return
         if cls is None or not self.facts.is_ray_remote_class(cls) or not cls.has_async_methods:
             return
         owner = next((m for m in cls.methods.values() if m.is_async and self._owns_resource(m)), None)
@@ -411,6 +414,48 @@ class AsyncActorWithoutSigtermCleanup(Rule):
             "its event loop's tasks are never cancelled, so their cleanup never runs",
             fix=self._fix(cls),
         )
+
+    def _check_threaded(self, node: cst.ClassDef, cls: ClassInfo) -> None:
+        """A threaded actor (``max_concurrency`` > 1) whose method runs a resource-owning coroutine
+        with ``asyncio.run``: that loop lives on a pool thread, where SIGTERM never arrives and
+        ``signal.signal`` raises. Only ``setup_worker`` (or the setup hook) counts as handling it."""
+        for method in cls.methods.values():
+            for call, coro in self.facts.main_runner_calls(method):
+                owner = self._owning_coroutine(coro)
+                if owner is None:
+                    continue
+                if self._calls_setup(cls) or self._module_setup_hook():
+                    return
+                runner = cst.Module([]).code_for_node(call.func)
+                self.report(
+                    node.name,
+                    f"threaded actor `{cls.name}` (max_concurrency > 1) runs `{runner}({coro.name}())` in "
+                    f"`{method.name}()` on a thread of its pool: SIGTERM never reaches that event loop "
+                    f"(and `signal.signal` raises off the main thread), so `{owner.name}()`'s cleanup never runs",
+                    fix=self._fix(cls),
+                )
+                return
+
+    def _owning_coroutine(self, coro: Optional[FunctionInfo]) -> Optional[FunctionInfo]:
+        """``coro`` or a same-module coroutine it awaits (transitively) that owns a resource."""
+        if coro is None or not coro.is_async:
+            return None
+        seen: set = set()
+        todo = [coro]
+        while todo:
+            fn = todo.pop()
+            if fn in seen:
+                continue
+            seen.add(fn)
+            if self._owns_resource(fn):
+                return fn
+            todo.extend(t for _, t in self.facts.callees(fn) if t.is_async)
+        return None
+
+    def _calls_setup(self, cls: ClassInfo) -> bool:
+        setup_calls = set(self.config["setup_calls"])
+        return any(self.facts.call_name(call) in setup_calls
+                   for method in cls.methods.values() for call in method.calls)
 
     # ------------------------------------------------------------------ facts
     def _owns_resource(self, fn: FunctionInfo) -> bool:

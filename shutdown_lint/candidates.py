@@ -321,8 +321,9 @@ def _declarations() -> dict[str, Cond]:
                         Word("run_until_complete", "run_forever")),
         # ray.get in the driver
         "SHD403": All(qualified("ray.get"), ctx["driver"]),
-        # @ray.remote class with async methods
-        "SHD404": All(qualified("ray.remote", "ray.actor.remote"), Word("async")),
+        # @ray.remote class with async methods, or a threaded actor (max_concurrency) running asyncio.run
+        "SHD404": All(qualified("ray.remote", "ray.actor.remote"),
+                      AnyOf(Word("async"), Word("max_concurrency", "concurrency_groups"))),
         # ray.cancel then exit
         "SHD501": qualified("ray.cancel"),
         # init_process_group without teardown (the init calls are an option: its default)

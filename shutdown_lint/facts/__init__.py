@@ -31,7 +31,7 @@ from .module import ModuleFacts
 from .tree import names_in
 from .vocabulary import (  # noqa: F401  (the context names and call vocabularies)
     CALLBACK, CALLBACK_REGISTRARS, DRIVER, EXECUTOR, EXECUTOR_SUBMITTERS, FACTORY_TYPES, FACTS, LOOP_THREAD,
-    MAIN_COROUTINE, MAIN_RUNNERS, RAY_ASYNC_ACTOR, RAY_REMOTE, RAY_WORKER, TASK, TASK_SPAWNERS, THREAD,
+    MAIN_COROUTINE, MAIN_RUNNERS, RAY_ASYNC_ACTOR, RAY_REMOTE, RAY_THREADED_ACTOR, RAY_WORKER, TASK, TASK_SPAWNERS, THREAD,
     TORCH_WORKER,
 )
 from .vocabulary import _CANONICAL_PREFIXES, _canonical  # noqa: F401  (used by the candidate stage)
