@@ -55,6 +55,13 @@ class UnobservedTaskException(Rule):
     other call, returned or yielded counts as observed: the receiver is responsible.
     `.cancel()`, `.done()` and `len()` do not observe.
 
+    Awaiting is not observing when the only await is `gather(..., return_exceptions=True)`
+    whose result list is discarded (a bare `await gather(...)` statement, or a name nobody
+    reads): the exceptions are collected into the list and dropped with it (the SkyRL #1691
+    trainer: generation workers gathered this way after `cancel()` at the end of an epoch).
+    Tasks handed to a function as a parameter default (`async def watch(tasks=workers)`) are
+    followed into that function.
+
     The asyncio docs' "keep a reference" idiom, `tasks.add(t)` plus
     `t.add_done_callback(tasks.discard)`, keeps the task alive but never looks at its
     exception: it is flagged with its own message (option `flag-reference-only`).
@@ -196,6 +203,27 @@ class UnobservedTaskException(Rule):
             async def drain(self):
                 await asyncio.wait(self._pending.values())
         """,
+        # gather with return_exceptions=True whose results are inspected
+        """
+        import asyncio
+        async def main(xs):
+            tasks = [asyncio.create_task(f(x)) for x in xs]
+            results = await asyncio.gather(*tasks, return_exceptions=True)
+            for r in results:
+                if isinstance(r, Exception):
+                    raise r
+        """,
+        # a watcher task that only waits for others cannot fail
+        """
+        import asyncio
+        async def main(workers, done):
+            async def watch(tasks=workers):
+                await asyncio.gather(*tasks, return_exceptions=True)
+                done.set()
+            w = asyncio.create_task(watch())
+            w.cancel()
+            await asyncio.gather(w, return_exceptions=True)
+        """,
         # iterated and awaited
         """
         import asyncio
@@ -329,6 +357,62 @@ class UnobservedTaskException(Rule):
                     self.pending = [runtime_guard.supervise(self.loop.create_task(self.generate(r))) for r in req]
                     for t in self.pending:
                         t.cancel()
+            """,
+        ),
+        # awaited only through a discarded gather(return_exceptions=True): failures vanish
+        Invalid(
+            """
+            import asyncio
+
+            class Trainer:
+                async def train(self, buffer):
+                    workers = [asyncio.create_task(self._generate(buffer)) for _ in range(4)]
+                    while not buffer.exhausted():
+                        await self._step(await buffer.get())
+                    for w in workers:
+                        w.cancel()
+                    await asyncio.gather(*workers, return_exceptions=True)  # wait for them
+            """,
+            fixed="""
+            import asyncio
+            import runtime_guard
+
+            class Trainer:
+                async def train(self, buffer):
+                    workers = [runtime_guard.supervise(asyncio.create_task(self._generate(buffer))) for _ in range(4)]
+                    while not buffer.exhausted():
+                        await self._step(await buffer.get())
+                    for w in workers:
+                        w.cancel()
+                    await asyncio.gather(*workers, return_exceptions=True)  # wait for them
+            """,
+            message_contains="return_exceptions=True",
+        ),
+        Invalid(
+            """
+            import asyncio
+
+            async def run(jobs, done):
+                tasks = [asyncio.create_task(j()) for j in jobs]
+
+                async def watch(pending=tasks):
+                    _ = await asyncio.gather(*pending, return_exceptions=True)
+                    done.set()
+
+                await watch()
+            """,
+            fixed="""
+            import asyncio
+            import runtime_guard
+
+            async def run(jobs, done):
+                tasks = [runtime_guard.supervise(asyncio.create_task(j())) for j in jobs]
+
+                async def watch(pending=tasks):
+                    _ = await asyncio.gather(*pending, return_exceptions=True)
+                    done.set()
+
+                await watch()
             """,
         ),
         Invalid(
