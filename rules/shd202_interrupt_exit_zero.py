@@ -27,14 +27,19 @@ class InterruptExitZero(Rule):
       handler's function is `main()` (or another function) called as a statement from the
       `__main__` block (or as `sys.exit(main())`), or the coroutine `asyncio.run` runs from
       there, or the handler sits in the `__main__` block itself;
-    - `sys.exit(0)` (or any exit with status 0) in a SIGINT or SIGTERM handler installed with
-      `signal.signal` or `loop.add_signal_handler` (a function or a lambda).
+    - `sys.exit(0)` (or any exit call with status 0, or `raise SystemExit(0)`) in a SIGINT or
+      SIGTERM handler installed with `signal.signal` or `loop.add_signal_handler` (a function or
+      a lambda) that shuts something down first (a call other than logging). A handler that
+      only exits (an interactive tool's Ctrl+C means "quit") and a bare `raise SystemExit`
+      (the idiom that makes a signal unwind `finally` blocks) are left alone.
 
     Not flagged: exits with a non-zero or computed status, exits inside functions or
     lambdas defined in the handler (they do not run there), `except Exception:` handlers
     (they never see `KeyboardInterrupt`), a handler inside a loop that goes on (a REPL), a
-    handler followed by code that exits or raises, `return 1` under `sys.exit(main())`, and
-    bare `except:` (too broad to say the author meant Ctrl+C).
+    handler followed by code that exits or raises, `return 1` under `sys.exit(main())`, a
+    handler whose `try` raises `KeyboardInterrupt` itself (an idle shutdown) or whose function
+    installs its own SIGINT handler (Ctrl+C never raises there), and bare `except:` (too broad
+    to say the author meant Ctrl+C).
 
     ## Why is this bad?
     Status 0 means "finished successfully". SLURM, Kubernetes Jobs, `make`, shell scripts
@@ -157,6 +162,21 @@ class InterruptExitZero(Rule):
         if __name__ == "__main__":
             main()
         """,
+        # the try body raises KeyboardInterrupt itself as its idle shutdown: status 0 is meant
+        """
+        import time
+        def main():
+            try:
+                while True:
+                    time.sleep(1)
+                    if idle():
+                        raise KeyboardInterrupt()
+            except KeyboardInterrupt:
+                server.stop(0)
+
+        if __name__ == "__main__":
+            main()
+        """,
         # the handler's function is not the process entrypoint
         """
         def run_step():
@@ -178,6 +198,18 @@ class InterruptExitZero(Rule):
 
         if __name__ == "__main__":
             sys.exit(main())
+        """,
+        # a Ctrl+C handler that only quits an interactive tool; `raise SystemExit` that unwinds a server
+        """
+        import signal, sys
+        def on_int(sig, frame):
+            sys.exit(0)
+        def on_term(sig, frame):
+            log.info("stopping")
+            server.should_exit = True
+            raise SystemExit
+        signal.signal(signal.SIGINT, on_int)
+        signal.signal(signal.SIGTERM, on_term)
         """,
         # a SIGTERM handler that exits non-zero
         """
@@ -399,35 +431,28 @@ class InterruptExitZero(Rule):
             """,
             message_contains="SIGTERM handler",
         ),
-        # one handler for both signals, and a lambda
+        # one handler for both signals: 128 + the signal number
         Invalid(
             """
-            import os, signal, sys
+            import signal, sys
 
             def stop(sig, frame):
                 pool.shutdown()
                 sys.exit()
 
-            for s in (signal.SIGINT,):
-                pass
             signal.signal(signal.SIGINT, stop)
             signal.signal(signal.SIGTERM, stop)
-            signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
             """,
             fixed="""
-            import os, signal, sys
+            import signal, sys
 
             def stop(sig, frame):
                 pool.shutdown()
                 sys.exit(128 + sig)
 
-            for s in (signal.SIGINT,):
-                pass
             signal.signal(signal.SIGINT, stop)
             signal.signal(signal.SIGTERM, stop)
-            signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
             """,
-            count=2,
         ),
         Invalid(
             """
@@ -475,6 +500,8 @@ class InterruptExitZero(Rule):
         where = self._where(node)
         if where is None:
             return
+        if where[0] != "`except KeyboardInterrupt`" and not (isinstance(node.exc, cst.Call) and node.exc.args):
+            return  # `raise SystemExit` in a signal handler: the idiom that unwinds `finally` blocks
         exc = node.exc
         target = exc.func if isinstance(exc, cst.Call) else exc
         new_exc = cst.Call(func=target, args=[cst.Arg(where[1])])
@@ -488,7 +515,7 @@ class InterruptExitZero(Rule):
     def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
         """``except KeyboardInterrupt: log(); cleanup()`` that returns or falls through to the
         end of the process entrypoint: the process exits 0 (exit-path facts)."""
-        if not self._catches_interrupt(node):
+        if not self._catches_interrupt(node) or self._raises_interrupt_itself(node) or self._sigint_handled_in(node):
             return
         entry = self.facts.normal_return_to_entrypoint(node)
         if entry is None:
@@ -500,6 +527,49 @@ class InterruptExitZero(Rule):
             fix=self._exit_fix(node),
         )
 
+    def _shuts_down(self, handler: cst.CSTNode, exit_node: cst.CSTNode) -> bool:
+        """The signal handler does some work besides logging before it exits (it "shuts down")."""
+        for call in self.facts.calls:
+            if call is exit_node or self.facts.is_exit(call) or not self.facts.is_ancestor(handler, call):
+                continue
+            name = self.facts.call_name(call) or cst.Module([]).code_for_node(call.func)
+            head = name.split(".")[0].lower()
+            if name == "builtins.print" or head in ("logger", "logging", "log", "_logger", "warnings", "sys") \
+                    or name.endswith(("info", "debug", "warning", "error", "exception", "flush")):
+                continue
+            return True
+        return False
+
+    def _sigint_handled_in(self, handler: cst.ExceptHandler) -> bool:
+        """The handler's function installs its own SIGINT handler: Ctrl+C never raises
+        KeyboardInterrupt there."""
+        fn = self.facts.enclosing_function(handler)
+        calls = fn.calls if fn is not None else self.facts.module_calls
+        for call in calls:
+            if self.facts.call_name(call) in ("signal.signal", "asyncio.AbstractEventLoop.add_signal_handler") \
+                    or (isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_signal_handler"):
+                if "SIGINT" in cst.Module([]).code_for_node(call) or "for sig" in cst.Module([]).code_for_node(
+                        self.facts.enclosing_statement(call) or call):
+                    return True
+        return False
+
+    def _raises_interrupt_itself(self, handler: cst.ExceptHandler) -> bool:
+        """The ``try`` body raises ``KeyboardInterrupt`` itself (an idle timeout that shuts a
+        server down): the handler is also the normal way out, where status 0 is meant."""
+        tr = self.facts.parent(handler)
+        found = [False]
+        facts = self.facts
+
+        class _Scan(cst.CSTVisitor):
+            def visit_Raise(self, n: cst.Raise) -> None:
+                exc = n.exc.func if isinstance(n.exc, cst.Call) else n.exc
+                if exc is not None and facts.qualified_name(exc, n) == "builtins.KeyboardInterrupt":
+                    found[0] = True
+
+        if isinstance(tr, cst.Try):
+            tr.body.visit(_Scan())
+        return found[0]
+
     def _where(self, node: cst.CSTNode) -> Optional[tuple[str, cst.BaseExpression]]:
         """Where an exit 0 is a hazard, and the status the fix writes: an interrupt handler
         (the ``exit_code`` option) or a SIGINT/SIGTERM handler (130, 143 or ``128 + signum``)."""
@@ -509,6 +579,8 @@ class InterruptExitZero(Rule):
         if found is None:
             return None
         handler, signals = found
+        if not self._shuts_down(handler, node):
+            return None  # a handler that only exits (an interactive tool's Ctrl+C = quit)
         names = " and ".join(sorted(signals))
         what = f"a {names} handler"
         if signals == {"SIGINT"}:

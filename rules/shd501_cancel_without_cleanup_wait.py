@@ -74,9 +74,11 @@ class CancelWithoutCleanupWait(Rule):
     to `timeout` seconds for the work to finish its cleanup, so the exit is delayed by at
     most that bound. A plain `ray.cancel(ref)` statement is replaced; a cancel inside a
     `for ref in refs:` loop (also `for i, ref in enumerate(refs)` and
-    `for key, ref in d.items()`, which wait on `d.values()`) gets a `cancel_and_wait(refs, ...)`
-    before the exit. No fix is
-    offered when the cancelled refs cannot be named again at the exit (e.g. a cancel in a
+    `for key, ref in d.items()`, which wait on `d.values()`) gets a
+    `runtime_guard.ray.wait_for_cleanup(refs, timeout=30)` before the exit, and so does a cancel
+    with other options (`recursive=True`), right after it: that helper only waits, since a second
+    `ray.cancel` raises a second `KeyboardInterrupt` in the task and cuts its cleanup short. No
+    fix is offered when the cancelled refs cannot be named again at the exit (e.g. a cancel in a
     comprehension over a call's result). The fix adds `import runtime_guard`.
 
     ## References
@@ -237,7 +239,7 @@ class CancelWithoutCleanupWait(Rule):
             def stop(refs):
                 for ref in refs:
                     r.cancel(ref, force=False)
-                runtime_guard.ray.cancel_and_wait(refs, timeout=30)
+                runtime_guard.ray.wait_for_cleanup(refs, timeout=30)
                 sys.exit(130)
             """,
         ),
@@ -316,7 +318,7 @@ class CancelWithoutCleanupWait(Rule):
                 except BaseException as exc:
                     if not isinstance(exc, ray.exceptions.RayError):
                         ray.cancel(ref, recursive=True)
-                        runtime_guard.ray.cancel_and_wait(ref, timeout=30)
+                        runtime_guard.ray.wait_for_cleanup(ref, timeout=30)
                     return None
             """,
         ),
@@ -362,7 +364,7 @@ class CancelWithoutCleanupWait(Rule):
                     except Exception as e:
                         for future in futures:
                             ray.cancel(future)
-                        runtime_guard.ray.cancel_and_wait(futures, timeout=30)
+                        runtime_guard.ray.wait_for_cleanup(futures, timeout=30)
                         raise e
             """,
             message_contains="remote method `run()`",
@@ -392,7 +394,7 @@ class CancelWithoutCleanupWait(Rule):
                 except Exception:
                     for name, ref in pending.items():
                         ray.cancel(ref)
-                    runtime_guard.ray.cancel_and_wait(pending.values(), timeout=30)
+                    runtime_guard.ray.wait_for_cleanup(pending.values(), timeout=30)
                     raise
             """,
         ),
@@ -581,7 +583,7 @@ class CancelWithoutCleanupWait(Rule):
         is_statement = (
             len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr) and stmt.body[0].value is call
         )
-        message = "Wait for the cancelled work with `runtime_guard.ray.cancel_and_wait()`"
+        message = "Wait for the cancelled work with `runtime_guard.ray.wait_for_cleanup()`"
         found = self._loop_over(stmt, ref)
         if found is not None:
             # `for ref in refs: ray.cancel(ref)`: wait for all of them once, before the exit
@@ -642,4 +644,6 @@ def _first_arg(value: cst.BaseExpression) -> cst.Arg:
 
 
 def _wait_statement(refs: cst.BaseExpression, timeout_arg: cst.Arg) -> cst.SimpleStatementLine:
-    return cst.SimpleStatementLine([cst.Expr(guard_call("ray.cancel_and_wait", [_first_arg(refs), timeout_arg]))])
+    """Wait for refs already cancelled, without cancelling again (a second cancel would cut the
+    cleanup short)."""
+    return cst.SimpleStatementLine([cst.Expr(guard_call("ray.wait_for_cleanup", [_first_arg(refs), timeout_arg]))])

@@ -102,8 +102,11 @@ SIGTERM_ZERO = textwrap.dedent('''
     import sys
     import time
 
-    def on_sigterm(signum, frame):
+    def save_checkpoint():
         print("interrupted, cleaning up", flush=True)
+
+    def on_sigterm(signum, frame):
+        save_checkpoint()
         sys.exit(0)
 
     signal.signal(signal.SIGTERM, on_sigterm)

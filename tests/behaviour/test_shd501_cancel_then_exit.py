@@ -156,7 +156,7 @@ def test_cancel_remaining_then_raise_out_of_actor_leaks_and_the_fix_waits(tmp_pa
 
     outcome = fix_source(RUNNER_HAZARD.encode(), str(hazard), SETTINGS, unsafe=True)
     fixed_src = outcome.source.decode()
-    assert "            runtime_guard.ray.cancel_and_wait(futures, timeout=30)\n            raise e\n" in fixed_src
+    assert "            runtime_guard.ray.wait_for_cleanup(futures, timeout=30)\n            raise e\n" in fixed_src
     assert lint_source(outcome.source, "driver.py", SETTINGS).diagnostics == []
     fixed = tmp_path / "fixed" / "driver.py"
     fixed.parent.mkdir()
