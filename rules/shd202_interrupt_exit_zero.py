@@ -9,6 +9,7 @@ from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule
 
 _INTERRUPT_EXIT_CODE = 130  # 128 + SIGINT, what a shell reports for a Ctrl+C'd job
 _TERM_EXIT_CODE = 143  # 128 + SIGTERM
+_CANCELLATION = frozenset({"asyncio.CancelledError", "asyncio.exceptions.CancelledError", "builtins.BaseException"})
 
 _Handler = Union[cst.ExceptHandler, cst.ExceptStarHandler]
 
@@ -25,8 +26,12 @@ class InterruptExitZero(Rule):
     - an `except KeyboardInterrupt:` handler that logs, cleans up and then returns (`return`,
       `return None`) or falls through, when that normal exit ends the process entrypoint: the
       handler's function is `main()` (or another function) called as a statement from the
-      `__main__` block (or as `sys.exit(main())`), or the coroutine `asyncio.run` runs from
-      there, or the handler sits in the `__main__` block itself;
+      `__main__` block (or as `sys.exit(main())`), or the handler sits in the `__main__` block
+      itself; in the coroutine `asyncio.run` runs from there, a handler that also catches
+      `CancelledError` (or `BaseException`): since Python 3.11 Ctrl+C cancels the main task
+      instead of raising `KeyboardInterrupt` in it, so a plain `except KeyboardInterrupt:` there
+      never runs (measured: status 130), while one that swallows the cancellation and returns
+      makes `asyncio.run` return normally (measured: status 0);
     - `sys.exit(0)` (or any exit call with status 0, or `raise SystemExit(0)`) in a SIGINT or
       SIGTERM handler installed with `signal.signal` or `loop.add_signal_handler` (a function or
       a lambda) that shuts something down first (a call other than logging). A handler that
@@ -161,6 +166,18 @@ class InterruptExitZero(Rule):
 
         if __name__ == "__main__":
             main()
+        """,
+        # in the coroutine asyncio.run runs, Ctrl+C cancels the main task (Python 3.11+): this
+        # handler never runs and asyncio.run raises KeyboardInterrupt (status 130)
+        """
+        import asyncio
+        async def amain():
+            try:
+                await serve()
+            except KeyboardInterrupt:
+                return
+        if __name__ == "__main__":
+            asyncio.run(amain())
         """,
         # the try body raises KeyboardInterrupt itself as its idle shutdown: status 0 is meant
         """
@@ -370,7 +387,7 @@ class InterruptExitZero(Rule):
             async def amain():
                 try:
                     await serve()
-                except KeyboardInterrupt:
+                except (KeyboardInterrupt, asyncio.CancelledError):
                     await shutdown()
                     return  # done
 
@@ -384,7 +401,7 @@ class InterruptExitZero(Rule):
             async def amain():
                 try:
                     await serve()
-                except KeyboardInterrupt:
+                except (KeyboardInterrupt, asyncio.CancelledError):
                     await shutdown()
                     system.exit(130)  # done
 
@@ -520,9 +537,17 @@ class InterruptExitZero(Rule):
         entry = self.facts.normal_return_to_entrypoint(node)
         if entry is None:
             return
+        what = "`except KeyboardInterrupt`"
+        if "asyncio.run" in entry:
+            # Python 3.11+: Ctrl+C cancels asyncio.run's main task (the KeyboardInterrupt comes out
+            # of asyncio.run, never inside the coroutine); only a handler that also catches the
+            # cancellation and returns makes asyncio.run return normally (measured: status 0)
+            if not self._catches(node, _CANCELLATION):
+                return
+            what = "`except (KeyboardInterrupt, CancelledError)`"
         self.report(
             node,
-            f"`except KeyboardInterrupt` returns normally to the end of {entry}, so the process exits "
+            f"{what} returns normally to the end of {entry}, so the process exits "
             "with status 0: schedulers and scripts record the interrupted run as a success",
             fix=self._exit_fix(node),
         )
@@ -628,6 +653,11 @@ class InterruptExitZero(Rule):
                 return anc if self._catches_interrupt(anc) else None
             child = anc
         return None
+
+    def _catches(self, handler: _Handler, names: frozenset[str]) -> bool:
+        t = handler.type
+        exprs = [] if t is None else [el.value for el in t.elements] if isinstance(t, cst.Tuple) else [t]
+        return any(self.facts.qualified_name(e, handler) in names for e in exprs)
 
     def _catches_interrupt(self, handler: _Handler) -> bool:
         t = handler.type

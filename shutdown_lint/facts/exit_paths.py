@@ -172,7 +172,9 @@ class ExitPathQueries:
         the handler sits at module level in the ``__main__`` block. The handler must reach
         the end of the function (no loop around it that goes on, no later statement that
         exits or raises) and a ``return`` must give None (``sys.exit(main())`` with
-        ``return 1`` exits 1).
+        ``return 1`` exits 1). Whether Ctrl+C reaches the handler at all is the caller's
+        question: since Python 3.11 ``asyncio.run`` cancels its main task on SIGINT instead of
+        raising ``KeyboardInterrupt`` inside it.
         """
         paths = self.exit_paths(handler)
         tr = self.parent(handler)

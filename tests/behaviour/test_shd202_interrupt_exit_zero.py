@@ -116,6 +116,23 @@ SIGTERM_ZERO = textwrap.dedent('''
 ''')
 
 
+# Python 3.11+: Ctrl+C cancels asyncio.run's main task; a handler that also catches the
+# cancellation and returns makes asyncio.run return normally.
+ASYNC_MAIN = textwrap.dedent('''
+    import asyncio
+
+    async def amain():
+        try:
+            print("ready", flush=True)
+            await asyncio.sleep(60)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            print("interrupted, cleaning up", flush=True)
+
+    if __name__ == "__main__":
+        asyncio.run(amain())
+''')
+
+
 def _signal(path, sig) -> tuple[int, str]:
     proc = subprocess.Popen([sys.executable, str(path)], cwd=REPO, env=ENV, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -134,7 +151,8 @@ def _signal(path, sig) -> tuple[int, str]:
 @pytest.mark.parametrize("source, sig, status", [
     (FALLS_THROUGH, signal.SIGINT, 130),
     (SIGTERM_ZERO, signal.SIGTERM, 143),
-], ids=["handler-falls-through-to-main", "sigterm-handler-exit-0"])
+    (ASYNC_MAIN, signal.SIGINT, 130),
+], ids=["handler-falls-through-to-main", "sigterm-handler-exit-0", "asyncio-run-swallows-cancel"])
 def test_exit_paths_status_before_and_after_fix(tmp_path, source, sig, status):
     hazard = tmp_path / "hazard.py"
     hazard.write_text(source)
