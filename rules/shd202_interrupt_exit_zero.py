@@ -4,11 +4,15 @@ from typing import Optional, Union
 
 import libcst as cst
 
-from shutdown_lint.facts import RETURN, STATUS_ZERO
+from shutdown_lint.facts import DRIVER, RETURN, STATUS_ZERO, TORCH_WORKER
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule
+
+from ._vocabulary import identifier_words
 
 _INTERRUPT_EXIT_CODE = 130  # 128 + SIGINT, what a shell reports for a Ctrl+C'd job
 _TERM_EXIT_CODE = 143  # 128 + SIGTERM
+#: Words in a SIGTERM handler's calls that make it a batch job's handler (a preempted run).
+_JOB_WORDS = frozenset({"checkpoint", "ckpt", "train", "trainer", "training", "epoch", "preempt", "preempted"})
 _CANCELLATION = frozenset({"asyncio.CancelledError", "asyncio.exceptions.CancelledError", "builtins.BaseException"})
 
 _Handler = Union[cst.ExceptHandler, cst.ExceptStarHandler]
@@ -34,14 +38,19 @@ class InterruptExitZero(Rule):
       makes `asyncio.run` return normally (measured: status 0);
     - `sys.exit(0)` (or any exit call with status 0, or `raise SystemExit(0)`) in a SIGINT or
       SIGTERM handler installed with `signal.signal` or `loop.add_signal_handler` (a function or
-      a lambda) that shuts something down first (a call other than logging). A handler that
-      only exits (an interactive tool's Ctrl+C means "quit") and a bare `raise SystemExit`
-      (the idiom that makes a signal unwind `finally` blocks) are left alone.
+      a lambda) that shuts something down first (a call other than logging). A SIGTERM
+      handler counts only in a batch job (the module starts torch.distributed or a Ray driver,
+      or the handler saves a checkpoint or stops training): for a service, exit 0 after
+      SIGTERM is the conventional graceful shutdown. A handler that only exits (an
+      interactive tool's Ctrl+C means "quit") and a bare `raise SystemExit` (the idiom that
+      makes a signal unwind `finally` blocks) are left alone.
 
     Not flagged: exits with a non-zero or computed status, exits inside functions or
     lambdas defined in the handler (they do not run there), `except Exception:` handlers
     (they never see `KeyboardInterrupt`), a handler inside a loop that goes on (a REPL), a
     handler followed by code that exits or raises, `return 1` under `sys.exit(main())`, a
+    `try` that never ends by itself (`while True` with no way out, `serve_forever()`,
+    `uvicorn.run()`: Ctrl+C is how a monitor or a server is meant to stop), a
     handler whose `try` raises `KeyboardInterrupt` itself (an idle shutdown) or whose function
     installs its own SIGINT handler (Ctrl+C never raises there), and bare `except:` (too broad
     to say the author meant Ctrl+C).
@@ -193,6 +202,43 @@ class InterruptExitZero(Rule):
 
         if __name__ == "__main__":
             main()
+        """,
+        # a monitor that runs until Ctrl+C, and a server: Ctrl+C is their normal stop
+        """
+        import time
+        def main():
+            try:
+                while True:
+                    check_memory()
+                    time.sleep(1)
+            except KeyboardInterrupt:
+                log.info("stopped by user")
+
+        if __name__ == "__main__":
+            main()
+        """,
+        """
+        import uvicorn
+        def main():
+            try:
+                uvicorn.run(app)
+            except KeyboardInterrupt:
+                log.info("shutting down")
+            finally:
+                cleanup()
+
+        if __name__ == "__main__":
+            main()
+        """,
+        # a service's SIGTERM handler: exit 0 is its conventional graceful shutdown
+        """
+        import signal, sys
+        class Launcher:
+            def __init__(self):
+                signal.signal(signal.SIGTERM, self._on_signal)
+            def _on_signal(self, signum, frame):
+                self._stop_servers()
+                sys.exit(0)
         """,
         # the handler's function is not the process entrypoint
         """
@@ -454,7 +500,7 @@ class InterruptExitZero(Rule):
             import signal, sys
 
             def stop(sig, frame):
-                pool.shutdown()
+                trainer.save_checkpoint()
                 sys.exit()
 
             signal.signal(signal.SIGINT, stop)
@@ -464,7 +510,7 @@ class InterruptExitZero(Rule):
             import signal, sys
 
             def stop(sig, frame):
-                pool.shutdown()
+                trainer.save_checkpoint()
                 sys.exit(128 + sig)
 
             signal.signal(signal.SIGINT, stop)
@@ -532,7 +578,8 @@ class InterruptExitZero(Rule):
     def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
         """``except KeyboardInterrupt: log(); cleanup()`` that returns or falls through to the
         end of the process entrypoint: the process exits 0 (exit-path facts)."""
-        if not self._catches_interrupt(node) or self._raises_interrupt_itself(node) or self._sigint_handled_in(node):
+        if not self._catches_interrupt(node) or self._raises_interrupt_itself(node) or self._sigint_handled_in(node) \
+                or self._runs_until_stopped(node):
             return
         entry = self.facts.normal_return_to_entrypoint(node)
         if entry is None:
@@ -558,12 +605,45 @@ class InterruptExitZero(Rule):
             if call is exit_node or self.facts.is_exit(call) or not self.facts.is_ancestor(handler, call):
                 continue
             name = self.facts.call_name(call) or cst.Module([]).code_for_node(call.func)
+            if name == "builtins.SystemExit":
+                continue
             head = name.split(".")[0].lower()
             if name == "builtins.print" or head in ("logger", "logging", "log", "_logger", "warnings", "sys") \
                     or name.endswith(("info", "debug", "warning", "error", "exception", "flush")):
                 continue
             return True
         return False
+
+    def _runs_until_stopped(self, handler: cst.ExceptHandler) -> bool:
+        """The ``try`` body never ends by itself (``while True`` with no way out, a server's
+        ``serve_forever()``/``uvicorn.run()``): Ctrl+C is how the program is meant to stop, so
+        its status 0 is the normal one (a monitor or a server, not an interrupted run)."""
+        tr = self.facts.parent(handler)
+        if not isinstance(tr, cst.Try):
+            return False
+        for call in self.facts.calls:
+            if self.facts.is_ancestor(tr.body, call):
+                name = self.facts.call_name(call) or cst.Module([]).code_for_node(call.func)
+                if name in _SERVE_CALLS or name.rsplit(".", 1)[-1] in _SERVE_METHODS:
+                    return True
+        stmts = tr.body.body if isinstance(tr.body, cst.IndentedBlock) else []
+        return bool(stmts) and isinstance(stmts[-1], cst.While) and _endless(stmts[-1])
+
+    def _batch_job(self, handler: cst.CSTNode) -> bool:
+        """The SIGTERM handler belongs to a job whose status a scheduler reads: the module starts
+        torch.distributed or a Ray driver, or the handler saves a checkpoint / stops training."""
+        if any(self.facts.contexts(fn) & {TORCH_WORKER, DRIVER} and self._calls_job_setup(fn)
+               for fn in self.facts.functions):
+            return True
+        for call in self.facts.calls:
+            if self.facts.is_ancestor(handler, call):
+                words = set(identifier_words(cst.Module([]).code_for_node(call.func)))
+                if words & _JOB_WORDS:
+                    return True
+        return False
+
+    def _calls_job_setup(self, fn) -> bool:
+        return any(self.facts.call_name(c) in ("ray.init", "torch.distributed.init_process_group") for c in fn.calls)
 
     def _sigint_handled_in(self, handler: cst.ExceptHandler) -> bool:
         """The handler's function installs its own SIGINT handler: Ctrl+C never raises
@@ -606,6 +686,8 @@ class InterruptExitZero(Rule):
         handler, signals = found
         if not self._shuts_down(handler, node):
             return None  # a handler that only exits (an interactive tool's Ctrl+C = quit)
+        if "SIGTERM" in signals and not self._batch_job(handler):
+            return None  # a service: exit 0 after SIGTERM is its conventional graceful shutdown
         names = " and ".join(sorted(signals))
         what = f"a {names} handler"
         if signals == {"SIGINT"}:
@@ -665,6 +747,38 @@ class InterruptExitZero(Rule):
             return False  # a bare except: too broad to say the author meant Ctrl+C
         exprs = [el.value for el in t.elements] if isinstance(t, cst.Tuple) else [t]
         return any(self.facts.qualified_name(e, handler) == "builtins.KeyboardInterrupt" for e in exprs)
+
+
+_SERVE_CALLS = frozenset({"uvicorn.run", "aiohttp.web.run_app", "asyncio.AbstractEventLoop.run_forever"})
+_SERVE_METHODS = frozenset({"serve_forever", "run_forever", "wait_for_termination"})
+
+
+def _endless(loop: cst.While) -> bool:
+    """``while True:`` whose body has no ``break`` or ``return`` of its own."""
+    test = loop.test
+    if not ((isinstance(test, cst.Name) and test.value == "True") or
+            (isinstance(test, cst.Integer) and test.evaluated_value != 0)):
+        return False
+    found = [False]
+
+    class _Scan(cst.CSTVisitor):
+        def visit_For(self, n: cst.For) -> bool:
+            return False
+
+        def visit_While(self, n: cst.While) -> bool:
+            return n is loop
+
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_Break(self, n: cst.Break) -> None:
+            found[0] = True
+
+        def visit_Return(self, n: cst.Return) -> None:
+            found[0] = True
+
+    loop.visit(_Scan())
+    return not found[0]
 
 
 def _returns(body: cst.CSTNode) -> int:
