@@ -213,6 +213,22 @@ class UnobservedTaskException(Rule):
                 if isinstance(r, Exception):
                     raise r
         """,
+        # the coroutine records its failure itself; the gather only waits
+        """
+        import asyncio
+        async def run(jobs):
+            failure = None
+            async def one(j):
+                nonlocal failure
+                try:
+                    await j()
+                except BaseException as exc:
+                    failure = exc
+            tasks = [asyncio.create_task(one(j)) for j in jobs]
+            await asyncio.gather(*tasks, return_exceptions=True)
+            if failure is not None:
+                raise failure
+        """,
         # a watcher task that only waits for others cannot fail
         """
         import asyncio
@@ -451,6 +467,8 @@ class UnobservedTaskException(Rule):
         verdict, where = self._follow(node, "task")
         if verdict == OBSERVED:
             return
+        if self._lost_in_gather and target is not None and self._records_failures(target):
+            return  # the coroutine keeps its own failures (`except BaseException as e: failure = e`)
         if verdict == REFERENCE_ONLY:
             if not self.config["flag-reference-only"]:
                 return
@@ -547,6 +565,24 @@ class UnobservedTaskException(Rule):
             self._lost_in_gather = True
             return UNOBSERVED, None
         return OBSERVED, None  # gather/wait/shield/supervise or another function: handed over
+
+    def _records_failures(self, fn) -> bool:
+        """A broad handler in ``fn`` hands the exception on (stores it, passes it to a call):
+        the failure is kept somewhere a discarded gather result does not matter."""
+        found = [False]
+        facts = self.facts
+
+        class _Scan(cst.CSTVisitor):
+            def visit_ExceptHandler(self, h: cst.ExceptHandler) -> None:
+                t = h.type
+                names = [] if t is None else [el.value for el in t.elements] if isinstance(t, cst.Tuple) else [t]
+                broad = t is None or any(facts.qualified_name(n, h) in ("builtins.Exception", "builtins.BaseException")
+                                         for n in names)
+                if broad and facts.exit_paths(h).hands_on:
+                    found[0] = True
+
+        fn.node.body.visit(_Scan())
+        return found[0]
 
     def _discarding_gather(self, call: cst.Call) -> bool:
         """``gather(..., return_exceptions=True)`` whose result list is discarded or bound to a
