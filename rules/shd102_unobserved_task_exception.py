@@ -598,7 +598,8 @@ class UnobservedTaskException(Rule):
             node, parent = parent, self.facts.parent(parent)
         if isinstance(parent, cst.Expr):
             return True
-        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+        if (isinstance(parent, cst.Assign) and len(parent.targets) == 1
+                and isinstance(parent.targets[0].target, cst.Name)):
             name = parent.targets[0].target
             if name.value == "_":
                 return True
