@@ -8,8 +8,6 @@ from shutdown_lint.rule import AddImport, Fix, Invalid, Replace, Rule
 
 _CANCELLED = frozenset({"asyncio.CancelledError", "asyncio.exceptions.CancelledError"})
 _BROAD = frozenset({"builtins.BaseException"})
-#: Calls that end the task/process themselves: the handler does not swallow anything.
-_EXITS = frozenset({"sys.exit", "os._exit", "builtins.exit", "builtins.quit", "runtime_guard.hard_exit"})
 #: Wrappers whose argument is an existing task/future when it is a plain name.
 _AWAIT_WRAPPERS = frozenset({"asyncio.gather", "asyncio.wait", "asyncio.wait_for", "asyncio.shield"})
 

@@ -8,7 +8,7 @@ from shutdown_lint.facts import RAY_REMOTE
 from shutdown_lint.rule import Fix, InsertAfter, InsertBefore, Invalid, Option, Replace, Rule
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
-from ._vocabulary import EXIT_CALLS, RAY_BOUNDED_WAIT_CALLS, RAY_GUARD_WAIT_CALLS
+from ._vocabulary import RAY_BOUNDED_WAIT_CALLS, RAY_GUARD_WAIT_CALLS
 from .shd403_ray_get_orphans_on_interrupt import calls_in, is_interrupt_handler
 
 _BROAD = frozenset({"builtins.Exception", "builtins.BaseException"})
@@ -562,7 +562,7 @@ class CancelWithoutCleanupWait(Rule):
                 return "`return`"
             if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
                 name = self.facts.call_name(small.value)
-                if name in EXIT_CALLS:
+                if self.facts.is_exit(small.value):  # the shared exit-path vocabulary
                     return f"`{name.split('.')[-1] if name.startswith('builtins.') else name}()`"
         return None
 
