@@ -11,10 +11,8 @@ Both actors run in ONE subprocess with one `ray.init`.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -22,9 +20,10 @@ from shutdown_lint.analyzer import lint_source
 from shutdown_lint.fixer import fix_source
 from shutdown_lint.settings import Settings
 
+from ray_scaffold import ray_env
+
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
 SETTINGS = Settings(selected=("SHD404",), target_version="py311")
 N = 5
 GRACE = 8  # seconds between SIGTERM and SIGKILL
@@ -109,11 +108,7 @@ def test_sigterm_to_async_actor_leaks_and_setup_worker_cleans_up(tmp_path):
     (tmp_path / "runner.py").write_text(f"N = {N}\nGRACE = {GRACE}\n" + RUNNER)
     leases = tmp_path / "leases"
     leases.mkdir()
-    env = dict(os.environ)
-    # Ray workers inherit the driver's environment: they import the actor modules from here
-    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    env.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    env.setdefault("RAY_AUTH_MODE", "disabled")
+    env = ray_env(tmp_path)  # Ray workers inherit it: they import the actor modules from here
     proc = subprocess.run([sys.executable, "runner.py", str(leases), "hazard_actor", "fixed_actor"],
                           cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=150,
                           start_new_session=True)
@@ -186,10 +181,7 @@ def test_sigterm_to_threaded_actor_running_asyncio_run_leaks_and_setup_worker_cl
     (tmp_path / "runner.py").write_text(f"N = {N}\nGRACE = {GRACE}\n" + RUNNER)
     leases = tmp_path / "leases"
     leases.mkdir()
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    env.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    env.setdefault("RAY_AUTH_MODE", "disabled")
+    env = ray_env(tmp_path)
     proc = subprocess.run([sys.executable, "runner.py", str(leases), "threaded_actor", "single_actor",
                            "fixed_threaded"], cwd=str(tmp_path), env=env, capture_output=True, text=True,
                           timeout=200, start_new_session=True)
