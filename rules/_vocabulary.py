@@ -36,9 +36,8 @@ RAY_CANCEL_CALLS = ("ray.cancel", "runtime_guard.ray.cancel_and_wait")
 #: Calls that wait, bounded, for Ray work to finish (its cleanup included). ``ray.get`` and
 #: ``ray.wait`` count only with a ``timeout``; the runtime_guard helpers always wait.
 RAY_BOUNDED_WAIT_CALLS = ("ray.wait", "ray.get")
-RAY_GUARD_WAIT_CALLS = ("runtime_guard.ray.cancel_and_wait", "runtime_guard.ray.interruptible_get")
-#: Calls that end the process (or the driver's main path) right away (SHD501).
-EXIT_CALLS = ("sys.exit", "os._exit", "builtins.exit", "builtins.quit", "runtime_guard.hard_exit")
+RAY_GUARD_WAIT_CALLS = ("runtime_guard.ray.cancel_and_wait", "runtime_guard.ray.interruptible_get",
+                        "runtime_guard.ray.wait_for_cleanup")
 
 # ---------------------------------------------------------------- teardown paths (SHD502, SHD503)
 #: Words in a function or method name that make it a cleanup path (``close``, ``_shutdown_pool``,

@@ -30,6 +30,7 @@ _ADDERS = frozenset({"append", "add", "appendleft", "insert", "setdefault", "put
 _ELEMENT_GETTERS = frozenset({"pop", "popleft", "get", "popitem"})
 _VIEW_GETTERS = frozenset({"values", "copy", "items"})
 _NEUTRAL_FUNCS = frozenset({"len", "bool", "id", "print", "repr", "str", "isinstance"})
+_GATHERS = frozenset({"asyncio.gather", "tqdm.asyncio.tqdm.gather", "tqdm.asyncio.tqdm_asyncio.gather"})
 
 OBSERVED = "observed"
 UNOBSERVED = "unobserved"
@@ -53,6 +54,13 @@ class UnobservedTaskException(Rule):
     attributes every use of `.x` in the module. A task (or its collection) handed to any
     other call, returned or yielded counts as observed: the receiver is responsible.
     `.cancel()`, `.done()` and `len()` do not observe.
+
+    Awaiting is not observing when the only await is `gather(..., return_exceptions=True)`
+    whose result list is discarded (a bare `await gather(...)` statement, or a name nobody
+    reads): the exceptions are collected into the list and dropped with it (the SkyRL #1691
+    trainer: generation workers gathered this way after `cancel()` at the end of an epoch).
+    Tasks handed to a function as a parameter default (`async def watch(tasks=workers)`) are
+    followed into that function.
 
     The asyncio docs' "keep a reference" idiom, `tasks.add(t)` plus
     `t.add_done_callback(tasks.discard)`, keeps the task alive but never looks at its
@@ -199,6 +207,43 @@ class UnobservedTaskException(Rule):
             async def drain(self):
                 await asyncio.wait(self._pending.values())
         """,
+        # gather with return_exceptions=True whose results are inspected
+        """
+        import asyncio
+        async def main(xs):
+            tasks = [asyncio.create_task(f(x)) for x in xs]
+            results = await asyncio.gather(*tasks, return_exceptions=True)
+            for r in results:
+                if isinstance(r, Exception):
+                    raise r
+        """,
+        # the coroutine records its failure itself; the gather only waits
+        """
+        import asyncio
+        async def run(jobs):
+            failure = None
+            async def one(j):
+                nonlocal failure
+                try:
+                    await j()
+                except BaseException as exc:
+                    failure = exc
+            tasks = [asyncio.create_task(one(j)) for j in jobs]
+            await asyncio.gather(*tasks, return_exceptions=True)
+            if failure is not None:
+                raise failure
+        """,
+        # a watcher task that only waits for others cannot fail
+        """
+        import asyncio
+        async def main(workers, done):
+            async def watch(tasks=workers):
+                await asyncio.gather(*tasks, return_exceptions=True)
+                done.set()
+            w = asyncio.create_task(watch())
+            w.cancel()
+            await asyncio.gather(w, return_exceptions=True)
+        """,
         # iterated and awaited
         """
         import asyncio
@@ -334,6 +379,62 @@ class UnobservedTaskException(Rule):
                         t.cancel()
             """,
         ),
+        # awaited only through a discarded gather(return_exceptions=True): failures vanish
+        Invalid(
+            """
+            import asyncio
+
+            class Trainer:
+                async def train(self, buffer):
+                    workers = [asyncio.create_task(self._generate(buffer)) for _ in range(4)]
+                    while not buffer.exhausted():
+                        await self._step(await buffer.get())
+                    for w in workers:
+                        w.cancel()
+                    await asyncio.gather(*workers, return_exceptions=True)  # wait for them
+            """,
+            fixed="""
+            import asyncio
+            import runtime_guard
+
+            class Trainer:
+                async def train(self, buffer):
+                    workers = [runtime_guard.supervise(asyncio.create_task(self._generate(buffer))) for _ in range(4)]
+                    while not buffer.exhausted():
+                        await self._step(await buffer.get())
+                    for w in workers:
+                        w.cancel()
+                    await asyncio.gather(*workers, return_exceptions=True)  # wait for them
+            """,
+            message_contains="return_exceptions=True",
+        ),
+        Invalid(
+            """
+            import asyncio
+
+            async def run(jobs, done):
+                tasks = [asyncio.create_task(j()) for j in jobs]
+
+                async def watch(pending=tasks):
+                    _ = await asyncio.gather(*pending, return_exceptions=True)
+                    done.set()
+
+                await watch()
+            """,
+            fixed="""
+            import asyncio
+            import runtime_guard
+
+            async def run(jobs, done):
+                tasks = [runtime_guard.supervise(asyncio.create_task(j())) for j in jobs]
+
+                async def watch(pending=tasks):
+                    _ = await asyncio.gather(*pending, return_exceptions=True)
+                    done.set()
+
+                await watch()
+            """,
+        ),
         Invalid(
             """
             import asyncio
@@ -363,15 +464,23 @@ class UnobservedTaskException(Rule):
             return
         if handles_own_errors(self.facts, node):
             return  # nothing can escape the coroutine: no exception to lose (a dropped one is SHD106's)
+        target = self.facts.coroutine_target(node.args[0].value, node)
         self._seen: set = set()
+        self._lost_in_gather = False
         verdict, where = self._follow(node, "task")
         if verdict == OBSERVED:
             return
+        if self._lost_in_gather and target is not None and self._records_failures(target):
+            return  # the coroutine keeps its own failures (`except BaseException as e: failure = e`)
         if verdict == REFERENCE_ONLY:
             if not self.config["flag-reference-only"]:
                 return
             message = (f"task kept in `{where}` whose done callback only discards it: an exception it "
                        "raises is never looked at and the program goes on")
+        elif self._lost_in_gather:
+            message = (f"task{'' if where is None else f' stored in `{where}`'} is awaited only through "
+                       "`gather(..., return_exceptions=True)` whose results are discarded: an exception it "
+                       "raises is lost and the program goes on")
         elif where is None:
             message = ("task is discarded: an exception it raises is lost and the program goes on "
                        "(and the loop holds only a weak reference to it)")
@@ -422,6 +531,13 @@ class UnobservedTaskException(Rule):
             return self._follow(parent, "task")
         if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is expr:
             return self._iterated(parent, mode)
+        if isinstance(parent, cst.Param) and parent.default is expr:
+            # `async def watch(tasks=generator_tasks)`: what the function does with the parameter
+            fn_node = next((a for a in self.facts.ancestors(parent) if isinstance(a, (cst.FunctionDef, cst.Lambda))),
+                           None)
+            if isinstance(fn_node, cst.FunctionDef):
+                uses = [n for n in _names(fn_node.body, parent.name.value) if not self._is_store(n)]
+                return self._uses_verdict(uses, mode, parent.name.value)
         return OBSERVED, None  # anything we do not model: assume the code knows
 
     def _as_argument(self, arg: cst.Arg, mode: Mode) -> tuple[str, Optional[str]]:
@@ -436,7 +552,52 @@ class UnobservedTaskException(Rule):
                 return self._follow_collection(f.value)
         if isinstance(f, cst.Name) and f.value in _NEUTRAL_FUNCS:
             return UNOBSERVED, None
+        if self._discarding_gather(call):
+            self._lost_in_gather = True
+            return UNOBSERVED, None
         return OBSERVED, None  # gather/wait/shield/supervise or another function: handed over
+
+    def _records_failures(self, fn) -> bool:
+        """A broad handler in ``fn`` hands the exception on (stores it, passes it to a call):
+        the failure is kept somewhere a discarded gather result does not matter."""
+        found = [False]
+        facts = self.facts
+
+        class _Scan(cst.CSTVisitor):
+            def visit_ExceptHandler(self, h: cst.ExceptHandler) -> None:
+                t = h.type
+                names = [] if t is None else [el.value for el in t.elements] if isinstance(t, cst.Tuple) else [t]
+                broad = t is None or any(facts.qualified_name(n, h) in ("builtins.Exception", "builtins.BaseException")
+                                         for n in names)
+                if broad and facts.exit_paths(h).hands_on:
+                    found[0] = True
+
+        fn.node.body.visit(_Scan())
+        return found[0]
+
+    def _discarding_gather(self, call: cst.Call) -> bool:
+        """``gather(..., return_exceptions=True)`` whose result list is discarded or bound to a
+        name nobody reads: the exceptions it collected are lost (SkyRL #1691)."""
+        if self.facts.call_name(call) not in _GATHERS or not any(
+            a.keyword is not None and a.keyword.value == "return_exceptions"
+            and isinstance(a.value, cst.Name) and a.value.value == "True" for a in call.args
+        ):
+            return False
+        node: cst.CSTNode = call
+        parent = self.facts.parent(node)
+        if isinstance(parent, cst.Await):
+            node, parent = parent, self.facts.parent(parent)
+        if isinstance(parent, cst.Expr):
+            return True
+        if (isinstance(parent, cst.Assign) and len(parent.targets) == 1
+                and isinstance(parent.targets[0].target, cst.Name)):
+            name = parent.targets[0].target
+            if name.value == "_":
+                return True
+            fn = self.facts.enclosing_function(call)
+            region = fn.node if fn is not None else self.facts.module
+            return not [n for n in _names(region, name.value) if n is not name and not self._is_store(n)]
+        return False
 
     def _method_use(self, attr: cst.Attribute, mode: Mode) -> tuple[str, Optional[str]]:
         call = self.facts.parent(attr)
@@ -571,11 +732,13 @@ def is_task_spawn(facts, node: cst.Call) -> bool:
 
 def handles_own_errors(facts, node: cst.Call) -> bool:
     """The spawned coroutine is a same-module ``async def`` that catches and does not re-raise every
-    ``Exception``: no failure can be lost (SHD102 stays quiet; SHD106 looks at the reference)."""
+    ``Exception``, or a watcher that only waits and cannot fail: no failure can be lost (SHD102 stays
+    quiet; SHD106 looks at the reference)."""
     if not node.args:
         return False
     target = facts.coroutine_target(node.args[0].value, node)
-    return target is not None and target.is_async and _swallows_errors(target.node.body)
+    return target is not None and target.is_async and (_swallows_errors(target.node.body)
+                                                       or _only_waits(target.node.body))
 
 
 _BROAD_HANDLERS = ("Exception", "BaseException")
@@ -601,6 +764,38 @@ def _swallows_errors(body: cst.BaseSuite) -> bool:
         elif not _bookkeeping(st):
             return False
     return guarded
+
+
+def _only_waits(body: cst.BaseSuite) -> bool:
+    """A watcher that cannot fail: only ``await gather(..., return_exceptions=True)`` /
+    ``await asyncio.sleep(...)``, ``event.set()``, docstrings and ``pass``."""
+    stmts = body.body if isinstance(body, cst.IndentedBlock) else []
+    if not stmts:
+        return False
+    for st in stmts:
+        if not isinstance(st, cst.SimpleStatementLine):
+            return False
+        for small in st.body:
+            if isinstance(small, cst.Pass):
+                continue
+            if not isinstance(small, cst.Expr):
+                return False
+            v = small.value
+            if isinstance(v, (cst.SimpleString, cst.ConcatenatedString)):
+                continue
+            if isinstance(v, cst.Await) and isinstance(v.expression, cst.Call):
+                call = v.expression
+                name = _code(call.func)
+                if name.endswith("sleep") or (name.endswith("gather") and any(
+                        a.keyword is not None and a.keyword.value == "return_exceptions"
+                        and _code(a.value) == "True" for a in call.args)):
+                    continue
+                return False
+            if isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "set" \
+                    and not v.args:
+                continue
+            return False
+    return True
 
 
 def _bookkeeping(st: cst.BaseStatement) -> bool:

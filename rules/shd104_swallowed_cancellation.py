@@ -8,8 +8,6 @@ from shutdown_lint.rule import AddImport, Fix, Invalid, Replace, Rule
 
 _CANCELLED = frozenset({"asyncio.CancelledError", "asyncio.exceptions.CancelledError"})
 _BROAD = frozenset({"builtins.BaseException"})
-#: Calls that end the task/process themselves: the handler does not swallow anything.
-_EXITS = frozenset({"sys.exit", "os._exit", "builtins.exit", "builtins.quit", "runtime_guard.hard_exit"})
 #: Wrappers whose argument is an existing task/future when it is a plain name.
 _AWAIT_WRAPPERS = frozenset({"asyncio.gather", "asyncio.wait", "asyncio.wait_for", "asyncio.shield"})
 
@@ -24,13 +22,22 @@ class SwallowedCancellation(Rule):
     deliberate cancellation bookkeeping (`uncancel()`, `cancelling()`), when the `try`
     body awaits something (only an `await` can deliver a cancellation).
 
-    Not flagged: `except Exception:` (CancelledError is a BaseException); handlers that
-    contain any `raise` or end the process; a broad handler that binds the exception and
-    hands it on (`except BaseException as e: errors.append(e)`, `convert(e)`), which is
-    how frameworks collect and re-raise errors; a handler preceded in the same `try` by
-    `except CancelledError: raise`; the common "cancel a task, then await it" idiom, where
-    the function calls `.cancel()` and the `try` awaits an existing task or future (not a
-    fresh coroutine call); code outside coroutines.
+    How control leaves the handler comes from the shared exit-path facts: a handler whose
+    `raise` sits in a `try` whose `finally` does `return` (or `break`/`continue`) is flagged,
+    since that `return` swallows the cancellation and anything raised inside.
+
+    The "cancel a task, then await it" idiom (the function calls `.cancel()` and the `try`
+    awaits an existing task or future, not a fresh coroutine call) is fine with
+    `except CancelledError: pass`; with `except BaseException:` or a bare `except:` that
+    swallows, it is flagged: that handler also stops the caller's own cancellation,
+    `KeyboardInterrupt` and `SystemExit`.
+
+    Not flagged: `except Exception:` (CancelledError is a BaseException); handlers with a
+    way out that re-raises, raises or ends the process; a broad handler that binds the
+    exception and hands it on (`except BaseException as e: errors.append(e)`, `convert(e)`)
+    or records it and raises it later (`error = e` ... `raise error`), which is how
+    frameworks collect and re-raise errors; a handler preceded in the same `try` by
+    `except CancelledError: raise`; code outside coroutines.
 
     ## Why is this bad?
     `task.cancel()` asks the task to stop by raising `CancelledError` at its current
@@ -71,8 +78,14 @@ class SwallowedCancellation(Rule):
     `continue`); no fix when it ends in `return <value>`. For a bare `except:`, an
     `except BaseException:` or a tuple, it inserts an `except asyncio.CancelledError:
     raise` handler just before, so other exceptions are still handled as before (it
-    reuses an `import asyncio as x` alias, or adds `import asyncio`). No fix for
-    `except*` handlers.
+    reuses an `import asyncio as x` alias, or adds `import asyncio`). In the cancel-then-await
+    idiom a broad handler becomes `except (asyncio.CancelledError, Exception):` whose first
+    statement is `if asyncio.current_task().cancelling(): raise` (the awaited task's own
+    cancellation and failure are still ignored; `KeyboardInterrupt`, `SystemExit` and the
+    caller's cancellation pass; needs `--target-version py311`, as `Task.cancelling()` is new
+    in 3.11). No fix
+    for `except*` handlers, nor when a `return` in a `finally` swallows the handler's
+    `raise` (appending another `raise` would never run; remove the `return`).
 
     ## References
     - Python docs: `asyncio.Task.cancel`, "Task Cancellation" (`uncancel`, `cancelling`)
@@ -153,6 +166,33 @@ class SwallowedCancellation(Rule):
                 raise
             except BaseException:
                 log.exception("step failed")
+        """,
+        # cancel-then-await with a broad handler that records the error and re-raises it later
+        """
+        import asyncio
+        class Runner:
+            async def stop(self):
+                self._task.cancel()
+                error = None
+                try:
+                    await self._task
+                except BaseException as e:
+                    error = e
+                if error is not None and not isinstance(error, asyncio.CancelledError):
+                    raise error
+        """,
+        # a finally that returns only when nothing was raised is not on the handler's way out
+        """
+        import asyncio
+        async def pump(q):
+            try:
+                await q.get()
+            except asyncio.CancelledError:
+                try:
+                    await q.close()
+                finally:
+                    log.info("closed")
+                raise
         """,
         # conditional re-raise inside a broad handler
         """
@@ -301,6 +341,75 @@ class SwallowedCancellation(Rule):
                 except asyncio.CancelledError: raise
             """,
         ),
+        # the raise is swallowed by the `return` in the nested finally: no mechanical fix
+        Invalid(
+            """
+            import asyncio
+
+            async def run_trial(sandbox):
+                try:
+                    await sandbox.exec("pytest")
+                except asyncio.CancelledError:
+                    try:
+                        await sandbox.stop()
+                        raise
+                    finally:
+                        return None  # always hand back None
+            """,
+            fixed=None,
+            message_contains="finally",
+        ),
+        # cancel-then-await with `except BaseException: pass`: KeyboardInterrupt, SystemExit and
+        # the caller's own cancellation stop here too
+        Invalid(
+            """
+            import asyncio
+
+            class Poller:
+                async def stop(self):
+                    self._task.cancel()
+                    try:
+                        await self._task
+                    except BaseException:  # stopped
+                        pass
+            """,
+            fixed="""
+            import asyncio
+
+            class Poller:
+                async def stop(self):
+                    self._task.cancel()
+                    try:
+                        await self._task
+                    except (asyncio.CancelledError, Exception):  # stopped
+                        if asyncio.current_task().cancelling():
+                            raise
+                        pass
+            """,
+            message_contains="KeyboardInterrupt",
+        ),
+        Invalid(
+            """
+            import asyncio as aio
+            async def shutdown(worker):
+                worker.cancel()
+                try:
+                    await worker
+                except:
+                    log.debug("worker gone")
+            """,
+            fixed="""
+            import asyncio as aio
+            async def shutdown(worker):
+                worker.cancel()
+                try:
+                    await worker
+                except (aio.CancelledError, Exception):
+                    if aio.current_task().cancelling():
+                        raise
+                    log.debug("worker gone")
+            """,
+        ),
         Invalid(
             """
             import asyncio
@@ -332,17 +441,34 @@ class SwallowedCancellation(Rule):
         tr = self.facts.parent(handler)
         if not isinstance(tr, (cst.Try, cst.TryStar)) or not _awaits(tr.body):
             return
-        if self._reraises_or_books(handler.body):
+        paths = self.facts.exit_paths(handler)
+        what = {"cancelled": "`except CancelledError`", "bare": "bare `except:`",
+                "broad": "`except BaseException`"}[kind]
+        if paths.swallowing_finally is not None and not paths.propagates:
+            # `except CancelledError: try: ... raise finally: return`: the return wins
+            self.report(
+                handler,
+                f"{what} in a coroutine leaves through a `return`/`break`/`continue` in a `finally`, "
+                "which swallows the cancellation and anything raised before it: the task returns normally",
+            )
             return
-        if kind != "cancelled" and _uses_bound_exception(handler):
+        if self._reraises_or_books(handler):
+            return
+        if kind != "cancelled" and (paths.hands_on or paths.reraised_later):
             return  # `except BaseException as e: errors.append(e)`: handed on, re-raised elsewhere
         if self._earlier_handler_reraises(tr, handler):
             return
         if self._cancel_then_await(fn, tr):
+            if kind == "cancelled" or not self._catches_everything(handler):
+                return  # the task we cancelled ourselves: its CancelledError is expected
+            self.report(
+                handler,
+                f"{what} around awaiting a task this coroutine cancelled swallows more than that task's "
+                "cancellation: the caller's own cancellation, KeyboardInterrupt and SystemExit stop here too",
+                fix=self._narrow_fix(handler),
+            )
             return
         fix = self._fix(handler, kind)
-        what = {"cancelled": "`except CancelledError`", "bare": "bare `except:`",
-                "broad": "`except BaseException`"}[kind]
         self.report(
             handler,
             f"{what} in a coroutine swallows cancellation: the task keeps running or returns normally, "
@@ -364,10 +490,20 @@ class SwallowedCancellation(Rule):
             return "cancelled" if len(names) == 1 else "broad"
         return None
 
-    def _reraises_or_books(self, body: cst.BaseSuite) -> bool:
-        found = False
+    def _catches_everything(self, handler: _Handler) -> bool:
+        """Bare ``except:`` or ``BaseException`` (alone or in a tuple)."""
+        t = handler.type
+        if t is None:
+            return True
+        exprs = [el.value for el in t.elements] if isinstance(t, cst.Tuple) else [t]
+        return any(self.facts.qualified_name(e, handler) in _BROAD for e in exprs)
 
-        facts = self.facts
+    def _reraises_or_books(self, handler: _Handler) -> bool:
+        """Some way out of the handler re-raises, raises or exits (exit-path facts), or it does
+        deliberate cancellation bookkeeping (``uncancel()``, ``cancelling()``)."""
+        if self.facts.exit_paths(handler).propagates:
+            return True
+        found = False
 
         class _Scan(cst.CSTVisitor):
             def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
@@ -379,25 +515,19 @@ class SwallowedCancellation(Rule):
             def visit_ClassDef(self, node: cst.ClassDef) -> bool:
                 return False
 
-            def visit_Raise(self, node: cst.Raise) -> None:
-                nonlocal found
-                found = True
-
             def visit_Call(self, node: cst.Call) -> None:
                 nonlocal found
                 if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("uncancel", "cancelling"):
                     found = True
-                elif facts.call_name(node) in _EXITS:
-                    found = True
 
-        body.visit(_Scan())
+        handler.body.visit(_Scan())
         return found
 
     def _earlier_handler_reraises(self, tr: Union[cst.Try, cst.TryStar], handler: _Handler) -> bool:
         for h in tr.handlers:
             if h is handler:
                 return False
-            if self._catch_kind(h) == "cancelled" and self._reraises_or_books(h.body):
+            if self._catch_kind(h) == "cancelled" and self._reraises_or_books(h):
                 return True
         return False
 
@@ -434,6 +564,41 @@ class SwallowedCancellation(Rule):
         edits = [Replace(handler, new)] + ([] if alias else [AddImport("asyncio")])
         return Fix.unsafe(*edits, message="Re-raise CancelledError before the broad handler")
 
+    def _narrow_fix(self, handler: _Handler) -> Optional[Fix]:
+        """``except BaseException: pass`` -> ``except (asyncio.CancelledError, Exception):`` that
+        re-raises when this task itself is being cancelled: the awaited task's own cancellation
+        and failure are still ignored; KeyboardInterrupt, SystemExit and the caller's
+        cancellation pass. ``Task.cancelling()`` needs Python 3.11."""
+        if isinstance(handler, cst.ExceptStarHandler) or isinstance(handler.type, cst.Tuple):
+            return None
+        if not self.settings.target_at_least("py311"):
+            return None
+        alias = self.facts.module_alias("asyncio")
+        asyncio_name = alias or "asyncio"
+        check = cst.If(
+            test=cst.parse_expression(f"{asyncio_name}.current_task().cancelling()"),
+            body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Raise()])]),
+        )
+        body = handler.body
+        if isinstance(body, cst.IndentedBlock):
+            new_body = body.with_changes(body=[check, *body.body])
+        else:
+            rest = cst.SimpleStatementLine(list(body.body), trailing_whitespace=body.trailing_whitespace)
+            new_body = cst.IndentedBlock([check, rest])
+        new = handler.with_changes(type=_narrow_type(asyncio_name), body=new_body,
+                                   whitespace_after_except=cst.SimpleWhitespace(" "))
+        edits = [Replace(handler, new)] + ([] if alias else [AddImport("asyncio")])
+        return Fix.unsafe(*edits, message="Catch `(asyncio.CancelledError, Exception)` and re-raise when this "
+                                          "task itself is cancelled")
+
+
+def _narrow_type(alias: str) -> cst.Tuple:
+    return cst.Tuple([
+        cst.Element(cst.Attribute(cst.Name(alias), cst.Name("CancelledError")),
+                    comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+        cst.Element(cst.Name("Exception")),
+    ])
+
 
 def _append_raise(body: cst.BaseSuite) -> Optional[cst.BaseSuite]:
     """``body`` with ``raise`` as its last statement, or None when it returns a value."""
@@ -459,21 +624,6 @@ def _append_raise(body: cst.BaseSuite) -> Optional[cst.BaseSuite]:
             return body.with_changes(body=stmts)
     stmts.append(cst.SimpleStatementLine([cst.Raise()]))
     return body.with_changes(body=stmts)
-
-
-def _uses_bound_exception(handler: _Handler) -> bool:
-    if handler.name is None or not isinstance(handler.name.name, cst.Name):
-        return False
-    name = handler.name.name.value
-    used = False
-
-    class _Scan(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            nonlocal used
-            used = used or n.value == name
-
-    handler.body.visit(_Scan())
-    return used
 
 
 def _is_ref(expr: cst.BaseExpression) -> bool:

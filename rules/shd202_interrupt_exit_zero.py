@@ -4,11 +4,18 @@ from typing import Optional, Union
 
 import libcst as cst
 
-from shutdown_lint.rule import Fix, Invalid, Option, Replace, Rule
+from shutdown_lint.facts import DRIVER, RETURN, STATUS_ZERO, TORCH_WORKER
+from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule
+
+from ._vocabulary import identifier_words
 
 from ._exits import child_process_reason, rule_runs_here
 
 _INTERRUPT_EXIT_CODE = 130  # 128 + SIGINT, what a shell reports for a Ctrl+C'd job
+_TERM_EXIT_CODE = 143  # 128 + SIGTERM
+#: Words in a SIGTERM handler's calls that make it a batch job's handler (a preempted run).
+_JOB_WORDS = frozenset({"checkpoint", "ckpt", "train", "trainer", "training", "epoch", "preempt", "preempted"})
+_CANCELLATION = frozenset({"asyncio.CancelledError", "asyncio.exceptions.CancelledError", "builtins.BaseException"})
 
 _Handler = Union[cst.ExceptHandler, cst.ExceptStarHandler]
 
@@ -21,14 +28,39 @@ class InterruptExitZero(Rule):
     `runtime_guard.hard_exit(0)` or `raise SystemExit` / `raise SystemExit(0)` inside the
     handler (also in a tuple such as `except (KeyboardInterrupt, SystemExit):`).
 
+    Also flagged, from the shared exit-path facts:
+    - an `except KeyboardInterrupt:` handler that logs, cleans up and then returns (`return`,
+      `return None`) or falls through, when that normal exit ends the process entrypoint: the
+      handler's function is `main()` (or another function) called as a statement from the
+      `__main__` block (or as `sys.exit(main())`), or the handler sits in the `__main__` block
+      itself; in the coroutine `asyncio.run` runs from there, a handler that also catches
+      `CancelledError` (or `BaseException`): since Python 3.11 Ctrl+C cancels the main task
+      instead of raising `KeyboardInterrupt` in it, so a plain `except KeyboardInterrupt:` there
+      never runs (measured: status 130), while one that swallows the cancellation and returns
+      makes `asyncio.run` return normally (measured: status 0);
+    - `sys.exit(0)` (or any exit call with status 0, or `raise SystemExit(0)`) in a SIGINT or
+      SIGTERM handler installed with `signal.signal` or `loop.add_signal_handler` (a function or
+      a lambda) that shuts something down first (a call other than logging). A SIGTERM
+      handler counts only in a batch job (the module starts torch.distributed or a Ray driver,
+      or the handler saves a checkpoint or stops training): for a service, exit 0 after
+      SIGTERM is the conventional graceful shutdown. A handler that only exits (an
+      interactive tool's Ctrl+C means "quit") and a bare `raise SystemExit` (the idiom that
+      makes a signal unwind `finally` blocks) are left alone.
+
     An `os._exit(0)` in the handler is reported by SHD204 (os-exit-skips-cleanup) when
     that rule is selected, once for both problems: its fix writes
     `runtime_guard.hard_exit(130)`. SHD202 is about the exit *status* of an interrupted
     run; SHD204 about the cleanup `os._exit` skips (`atexit` handlers, buffered writes).
 
     Not flagged: exits with a non-zero or computed status, exits inside functions or
-    lambdas defined in the handler (they do not run there), and `except Exception:`
-    handlers (they never see `KeyboardInterrupt`).
+    lambdas defined in the handler (they do not run there), `except Exception:` handlers
+    (they never see `KeyboardInterrupt`), a handler inside a loop that goes on (a REPL), a
+    handler followed by code that exits or raises, `return 1` under `sys.exit(main())`, a
+    `try` that never ends by itself (`while True` with no way out, `serve_forever()`,
+    `uvicorn.run()`: Ctrl+C is how a monitor or a server is meant to stop), a
+    handler whose `try` raises `KeyboardInterrupt` itself (an idle shutdown) or whose function
+    installs its own SIGINT handler (Ctrl+C never raises there), and bare `except:` (too broad
+    to say the author meant Ctrl+C).
 
     ## Why is this bad?
     Status 0 means "finished successfully". SLURM, Kubernetes Jobs, `make`, shell scripts
@@ -67,7 +99,11 @@ class InterruptExitZero(Rule):
 
     ## Fix safety
     Safe: only the exit status of an interrupted run changes (to the `exit_code`
-    option, 130 by default). Comments around the call are kept.
+    option, 130 by default; 143 in a SIGTERM handler; `128 + signum` in a handler installed
+    for both signals). Comments around the call are kept. A handler that falls through or
+    ends in a bare `return` gets `sys.exit(130)` as its last statement (replacing a trailing
+    `pass`/`return`; `import sys` is added if needed); no fix when it returns from several
+    places.
 
     ## Options
     - `exit_code` (int, default 130): the status the fix writes.
@@ -82,8 +118,8 @@ class InterruptExitZero(Rule):
     code = "SHD202"
     name = "interrupt-exit-zero"
     summary = "`except KeyboardInterrupt` exits with status 0, so an interrupted run looks successful"
-    triggers = ("KeyboardInterrupt",)
-    facts_needed = ("parents", "imports")
+    triggers = ("KeyboardInterrupt", "SIGINT", "SIGTERM")
+    facts_needed = ("parents", "imports", "functions", "calls", "execution")
     options = {
         "exit_code": Option(_INTERRUPT_EXIT_CODE, int, "exit status the fix writes for an interrupted run"),
     }
@@ -133,6 +169,126 @@ class InterruptExitZero(Rule):
             run()
         except KeyboardInterrupt:
             exit()
+        """,
+        # a REPL: the handler goes back to the loop, not to the end of the process
+        """
+        def main():
+            while True:
+                try:
+                    line = input("> ")
+                except KeyboardInterrupt:
+                    print("^C")
+                    continue
+                run(line)
+
+        if __name__ == "__main__":
+            main()
+        """,
+        # in the coroutine asyncio.run runs, Ctrl+C cancels the main task (Python 3.11+): this
+        # handler never runs and asyncio.run raises KeyboardInterrupt (status 130)
+        """
+        import asyncio
+        async def amain():
+            try:
+                await serve()
+            except KeyboardInterrupt:
+                return
+        if __name__ == "__main__":
+            asyncio.run(amain())
+        """,
+        # the try body raises KeyboardInterrupt itself as its idle shutdown: status 0 is meant
+        """
+        import time
+        def main():
+            try:
+                while True:
+                    time.sleep(1)
+                    if idle():
+                        raise KeyboardInterrupt()
+            except KeyboardInterrupt:
+                server.stop(0)
+
+        if __name__ == "__main__":
+            main()
+        """,
+        # a monitor that runs until Ctrl+C, and a server: Ctrl+C is their normal stop
+        """
+        import time
+        def main():
+            try:
+                while True:
+                    check_memory()
+                    time.sleep(1)
+            except KeyboardInterrupt:
+                log.info("stopped by user")
+
+        if __name__ == "__main__":
+            main()
+        """,
+        """
+        import uvicorn
+        def main():
+            try:
+                uvicorn.run(app)
+            except KeyboardInterrupt:
+                log.info("shutting down")
+            finally:
+                cleanup()
+
+        if __name__ == "__main__":
+            main()
+        """,
+        # a service's SIGTERM handler: exit 0 is its conventional graceful shutdown
+        """
+        import signal, sys
+        class Launcher:
+            def __init__(self):
+                signal.signal(signal.SIGTERM, self._on_signal)
+            def _on_signal(self, signum, frame):
+                self._stop_servers()
+                sys.exit(0)
+        """,
+        # the handler's function is not the process entrypoint
+        """
+        def run_step():
+            try:
+                step()
+            except KeyboardInterrupt:
+                cleanup()
+                return
+        """,
+        # sys.exit(main()) with a non-zero return from the handler
+        """
+        import sys
+        def main():
+            try:
+                train()
+            except KeyboardInterrupt:
+                return 130
+            return 0
+
+        if __name__ == "__main__":
+            sys.exit(main())
+        """,
+        # a Ctrl+C handler that only quits an interactive tool; `raise SystemExit` that unwinds a server
+        """
+        import signal, sys
+        def on_int(sig, frame):
+            sys.exit(0)
+        def on_term(sig, frame):
+            log.info("stopping")
+            server.should_exit = True
+            raise SystemExit
+        signal.signal(signal.SIGINT, on_int)
+        signal.signal(signal.SIGTERM, on_term)
+        """,
+        # a SIGTERM handler that exits non-zero
+        """
+        import signal, sys
+        def on_term(signum, frame):
+            shutdown()
+            sys.exit(128 + signum)
+        signal.signal(signal.SIGTERM, on_term)
         """,
         # re-raising keeps the default status (130 from the shell)
         """
@@ -244,6 +400,131 @@ class InterruptExitZero(Rule):
             """,
             count=1,
         ),
+        # falls through to the end of main(), called from __main__: exit status 0
+        Invalid(
+            """
+            import logging
+
+            def main():
+                try:
+                    train()
+                except KeyboardInterrupt:
+                    logging.info("interrupted")
+                    cleanup()  # save what we have
+
+            if __name__ == "__main__":
+                main()
+            """,
+            fixed="""
+            import logging
+            import sys
+
+            def main():
+                try:
+                    train()
+                except KeyboardInterrupt:
+                    logging.info("interrupted")
+                    cleanup()  # save what we have
+                    sys.exit(130)
+
+            if __name__ == "__main__":
+                main()
+            """,
+            message_contains="`main()`",
+        ),
+        # the coroutine asyncio.run runs returns normally
+        Invalid(
+            """
+            import asyncio
+            import sys as system
+
+            async def amain():
+                try:
+                    await serve()
+                except (KeyboardInterrupt, asyncio.CancelledError):
+                    await shutdown()
+                    return  # done
+
+            if __name__ == "__main__":
+                asyncio.run(amain())
+            """,
+            fixed="""
+            import asyncio
+            import sys as system
+
+            async def amain():
+                try:
+                    await serve()
+                except (KeyboardInterrupt, asyncio.CancelledError):
+                    await shutdown()
+                    system.exit(130)  # done
+
+            if __name__ == "__main__":
+                asyncio.run(amain())
+            """,
+            message_contains="asyncio.run",
+        ),
+        # several returns: flagged, no mechanical fix
+        Invalid(
+            """
+            def main():
+                try:
+                    train()
+                except KeyboardInterrupt:
+                    if not saved():
+                        return
+                    report()
+
+            if __name__ == "__main__":
+                main()
+            """,
+            fixed=None,
+        ),
+        # SIGTERM handler exiting 0: the preempted job is recorded as done
+        Invalid(
+            """
+            import signal, sys
+
+            def on_sigterm(signum, frame):
+                trainer.save_checkpoint()
+                sys.exit(0)
+
+            signal.signal(signal.SIGTERM, on_sigterm)
+            """,
+            fixed="""
+            import signal, sys
+
+            def on_sigterm(signum, frame):
+                trainer.save_checkpoint()
+                sys.exit(143)
+
+            signal.signal(signal.SIGTERM, on_sigterm)
+            """,
+            message_contains="SIGTERM handler",
+        ),
+        # one handler for both signals: 128 + the signal number
+        Invalid(
+            """
+            import signal, sys
+
+            def stop(sig, frame):
+                trainer.save_checkpoint()
+                sys.exit()
+
+            signal.signal(signal.SIGINT, stop)
+            signal.signal(signal.SIGTERM, stop)
+            """,
+            fixed="""
+            import signal, sys
+
+            def stop(sig, frame):
+                trainer.save_checkpoint()
+                sys.exit(128 + sig)
+
+            signal.signal(signal.SIGINT, stop)
+            signal.signal(signal.SIGTERM, stop)
+            """,
+        ),
         Invalid(
             """
             import sys
@@ -263,25 +544,21 @@ class InterruptExitZero(Rule):
         ),
     ]
 
-    _EXITS = frozenset({"sys.exit", "builtins.exit", "builtins.quit", "os._exit", "runtime_guard.hard_exit",
-                        "runtime_guard.exit.hard_exit"})
-
     # ------------------------------------------------------------------ visitors
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.facts.call_name(node)
-        if name not in self._EXITS:
+        if not self.facts.is_exit(node) or self.facts.exit_status(node) != STATUS_ZERO:
             return
+        where = self._where(node)
+        if where is None:
+            return
+        new_arg = cst.Arg(where[1])
         args = [a for a in node.args if a.keyword is None]
+        name = self.facts.call_name(node)
         if name == "runtime_guard.hard_exit" and not args:
             return  # hard_exit() defaults to 1
-        if len(args) > 1 or (args and not _is_zero(args[0].value)) or (not args and name == "os._exit"):
-            return
-        if self._interrupt_handler(node) is None:
-            return
         if (name == "os._exit" and child_process_reason(self.facts, node) is None
                 and rule_runs_here("SHD204", self.facts, self.settings)):
             return  # SHD204 reports this statement once, status included
-        new_arg = cst.Arg(cst.Integer(str(self.config["exit_code"])))
         if args:
             new_call = node.with_changes(args=[args[0].with_changes(value=new_arg.value)])
         else:
@@ -289,32 +566,176 @@ class InterruptExitZero(Rule):
         callee = cst.Module([]).code_for_node(node.func)
         self.report(
             node,
-            f"`{callee}()` in `except KeyboardInterrupt` exits with status 0: schedulers and scripts "
+            f"`{callee}()` in {where[0]} exits with status 0: schedulers and scripts "
             "record the interrupted run as a success",
-            fix=Fix.safe(Replace(node, new_call), message=f"Exit with status {self.config['exit_code']}"),
+            fix=Fix.safe(Replace(node, new_call), message=f"Exit with status {_code(where[1])}"),
         )
 
     def visit_Raise(self, node: cst.Raise) -> None:
+        if not self.facts.is_exit(node) or self.facts.exit_status(node) != STATUS_ZERO:
+            return
+        where = self._where(node)
+        if where is None:
+            return
+        if where[0] != "`except KeyboardInterrupt`" and not (isinstance(node.exc, cst.Call) and node.exc.args):
+            return  # `raise SystemExit` in a signal handler: the idiom that unwinds `finally` blocks
         exc = node.exc
-        if exc is None:
-            return
         target = exc.func if isinstance(exc, cst.Call) else exc
-        if self.facts.qualified_name(target, node) != "builtins.SystemExit":
-            return
-        if isinstance(exc, cst.Call):
-            args = [a for a in exc.args if a.keyword is None]
-            if len(args) > 1 or (args and not _is_zero(args[0].value)):
-                return
-        if self._interrupt_handler(node) is None:
-            return
-        code = cst.Integer(str(self.config["exit_code"]))
-        new_exc = cst.Call(func=target, args=[cst.Arg(code)])
+        new_exc = cst.Call(func=target, args=[cst.Arg(where[1])])
         self.report(
             node,
-            "`raise SystemExit` in `except KeyboardInterrupt` exits with status 0: schedulers and scripts "
+            f"`raise SystemExit` in {where[0]} exits with status 0: schedulers and scripts "
             "record the interrupted run as a success",
-            fix=Fix.safe(Replace(exc, new_exc), message=f"Exit with status {self.config['exit_code']}"),
+            fix=Fix.safe(Replace(exc, new_exc), message=f"Exit with status {_code(where[1])}"),
         )
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        """``except KeyboardInterrupt: log(); cleanup()`` that returns or falls through to the
+        end of the process entrypoint: the process exits 0 (exit-path facts)."""
+        if not self._catches_interrupt(node) or self._raises_interrupt_itself(node) or self._sigint_handled_in(node) \
+                or self._runs_until_stopped(node):
+            return
+        entry = self.facts.normal_return_to_entrypoint(node)
+        if entry is None:
+            return
+        what = "`except KeyboardInterrupt`"
+        if "asyncio.run" in entry:
+            # Python 3.11+: Ctrl+C cancels asyncio.run's main task (the KeyboardInterrupt comes out
+            # of asyncio.run, never inside the coroutine); only a handler that also catches the
+            # cancellation and returns makes asyncio.run return normally (measured: status 0)
+            if not self._catches(node, _CANCELLATION):
+                return
+            what = "`except (KeyboardInterrupt, CancelledError)`"
+        self.report(
+            node,
+            f"{what} returns normally to the end of {entry}, so the process exits "
+            "with status 0: schedulers and scripts record the interrupted run as a success",
+            fix=self._exit_fix(node),
+        )
+
+    def _shuts_down(self, handler: cst.CSTNode, exit_node: cst.CSTNode) -> bool:
+        """The signal handler does some work besides logging before it exits (it "shuts down")."""
+        for call in self.facts.calls:
+            if call is exit_node or self.facts.is_exit(call) or not self.facts.is_ancestor(handler, call):
+                continue
+            name = self.facts.call_name(call) or cst.Module([]).code_for_node(call.func)
+            if name == "builtins.SystemExit":
+                continue
+            head = name.split(".")[0].lower()
+            if name == "builtins.print" or head in ("logger", "logging", "log", "_logger", "warnings", "sys") \
+                    or name.endswith(("info", "debug", "warning", "error", "exception", "flush")):
+                continue
+            return True
+        return False
+
+    def _runs_until_stopped(self, handler: cst.ExceptHandler) -> bool:
+        """The ``try`` body never ends by itself (``while True`` with no way out, a server's
+        ``serve_forever()``/``uvicorn.run()``): Ctrl+C is how the program is meant to stop, so
+        its status 0 is the normal one (a monitor or a server, not an interrupted run)."""
+        tr = self.facts.parent(handler)
+        if not isinstance(tr, cst.Try):
+            return False
+        for call in self.facts.calls:
+            if self.facts.is_ancestor(tr.body, call):
+                name = self.facts.call_name(call) or cst.Module([]).code_for_node(call.func)
+                if name in _SERVE_CALLS or name.rsplit(".", 1)[-1] in _SERVE_METHODS:
+                    return True
+        stmts = tr.body.body if isinstance(tr.body, cst.IndentedBlock) else []
+        return bool(stmts) and isinstance(stmts[-1], cst.While) and _endless(stmts[-1])
+
+    def _batch_job(self, handler: cst.CSTNode) -> bool:
+        """The SIGTERM handler belongs to a job whose status a scheduler reads: the module starts
+        torch.distributed or a Ray driver, or the handler saves a checkpoint / stops training."""
+        if any(self.facts.contexts(fn) & {TORCH_WORKER, DRIVER} and self._calls_job_setup(fn)
+               for fn in self.facts.functions):
+            return True
+        for call in self.facts.calls:
+            if self.facts.is_ancestor(handler, call):
+                words = set(identifier_words(cst.Module([]).code_for_node(call.func)))
+                if words & _JOB_WORDS:
+                    return True
+        return False
+
+    def _calls_job_setup(self, fn) -> bool:
+        return any(self.facts.call_name(c) in ("ray.init", "torch.distributed.init_process_group") for c in fn.calls)
+
+    def _sigint_handled_in(self, handler: cst.ExceptHandler) -> bool:
+        """The handler's function installs its own SIGINT handler: Ctrl+C never raises
+        KeyboardInterrupt there."""
+        fn = self.facts.enclosing_function(handler)
+        calls = fn.calls if fn is not None else self.facts.module_calls
+        for call in calls:
+            if self.facts.call_name(call) in ("signal.signal", "asyncio.AbstractEventLoop.add_signal_handler") \
+                    or (isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_signal_handler"):
+                if "SIGINT" in cst.Module([]).code_for_node(call) or "for sig" in cst.Module([]).code_for_node(
+                        self.facts.enclosing_statement(call) or call):
+                    return True
+        return False
+
+    def _raises_interrupt_itself(self, handler: cst.ExceptHandler) -> bool:
+        """The ``try`` body raises ``KeyboardInterrupt`` itself (an idle timeout that shuts a
+        server down): the handler is also the normal way out, where status 0 is meant."""
+        tr = self.facts.parent(handler)
+        found = [False]
+        facts = self.facts
+
+        class _Scan(cst.CSTVisitor):
+            def visit_Raise(self, n: cst.Raise) -> None:
+                exc = n.exc.func if isinstance(n.exc, cst.Call) else n.exc
+                if exc is not None and facts.qualified_name(exc, n) == "builtins.KeyboardInterrupt":
+                    found[0] = True
+
+        if isinstance(tr, cst.Try):
+            tr.body.visit(_Scan())
+        return found[0]
+
+    def _where(self, node: cst.CSTNode) -> Optional[tuple[str, cst.BaseExpression]]:
+        """Where an exit 0 is a hazard, and the status the fix writes: an interrupt handler
+        (the ``exit_code`` option) or a SIGINT/SIGTERM handler (130, 143 or ``128 + signum``)."""
+        if self._interrupt_handler(node) is not None:
+            return "`except KeyboardInterrupt`", cst.Integer(str(self.config["exit_code"]))
+        found = self.facts.signal_handler_of(node)
+        if found is None:
+            return None
+        handler, signals = found
+        if not self._shuts_down(handler, node):
+            return None  # a handler that only exits (an interactive tool's Ctrl+C = quit)
+        if "SIGTERM" in signals and not self._batch_job(handler):
+            return None  # a service: exit 0 after SIGTERM is its conventional graceful shutdown
+        names = " and ".join(sorted(signals))
+        what = f"a {names} handler"
+        if signals == {"SIGINT"}:
+            return what, cst.Integer(str(self.config["exit_code"]))
+        if signals == {"SIGTERM"}:
+            return what, cst.Integer(str(_TERM_EXIT_CODE))
+        params = handler.params.params
+        if params:
+            return what, cst.BinaryOperation(cst.Integer("128"), cst.Add(), cst.Name(params[0].name.value))
+        return None
+
+    def _exit_fix(self, handler: cst.ExceptHandler) -> Optional[Fix]:
+        """End the handler with ``sys.exit(<exit_code>)`` (replacing a trailing ``pass`` or bare
+        ``return``) when that is its only normal way out."""
+        paths = self.facts.exit_paths(handler)
+        body = handler.body
+        if not isinstance(body, cst.IndentedBlock) or (RETURN in paths.ways and _returns(body) != 1):
+            return None
+        stmts = list(body.body)
+        last = stmts[-1]
+        last_small = last.body[0] if isinstance(last, cst.SimpleStatementLine) and len(last.body) == 1 else None
+        if RETURN in paths.ways and not (isinstance(last_small, cst.Return) and last_small.value is None):
+            return None
+        alias = self.facts.module_alias("sys")
+        exit_call = cst.parse_statement(f"{alias or 'sys'}.exit({self.config['exit_code']})")
+        edits: list = []
+        if isinstance(last_small, (cst.Pass, cst.Return)):
+            stmts[-1] = last.with_changes(body=[exit_call.body[0]])  # keeps the line's comment
+        else:
+            stmts.append(exit_call)
+        edits.append(Replace(body, body.with_changes(body=stmts)))
+        if alias is None:
+            edits.append(AddImport("sys"))
+        return Fix.safe(*edits, message=f"End the handler with `sys.exit({self.config['exit_code']})`")
 
     # ------------------------------------------------------------------ helpers
     def _interrupt_handler(self, node: cst.CSTNode) -> Optional[_Handler]:
@@ -329,6 +750,11 @@ class InterruptExitZero(Rule):
             child = anc
         return None
 
+    def _catches(self, handler: _Handler, names: frozenset[str]) -> bool:
+        t = handler.type
+        exprs = [] if t is None else [el.value for el in t.elements] if isinstance(t, cst.Tuple) else [t]
+        return any(self.facts.qualified_name(e, handler) in names for e in exprs)
+
     def _catches_interrupt(self, handler: _Handler) -> bool:
         t = handler.type
         if t is None:
@@ -337,11 +763,54 @@ class InterruptExitZero(Rule):
         return any(self.facts.qualified_name(e, handler) == "builtins.KeyboardInterrupt" for e in exprs)
 
 
-def _is_zero(expr: cst.BaseExpression) -> bool:
-    if isinstance(expr, cst.Integer):
-        return expr.evaluated_value == 0
-    if isinstance(expr, cst.Name):
-        return expr.value in ("None", "False", "EXIT_SUCCESS")
-    if isinstance(expr, cst.Attribute):
-        return expr.attr.value in ("EX_OK", "EXIT_SUCCESS")
-    return False
+_SERVE_CALLS = frozenset({"uvicorn.run", "aiohttp.web.run_app", "asyncio.AbstractEventLoop.run_forever"})
+_SERVE_METHODS = frozenset({"serve_forever", "run_forever", "wait_for_termination"})
+
+
+def _endless(loop: cst.While) -> bool:
+    """``while True:`` whose body has no ``break`` or ``return`` of its own."""
+    test = loop.test
+    if not ((isinstance(test, cst.Name) and test.value == "True") or
+            (isinstance(test, cst.Integer) and test.evaluated_value != 0)):
+        return False
+    found = [False]
+
+    class _Scan(cst.CSTVisitor):
+        def visit_For(self, n: cst.For) -> bool:
+            return False
+
+        def visit_While(self, n: cst.While) -> bool:
+            return n is loop
+
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_Break(self, n: cst.Break) -> None:
+            found[0] = True
+
+        def visit_Return(self, n: cst.Return) -> None:
+            found[0] = True
+
+    loop.visit(_Scan())
+    return not found[0]
+
+
+def _returns(body: cst.CSTNode) -> int:
+    n = [0]
+
+    class _Scan(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+        def visit_Return(self, node: cst.Return) -> None:
+            n[0] += 1
+
+    body.visit(_Scan())
+    return n[0]
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)

@@ -33,6 +33,16 @@ class AsyncActorWithoutSigtermCleanup(Rule):
     `ray.init(runtime_env={"worker_process_setup_hook": "runtime_guard.ray.setup_worker"})`
     in the module.
 
+    Also flagged: a *threaded* actor, a sync actor declared with `max_concurrency` > 1 (or a
+    `max_concurrency` that is not a literal, or `concurrency_groups`) in `@ray.remote(...)`,
+    `ray.remote(...)(Cls)` or `Cls.options(...)`, whose method runs a resource-owning
+    coroutine (same module, or a coroutine it awaits) with `asyncio.run(...)`: its methods run
+    on a thread pool, so that loop lives off the main thread. There `signal.signal` raises
+    `ValueError` and `loop.add_signal_handler` fails, and SIGTERM (whose `SystemExit` Ray raises
+    in the main thread) never unwinds it: only `setup_worker()` or the setup hook count as
+    handling SIGTERM. With the default `max_concurrency=1` the methods run on the main thread,
+    where that `SystemExit` does unwind `asyncio.run` (measured: 0 leaked), so it is not flagged.
+
     Not flagged: `async with` on locks, conditions, semaphores and timeouts and a `finally`
     that neither awaits nor calls a cleanup (`close`, `remove`, `release`, ...): such state
     dies with the process. Synchronous actors (Ray's SIGTERM handler raises `SystemExit` in the
@@ -190,6 +200,35 @@ class AsyncActorWithoutSigtermCleanup(Rule):
                     await serve()
                 finally:
                     await close()
+        """,
+        # a threaded actor whose coroutine holds nothing
+        """
+        import asyncio
+        import ray
+
+        async def fetch(url):
+            return await get(url)
+
+        @ray.remote(max_concurrency=8)
+        class Fetcher:
+            def run(self, url):
+                return asyncio.run(fetch(url))
+        """,
+        # max_concurrency=1: methods run on the main thread, SIGTERM unwinds asyncio.run
+        """
+        import asyncio
+        import ray
+
+        async def rollout(box):
+            try:
+                await box.run()
+            finally:
+                await box.delete()
+
+        @ray.remote(max_concurrency=1)
+        class Env:
+            def run(self, box):
+                asyncio.run(rollout(box))
         """,
         # imported under another name
         """
@@ -352,6 +391,87 @@ class AsyncActorWithoutSigtermCleanup(Rule):
                         raise
             """,
         ),
+        # a threaded actor (max_concurrency > 1) driving asyncio.run: the loop runs on a pool thread
+        Invalid(
+            """
+            import asyncio
+            import ray
+
+            async def rollout(box):
+                try:
+                    await box.run()
+                finally:
+                    await box.delete()  # never runs on SIGTERM
+
+            @ray.remote(max_concurrency=8)
+            class Env:
+                def run(self, box):
+                    asyncio.run(rollout(box))
+            """,
+            fixed="""
+            import asyncio
+            import ray
+            import runtime_guard
+
+            async def rollout(box):
+                try:
+                    await box.run()
+                finally:
+                    await box.delete()  # never runs on SIGTERM
+
+            @ray.remote(max_concurrency=8)
+            class Env:
+                def __init__(self):
+                    runtime_guard.ray.setup_worker()
+
+                def run(self, box):
+                    asyncio.run(rollout(box))
+            """,
+            message_contains="max_concurrency",
+        ),
+        # declared threaded through .options(); its signal.signal would raise off the main thread
+        Invalid(
+            """
+            import asyncio, signal
+            import ray
+
+            async def hold(lease):
+                async with lease_sandbox(lease) as box:
+                    await box.wait()
+
+            class Worker:
+                def __init__(self, n):
+                    self.n = n
+
+                def serve(self, lease):
+                    signal.signal(signal.SIGTERM, lambda *a: None)
+                    asyncio.run(hold(lease))
+
+            Remote = ray.remote(Worker)
+            workers = [Remote.options(max_concurrency=n).remote(n) for n in range(2, 4)]
+            """,
+            fixed="""
+            import asyncio, signal
+            import ray
+            import runtime_guard
+
+            async def hold(lease):
+                async with lease_sandbox(lease) as box:
+                    await box.wait()
+
+            class Worker:
+                def __init__(self, n):
+                    runtime_guard.ray.setup_worker()
+                    self.n = n
+
+                def serve(self, lease):
+                    signal.signal(signal.SIGTERM, lambda *a: None)
+                    asyncio.run(hold(lease))
+
+            Remote = ray.remote(Worker)
+            workers = [Remote.options(max_concurrency=n).remote(n) for n in range(2, 4)]
+            """,
+        ),
         # a one-line __init__: flagged, no mechanical fix
         Invalid(
             """
@@ -400,6 +520,9 @@ class AsyncActorWithoutSigtermCleanup(Rule):
     # ------------------------------------------------------------------ visitors
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         cls = self.facts.class_of(node)
+        if cls is not None and self.facts.is_threaded_ray_actor(cls):
+            self._check_threaded(node, cls)
+            return
         if cls is None or not self.facts.is_ray_remote_class(cls) or not cls.has_async_methods:
             return
         owner = next((m for m in cls.methods.values() if m.is_async and self._owns_resource(m)), None)
@@ -411,6 +534,48 @@ class AsyncActorWithoutSigtermCleanup(Rule):
             "its event loop's tasks are never cancelled, so their cleanup never runs",
             fix=self._fix(cls),
         )
+
+    def _check_threaded(self, node: cst.ClassDef, cls: ClassInfo) -> None:
+        """A threaded actor (``max_concurrency`` > 1) whose method runs a resource-owning coroutine
+        with ``asyncio.run``: that loop lives on a pool thread, where SIGTERM never arrives and
+        ``signal.signal`` raises. Only ``setup_worker`` (or the setup hook) counts as handling it."""
+        for method in cls.methods.values():
+            for call, coro in self.facts.main_runner_calls(method):
+                owner = self._owning_coroutine(coro)
+                if owner is None:
+                    continue
+                if self._calls_setup(cls) or self._module_setup_hook():
+                    return
+                runner = cst.Module([]).code_for_node(call.func)
+                self.report(
+                    node.name,
+                    f"threaded actor `{cls.name}` (max_concurrency > 1) runs `{runner}({coro.name}())` in "
+                    f"`{method.name}()` on a thread of its pool: SIGTERM never reaches that event loop "
+                    f"(and `signal.signal` raises off the main thread), so `{owner.name}()`'s cleanup never runs",
+                    fix=self._fix(cls),
+                )
+                return
+
+    def _owning_coroutine(self, coro: Optional[FunctionInfo]) -> Optional[FunctionInfo]:
+        """``coro`` or a same-module coroutine it awaits (transitively) that owns a resource."""
+        if coro is None or not coro.is_async:
+            return None
+        seen: set = set()
+        todo = [coro]
+        while todo:
+            fn = todo.pop()
+            if fn in seen:
+                continue
+            seen.add(fn)
+            if self._owns_resource(fn):
+                return fn
+            todo.extend(t for _, t in self.facts.callees(fn) if t.is_async)
+        return None
+
+    def _calls_setup(self, cls: ClassInfo) -> bool:
+        setup_calls = set(self.config["setup_calls"])
+        return any(self.facts.call_name(call) in setup_calls
+                   for method in cls.methods.values() for call in method.calls)
 
     # ------------------------------------------------------------------ facts
     def _owns_resource(self, fn: FunctionInfo) -> bool:

@@ -4,11 +4,15 @@ from typing import Optional
 
 import libcst as cst
 
+from shutdown_lint.facts import RAY_REMOTE
 from shutdown_lint.rule import Fix, InsertAfter, InsertBefore, Invalid, Option, Replace, Rule
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
-from ._vocabulary import EXIT_CALLS, RAY_BOUNDED_WAIT_CALLS, RAY_GUARD_WAIT_CALLS
+from ._vocabulary import RAY_BOUNDED_WAIT_CALLS, RAY_GUARD_WAIT_CALLS
 from .shd403_ray_get_orphans_on_interrupt import calls_in, is_interrupt_handler
+
+_BROAD = frozenset({"builtins.Exception", "builtins.BaseException"})
+
 
 class CancelWithoutCleanupWait(Rule):
     """
@@ -23,10 +27,16 @@ class CancelWithoutCleanupWait(Rule):
     `except BaseException`, bare `except`, `finally`) or in driver code; elsewhere (a server
     coroutine forwarding its own cancellation) the process lives on.
 
+    In a Ray task or actor the worker process outlives the call, so only a `raise` counts
+    there: one that leaves the remote method (directly, or through same-module calls outside
+    any `try`). The driver waiting on that method gets the error and usually exits at once
+    (verl's `TaskRunner.run()`: `for f in futures: ray.cancel(f)` then `raise`).
+
     Not flagged: `ray.cancel(ref, force=True)` (that kills the worker on purpose, without
     cleanup), a cancel followed by any wait, a cancel whose code goes on running (a
-    scheduler dropping stragglers and continuing), and cancels in Ray tasks and actors
-    (the worker process outlives the call).
+    scheduler dropping stragglers and continuing), a `raise` caught by an enclosing
+    `except Exception:` of the same function (that handler decides), and returns or exits
+    in Ray tasks and actors.
 
     Options: `cleanup_timeout` (number, default 30) is the `timeout=` the fix writes.
 
@@ -63,8 +73,12 @@ class CancelWithoutCleanupWait(Rule):
     cancels cooperatively, exactly like `ray.cancel(ref)`, then waits with `ray.wait` for up
     to `timeout` seconds for the work to finish its cleanup, so the exit is delayed by at
     most that bound. A plain `ray.cancel(ref)` statement is replaced; a cancel inside a
-    `for ref in refs:` loop gets a `cancel_and_wait(refs, ...)` before the exit. No fix is
-    offered when the cancelled refs cannot be named again at the exit (e.g. a cancel in a
+    `for ref in refs:` loop (also `for i, ref in enumerate(refs)` and
+    `for key, ref in d.items()`, which wait on `d.values()`) gets a
+    `runtime_guard.ray.wait_for_cleanup(refs, timeout=30)` before the exit, and so does a cancel
+    with other options (`recursive=True`), right after it: that helper only waits, since a second
+    `ray.cancel` raises a second `KeyboardInterrupt` in the task and cuts its cleanup short. No
+    fix is offered when the cancelled refs cannot be named again at the exit (e.g. a cancel in a
     comprehension over a call's result). The fix adds `import runtime_guard`.
 
     ## References
@@ -140,6 +154,34 @@ class CancelWithoutCleanupWait(Rule):
                 get(ref, timeout=60)
                 raise
         """,
+        # in an actor, the error is handled by the method's own broad handler
+        """
+        import ray
+
+        @ray.remote
+        class Runner:
+            def run(self):
+                try:
+                    try:
+                        ray.get(self.futures)
+                    except ValueError as e:
+                        for f in self.futures:
+                            ray.cancel(f)
+                        raise e
+                except Exception:
+                    self.report_failure()
+        """,
+        # in an actor, a return after the cancel: the worker lives on
+        """
+        import ray
+
+        @ray.remote
+        class Runner:
+            def stop(self):
+                for f in self.futures:
+                    ray.cancel(f)
+                return True
+        """,
         # asyncio cancel is not ray.cancel
         """
         import asyncio
@@ -197,7 +239,7 @@ class CancelWithoutCleanupWait(Rule):
             def stop(refs):
                 for ref in refs:
                     r.cancel(ref, force=False)
-                runtime_guard.ray.cancel_and_wait(refs, timeout=30)
+                runtime_guard.ray.wait_for_cleanup(refs, timeout=30)
                 sys.exit(130)
             """,
         ),
@@ -276,8 +318,84 @@ class CancelWithoutCleanupWait(Rule):
                 except BaseException as exc:
                     if not isinstance(exc, ray.exceptions.RayError):
                         ray.cancel(ref, recursive=True)
-                        runtime_guard.ray.cancel_and_wait(ref, timeout=30)
+                        runtime_guard.ray.wait_for_cleanup(ref, timeout=30)
                     return None
+            """,
+        ),
+        # cancel over the remaining refs, then raise out of an actor's remote method: the driver
+        # waiting on run() exits (verl's TaskRunner)
+        Invalid(
+            """
+            import ray
+
+            @ray.remote(num_cpus=1)
+            class TaskRunner:
+                def run(self, config):
+                    self._start(config)
+                    self._loop()
+
+                def _loop(self):
+                    futures = [self.rollouter.fit.remote(), self.trainer.fit.remote()]
+                    try:
+                        while futures:
+                            done, futures = ray.wait(futures, num_returns=1)
+                            ray.get(done)
+                    except Exception as e:
+                        for future in futures:
+                            ray.cancel(future)
+                        raise e
+            """,
+            fixed="""
+            import ray
+            import runtime_guard
+
+            @ray.remote(num_cpus=1)
+            class TaskRunner:
+                def run(self, config):
+                    self._start(config)
+                    self._loop()
+
+                def _loop(self):
+                    futures = [self.rollouter.fit.remote(), self.trainer.fit.remote()]
+                    try:
+                        while futures:
+                            done, futures = ray.wait(futures, num_returns=1)
+                            ray.get(done)
+                    except Exception as e:
+                        for future in futures:
+                            ray.cancel(future)
+                        runtime_guard.ray.wait_for_cleanup(futures, timeout=30)
+                        raise e
+            """,
+            message_contains="remote method `run()`",
+        ),
+        # a dict of pending refs in the driver
+        Invalid(
+            """
+            import ray
+
+            def main():
+                pending = {name: job.remote(name) for name in names}
+                try:
+                    ray.get(list(pending.values()))
+                except Exception:
+                    for name, ref in pending.items():
+                        ray.cancel(ref)
+                    raise
+            """,
+            fixed="""
+            import ray
+            import runtime_guard
+
+            def main():
+                pending = {name: job.remote(name) for name in names}
+                try:
+                    ray.get(list(pending.values()))
+                except Exception:
+                    for name, ref in pending.items():
+                        ray.cancel(ref)
+                    runtime_guard.ray.wait_for_cleanup(pending.values(), timeout=30)
+                    raise
             """,
         ),
         # no name to wait on at the exit: flagged without a fix
@@ -301,30 +419,54 @@ class CancelWithoutCleanupWait(Rule):
         if not ref_args:
             return
         fn = self.facts.enclosing_function(node)
+        remote_entry = None
         if fn is not None and self.facts.runs_in_ray_worker(fn):
-            return
+            # in a Ray task or actor only an exception raised out of the remote method matters:
+            # the driver waiting on it gets the error and exits (verl's TaskRunner pattern)
+            remote_entry = self._remote_entry(fn)
+            if remote_entry is None:
+                return
         stmt = self.facts.enclosing_statement(node)
         if not isinstance(stmt, cst.SimpleStatementLine):
             return
-        outcome = self._after(stmt)
+        outcome = self._after(stmt, in_worker=remote_entry is not None)
         if outcome is None:
             return
         what, exit_stmt = outcome
-        self.report(
-            node,
-            f"`ray.cancel()` is followed by {what} without waiting: the driver exits while the "
-            "worker is still running its cleanup, which is then killed half-way",
-            fix=self._fix(node, stmt, exit_stmt, ref_args[0].value),
-        )
+        if remote_entry is not None:
+            message = (f"`ray.cancel()` is followed by {what} out of the Ray remote method `{remote_entry.name}()` "
+                       "without waiting: the driver waiting on it gets the error and exits while the cancelled "
+                       "work is still running its cleanup, which is then killed half-way")
+        else:
+            message = (f"`ray.cancel()` is followed by {what} without waiting: the driver exits while the "
+                       "worker is still running its cleanup, which is then killed half-way")
+        self.report(node, message, fix=self._fix(node, stmt, exit_stmt, ref_args[0].value))
+
+    def _remote_entry(self, fn, depth: int = 0):
+        """The remote method/function an exception raised in ``fn`` leaves through: the
+        outermost of ``fn`` and its same-module callers (calls not inside a ``try``) that is
+        remote (``run()`` for ``run() -> self._loop()``)."""
+        if depth <= 3:
+            for node, kind in self.facts.references(fn):
+                if kind not in ("call", "await") or any(t.handlers for t in self.facts.enclosing_trys(node)):
+                    continue
+                caller = self.facts.enclosing_function(node)
+                if caller is not None and caller is not fn:
+                    found = self._remote_entry(caller, depth + 1)
+                    if found is not None:
+                        return found
+        return fn if RAY_REMOTE in self.facts.contexts(fn) else None
 
     # ------------------------------------------------------------------ control flow
-    def _after(self, stmt: cst.BaseStatement) -> Optional[tuple[str, Optional[cst.BaseStatement]]]:
+    def _after(self, stmt: cst.BaseStatement, in_worker: bool = False
+               ) -> Optional[tuple[str, Optional[cst.BaseStatement]]]:
         """What runs after ``stmt``: None (a wait, or code that carries on) or
-        (description, exit statement or None for the end of the driver)."""
+        (description, exit statement or None for the end of the driver). ``in_worker``: only a
+        ``raise`` that leaves the function counts."""
         in_handler = self._in_handler(stmt)
         # `raise`/`return` end the process only on an interrupt path or in driver code; in a
         # server coroutine (`except CancelledError: ray.cancel(ref); raise`) the process lives on
-        ends_process = self._in_interrupt_handler(stmt) or self.facts.runs_in_driver(stmt)
+        ends_process = in_worker or self._in_interrupt_handler(stmt) or self.facts.runs_in_driver(stmt)
         cur: cst.CSTNode = stmt
         while True:
             block = self.facts.parent(cur)
@@ -335,13 +477,16 @@ class CancelWithoutCleanupWait(Rule):
             for s in siblings[idx + 1:]:
                 if self._waits(s):
                     return None
-                exit_kind = self._exit_kind(s, in_handler, ends_process)
+                exit_kind = self._exit_kind(s, in_handler, ends_process, in_worker)
                 if exit_kind is not None:
+                    if exit_kind == "`raise`" and self._caught_in_function(s):
+                        return None  # an outer `except Exception:` of this function handles it
                     return exit_kind, s
             if isinstance(block, cst.Module):
                 return ("the end of the driver", None) if self.facts.runs_in_driver(stmt) else None
             owner = self.facts.parent(block)
-            if isinstance(owner, cst.FunctionDef):
+            if isinstance(owner, cst.FunctionDef) and in_worker:
+                return None
                 fn = self.facts.function_of(owner)
                 if in_handler and fn is not None and self._is_entry(fn):
                     return "the end of the driver", None
@@ -393,17 +538,31 @@ class CancelWithoutCleanupWait(Rule):
                 return True
         return False
 
-    def _exit_kind(self, stmt: cst.BaseStatement, in_handler: bool, ends_process: bool) -> Optional[str]:
+    def _caught_in_function(self, stmt: cst.CSTNode) -> bool:
+        """A ``raise`` at ``stmt`` is caught by a broad handler of an enclosing ``try`` of the
+        same function (it does not leave here)."""
+        for t in self.facts.enclosing_trys(stmt):
+            for h in t.handlers:
+                names = [] if h.type is None else (
+                    [el.value for el in h.type.elements] if isinstance(h.type, cst.Tuple) else [h.type])
+                if h.type is None or any(self.facts.qualified_name(n, h) in _BROAD for n in names):
+                    return True
+        return False
+
+    def _exit_kind(self, stmt: cst.BaseStatement, in_handler: bool, ends_process: bool,
+                   in_worker: bool = False) -> Optional[str]:
         if not isinstance(stmt, cst.SimpleStatementLine):
             return None
         for small in stmt.body:
             if isinstance(small, cst.Raise) and ends_process:
                 return "`raise`"
+            if in_worker:
+                continue
             if isinstance(small, cst.Return) and in_handler and ends_process:
                 return "`return`"
             if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
                 name = self.facts.call_name(small.value)
-                if name in EXIT_CALLS:
+                if self.facts.is_exit(small.value):  # the shared exit-path vocabulary
                     return f"`{name.split('.')[-1] if name.startswith('builtins.') else name}()`"
         return None
 
@@ -424,13 +583,14 @@ class CancelWithoutCleanupWait(Rule):
         is_statement = (
             len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr) and stmt.body[0].value is call
         )
-        message = "Wait for the cancelled work with `runtime_guard.ray.cancel_and_wait()`"
-        loop = self._loop_over(stmt, ref)
-        if loop is not None:
+        message = "Wait for the cancelled work with `runtime_guard.ray.wait_for_cleanup()`"
+        found = self._loop_over(stmt, ref)
+        if found is not None:
             # `for ref in refs: ray.cancel(ref)`: wait for all of them once, before the exit
-            if not isinstance(loop.iter, (cst.Name, cst.Attribute)):
+            loop, refs = found
+            if refs is None:
                 return None
-            wait = _wait_statement(loop.iter, timeout_arg)
+            wait = _wait_statement(refs, timeout_arg)
             edit = InsertBefore(exit_stmt, (wait,)) if exit_stmt is not None else InsertAfter(loop, (wait,))
             return Fix.safe(edit, IMPORT_RUNTIME_GUARD, message=message)
         if not is_statement:
@@ -444,17 +604,31 @@ class CancelWithoutCleanupWait(Rule):
         return Fix.safe(InsertAfter(stmt, (_wait_statement(ref, timeout_arg),)), IMPORT_RUNTIME_GUARD,
                         message=message)
 
-    def _loop_over(self, stmt: cst.BaseStatement, ref: cst.BaseExpression) -> Optional[cst.For]:
-        """The ``for ref in refs:`` loop whose body holds ``stmt`` directly."""
+    def _loop_over(self, stmt: cst.BaseStatement, ref: cst.BaseExpression
+                   ) -> Optional[tuple[cst.For, Optional[cst.BaseExpression]]]:
+        """The ``for`` loop whose body holds ``stmt`` directly and binds ``ref``, with the
+        collection of refs it walks: ``for ref in refs`` -> ``refs``, ``for i, ref in
+        enumerate(refs)`` -> ``refs``, ``for k, ref in d.items()`` -> ``d.values()`` (None when
+        it cannot be written again)."""
         block = self.facts.parent(stmt)
         loop = self.facts.parent(block) if block is not None else None
-        if (
-            isinstance(loop, cst.For)
-            and isinstance(loop.target, cst.Name)
-            and isinstance(ref, cst.Name)
-            and loop.target.value == ref.value
-        ):
-            return loop
+        if not isinstance(loop, cst.For) or not isinstance(ref, cst.Name):
+            return None
+        target, it = loop.target, loop.iter
+        if isinstance(target, cst.Name) and target.value == ref.value:
+            return loop, it if isinstance(it, (cst.Name, cst.Attribute)) else None
+        if (isinstance(target, cst.Tuple) and len(target.elements) == 2
+                and isinstance(target.elements[1].value, cst.Name) and target.elements[1].value.value == ref.value
+                and isinstance(it, cst.Call)):
+            func = it.func
+            base = func.value if isinstance(func, cst.Attribute) else None
+            if isinstance(func, cst.Name) and func.value == "enumerate" and len(it.args) == 1 \
+                    and isinstance(it.args[0].value, (cst.Name, cst.Attribute)):
+                return loop, it.args[0].value
+            if isinstance(func, cst.Attribute) and func.attr.value == "items" and not it.args \
+                    and isinstance(base, (cst.Name, cst.Attribute)):
+                return loop, cst.Call(cst.Attribute(base, cst.Name("values")))
+            return loop, None
         return None
 
 
@@ -470,4 +644,6 @@ def _first_arg(value: cst.BaseExpression) -> cst.Arg:
 
 
 def _wait_statement(refs: cst.BaseExpression, timeout_arg: cst.Arg) -> cst.SimpleStatementLine:
-    return cst.SimpleStatementLine([cst.Expr(guard_call("ray.cancel_and_wait", [_first_arg(refs), timeout_arg]))])
+    """Wait for refs already cancelled, without cancelling again (a second cancel would cut the
+    cleanup short)."""
+    return cst.SimpleStatementLine([cst.Expr(guard_call("ray.wait_for_cleanup", [_first_arg(refs), timeout_arg]))])

@@ -25,7 +25,8 @@ from .exit import hard_exit
 from .signals import in_main_thread
 from ._threads import QuietTimer
 
-__all__ = ["interruptible_get", "interruptible_get_async", "interruptible_wait", "cancel_and_wait", "setup_worker", "cancel_loop_tasks"]
+__all__ = ["interruptible_get", "interruptible_get_async", "interruptible_wait", "cancel_and_wait", "wait_for_cleanup",
+           "setup_worker", "cancel_loop_tasks"]
 
 log = logging.getLogger("runtime_guard.ray")
 
@@ -92,6 +93,22 @@ def cancel_and_wait(refs: Refs, timeout: float = 30.0) -> List[Any]:
         ready, _ = _ray.wait(unique, num_returns=len(unique), timeout=timeout, fetch_local=False)
     except Exception:
         log.debug("ray.wait after cancel failed", exc_info=True)
+        return []
+    return ready
+
+
+def wait_for_cleanup(refs: Refs, timeout: float = 30.0) -> List[Any]:
+    """Wait up to ``timeout`` s for refs that were already cancelled to finish (their tasks run
+    their cleanup and end). Does not cancel again: a second ``ray.cancel`` raises a second
+    ``KeyboardInterrupt`` in the task and cuts its cleanup short. Returns the finished refs;
+    never raises."""
+    unique = _unique(_as_list(refs)[0])
+    if not unique:
+        return []
+    try:
+        ready, _ = _ray.wait(unique, num_returns=len(unique), timeout=timeout, fetch_local=False)
+    except Exception:
+        log.debug("ray.wait for cleanup failed", exc_info=True)
         return []
     return ready
 

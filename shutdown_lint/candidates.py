@@ -308,8 +308,10 @@ def _declarations() -> dict[str, Cond]:
         # SystemExit where it ends only a task or thread
         "SHD201": All(qualified("sys.exit", "builtins.exit", "builtins.quit", "builtins.SystemExit"),
                       AnyOf(ctx["coroutine"], ctx["executor"], ctx["thread"], ctx["task"])),
-        # except KeyboardInterrupt that exits 0
-        "SHD202": All(Word("KeyboardInterrupt"), exits),
+        # except KeyboardInterrupt that exits 0 or returns to the __main__ block; SIGINT/SIGTERM
+        # handlers that exit 0
+        "SHD202": AnyOf(All(Word("KeyboardInterrupt"), AnyOf(exits, Word("__main__"))),
+                        All(Word("SIGINT", "SIGTERM"), exits)),
         # blocking calls in a coroutine (vocabulary too wide to narrow by words: `open`, `get`)
         "SHD301": Word("async"),
         # SIG_IGN before long work
@@ -319,8 +321,9 @@ def _declarations() -> dict[str, Cond]:
                         Word("run_until_complete", "run_forever")),
         # ray.get / ray.wait in the driver
         "SHD403": All(qualified("ray.get", "ray.wait"), ctx["driver"]),
-        # @ray.remote class with async methods
-        "SHD404": All(qualified("ray.remote", "ray.actor.remote"), Word("async")),
+        # @ray.remote class with async methods, or a threaded actor (max_concurrency) running asyncio.run
+        "SHD404": All(qualified("ray.remote", "ray.actor.remote"),
+                      AnyOf(Word("async"), Word("max_concurrency", "concurrency_groups"))),
         # ray.cancel then exit
         "SHD501": qualified("ray.cancel"),
         # init_process_group without teardown (the init calls are an option: its default)

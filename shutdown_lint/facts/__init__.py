@@ -14,19 +14,24 @@ imports and a light notion of scope.
 
 The package's modules say what they compute: ``vocabulary`` (contexts and the calls that
 create them), ``model`` and ``collector`` (the walk), ``tree`` (tree shape), ``names``
-(qualified names and call resolution), ``execution`` (where code runs) and ``module``
-(``ModuleFacts``, which combines them). Rules import everything from ``shutdown_lint.facts``.
+(qualified names and call resolution), ``execution`` (where code runs), ``exit_paths``
+(how control leaves a handler, exit statuses) and ``module`` (``ModuleFacts``, which
+combines them). Rules import everything from ``shutdown_lint.facts``.
 """
 
 from __future__ import annotations
 
 from .execution import reachable
+from .exit_paths import (  # noqa: F401  (ways out of a handler, exit statuses)
+    BREAK, CONTINUE, EXIT, EXIT_FUNCTIONS, FALL_THROUGH, PROPAGATING, RAISE_OTHER, RERAISE, RETURN, STATUS_NONZERO,
+    STATUS_UNKNOWN, STATUS_ZERO, SWALLOWING, ExitPaths, literal_status,
+)
 from .model import ClassInfo, FunctionInfo, Scope
 from .module import ModuleFacts
 from .tree import names_in
 from .vocabulary import (  # noqa: F401  (the context names and call vocabularies)
     CALLBACK, CALLBACK_REGISTRARS, DRIVER, EXECUTOR, EXECUTOR_SUBMITTERS, FACTORY_TYPES, FACTS, LOOP_THREAD,
-    MAIN_COROUTINE, MAIN_RUNNERS, RAY_ASYNC_ACTOR, RAY_REMOTE, RAY_WORKER, TASK, TASK_SPAWNERS, THREAD,
+    MAIN_COROUTINE, MAIN_RUNNERS, RAY_ASYNC_ACTOR, RAY_REMOTE, RAY_THREADED_ACTOR, RAY_WORKER, TASK, TASK_SPAWNERS, THREAD,
     TORCH_WORKER,
 )
 from .vocabulary import _CANONICAL_PREFIXES, _canonical  # noqa: F401  (used by the candidate stage)

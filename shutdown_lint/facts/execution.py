@@ -11,7 +11,8 @@ import libcst as cst
 from .model import ClassInfo, FunctionInfo
 from .vocabulary import (
     CALLBACK, CALLBACK_REGISTRARS, DRIVER, EXECUTOR, EXECUTOR_SUBMITTERS, LOOP_THREAD, MAIN_COROUTINE,
-    MAIN_RUNNERS, RAY_ASYNC_ACTOR, RAY_REMOTE, RAY_WORKER, TASK, TASK_SPAWNERS, THREAD, TORCH_WORKER,
+    MAIN_RUNNERS, RAY_ASYNC_ACTOR, RAY_REMOTE, RAY_THREADED_ACTOR, RAY_WORKER, TASK, TASK_SPAWNERS, THREAD,
+    TORCH_WORKER,
 )
 
 if TYPE_CHECKING:
@@ -85,6 +86,23 @@ class ExecutionQueries:
     def is_ray_remote_class(self, cls: Optional[ClassInfo]) -> bool:
         return cls is not None and cls in self._execution.ray_classes
 
+    def is_threaded_ray_actor(self, cls: Optional[ClassInfo]) -> bool:
+        """A sync Ray actor whose methods run on a thread pool: declared (decorator,
+        ``ray.remote(...)(Cls)`` or ``Cls.options(...)``) with ``max_concurrency`` > 1 (or not a
+        literal) or ``concurrency_groups``. An event loop it starts with ``asyncio.run`` runs off
+        the main thread: ``signal.signal`` raises there and SIGTERM never unwinds it."""
+        return cls is not None and cls in self._execution.threaded_classes
+
+    def main_runner_calls(self, fn: FunctionInfo) -> list[tuple[cst.Call, Optional[FunctionInfo]]]:
+        """``asyncio.run(coro())``-style calls in ``fn``'s body and the same-module coroutine
+        function each one runs (None when it is defined elsewhere)."""
+        out = []
+        for call in fn.calls:
+            if self.call_name(call) in MAIN_RUNNERS:
+                args = [a for a in call.args if a.keyword is None]
+                out.append((call, self.coroutine_target(args[0].value, call) if args else None))
+        return out
+
     def only_main_task(self, fn: FunctionInfo) -> bool:
         """True when the module only ever runs coroutine ``fn`` as the main coroutine of
         ``asyncio.run`` on the main thread (directly, or awaited from such a coroutine)."""
@@ -101,6 +119,7 @@ class _Execution:
         self.callers: dict[FunctionInfo, set[FunctionInfo]] = {}
         self.references: dict[FunctionInfo, list[tuple[cst.CSTNode, str]]] = {}
         self.ray_classes: set[ClassInfo] = set()
+        self.threaded_classes: set[ClassInfo] = set()
         self.module_calls_ray_init = False
         self.main_task_only: set[FunctionInfo] = set()
         self._compute()
@@ -123,6 +142,8 @@ class _Execution:
             if any(d in ("ray.remote", "ray.actor.remote") for d in c.decorators):
                 self.ray_classes.add(c)
         self.ray_classes |= _ray_remote_call_classes(f)  # ``ray.remote(Cls)`` / ``ray.remote(**kw)(Cls)``
+        self.threaded_classes = {c for c in _threaded_actor_classes(f) if c in self.ray_classes
+                                 and not c.has_async_methods}
         for fn in f.functions:
             if any(d in ("ray.remote", "ray.actor.remote") for d in fn.decorators):
                 self.add(fn, RAY_REMOTE)
@@ -130,6 +151,8 @@ class _Execution:
                 self.add(fn, RAY_REMOTE)
                 if fn.cls.has_async_methods:
                     self.add(fn, RAY_ASYNC_ACTOR)
+                elif fn.cls in self.threaded_classes:
+                    self.add(fn, RAY_THREADED_ACTOR)
 
         entry_calls: list[tuple[cst.Call, FunctionInfo]] = []  # (asyncio.run call, coroutine fn)
         torch_roots: set[FunctionInfo] = set()
@@ -217,7 +240,7 @@ class _Execution:
 
         # threads: functions reached from thread targets / executor submissions run off
         # the main thread; a loop run there is a loop thread
-        off_main = {fn for fn, ctx in self.contexts.items() if ctx & {THREAD, EXECUTOR}}
+        off_main = {fn for fn, ctx in self.contexts.items() if ctx & {THREAD, EXECUTOR, RAY_THREADED_ACTOR}}
         off_main_closure = self._closure(off_main)
         for call, coro in entry_calls:
             scope = f._call_scope.get(call)
@@ -307,4 +330,57 @@ def _ray_remote_call_classes(f: ModuleFacts) -> set[ClassInfo]:
         b = f.lookup(args[0].value.value, f.scope_of(call))
         if b is not None and b.kind == "class":
             found.add(b.target)  # type: ignore[arg-type]
+    return found
+
+
+def _concurrent(call: cst.Call) -> bool:
+    """``max_concurrency=N`` with N > 1 (or not a literal), or ``concurrency_groups=...``."""
+    for a in call.args:
+        if a.keyword is None:
+            continue
+        if a.keyword.value == "concurrency_groups":
+            return True
+        if a.keyword.value == "max_concurrency":
+            v = a.value
+            return not (isinstance(v, cst.Integer) and v.evaluated_value <= 1)
+    return False
+
+
+def _threaded_actor_classes(f: ModuleFacts) -> set[ClassInfo]:
+    """Same-module classes declared as actors with a thread pool: ``@ray.remote(max_concurrency=8)``,
+    ``ray.remote(max_concurrency=8)(Cls)``, ``Cls.options(max_concurrency=8)`` (also through a
+    name bound to ``ray.remote(Cls)``)."""
+    found: set[ClassInfo] = set()
+    remote = ("ray.remote", "ray.actor.remote")
+    for c, exprs in f._class_decorator_exprs.items():
+        if any(isinstance(e, cst.Call) and f.call_name(e) in remote and _concurrent(e) for e in exprs):
+            found.add(c)
+
+    def class_named(expr: cst.BaseExpression, at: cst.CSTNode) -> Optional[ClassInfo]:
+        if not isinstance(expr, cst.Name):
+            return None
+        b = f.lookup(expr.value, f.scope_of(at))
+        if b is None:
+            return None
+        if b.kind == "class":
+            return b.target  # type: ignore[return-value]
+        if b.kind == "value" and isinstance(b.target, cst.Call):  # Actor = ray.remote(Cls)
+            inner = b.target
+            if f.call_name(inner) in remote or (isinstance(inner.func, cst.Call) and f.call_name(inner.func) in remote):
+                args = [a for a in inner.args if a.keyword is None]
+                if len(args) == 1:
+                    return class_named(args[0].value, inner)
+        return None
+
+    for call in f.calls:
+        func = call.func
+        if isinstance(func, cst.Call) and f.call_name(func) in remote and _concurrent(func):
+            args = [a for a in call.args if a.keyword is None]
+            c = class_named(args[0].value, call) if len(args) == 1 else None
+        elif isinstance(func, cst.Attribute) and func.attr.value == "options" and _concurrent(call):
+            c = class_named(func.value, call)
+        else:
+            continue
+        if c is not None:
+            found.add(c)
     return found

@@ -9,12 +9,13 @@ import libcst as cst
 
 from .collector import _Collector
 from .execution import ExecutionQueries
+from .exit_paths import ExitPathQueries
 from .model import ClassInfo, FunctionInfo, Scope, _Binding
 from .names import Names
 from .tree import TreeShape
 
 
-class ModuleFacts(TreeShape, Names, ExecutionQueries):
+class ModuleFacts(TreeShape, Names, ExecutionQueries, ExitPathQueries):
     """Facts about one parsed module. Built by ``ModuleFacts.build(module)``."""
 
     def __init__(self, module: cst.Module, path: str = "<string>") -> None:

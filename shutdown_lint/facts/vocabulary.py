@@ -19,6 +19,7 @@ THREAD = "thread"  # threading.Thread target
 CALLBACK = "callback"  # loop.call_soon / add_signal_handler / signal.signal handler / add_done_callback
 RAY_REMOTE = "ray-remote"  # @ray.remote function, or method of an @ray.remote class
 RAY_ASYNC_ACTOR = "ray-async-actor"  # method of an @ray.remote class that has async methods
+RAY_THREADED_ACTOR = "ray-threaded-actor"  # runs on the thread pool of a sync actor with max_concurrency > 1
 RAY_WORKER = "ray-worker"  # runs in a Ray worker process (remote, or called from remote)
 DRIVER = "driver"  # process entrypoint: __main__ block, main(), calls ray.init, called from those
 TORCH_WORKER = "torch-worker"  # calls init_process_group, or is called from a function that does

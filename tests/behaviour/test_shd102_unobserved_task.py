@@ -113,3 +113,52 @@ def test_unobserved_task_exception_hangs_and_supervise_ends_the_program(tmp_path
         pytest.fail(f"the fixed program still hangs:\n{err}")
     assert proc.returncode != 0
     assert "Traceback" in err and "RuntimeError: EngineDeadError: the vLLM engine died" in err, err
+
+
+# Awaited, but the outcome is still lost: the workers are awaited only through a discarded
+# gather(..., return_exceptions=True) at the end of the epoch. One dies at once; the others keep
+# the epoch going; the epoch ends, the gather collects the RuntimeError into a list nobody reads,
+# and the program exits 0 with no traceback.
+GATHERED = '''
+import asyncio
+
+
+async def generate(i, queue):
+    await asyncio.sleep(0.1)
+    if i == 0:
+        raise RuntimeError("EngineDeadError: the vLLM engine died")
+    while True:
+        await queue.put(i)
+        await asyncio.sleep(0.05)
+
+
+async def train_epoch():
+    queue = asyncio.Queue()
+    workers = [asyncio.create_task(generate(i, queue)) for i in range(3)]
+    for _ in range(20):
+        await queue.get()  # train on a batch
+    for w in workers:
+        w.cancel()
+    await asyncio.gather(*workers, return_exceptions=True)
+    print("epoch finished", flush=True)
+
+
+asyncio.run(train_epoch())
+'''
+
+
+@pytest.mark.timeout(90)
+def test_failure_lost_in_discarded_gather_results_and_supervise_surfaces_it(tmp_path):
+    assert _codes(GATHERED) == ["SHD102"]
+    proc = _start(GATHERED, tmp_path, "hazard")
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0 and "epoch finished" in out  # the run looks successful
+    assert "EngineDeadError" not in err and "Traceback" not in err, err  # the failure is gone
+
+    fixed = fix_source(GATHERED.encode(), "program.py", SETTINGS).source.decode()  # a safe fix
+    assert "runtime_guard.supervise(asyncio.create_task(generate(i, queue)))" in fixed
+    assert _codes(fixed) == []
+    proc = _start(fixed, tmp_path, "fixed")
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode != 0
+    assert "RuntimeError: EngineDeadError: the vLLM engine died" in err, err

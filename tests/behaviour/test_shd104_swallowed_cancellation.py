@@ -113,3 +113,84 @@ def test_taskgroup_shutdown_hangs_before_fix(tmp_path):
     rc, out, err = _run(fixed, tmp_path, "fixed.py", 30)
     assert rc == 1
     assert "trajectory failed" in err  # the real error surfaces
+
+
+# Hazard 3 (exit paths): cancel-then-await with `except BaseException: pass`. The supervisor
+# restarts its poller; when the supervisor itself is cancelled while it awaits the old poller,
+# the broad handler swallows that cancellation too and the supervisor loops on.
+SUPERVISOR = textwrap.dedent('''
+    import asyncio
+
+    async def poll():
+        try:
+            await asyncio.sleep(3600)
+        finally:
+            await asyncio.sleep(0.5)  # closing the connection takes a while
+
+    async def supervisor():
+        poller = asyncio.create_task(poll())
+        while True:
+            await asyncio.sleep(0.01)
+            poller.cancel()
+            try:
+                await poller
+            except BaseException:
+                pass
+            poller = asyncio.create_task(poll())
+
+    async def main():
+        task = asyncio.create_task(supervisor())
+        await asyncio.sleep(0.3)  # the supervisor is now awaiting its old poller
+        task.cancel()
+        await asyncio.wait({task}, timeout=3)
+        print("RUNNING" if not task.done() else "STOPPED", flush=True)
+        task.cancel()
+        await asyncio.wait({task}, timeout=3)
+
+    asyncio.run(main())
+''')
+
+# Hazard 4 (exit paths): the handler's `raise` is swallowed by a `return` in its nested finally.
+FINALLY_RETURN = textwrap.dedent('''
+    import asyncio
+
+    async def trial():
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            try:
+                print("trial cancelled", flush=True)
+                raise
+            finally:
+                return "partial"
+
+    async def main():
+        try:
+            print("RESULT", await asyncio.wait_for(trial(), timeout=0.3), flush=True)
+        except TimeoutError:
+            print("TIMEOUT", flush=True)
+
+    asyncio.run(main())
+''')
+
+
+@pytest.mark.timeout(60)
+def test_broad_handler_around_cancelled_task_keeps_the_canceller_running(tmp_path):
+    found = lint_source(SUPERVISOR.encode(), "hazard.py", SETTINGS).diagnostics
+    assert [d.code for d in found] == ["SHD104"] and "KeyboardInterrupt" in found[0].message
+    rc, out, _ = _run(SUPERVISOR.encode(), tmp_path, "hazard.py", 30)
+    assert "RUNNING" in out  # 3 s after cancel() the supervisor is still looping
+
+    fixed = _fixed(SUPERVISOR)
+    assert b"except (asyncio.CancelledError, Exception):" in fixed and b"cancelling()" in fixed
+    rc, out, _ = _run(fixed, tmp_path, "fixed.py", 30)
+    assert rc == 0 and "STOPPED" in out
+
+
+@pytest.mark.timeout(60)
+def test_return_in_finally_swallows_the_reraise(tmp_path):
+    found = lint_source(FINALLY_RETURN.encode(), "hazard.py", SETTINGS).diagnostics
+    assert [d.code for d in found] == ["SHD104"] and found[0].fix is None
+    rc, out, _ = _run(FINALLY_RETURN.encode(), tmp_path, "hazard.py", 30)
+    assert "trial cancelled" in out
+    assert "RESULT partial" in out and "TIMEOUT" not in out  # the timeout was lost

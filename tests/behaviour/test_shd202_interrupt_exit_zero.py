@@ -75,3 +75,96 @@ def test_ctrl_c_exit_status_before_and_after_fix(tmp_path):
     rc, out = _interrupt(fixed)
     assert "cleaning up" in out
     assert rc == 130
+
+
+# Exit paths: the handler cleans up and falls through; main() returns to the __main__ block.
+FALLS_THROUGH = textwrap.dedent('''
+    import time
+
+    def train():
+        print("ready", flush=True)
+        while True:
+            time.sleep(0.05)
+
+    def main():
+        try:
+            train()
+        except KeyboardInterrupt:
+            print("interrupted, cleaning up", flush=True)
+
+    if __name__ == "__main__":
+        main()
+''')
+
+# A SIGTERM handler that shuts down and exits 0: a preempted job is recorded as done.
+SIGTERM_ZERO = textwrap.dedent('''
+    import signal
+    import sys
+    import time
+
+    def save_checkpoint():
+        print("interrupted, cleaning up", flush=True)
+
+    def on_sigterm(signum, frame):
+        save_checkpoint()
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    print("ready", flush=True)
+    while True:
+        time.sleep(0.05)
+''')
+
+
+# Python 3.11+: Ctrl+C cancels asyncio.run's main task; a handler that also catches the
+# cancellation and returns makes asyncio.run return normally.
+ASYNC_MAIN = textwrap.dedent('''
+    import asyncio
+
+    async def amain():
+        try:
+            print("ready", flush=True)
+            await asyncio.sleep(60)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            print("interrupted, cleaning up", flush=True)
+
+    if __name__ == "__main__":
+        asyncio.run(amain())
+''')
+
+
+def _signal(path, sig) -> tuple[int, str]:
+    proc = subprocess.Popen([sys.executable, str(path)], cwd=REPO, env=ENV, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        proc.send_signal(sig)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    return proc.returncode, out
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("source, sig, status", [
+    (FALLS_THROUGH, signal.SIGINT, 130),
+    (SIGTERM_ZERO, signal.SIGTERM, 143),
+    (ASYNC_MAIN, signal.SIGINT, 130),
+], ids=["handler-falls-through-to-main", "sigterm-handler-exit-0", "asyncio-run-swallows-cancel"])
+def test_exit_paths_status_before_and_after_fix(tmp_path, source, sig, status):
+    hazard = tmp_path / "hazard.py"
+    hazard.write_text(source)
+    assert [d.code for d in lint_source(source.encode(), str(hazard), SETTINGS).diagnostics] == ["SHD202"]
+    rc, out = _signal(hazard, sig)
+    assert "cleaning up" in out
+    assert rc == 0  # an interrupted run reports success
+
+    fixed_src = fix_source(source.encode(), str(hazard), SETTINGS, unsafe=True).source
+    assert lint_source(fixed_src, "fixed.py", SETTINGS).diagnostics == []
+    fixed = tmp_path / "fixed.py"
+    fixed.write_bytes(fixed_src)
+    rc, out = _signal(fixed, sig)
+    assert "cleaning up" in out
+    assert rc == status

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,9 +19,10 @@ from shutdown_lint.analyzer import lint_source
 from shutdown_lint.fixer import fix_source
 from shutdown_lint.settings import Settings
 
+from ray_scaffold import driver, rollout_task
+
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
 SETTINGS = Settings(selected=("SHD403",), target_version="py311")
 N = 5
 
@@ -34,23 +34,7 @@ import sys
 import ray
 
 
-@ray.remote(max_retries=0)
-def rollout(lease_dir, n):
-    async def trajectory(i):
-        path = os.path.join(lease_dir, f"sandbox-{i}")
-        open(path, "w").close()
-        try:
-            while True:
-                await asyncio.sleep(0.2)  # agent steps
-        finally:
-            await asyncio.sleep(0.3)  # deleting the sandbox takes an API call
-            os.remove(path)
-
-    async def run():
-        await asyncio.gather(*[trajectory(i) for i in range(n)])
-
-    asyncio.run(run())
-
+''' + rollout_task(0.3) + '''
 
 def main():
     ray.init(num_cpus=2, include_dashboard=False)
@@ -64,21 +48,10 @@ if __name__ == "__main__":
 '''
 
 
-def _env() -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    env.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    env.setdefault("RAY_AUTH_MODE", "disabled")
-    return env
-
-
 def _ctrl_c_run(script: Path, lease_dir: Path) -> dict:
     """Start the driver, wait for N leases, SIGINT it; report how it ended and what leaked."""
     lease_dir.mkdir()
-    proc = subprocess.Popen([sys.executable, str(script), str(lease_dir), str(N)], cwd=str(script.parent),
-                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
-    try:
+    with driver(script, [str(lease_dir), str(N)]) as proc:
         deadline = time.monotonic() + 90
         while len(os.listdir(lease_dir)) < N and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.2)
@@ -93,12 +66,6 @@ def _ctrl_c_run(script: Path, lease_dir: Path) -> dict:
             out = ""
         time.sleep(2.0)  # let Ray finish tearing down the job's workers
         return {"exited": exited, "rc": proc.returncode, "leaked": len(os.listdir(lease_dir)), "out": out}
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # the driver's local cluster, whatever is left of it
-        except (ProcessLookupError, PermissionError):
-            pass
-        proc.wait(timeout=10)
 
 
 @pytest.mark.timeout(240)

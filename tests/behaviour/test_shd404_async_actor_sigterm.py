@@ -11,10 +11,8 @@ Both actors run in ONE subprocess with one `ray.init`.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -22,9 +20,10 @@ from shutdown_lint.analyzer import lint_source
 from shutdown_lint.fixer import fix_source
 from shutdown_lint.settings import Settings
 
+from ray_scaffold import ray_env
+
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
 SETTINGS = Settings(selected=("SHD404",), target_version="py311")
 N = 5
 GRACE = 8  # seconds between SIGTERM and SIGKILL
@@ -109,11 +108,7 @@ def test_sigterm_to_async_actor_leaks_and_setup_worker_cleans_up(tmp_path):
     (tmp_path / "runner.py").write_text(f"N = {N}\nGRACE = {GRACE}\n" + RUNNER)
     leases = tmp_path / "leases"
     leases.mkdir()
-    env = dict(os.environ)
-    # Ray workers inherit the driver's environment: they import the actor modules from here
-    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    env.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    env.setdefault("RAY_AUTH_MODE", "disabled")
+    env = ray_env(tmp_path)  # Ray workers inherit it: they import the actor modules from here
     proc = subprocess.run([sys.executable, "runner.py", str(leases), "hazard_actor", "fixed_actor"],
                           cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=150,
                           start_new_session=True)
@@ -128,4 +123,75 @@ def test_sigterm_to_async_actor_leaks_and_setup_worker_cleans_up(tmp_path):
     assert hazard["leaked"] == N
     # the fix: SIGTERM cancels the tasks, their cleanup runs, the worker exits by itself
     assert fixed["sigkilled_after_grace"] is False
+    assert fixed["leaked"] == 0
+
+
+# Where code runs depends on decorator arguments: a *sync* actor with max_concurrency > 1 runs its
+# methods on a thread pool, so `asyncio.run` there starts a loop off the main thread. SIGTERM
+# raises SystemExit in the main thread only; the loop's `finally` blocks never run.
+THREADED_HAZARD = '''\
+import asyncio
+import os
+
+import ray
+
+
+async def rollout(lease_dir, n):
+    async def hold(i):
+        path = os.path.join(lease_dir, f"lease-{i}")
+        open(path, "w").close()
+        try:
+            while True:
+                await asyncio.sleep(0.2)  # agent steps
+        finally:
+            await asyncio.sleep(0.3)  # releasing the lease takes an API call
+            os.remove(path)
+
+    await asyncio.gather(*[hold(i) for i in range(n)])
+
+
+@ray.remote(max_restarts=0, max_concurrency=4)
+class Sandboxes:
+    def pid(self):
+        return os.getpid()
+
+    def run(self, lease_dir, n):
+        asyncio.run(rollout(lease_dir, n))
+'''
+
+# the same actor with the default max_concurrency=1: its methods run on the main thread, where
+# Ray's SystemExit unwinds asyncio.run (a control: not flagged, nothing leaks)
+SINGLE_THREAD = THREADED_HAZARD.replace("max_restarts=0, max_concurrency=4", "max_restarts=0")
+
+
+@pytest.mark.timeout(240)
+def test_sigterm_to_threaded_actor_running_asyncio_run_leaks_and_setup_worker_cleans_up(tmp_path):
+    found = lint_source(THREADED_HAZARD.encode(), "threaded_actor.py", SETTINGS).diagnostics
+    assert [d.code for d in found] == ["SHD404"] and "max_concurrency" in found[0].message
+    assert lint_source(SINGLE_THREAD.encode(), "single_actor.py", SETTINGS).diagnostics == []
+    outcome = fix_source(THREADED_HAZARD.encode(), "threaded_actor.py", SETTINGS, unsafe=True)
+    fixed_src = outcome.source.decode()
+    assert "    def __init__(self):\n        runtime_guard.ray.setup_worker()\n" in fixed_src
+    assert "signal.signal" not in fixed_src
+    assert lint_source(outcome.source, "fixed_threaded.py", SETTINGS).diagnostics == []
+
+    (tmp_path / "threaded_actor.py").write_text(THREADED_HAZARD)
+    (tmp_path / "single_actor.py").write_text(SINGLE_THREAD)
+    (tmp_path / "fixed_threaded.py").write_text(fixed_src)
+    (tmp_path / "runner.py").write_text(f"N = {N}\nGRACE = {GRACE}\n" + RUNNER)
+    leases = tmp_path / "leases"
+    leases.mkdir()
+    env = ray_env(tmp_path)
+    proc = subprocess.run([sys.executable, "runner.py", str(leases), "threaded_actor", "single_actor",
+                           "fixed_threaded"], cwd=str(tmp_path), env=env, capture_output=True, text=True,
+                          timeout=200, start_new_session=True)
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULTS ")), None)
+    assert line is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = json.loads(line[len("RESULTS "):])
+    hazard, single, fixed = results["threaded_actor"], results["single_actor"], results["fixed_threaded"]
+    assert hazard["held"] == N and single["held"] == N and fixed["held"] == N
+    assert hazard["leaked"] == N  # the pool thread's loop never unwinds
+    assert single["leaked"] == 0  # control: on the main thread SystemExit unwinds asyncio.run
+    # the fix: SIGTERM cancels the pool thread's loop, every `finally` runs before the grace period
+    # ends (the worker itself may linger in Ray's exit path until the grace SIGKILL: measured, 8 s)
     assert fixed["leaked"] == 0

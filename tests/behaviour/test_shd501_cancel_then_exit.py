@@ -9,9 +9,6 @@ the driver waits for the cleanup, then exits with the same status; 0 leak.
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -21,9 +18,10 @@ from shutdown_lint.analyzer import lint_source
 from shutdown_lint.fixer import fix_source
 from shutdown_lint.settings import Settings
 
+from ray_scaffold import driver, rollout_task
+
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
 SETTINGS = Settings(selected=("SHD501",), target_version="py311")
 N = 5
 BUDGET = 6  # seconds the driver gives the rollout
@@ -37,23 +35,7 @@ import ray
 from ray.exceptions import GetTimeoutError
 
 
-@ray.remote(max_retries=0)
-def rollout(lease_dir, n):
-    async def trajectory(i):
-        path = os.path.join(lease_dir, f"sandbox-{i}")
-        open(path, "w").close()
-        try:
-            while True:
-                await asyncio.sleep(0.2)  # agent steps
-        finally:
-            await asyncio.sleep(3)  # deleting a sandbox is a slow API call
-            os.remove(path)
-
-    async def run():
-        await asyncio.gather(*[trajectory(i) for i in range(n)])
-
-    asyncio.run(run())
-
+''' + rollout_task(3) + '''
 
 def main():
     ray.init(num_cpus=2, include_dashboard=False)
@@ -73,15 +55,8 @@ if __name__ == "__main__":
 
 def _run(script: Path, lease_dir: Path) -> dict:
     lease_dir.mkdir()
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    env.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    env.setdefault("RAY_AUTH_MODE", "disabled")
-    proc = subprocess.Popen([sys.executable, str(script), str(lease_dir), str(N), str(BUDGET)],
-                            cwd=str(script.parent), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
     most = 0
-    try:
+    with driver(script, [str(lease_dir), str(N), str(BUDGET)]) as proc:
         deadline = time.monotonic() + 120
         while proc.poll() is None and time.monotonic() < deadline:
             most = max(most, len(os.listdir(lease_dir)))
@@ -91,12 +66,6 @@ def _run(script: Path, lease_dir: Path) -> dict:
         time.sleep(2.0)  # let Ray finish tearing down the job's workers
         return {"exited": exited, "rc": proc.returncode, "held": most, "leaked": len(os.listdir(lease_dir)),
                 "out": out}
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        proc.wait(timeout=10)
 
 
 @pytest.mark.timeout(240)
@@ -122,5 +91,79 @@ def test_cancel_then_exit_leaks_and_cancel_and_wait_cleans_up(tmp_path):
 
     after = _run(fixed, tmp_path / "leases-after")
     assert after["exited"] and after["rc"] == 3, after["out"][-3000:]  # same exit status
+    assert after["held"] == N
+    assert after["leaked"] == 0, after["out"][-3000:]
+
+
+# Exit paths: an orchestrating actor (verl's TaskRunner) waits on rollouts; when one fails it
+# cancels the remaining refs in a loop and raises out of its remote method. The driver gets the
+# error and exits; the cancelled rollouts are killed in the middle of their cleanup.
+RUNNER_HAZARD = '''\
+import asyncio
+import os
+import sys
+
+import ray
+
+
+''' + rollout_task(3) + '''
+
+@ray.remote(max_retries=0)
+def failing(seconds):
+    import time
+    time.sleep(seconds)
+    raise RuntimeError("reward model crashed")
+
+
+@ray.remote(num_cpus=0)
+class TaskRunner:
+    def run(self, lease_dir, n, budget):
+        futures = [rollout.remote(lease_dir, n), failing.remote(budget)]
+        try:
+            while futures:
+                done, futures = ray.wait(futures, num_returns=1)
+                ray.get(done)
+        except Exception as e:
+            for future in futures:
+                ray.cancel(future)
+            raise e
+
+
+def main():
+    ray.init(num_cpus=2, include_dashboard=False)
+    runner = TaskRunner.remote()
+    ray.get(runner.run.remote(sys.argv[1], int(sys.argv[2]), float(sys.argv[3])))
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+@pytest.mark.timeout(240)
+def test_cancel_remaining_then_raise_out_of_actor_leaks_and_the_fix_waits(tmp_path):
+    hazard = tmp_path / "hazard" / "driver.py"
+    hazard.parent.mkdir()
+    hazard.write_text(RUNNER_HAZARD)
+    found = lint_source(RUNNER_HAZARD.encode(), str(hazard), SETTINGS).diagnostics
+    assert [d.code for d in found] == ["SHD501"] and "remote method `run()`" in found[0].message
+
+    before = _run(hazard, tmp_path / "leases-before")
+    assert before["exited"] and before["rc"] != 0, before["out"][-3000:]
+    assert "reward model crashed" in before["out"]
+    assert before["held"] == N
+    assert before["leaked"] == N, before["out"][-3000:]
+
+    outcome = fix_source(RUNNER_HAZARD.encode(), str(hazard), SETTINGS, unsafe=True)
+    fixed_src = outcome.source.decode()
+    assert "            runtime_guard.ray.wait_for_cleanup(futures, timeout=30)\n            raise e\n" in fixed_src
+    assert lint_source(outcome.source, "driver.py", SETTINGS).diagnostics == []
+    fixed = tmp_path / "fixed" / "driver.py"
+    fixed.parent.mkdir()
+    fixed.write_text(fixed_src)
+
+    after = _run(fixed, tmp_path / "leases-after")
+    assert after["exited"] and after["rc"] == before["rc"], after["out"][-3000:]  # same failure, same status
+    assert "reward model crashed" in after["out"]
     assert after["held"] == N
     assert after["leaked"] == 0, after["out"][-3000:]

@@ -1,0 +1,539 @@
+"""Exit paths: how control leaves an ``except`` handler or a ``finally`` block, whether an
+interrupt handler lets the process entrypoint end normally, and what exit status an exit
+call gives.
+
+Handlers are not flat lists of statements: a ``raise`` inside a ``try`` whose ``finally``
+returns never propagates (the ``return`` swallows it), a ``raise`` under an ``if`` leaves a
+fall-through path beside it, a ``break`` inside a loop of the handler stays in the handler.
+``ExitPaths`` says which ways out exist; rules decide which ones matter to them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Optional, Sequence, Union
+
+import libcst as cst
+
+from .model import FunctionInfo
+
+if TYPE_CHECKING:
+    from .module import ModuleFacts
+
+# ---------------------------------------------------------------- ways out of a block
+RERAISE = "reraise"  # bare `raise`, or `raise e` of the caught exception
+RAISE_OTHER = "raise-other"  # raising a different exception
+EXIT = "exit"  # sys.exit / os._exit / exit() / raise SystemExit / hard_exit
+RETURN = "return"
+BREAK = "break"
+CONTINUE = "continue"
+FALL_THROUGH = "fall-through"  # runs off the end of the block
+
+PROPAGATING = frozenset({RERAISE, RAISE_OTHER, EXIT})
+SWALLOWING = frozenset({RETURN, BREAK, CONTINUE, FALL_THROUGH})
+
+#: Calls that end the process (qualified names).
+EXIT_FUNCTIONS = frozenset({"sys.exit", "os._exit", "builtins.exit", "builtins.quit", "runtime_guard.hard_exit",
+                            "runtime_guard.exit.hard_exit"})
+#: Exit statuses as this module reports them.
+STATUS_ZERO = 0
+STATUS_NONZERO = "nonzero"
+STATUS_UNKNOWN = None
+
+_Block = Union[cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally]
+
+
+@dataclass(frozen=True)
+class ExitPaths:
+    """How control leaves one handler or ``finally`` block."""
+
+    #: every way out that some path takes (the constants above)
+    ways: frozenset[str]
+    #: a nested ``finally`` whose ``return``/``break``/``continue`` swallows whatever was
+    #: raised before it (the first one found), else None
+    swallowing_finally: Optional[cst.Finally] = None
+    #: the handler's bound exception (``except X as e``) is stored in a name or attribute
+    #: that the function raises later (``err = e`` ... ``raise err``)
+    reraised_later: bool = False
+    #: the bound exception is used at all (handed to a call, stored): someone may pass it on
+    hands_on: bool = False
+    #: exit calls / ``raise SystemExit`` reached in the block (not in nested defs)
+    exits: tuple[cst.CSTNode, ...] = field(default=())
+
+    @property
+    def propagates(self) -> bool:
+        """Some path re-raises, raises or exits."""
+        return bool(self.ways & PROPAGATING)
+
+    @property
+    def always_propagates(self) -> bool:
+        return bool(self.ways) and self.ways <= PROPAGATING
+
+    @property
+    def swallows(self) -> bool:
+        """Some path leaves normally (return, break, continue, falling through)."""
+        return bool(self.ways & SWALLOWING)
+
+
+class ExitPathQueries:
+    """Mixin of ``ModuleFacts``: exit paths of handlers (computed on demand, cached)."""
+
+    @cached_property
+    def _exit_path_cache(self) -> dict[int, ExitPaths]:
+        return {}
+
+    def exit_paths(self, block: _Block) -> ExitPaths:
+        """How control leaves ``block`` (an ``except`` handler or a ``finally``)."""
+        key = id(block)
+        cached = self._exit_path_cache.get(key)
+        if cached is None:
+            cached = self._exit_path_cache[key] = _compute(self, block)
+        return cached
+
+    def exit_status(self, node: cst.CSTNode) -> object:
+        """The status an exit gives: ``0``, ``"nonzero"`` or ``None`` (unknown); ``node`` is an
+        exit call (``sys.exit(0)``) or a ``raise SystemExit(...)``. Not an exit: None."""
+        if isinstance(node, cst.Raise):
+            exc = node.exc
+            if exc is None:
+                return STATUS_UNKNOWN
+            target = exc.func if isinstance(exc, cst.Call) else exc
+            if self.qualified_name(target, node) != "builtins.SystemExit":
+                return STATUS_UNKNOWN
+            args = [a for a in exc.args if a.keyword is None] if isinstance(exc, cst.Call) else []
+            return _status_of_args(args, default=STATUS_ZERO)
+        if isinstance(node, cst.Call):
+            name = self.call_name(node)
+            if name not in EXIT_FUNCTIONS:
+                return STATUS_UNKNOWN
+            args = [a for a in node.args if a.keyword is None]
+            if name.endswith("hard_exit"):
+                return _status_of_args(args, default=STATUS_NONZERO)  # hard_exit() defaults to 1
+            if name == "os._exit" and not args:
+                return STATUS_UNKNOWN  # a TypeError, not an exit
+            return _status_of_args(args, default=STATUS_ZERO)
+        return STATUS_UNKNOWN
+
+    def is_exit(self, node: cst.CSTNode) -> bool:
+        """An exit call or ``raise SystemExit``."""
+        if isinstance(node, cst.Call):
+            return self.call_name(node) in EXIT_FUNCTIONS
+        if isinstance(node, cst.Raise) and node.exc is not None:
+            exc = node.exc
+            target = exc.func if isinstance(exc, cst.Call) else exc
+            return self.qualified_name(target, node) == "builtins.SystemExit"
+        return False
+
+    # ------------------------------------------------------------------ signal handlers
+    @cached_property
+    def signal_handlers(self) -> dict[cst.CSTNode, frozenset[str]]:
+        """Handlers installed for SIGINT/SIGTERM in this module: the handler's
+        ``FunctionDef`` or ``Lambda`` node -> the signal names (``SIGINT``, ``SIGTERM``)."""
+        found: dict[cst.CSTNode, set[str]] = {}
+        for call in self.calls:
+            name = self.call_name(call)
+            if name not in ("signal.signal", "asyncio.AbstractEventLoop.add_signal_handler"):
+                continue
+            args = [a for a in call.args if a.keyword is None]
+            if len(args) < 2:
+                continue
+            sig = _signal_name(args[0].value)
+            if sig not in ("SIGINT", "SIGTERM"):
+                continue
+            handler = args[1].value
+            if isinstance(handler, cst.Lambda):
+                found.setdefault(handler, set()).add(sig)
+                continue
+            fn = self.resolve_function(handler, call)
+            if fn is not None:
+                found.setdefault(fn.node, set()).add(sig)
+        return {k: frozenset(v) for k, v in found.items()}
+
+    def signal_handler_of(self, node: cst.CSTNode) -> Optional[tuple[cst.CSTNode, frozenset[str]]]:
+        """The SIGINT/SIGTERM handler (function or lambda) whose own body holds ``node``."""
+        handlers = self.signal_handlers
+        if not handlers:
+            return None
+        for anc in self.ancestors(node):
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
+                sigs = handlers.get(anc)
+                return (anc, sigs) if sigs else None
+        return None
+
+    # ------------------------------------------------------------------ entrypoints
+    def normal_return_to_entrypoint(self, handler: Union[cst.ExceptHandler, cst.ExceptStarHandler]) -> Optional[str]:
+        """For an ``except`` handler that can leave normally: when that normal exit ends a
+        process entrypoint with status 0, a description of the entrypoint (``"main()"``,
+        ``"the __main__ block"``, ``"the coroutine passed to asyncio.run"``); else None.
+
+        Covered: the handler's function is called as a statement from the ``__main__`` block
+        (or is ``main`` with such a call), or is the coroutine ``asyncio.run`` runs there;
+        the handler sits at module level in the ``__main__`` block. The handler must reach
+        the end of the function (no loop around it that goes on, no later statement that
+        exits or raises) and a ``return`` must give None (``sys.exit(main())`` with
+        ``return 1`` exits 1). Whether Ctrl+C reaches the handler at all is the caller's
+        question: since Python 3.11 ``asyncio.run`` cancels its main task on SIGINT instead of
+        raising ``KeyboardInterrupt`` inside it.
+        """
+        paths = self.exit_paths(handler)
+        tr = self.parent(handler)
+        fn = self.enclosing_function(handler)
+        in_loop = _loop_between(self, handler, fn)
+        returns_none = RETURN in paths.ways and _returns_only_none(handler.body)
+        leaves = (FALL_THROUGH in paths.ways and not in_loop) or returns_none
+        if not leaves or not isinstance(tr, (cst.Try, cst.TryStar)):
+            return None
+        if tr.finalbody is not None and not self.exit_paths(tr.finalbody).ways <= {FALL_THROUGH}:
+            return None
+        if FALL_THROUGH in paths.ways and not returns_none and _later_code_exits(self, tr, fn):
+            return None
+        if fn is None:
+            return "the `__main__` block" if self.in_main_guard(handler) and not _later_code_exits(self, tr, None) \
+                else None
+        return self._entrypoint_of(fn)
+
+    def _entrypoint_of(self, fn: FunctionInfo, depth: int = 0) -> Optional[str]:
+        if fn.cls is not None or fn.scope is not None or depth > 2:
+            return None
+        for node, kind in self.references(fn):
+            if kind == "call" and isinstance(node, cst.Call) and self._ends_entrypoint(node):
+                return f"`{fn.name}()`"
+            if kind == "main" and isinstance(node, cst.Call):
+                # asyncio.run(fn()) in the __main__ block, or in a function that is itself an entrypoint
+                if self._ends_entrypoint(node):
+                    return f"`{fn.name}()` (the coroutine passed to `asyncio.run`)"
+                runner = self.enclosing_function(node)
+                if runner is not None and self._entrypoint_of(runner, depth + 1):
+                    return f"`{fn.name}()` (the coroutine passed to `asyncio.run`)"
+        return None
+
+    def _ends_entrypoint(self, call: cst.Call) -> bool:
+        """``call`` is a statement of the ``__main__`` block (``main()`` or
+        ``sys.exit(main())`` / ``asyncio.run(main())`` wrapped in an exit), with nothing after
+        it in the block that exits or raises."""
+        if not self.in_main_guard(call) or self.enclosing_function(call) is not None:
+            return False
+        stmt = self.enclosing_statement(call)
+        if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+            return False
+        small = stmt.body[0]
+        value = small.value if isinstance(small, cst.Expr) else None
+        if value is not call:
+            # sys.exit(main()): the return value becomes the status (None -> 0)
+            if not (isinstance(value, cst.Call) and self.call_name(value) == "sys.exit"
+                    and len(value.args) == 1 and value.args[0].value is call):
+                return False
+        return not _later_code_exits(self, stmt, None)
+
+
+# ---------------------------------------------------------------------- computation
+
+
+def _compute(facts: "ModuleFacts", block: _Block) -> ExitPaths:
+    bound = None
+    if isinstance(block, (cst.ExceptHandler, cst.ExceptStarHandler)) and block.name is not None \
+            and isinstance(block.name.name, cst.Name):
+        bound = block.name.name.value
+    walker = _Walker(facts, bound)
+    ways, falls = walker.block(block.body, loop_depth=0)
+    if falls:
+        ways = ways | {FALL_THROUGH}
+    hands_on = bound is not None and _uses_name(block.body, bound)
+    later = False
+    if bound is not None and hands_on:
+        later = _reraised_later(facts, block, bound)
+    return ExitPaths(frozenset(ways), walker.swallowing_finally, later, hands_on, tuple(walker.exits))
+
+
+class _Walker:
+    """Abstract interpretation over statements: the ways out, and whether a block can fall
+    off its end."""
+
+    def __init__(self, facts: "ModuleFacts", bound: Optional[str]) -> None:
+        self.facts = facts
+        self.bound = bound
+        self.swallowing_finally: Optional[cst.Finally] = None
+        self.exits: list[cst.CSTNode] = []
+
+    def block(self, suite: cst.BaseSuite, loop_depth: int) -> tuple[set[str], bool]:
+        if isinstance(suite, cst.SimpleStatementSuite):
+            return self.smalls(suite.body, loop_depth)
+        return self.statements(suite.body, loop_depth)
+
+    def statements(self, stmts: Sequence[cst.BaseStatement], loop_depth: int) -> tuple[set[str], bool]:
+        ways: set[str] = set()
+        for st in stmts:
+            w, falls = self.statement(st, loop_depth)
+            ways |= w
+            if not falls:
+                return ways, False
+        return ways, True
+
+    def smalls(self, smalls: Sequence[cst.BaseSmallStatement], loop_depth: int) -> tuple[set[str], bool]:
+        ways: set[str] = set()
+        for small in smalls:
+            w = self.small(small, loop_depth)
+            if w is not None:
+                return ways | w, False
+        return ways, True
+
+    def small(self, small: cst.BaseSmallStatement, loop_depth: int) -> Optional[set[str]]:
+        """The ways out when ``small`` ends the block, else None (control goes on)."""
+        if isinstance(small, cst.Raise):
+            if self.facts.is_exit(small):
+                self.exits.append(small)
+                return {EXIT}
+            exc = small.exc
+            if exc is None or (isinstance(exc, cst.Name) and exc.value == self.bound):
+                return {RERAISE}
+            return {RAISE_OTHER}
+        if isinstance(small, cst.Return):
+            return {RETURN}
+        if isinstance(small, cst.Break):
+            return set() if loop_depth else {BREAK}
+        if isinstance(small, cst.Continue):
+            return set() if loop_depth else {CONTINUE}
+        if isinstance(small, cst.Expr):
+            value = small.value
+            if isinstance(value, cst.Await):
+                value = value.expression
+            if isinstance(value, cst.Call) and self.facts.is_exit(value):
+                self.exits.append(value)
+                return {EXIT}
+        return None
+
+    def statement(self, st: cst.BaseStatement, loop_depth: int) -> tuple[set[str], bool]:
+        if isinstance(st, cst.SimpleStatementLine):
+            return self.smalls(st.body, loop_depth)
+        if isinstance(st, cst.If):
+            ways, falls = self.block(st.body, loop_depth)
+            orelse = st.orelse
+            if orelse is None:
+                return ways, True
+            if isinstance(orelse, cst.If):
+                w, f = self.statement(orelse, loop_depth)
+            else:
+                w, f = self.block(orelse.body, loop_depth)
+            return ways | w, falls or f
+        if isinstance(st, (cst.For, cst.While)):
+            ways, _ = self.block(st.body, loop_depth + 1)
+            if st.orelse is not None:
+                w, _ = self.block(st.orelse.body, loop_depth)
+                ways |= w
+            endless = isinstance(st, cst.While) and _is_true(st.test) and not _breaks(st.body)
+            return ways, not endless
+        if isinstance(st, (cst.Try, cst.TryStar)):
+            return self.try_statement(st, loop_depth)
+        if isinstance(st, cst.With):
+            return self.block(st.body, loop_depth)
+        if isinstance(st, cst.Match):
+            ways: set[str] = set()
+            for case in st.cases:
+                w, _ = self.block(case.body, loop_depth)
+                ways |= w
+            return ways, True
+        return set(), True  # def, class: defining runs nothing
+
+    def try_statement(self, st: Union[cst.Try, cst.TryStar], loop_depth: int) -> tuple[set[str], bool]:
+        ways, falls = self.block(st.body, loop_depth)
+        for h in st.handlers:
+            w, f = self.block(h.body, loop_depth)
+            ways |= w
+            falls = falls or f
+        if st.orelse is not None:
+            w, f = self.block(st.orelse.body, loop_depth)
+            ways |= w
+            falls = falls or f
+        if st.finalbody is None:
+            return ways, falls
+        fin_ways, fin_falls = self.block(st.finalbody.body, loop_depth)
+        if fin_ways & {RETURN, BREAK, CONTINUE} and self.swallowing_finally is None:
+            self.swallowing_finally = st.finalbody
+        if not fin_falls:
+            # the finally always leaves by itself: whatever the body raised is dropped
+            return fin_ways, False
+        return ways | fin_ways, falls
+
+
+def _is_true(expr: cst.BaseExpression) -> bool:
+    return (isinstance(expr, cst.Name) and expr.value == "True") or (
+        isinstance(expr, cst.Integer) and expr.evaluated_value != 0)
+
+
+def _breaks(body: cst.CSTNode) -> bool:
+    """A ``break`` that leaves this loop (not one of a nested loop)."""
+    found = [False]
+
+    class _Scan(cst.CSTVisitor):
+        def visit_For(self, n: cst.For) -> bool:
+            return False
+
+        def visit_While(self, n: cst.While) -> bool:
+            return False
+
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_Break(self, n: cst.Break) -> None:
+            found[0] = True
+
+    body.visit(_Scan())
+    return found[0]
+
+
+def _status_of_args(args: list[cst.Arg], default: object) -> object:
+    if not args:
+        return default
+    if len(args) > 1:
+        return STATUS_UNKNOWN
+    return literal_status(args[0].value)
+
+
+def literal_status(expr: cst.BaseExpression) -> object:
+    """The exit status an argument gives: 0, "nonzero" or None (unknown)."""
+    if isinstance(expr, cst.Integer):
+        return STATUS_ZERO if expr.evaluated_value == 0 else STATUS_NONZERO
+    if isinstance(expr, cst.Name):
+        if expr.value in ("None", "False", "EXIT_SUCCESS"):
+            return STATUS_ZERO
+        if expr.value in ("True", "EXIT_FAILURE"):
+            return STATUS_NONZERO
+        return STATUS_UNKNOWN
+    if isinstance(expr, cst.Attribute):
+        if expr.attr.value in ("EX_OK", "EXIT_SUCCESS"):
+            return STATUS_ZERO
+        if expr.attr.value == "EXIT_FAILURE":
+            return STATUS_NONZERO
+        return STATUS_UNKNOWN
+    if isinstance(expr, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
+        return STATUS_NONZERO  # sys.exit("message") prints it and exits 1
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
+        # 128 + signum
+        if isinstance(expr.left, cst.Integer) and expr.left.evaluated_value > 0:
+            return STATUS_NONZERO
+    return STATUS_UNKNOWN
+
+
+def _signal_name(expr: cst.BaseExpression) -> Optional[str]:
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value
+    if isinstance(expr, cst.Name):
+        return expr.value
+    return None
+
+
+def _uses_name(node: cst.CSTNode, name: str) -> bool:
+    found = [False]
+
+    class _Scan(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            if n.value == name:
+                found[0] = True
+
+    node.visit(_Scan())
+    return found[0]
+
+
+def _stores(handler: cst.CSTNode, bound: str) -> set[str]:
+    """Where the handler keeps the bound exception: ``err = e`` -> ``err``, ``self.err = e``
+    -> ``self.err``, ``errors.append(e)`` -> ``errors``."""
+    code = cst.Module([]).code_for_node
+    out: set[str] = set()
+
+    class _Scan(cst.CSTVisitor):
+        def visit_Assign(self, n: cst.Assign) -> None:
+            if _uses_name(n.value, bound):
+                for t in n.targets:
+                    if isinstance(t.target, (cst.Name, cst.Attribute)):
+                        out.add(code(t.target))
+                    elif isinstance(t.target, cst.Subscript):
+                        out.add(code(t.target.value))
+
+        def visit_Call(self, n: cst.Call) -> None:
+            if isinstance(n.func, cst.Attribute) and n.func.attr.value in ("append", "add", "extend", "put_nowait") \
+                    and any(_uses_name(a.value, bound) for a in n.args):
+                out.add(code(n.func.value))
+
+    handler.visit(_Scan())
+    return out
+
+
+def _reraised_later(facts: "ModuleFacts", handler: cst.CSTNode, bound: str) -> bool:
+    stored = _stores(handler, bound)
+    if not stored:
+        return False
+    fn = facts.enclosing_function(handler)
+    region = fn.node if fn is not None else facts.module
+    code = cst.Module([]).code_for_node
+    found = [False]
+
+    class _Scan(cst.CSTVisitor):
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return n is region
+
+        def visit_Raise(self, n: cst.Raise) -> None:
+            if n.exc is None or facts.is_ancestor(handler, n):
+                return
+            text = code(n.exc)
+            if any(text == s or text.startswith((s + ".", s + "[", s + "(")) or f"({s}" in text or f" {s}" in text
+                   for s in stored):
+                found[0] = True
+
+    region.visit(_Scan())
+    return found[0]
+
+
+def _returns_only_none(body: cst.CSTNode) -> bool:
+    """Every ``return`` in ``body`` (not in nested defs) returns None."""
+    ok = [True]
+
+    class _Scan(cst.CSTVisitor):
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_Lambda(self, n: cst.Lambda) -> bool:
+            return False
+
+        def visit_Return(self, n: cst.Return) -> None:
+            v = n.value
+            if v is not None and not (isinstance(v, cst.Name) and v.value == "None"):
+                ok[0] = False
+
+    body.visit(_Scan())
+    return ok[0]
+
+
+def _loop_between(facts: "ModuleFacts", node: cst.CSTNode, fn: Optional[FunctionInfo]) -> bool:
+    stop = fn.node if fn is not None else None
+    for anc in facts.ancestors(node):
+        if anc is stop or isinstance(anc, (cst.FunctionDef, cst.ClassDef)):
+            return False
+        if isinstance(anc, (cst.For, cst.While)):
+            return True
+    return False
+
+
+def _later_code_exits(facts: "ModuleFacts", stmt: cst.CSTNode, fn: Optional[FunctionInfo]) -> bool:
+    """Some statement after ``stmt`` (in its block and the enclosing blocks up to the
+    function, or the module) raises or exits: the normal exit does not end the process with 0."""
+    stop = fn.node if fn is not None else None
+    walker = _Walker(facts, None)
+    cur: cst.CSTNode = stmt
+    while True:
+        block = facts.parent(cur)
+        if block is None or block is stop:
+            return False
+        if isinstance(block, (cst.IndentedBlock, cst.Module)):
+            siblings = list(block.body)
+            idx = next((i for i, s in enumerate(siblings) if s is cur), None)
+            if idx is not None:
+                ways, falls = walker.statements(siblings[idx + 1:], loop_depth=0)
+                if ways & PROPAGATING or ways & {RETURN}:
+                    return True
+                if not falls:
+                    return True
+        if isinstance(block, (cst.FunctionDef, cst.ClassDef)):
+            return False
+        cur = block
+
