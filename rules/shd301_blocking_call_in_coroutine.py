@@ -302,6 +302,34 @@ class BlockingCallInCoroutine(Rule):
         async def main(loop):
             await loop.run_in_executor(None, lambda: time.sleep(1))
         """,
+        # async clients and primitives, polls, async paths, thread runners of every library
+        """
+        import asyncio, queue, threading
+        import anyio, httpx, trio
+
+        async def serve(url, q: queue.Queue, lock: threading.Lock, ev: threading.Event):
+            async with httpx.AsyncClient() as client:
+                await client.get(url)
+            item = q.get(block=False)
+            more = q.get_nowait()
+            if lock.acquire(blocking=False):
+                lock.release()
+            ev.wait(0)
+            aq = asyncio.Queue()
+            await aq.get()
+            await anyio.Path(url).exists()
+            await anyio.to_thread.run_sync(q.get)
+            await trio.to_thread.run_sync(ev.wait)
+        """,
+        # a family switched off
+        Valid(
+            """
+            import os
+            async def ready(path):
+                return os.path.exists(path)
+            """,
+            options={"blocking-families": ["http", "processes", "files", "sleeps", "waits", "saves", "ray"]},
+        ),
         Valid(
             """
             async def main(cfg):
@@ -476,6 +504,111 @@ class BlockingCallInCoroutine(Rule):
                 return [torch.load(p) for p in paths]
             """,
             count=3,
+        ),
+        # waits: a thread-side queue and event are fixed; an acquire released here is not
+        Invalid(
+            """
+            import queue, threading
+
+            class Pipeline:
+                def __init__(self):
+                    self.results = queue.Queue()
+                    self.done = threading.Event()
+                    self.lock = threading.Lock()
+
+                async def drain(self):
+                    item = self.results.get()
+                    self.done.wait()
+                    self.lock.acquire()
+                    self.lock.release()
+                    return item
+            """,
+            fixed="""
+            import queue, threading
+            import asyncio
+
+            class Pipeline:
+                def __init__(self):
+                    self.results = queue.Queue()
+                    self.done = threading.Event()
+                    self.lock = threading.Lock()
+
+                async def drain(self):
+                    item = await asyncio.to_thread(self.results.get)
+                    await asyncio.to_thread(self.done.wait)
+                    self.lock.acquire()
+                    self.lock.release()
+                    return item
+            """,
+            count=3,
+        ),
+        # values followed: a sync HTTP client, a Popen (no fix: the object is used after), a Path
+        Invalid(
+            """
+            import asyncio, subprocess
+            from pathlib import Path
+            import httpx
+
+            async def job(url, cmd, out: Path):
+                client = httpx.Client(timeout=10)
+                resp = client.get(url)
+                proc = subprocess.Popen(cmd)
+                code = proc.wait()
+                if not (out / "done").exists():
+                    out.write_text(resp.text)
+                return code
+            """,
+            fixed="""
+            import asyncio, subprocess
+            from pathlib import Path
+            import httpx
+
+            async def job(url, cmd, out: Path):
+                client = httpx.Client(timeout=10)
+                resp = await asyncio.to_thread(client.get, url)
+                proc = subprocess.Popen(cmd)
+                code = await asyncio.to_thread(proc.wait)
+                if not await asyncio.to_thread((out / "done").exists):
+                    await asyncio.to_thread(out.write_text, resp.text)
+                return code
+            """,
+            count=5,
+        ),
+        # iterating over a file: flagged, no fix
+        Invalid(
+            """
+            async def tail(path):
+                with open(path) as fh:
+                    for line in fh:
+                        print(line)
+            """,
+            count=2,
+            message_contains="iterating over the file object `fh`",
+        ),
+        # trio: the fix writes trio's sleep and thread runner (partial for keywords)
+        Invalid(
+            """
+            import time
+            import requests
+            import trio
+
+            async def poll(url):
+                while True:
+                    requests.get(url, timeout=5)
+                    time.sleep(1)
+            """,
+            fixed="""
+            import time
+            import requests
+            import trio
+            import functools
+
+            async def poll(url):
+                while True:
+                    await trio.to_thread.run_sync(functools.partial(requests.get, url, timeout=5))
+                    await trio.sleep(1)
+            """,
+            count=2,
         ),
         # extra vocabulary by option
         Invalid(
