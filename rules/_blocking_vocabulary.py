@@ -104,11 +104,13 @@ FAMILIES: tuple[Family, ...] = (
     Family(
         "waits",
         calls=(
-            *(f"{q}.{m}" for q in ("queue.Queue", "queue.LifoQueue", "queue.PriorityQueue", "queue.SimpleQueue",
+            # ``put`` waits only on a bounded queue: the rule skips it when the queue was
+            # built here without a ``maxsize``; ``SimpleQueue.put`` never waits
+            *(f"{q}.{m}" for q in ("queue.Queue", "queue.LifoQueue", "queue.PriorityQueue",
                                    "multiprocessing.Queue", "multiprocessing.JoinableQueue",
-                                   "multiprocessing.SimpleQueue", "multiprocessing.queues.Queue",
-                                   "multiprocessing.queues.JoinableQueue")
+                                   "multiprocessing.queues.Queue", "multiprocessing.queues.JoinableQueue")
               for m in ("get", "put", "join")),
+            "queue.SimpleQueue.get", "multiprocessing.SimpleQueue.get",
             "threading.Event.wait", "threading.Condition.wait", "threading.Condition.wait_for",
             "threading.Barrier.wait",
             "threading.Lock.acquire", "threading.RLock.acquire", "threading.Semaphore.acquire",

@@ -24,6 +24,9 @@ _KNOWN_TYPES = frozenset(c.rsplit(".", 1)[0] for fam in FAMILIES for c in fam.ca
     "builtins", "codecs", "gzip", "bz2", "lzma", "torch", "numpy", "pickle", "json", "shutil", "ray",
     "concurrent.futures", "safetensors.torch", "safetensors.numpy", "torch.serialization"}
 _WAIT_FLAGS = frozenset({"WNOHANG"})
+#: Queue types whose ``put`` waits only when a ``maxsize`` was given.
+_QUEUE_TYPES = ("queue.", "multiprocessing.Queue.", "multiprocessing.JoinableQueue.", "multiprocessing.queues.",
+                "multiprocessing.SimpleQueue.")
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _THREAD_RUNNERS = {"asyncio": "asyncio.to_thread", "anyio": "anyio.to_thread.run_sync",
                    "trio": "trio.to_thread.run_sync"}
@@ -734,11 +737,15 @@ class BlockingCallInCoroutine(Rule):
         for q, shown in names:
             if q in self._allowed_names:
                 return None
-            if not (q in self._exact or (q.startswith(self._prefixes) and q.rsplit(".", 1)[-1] not in NON_IO_METHODS)):
+            if not self._in_vocabulary(q):
                 continue
             if self._polls_only(q, call):
                 return None
             if q.startswith("os.wait") and names_in(call) & _WAIT_FLAGS:
+                return None
+            if q.endswith(".put") and q.startswith(_QUEUE_TYPES) and self._unbounded_queue(call.func):
+                return None
+            if q.endswith(".get") and q.startswith(_QUEUE_TYPES) and self._checked_not_empty(call):
                 return None
             if q == "ray.get" and self._known_ready_refs(call):
                 return None
@@ -750,6 +757,14 @@ class BlockingCallInCoroutine(Rule):
         if last in self._methods and last not in self._allowed_methods and self.facts.resolve_call(call) is None:
             return _code(call.func), f".{last}"
         return None
+
+    def _in_vocabulary(self, q: str) -> bool:
+        if q in self._exact:
+            return True
+        # ``TYPE.*``: a method of the type itself (``session.get``), not of one of its
+        # attributes (``session.headers.update``), and not one that does no I/O
+        return any(q.startswith(p) and "." not in q[len(p):] for p in self._prefixes) \
+            and q.rsplit(".", 1)[-1] not in NON_IO_METHODS
 
     def _polls_only(self, name: str, call: cst.Call) -> bool:
         """A call in its non-blocking form: ``block=False``/``blocking=False`` or
@@ -769,6 +784,52 @@ class BlockingCallInCoroutine(Rule):
         if block_pos is not None and len(positional) > block_pos and _is_false(positional[block_pos]):
             return True
         return timeout_pos is not None and len(positional) > timeout_pos and _is_zero(positional[timeout_pos])
+
+    def _unbounded_queue(self, func: cst.BaseExpression) -> bool:
+        """``q.put(x)`` where ``q`` was built here without a ``maxsize``: it never waits."""
+        if not isinstance(func, cst.Attribute):
+            return False
+        built = self._bound_value(func.value, func)
+        if not isinstance(built, cst.Call):
+            return False  # an annotated parameter: the size is not known here
+        for i, arg in enumerate(a for a in built.args if not a.star):
+            if arg.keyword is not None and arg.keyword.value == "maxsize" or arg.keyword is None and i == 0:
+                return _is_zero(arg.value)
+        return True
+
+    def _checked_not_empty(self, call: cst.Call) -> bool:
+        """``if not q.empty(): q.get()`` / ``if q.qsize(): ...``: the get finds an item."""
+        if not isinstance(call.func, cst.Attribute):
+            return False
+        receiver = _code(call.func.value)
+        for anc in self.facts.ancestors(call):
+            if isinstance(anc, cst.FunctionDef):
+                return False
+            if isinstance(anc, (cst.If, cst.While)):
+                tests = [c for c in _calls_in(anc.test) if isinstance(c.func, cst.Attribute)]
+                if any(c.func.attr.value in ("empty", "qsize", "full") and _code(c.func.value) == receiver
+                       for c in tests):
+                    return True
+        return False
+
+    def _bound_value(self, expr: cst.BaseExpression, at: cst.CSTNode) -> Optional[cst.BaseExpression]:
+        """The expression last bound to name ``expr`` (or ``self.attr``), if any."""
+        if isinstance(expr, cst.Name):
+            cur = self.facts.scope_of(at)
+            while cur is not None:
+                bindings = cur.bindings.get(expr.value)
+                if bindings:
+                    return bindings[-1].target if bindings[-1].kind == "value" else None
+                if _param_annotation(cur.node, expr.value) is not False:
+                    return None
+                cur = cur.scope
+            b = self.facts.lookup(expr.value, None)
+            return b.target if b is not None and b.kind == "value" else None
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            cls = self._class_at(at)
+            values = cls.attr_values.get(expr.attr.value) if cls is not None else None
+            return values[-1][0] if values else None
+        return None
 
     # ------------------------------------------------------------------ value types
     def _type_of(self, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> Optional[str]:
@@ -836,6 +897,10 @@ class BlockingCallInCoroutine(Rule):
             return self._known(self.facts.qualified_name(value, value))
         if isinstance(value, (cst.Name, cst.Attribute, cst.BinaryOperation)):
             return self._type_of(value, value, depth + 1)
+        if isinstance(value, cst.IfExp):  # ``Path(p) if p else None``
+            sides = [v for v in (value.body, value.orelse) if not (isinstance(v, cst.Name) and v.value == "None")]
+            types = {self._value_type(v, depth + 1) for v in sides}
+            return types.pop() if len(types) == 1 else None
         return None
 
     def _annotation_type(self, ann: cst.BaseExpression, at: cst.CSTNode) -> Optional[str]:
@@ -987,9 +1052,9 @@ class BlockingCallInCoroutine(Rule):
             alias = self.facts.module_alias(lib)
             if alias is not None:
                 return lib, alias
+        imported = _imported_top_modules(self.facts.module)
         for lib in ("anyio", "trio"):
-            if any(b.kind == "import" and (b.qualified or "").split(".")[0] == lib
-                   for bs in self.facts._module_bindings.values() for b in bs):
+            if lib in imported:  # ``from anyio import to_thread``: add ``import anyio``
                 return lib, None
         return "asyncio", None
 
@@ -1039,6 +1104,29 @@ class BlockingCallInCoroutine(Rule):
             if isinstance(anc, cst.BaseStatement):
                 return False
         return False
+
+
+def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
+    found: list[cst.Call] = []
+
+    class _V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            found.append(n)
+
+    node.visit(_V())
+    return found
+
+
+def _imported_top_modules(module: cst.Module) -> set[str]:
+    """Top-level packages imported at module level (``from anyio import Path`` -> anyio)."""
+    out = set()
+    for stmt in module.body:
+        for small in getattr(stmt, "body", ()) if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Import):
+                out.update(_code(a.name).split(".")[0] for a in small.names)
+            elif isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
+                out.add(_code(small.module).split(".")[0])
+    return out
 
 
 def _param_annotation(fn: cst.FunctionDef, name: str):

@@ -83,3 +83,9 @@ def sync_helper(name):
 
 async def helper_in_thread(name):
     return await trio.to_thread.run_sync(sync_helper, name)  # ok
+
+
+async def conditional(name):
+    out = Path(name) if name is not None else None
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)  # blocking

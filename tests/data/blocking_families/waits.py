@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 
 async def queues(item):
-    q = queue.Queue()
+    q = queue.Queue(maxsize=8)
     q.get()  # blocking
     q.put(item)  # blocking
     q.get(timeout=1)  # blocking
@@ -17,7 +17,7 @@ async def queues(item):
     mq = multiprocessing.Queue()
     mq.get()  # blocking
     ctx = multiprocessing.get_context("spawn")
-    cq = ctx.Queue()
+    cq = ctx.Queue(4)
     cq.put(item)  # blocking
 
 
@@ -74,6 +74,10 @@ async def near_misses(item, fn):
     q.get_nowait()  # ok
     q.put(item, block=False)  # ok
     q.put_nowait(item)  # ok
+    # unbounded: its put never waits; a get after a non-empty check finds an item
+    q.put(item)  # ok
+    if not q.empty():
+        q.get()  # ok
     ev = threading.Event()
     ev.is_set()  # ok
     ev.wait(0)  # ok
