@@ -63,6 +63,8 @@ async def near_misses(name):
     os.path.join(name, "x")  # ok
     os.path.basename(name)  # ok
     os.path.splitext(name)  # ok
+    os.path.normpath(name)  # ok
+    os.path.relpath(name, "/srv")  # ok
     p = Path(name)
     p.name  # ok
     p.with_suffix(".bak")  # ok
