@@ -20,6 +20,7 @@ async def file_objects(path):
     f = open(path)  # blocking
     f.read()  # blocking
     f.readline()  # blocking
+    open(path).read()  # blocking
     for line in f:  # blocking
         pass
     with open(path, "w") as out:  # blocking
