@@ -168,6 +168,17 @@ FAMILIES: tuple[Family, ...] = (
 
 FAMILY_NAMES: tuple[str, ...] = tuple(f.name for f in FAMILIES)
 
+#: Generator functions: calling one does no I/O, iterating does. Flagged only where the
+#: coroutine consumes the result itself (``for p in path.glob(...)``, ``list(...)``, ``next(...)``).
+LAZY_CALLS = frozenset({"pathlib.Path.iterdir", "pathlib.Path.glob", "pathlib.Path.rglob", "pathlib.Path.walk",
+                        "os.walk", "glob.iglob"})
+#: Builtins that consume an iterable on the spot; and those that wrap it lazily.
+CONSUMERS = frozenset({"builtins.list", "builtins.tuple", "builtins.set", "builtins.frozenset", "builtins.sorted",
+                       "builtins.next", "builtins.any", "builtins.all", "builtins.sum", "builtins.min",
+                       "builtins.max", "builtins.dict", "builtins.len"})
+LAZY_WRAPPERS = frozenset({"builtins.enumerate", "builtins.zip", "builtins.map", "builtins.filter",
+                           "builtins.reversed", "itertools.islice", "itertools.chain"})
+
 #: Method names that save/export synchronously whatever the receiver, used when the
 #: callee is not a function of this module ("saves" family).
 SAVE_METHOD_NAMES = ("save_pretrained", "save_checkpoint", "save_checkpoints", "save_model", "save_models")

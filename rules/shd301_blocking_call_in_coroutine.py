@@ -9,8 +9,8 @@ from shutdown_lint.facts import FunctionInfo, names_in
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule, Valid
 
 from ._blocking_vocabulary import (
-    ATTRIBUTE_TYPES, FAMILIES, FAMILY_NAMES, FILE, MP_CONTEXT, NON_IO_METHODS, RESULT_TYPES, SAVE_METHOD_NAMES,
-    TYPE_ALIASES,
+    ATTRIBUTE_TYPES, CONSUMERS, FAMILIES, FAMILY_NAMES, FILE, LAZY_CALLS, LAZY_WRAPPERS, MP_CONTEXT, NON_IO_METHODS,
+    RESULT_TYPES, SAVE_METHOD_NAMES, TYPE_ALIASES,
 )
 from ._fixes import strip_trailing_comma
 
@@ -211,7 +211,10 @@ class BlockingCallInCoroutine(Rule):
     - `q.put()` is flagged only on a queue built with a `maxsize` (or one whose
       construction is not visible, e.g. an annotated parameter): an unbounded queue's
       `put` never waits. `q.get()` under `if not q.empty():` is not flagged.
-    - The `paths` family is most of what a large code base shows (126 of the 149 new
+    - `Path.iterdir/glob/rglob/walk`, `os.walk` and `glob.iglob` are generator functions:
+      they are flagged only where the coroutine iterates the result itself (`for`,
+      `list(...)`, `next(...)`, directly or through a name), not when a thread does.
+    - The `paths` family is most of what a large code base shows (134 of the 162 new
       findings of the precision sweep): each is a real file-system call on the loop, but
       most are one metadata call (`exists`, `mkdir(exist_ok=True)`, `unlink`) that takes
       microseconds on a warm local disk; they matter on network file systems and busy
@@ -754,6 +757,8 @@ class BlockingCallInCoroutine(Rule):
                 continue
             if self._polls_only(q, call):
                 return None
+            if q in LAZY_CALLS and not self._consumed_here(call):
+                return None
             if q.startswith("os.wait") and names_in(call) & _WAIT_FLAGS:
                 return None
             if q.endswith(".put") and q.startswith(_QUEUE_TYPES) and self._unbounded_queue(call.func):
@@ -797,6 +802,33 @@ class BlockingCallInCoroutine(Rule):
         if block_pos is not None and len(positional) > block_pos and _is_false(positional[block_pos]):
             return True
         return timeout_pos is not None and len(positional) > timeout_pos and _is_zero(positional[timeout_pos])
+
+    def _consumed_here(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """The generator ``expr`` makes is iterated in this function: ``for x in expr``,
+        ``list(expr)``, ``next(enumerate(expr))``, or ``gen = expr`` and then one of those
+        on ``gen``. Handed to a thread (``to_thread.run_sync(next, gen)``) it is not."""
+        parent = self.facts.parent(expr)
+        if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is expr:
+            return True
+        if isinstance(parent, cst.Arg):
+            outer = self.facts.parent(parent)
+            if isinstance(outer, cst.Call) and parent in outer.args[:1]:
+                name = self.facts.call_name(outer)
+                if name in CONSUMERS:
+                    return True
+                if name in LAZY_WRAPPERS and depth < 4:
+                    return self._consumed_here(outer, depth + 1)
+            return False
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+            var = parent.targets[0].target.value
+            fn = self.facts.enclosing_function(expr)
+            if fn is None or depth >= 4:
+                return False
+            # uses in a nested def or lambda run elsewhere (often in a thread)
+            uses = [u for u in _names_named(fn.node.body, var)
+                    if self.facts.enclosing_function(u) is fn and not self.facts.in_lambda(u)]
+            return any(self._consumed_here(use, depth + 1) for use in uses)
+        return False
 
     def _unbounded_queue(self, func: cst.BaseExpression) -> bool:
         """``q.put(x)`` where ``q`` was built here without a ``maxsize``: it never waits."""
@@ -1117,6 +1149,18 @@ class BlockingCallInCoroutine(Rule):
             if isinstance(anc, cst.BaseStatement):
                 return False
         return False
+
+
+def _names_named(node: cst.CSTNode, name: str) -> list[cst.Name]:
+    found: list[cst.Name] = []
+
+    class _V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            if n.value == name:
+                found.append(n)
+
+    node.visit(_V())
+    return found
 
 
 def _calls_in(node: cst.CSTNode) -> list[cst.Call]:

@@ -35,9 +35,12 @@ async def pathlib_methods(name):
     (p / "sub").is_dir()  # blocking
     q = p / "a" / "b.txt"
     q.unlink()  # blocking
-    p.parent.iterdir()  # blocking
+    for child in p.parent.iterdir():  # blocking
+        pass
     pathlib.Path(name).stat()  # blocking
-    Path.home().glob("*")  # blocking
+    list(Path.home().glob("*"))  # blocking
+    found = p.rglob("*.py")  # blocking
+    first = next(found, None)
 
 
 async def annotated(path: Path, other: Optional[Path] = None, third: "Path | None" = None):
@@ -77,6 +80,14 @@ async def near_misses(name):
     await tp.is_dir()  # ok
     await asyncio.to_thread(os.path.exists, name)  # ok
     await asyncio.to_thread(p.read_text)  # ok
+    # a generator function does no I/O until iterated; here a thread iterates it
+    entries = p.iterdir()  # ok
+    await anyio.to_thread.run_sync(next, entries)  # ok
+
+    def step():
+        return next(entries, None)  # ok
+
+    await asyncio.to_thread(step)  # ok
 
 
 def sync_helper(name):
