@@ -239,13 +239,13 @@ class BlockingCallInCoroutine(Rule):
     triggers = ("async def",)
     facts_needed = ("functions", "calls", "execution")
     options = {
-        "blocking-families": Option(FAMILY_NAMES, (list, tuple), "Families of blocking calls to check",
-                                    item_kind=str, choices=FAMILY_NAMES),
         "extra-blocking-calls": Option((), (list, tuple), "Qualified names, or `.method` names, that block",
                                        item_kind=str),
         "allowed-calls": Option((), (list, tuple), "Qualified names, or `.method` names, never flagged",
                                 item_kind=str),
         "max-depth": Option(2, int, "Levels of same-module synchronous calls to look through"),
+        "blocking-families": Option(FAMILY_NAMES, (list, tuple), "Families of blocking calls to check",
+                                    item_kind=str, choices=FAMILY_NAMES),
     }
 
     valid = [
