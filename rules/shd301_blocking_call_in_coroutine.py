@@ -46,7 +46,7 @@ class BlockingCallInCoroutine(Rule):
     | `files` | `open()`, `io.open`, `os.fdopen`, `gzip/bz2/lzma/codecs.open`, `input()`; `read*`/`write*`/`flush`/`truncate` on a file object from one of those (or a `Popen`'s `stdout`/`stderr`/`stdin`), and iterating over one (`for line in f`) |
     | `paths` | `os.path.exists/isfile/isdir/getsize/getmtime/realpath/...`, `os.stat/listdir/scandir/walk/makedirs/remove/rename/...`, `glob.glob`, and the `pathlib.Path` methods that touch the file system (`exists`, `is_dir`, `read_text`, `write_bytes`, `mkdir`, `iterdir`, `glob`, `resolve`, ...; not `joinpath`, `name`, `with_suffix`) |
     | `sleeps` | `time.sleep` |
-    | `waits` | `get`/`put`/`join` of `queue.Queue` and `multiprocessing.Queue` (not with `block=False` or `timeout=0`, not `get_nowait`), `threading.Event.wait`, `Condition.wait`, `Barrier.wait`, `Lock`/`RLock`/`Semaphore.acquire` (not with `blocking=False` or `timeout=0`), `Thread.join`, `Process.join`, `concurrent.futures.wait/as_completed`, `Future.result()` of an executor future, `Pool.map/apply/join`, `AsyncResult.get/wait` |
+    | `waits` | `get`/`put`/`join` of `queue.Queue` and `multiprocessing.Queue` (not with `block=False` or `timeout=0`, not `get_nowait`; `put` only on a bounded queue), `threading.Event.wait`, `Condition.wait`, `Barrier.wait`, `Lock`/`RLock`/`Semaphore.acquire` (not with `blocking=False` or `timeout=0`), `Thread.join`, `Process.join`, `concurrent.futures.wait/as_completed`, `Future.result()` of an executor future, `Pool.map/apply/join`, `AsyncResult.get/wait` |
     | `saves` | `torch.save`/`torch.load`, `safetensors.torch.save_file`, `np.save*`/`np.load`, `pickle.dump/load`, `json.dump/load` (not `dumps`), `shutil.copy*/move/rmtree/...`, and any `*.save_pretrained()`, `*.save_checkpoint(s)()`, `*.save_model(s)()` whose callee is not defined here |
     | `ray` | `ray.get(...)`, `ray.wait(...)` (not with `timeout=0`), `ray.util.queue.Queue.get/put` |
 
@@ -711,7 +711,7 @@ class BlockingCallInCoroutine(Rule):
         fn = self.facts.enclosing_function(node)
         if fn is None or not fn.is_async or self.facts.in_lambda(node):
             return
-        if self._type_of(it, node) == FILE and f"{FILE}.readline" not in self._allowed_names:
+        if self._type_of(it, node) == FILE:
             self.report(it, f"iterating over the file object `{_code(it)}` reads it on the event loop: every "
                             "other task on it stalls during each read")
 
