@@ -711,6 +711,8 @@ class BlockingCallInCoroutine(Rule):
         fn = self.facts.enclosing_function(node)
         if fn is None or not fn.is_async or self.facts.in_lambda(node):
             return
+        if isinstance(it, cst.Call) and self._blocking(it) is not None:
+            return  # ``for line in open(p)``: one finding, on the ``open()``
         if self._type_of(it, node) == FILE:
             self.report(it, f"iterating over the file object `{_code(it)}` reads it on the event loop: every "
                             "other task on it stalls during each read")
