@@ -8,91 +8,78 @@ from shutdown_lint import facts as F
 from shutdown_lint.facts import FunctionInfo, names_in
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule, Valid
 
+from ._blocking_vocabulary import (
+    ATTRIBUTE_TYPES, CONSUMERS, FAMILIES, FAMILY_NAMES, FILE, LAZY_CALLS, LAZY_WRAPPERS, MP_CONTEXT, NON_IO_METHODS,
+    RESULT_TYPES, SAVE_METHOD_NAMES, TYPE_ALIASES,
+)
 from ._fixes import strip_trailing_comma
 
-# ------------------------------------------------------------------ vocabulary
-#: Qualified names of calls that block the calling thread (defaults of the rule; extend
-#: with ``extra-blocking-calls``, silence with ``allowed-calls``). An entry ending in
-#: ``.*`` matches every name under that prefix.
-BLOCKING_CALLS = (
-    # sleeps and waits
-    "time.sleep",
-    "threading.Thread.join", "threading.Event.wait",
-    "concurrent.futures.Future.result", "concurrent.futures.wait",
-    "queue.Queue.get", "queue.Queue.join",
-    "builtins.input",
-    # saves, loads and exports
-    "torch.save", "torch.load", "torch.serialization.save", "torch.serialization.load",
-    "safetensors.torch.save_file", "safetensors.torch.load_file", "safetensors.torch.save_model",
-    "safetensors.numpy.save_file",
-    "numpy.save", "numpy.savez", "numpy.savez_compressed", "numpy.savetxt", "numpy.load", "numpy.loadtxt",
-    "pickle.dump", "pickle.load", "json.dump", "json.load",
-    "shutil.copy", "shutil.copy2", "shutil.copyfile", "shutil.copytree", "shutil.move", "shutil.rmtree",
-    "shutil.make_archive", "shutil.unpack_archive",
-    # files
-    "builtins.open", "io.open",
-    "pathlib.Path.read_text", "pathlib.Path.read_bytes", "pathlib.Path.write_text", "pathlib.Path.write_bytes",
-    # processes
-    "subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.check_output",
-    "subprocess.getoutput", "subprocess.getstatusoutput",
-    "subprocess.Popen.wait", "subprocess.Popen.communicate",
-    "os.system", "os.wait", "os.waitpid",
-    # HTTP
-    "requests.get", "requests.post", "requests.put", "requests.patch", "requests.delete",
-    "requests.head", "requests.options", "requests.request",
-    "requests.Session.*", "requests.sessions.Session.*",
-    "httpx.get", "httpx.post", "httpx.put", "httpx.patch", "httpx.delete", "httpx.head",
-    "httpx.request", "httpx.Client.*",
-    "urllib.request.urlopen",
-    # Ray
-    "ray.get", "ray.wait",
-)
-#: Method or function names that save/export synchronously whatever the receiver (used
-#: when the callee cannot be resolved in this module).
-BLOCKING_METHOD_NAMES = (
-    "save_pretrained", "save_checkpoint", "save_checkpoints", "save_model", "save_models",
-)
-#: Calls a fix must not rewrite: their result is used in a ``with`` statement or a
-#: following ``.read()``, so running only the call in a thread would not help.
-_FILE_OPENERS = frozenset({"builtins.open", "io.open"})
-#: Calls that are not blocking when they carry ``timeout=0``.
-_POLL_WITH_ZERO_TIMEOUT = frozenset({"ray.get", "ray.wait"})
-#: Session objects typed by ``requests.Session()`` methods that are not network calls.
-_NON_IO_METHODS = frozenset({"mount", "close", "__enter__", "__exit__", "headers", "auth"})
-
+#: Calls whose result is a file object: a fix must not rewrite them (the object is used
+#: in a ``with`` statement or by later calls), and calls in their ``with`` block get none.
+_FILE_OPENERS = frozenset(name for name, t in RESULT_TYPES.items() if t == FILE)
+#: Every type some family has methods for (``subprocess.Popen``, ``io.<file>``, ...):
+#: annotations and base classes count only when they name one of these.
+_KNOWN_TYPES = frozenset(c.rsplit(".", 1)[0] for fam in FAMILIES for c in fam.calls) - {
+    "os", "os.path", "subprocess", "requests", "httpx", "urllib.request", "urllib3", "time", "glob", "io",
+    "builtins", "codecs", "gzip", "bz2", "lzma", "torch", "numpy", "pickle", "json", "shutil", "ray",
+    "concurrent.futures", "safetensors.torch", "safetensors.numpy", "torch.serialization"}
+_WAIT_FLAGS = frozenset({"WNOHANG"})
+#: Queue types whose ``put`` waits only when a ``maxsize`` was given.
+_QUEUE_TYPES = ("queue.", "multiprocessing.Queue.", "multiprocessing.JoinableQueue.", "multiprocessing.queues.",
+                "multiprocessing.SimpleQueue.")
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+_THREAD_RUNNERS = {"asyncio": "asyncio.to_thread", "anyio": "anyio.to_thread.run_sync",
+                   "trio": "trio.to_thread.run_sync"}
 
 
 class BlockingCallInCoroutine(Rule):
     """
     ## What it does
-    Flags a blocking call made directly in a coroutine function (`async def`):
+    Flags a blocking call made directly in a coroutine function (`async def`, whatever
+    runs it: asyncio, uvloop, trio, anyio, a Ray async actor). The vocabulary comes in
+    families, each of which can be switched off (`blocking-families`):
 
-    - saves and exports: `torch.save`/`torch.load`, `safetensors.torch.save_file`,
-      `np.save*`, `pickle.dump`, `json.dump` (to a file; `json.dumps` is fine),
-      `shutil.copy*`/`move`/`rmtree`, and any `*.save_pretrained()`,
-      `*.save_checkpoint(s)()`, `*.save_model(s)()` whose callee is not defined here;
-    - files: `open(...)` and `Path.read_text/write_text/...`;
-    - sleeps and waits: `time.sleep`, `thread.join()` on a `threading.Thread`,
-      `Future.result()` on a `concurrent.futures.Future` (from `executor.submit` or
-      `asyncio.run_coroutine_threadsafe`), `threading.Event.wait`, `queue.Queue.get`;
-    - processes: `subprocess.run/call/check_*`, `Popen.wait/communicate`, `os.system`;
-    - HTTP: `requests.*`, `httpx.*` (sync), `urllib.request.urlopen`;
-    - Ray: `ray.get(...)` and `ray.wait(...)` unless they pass `timeout=0`;
-    - a call of a synchronous function or method defined in the same module or class
-      (`self.export_hf()`, `save(state)`) whose body makes one of the calls above,
-      followed through at most `max-depth` levels of such calls. The finding is at the
-      call site in the coroutine and names the blocking call inside.
+    | family | what is flagged |
+    | --- | --- |
+    | `http` | `requests.*`, `httpx.get/post/...`, methods of `httpx.Client`, `requests.Session`, `urllib3.PoolManager` / `HTTPConnectionPool`, `urllib3.request`, `urllib.request.urlopen/urlretrieve`, `http.client.HTTPConnection.request/getresponse` |
+    | `processes` | `subprocess.run/call/check_*/getoutput/getstatusoutput`, `subprocess.Popen(...)` and its `wait()`/`communicate()`, `os.system`, `os.popen`, `os.spawn*`, `os.posix_spawn[p]`, `os.wait*` (not with `WNOHANG`) |
+    | `files` | `open()`, `io.open`, `os.fdopen`, `gzip/bz2/lzma/codecs.open`, `input()`; `read*`/`write*`/`flush`/`truncate` on a file object from one of those (or a `Popen`'s `stdout`/`stderr`/`stdin`), and iterating over one (`for line in f`) |
+    | `paths` | `os.path.exists/isfile/isdir/getsize/getmtime/realpath/...`, `os.stat/listdir/scandir/walk/makedirs/remove/rename/...`, `glob.glob`, and the `pathlib.Path` methods that touch the file system (`exists`, `is_dir`, `read_text`, `write_bytes`, `mkdir`, `iterdir`, `glob`, `resolve`, ...; not `joinpath`, `name`, `with_suffix`) |
+    | `sleeps` | `time.sleep` |
+    | `waits` | `get`/`put`/`join` of `queue.Queue` and `multiprocessing.Queue` (not with `block=False` or `timeout=0`, not `get_nowait`; `put` only on a bounded queue), `threading.Event.wait`, `Condition.wait`, `Barrier.wait`, `Lock`/`RLock`/`Semaphore.acquire` (not with `blocking=False` or `timeout=0`), `Thread.join`, `Process.join`, `concurrent.futures.wait/as_completed`, `Future.result()` of an executor future, `Pool.map/apply/join`, `AsyncResult.get/wait` |
+    | `saves` | `torch.save`/`torch.load`, `safetensors.torch.save_file`, `np.save*`/`np.load`, `pickle.dump/load`, `json.dump/load` (not `dumps`), `shutil.copy*/move/rmtree/...`, and any `*.save_pretrained()`, `*.save_checkpoint(s)()`, `*.save_model(s)()` whose callee is not defined here |
+    | `ray` | `ray.get(...)`, `ray.wait(...)` (not with `timeout=0`), `ray.util.queue.Queue.get/put` |
 
+    Values are followed within a function (and on `self` across methods): a name bound
+    to `open(...)`, `httpx.Client(...)`, `requests.Session()`, `urllib3.PoolManager()`,
+    `subprocess.Popen(...)`, `queue.Queue()`, `threading.Event()`/`Lock()`/`Thread(...)`,
+    `multiprocessing.Queue()`/`Process(...)` (also from `get_context()`),
+    `Path(...)` (and `p / "x"`, `p.parent`), by assignment, `with ... as`, a parameter
+    annotation (`client: httpx.Client`, `path: Path | None`) or `self.x = ...` in any
+    method, has its later method calls judged (`f.read()`, `client.get()`, `p.wait()`,
+    `q.get()`, `ev.wait()`, `t.join()`); instances of a class of this module that
+    derives from one of these types (`class Worker(threading.Thread)`) count too.
     Names are resolved through imports and aliases (`import torch as th`,
-    `from time import sleep`).
+    `from time import sleep`, `import torch.multiprocessing as mp`).
 
-    Not flagged: the same calls in synchronous code; in a nested `def` inside the
-    coroutine (it is flagged where the coroutine calls it, not where it is run with
-    `asyncio.to_thread`/`run_in_executor`); in a `lambda`; callables passed *uncalled*
-    to `asyncio.to_thread(...)`, `loop.run_in_executor(...)` or wrapped in
-    `functools.partial` for them; awaited calls; calls handed to `create_task`/`gather`;
-    `task.result()` on an asyncio task (it never blocks); `ray.get(refs, timeout=0)`.
+    A call of a synchronous function or method defined in the same module or class
+    (`self.flush()`, `save(state)`) whose body makes one of the calls above is flagged
+    too, followed through at most `max-depth` levels of such calls, for every family.
+    The finding is at the call site in the coroutine and names the chain down to the
+    blocking call.
+
+    Not flagged: the same calls in synchronous code; async clients and primitives
+    (`httpx.AsyncClient`, `aiohttp`, `asyncio.Queue`/`Event`/`Lock`, `aiofiles.open`,
+    `anyio.Path`, `trio.Path`, whose methods are awaited); calls in a nested `def`
+    inside the coroutine (flagged where the coroutine calls it, not where it is run
+    with `asyncio.to_thread`/`run_in_executor`/`anyio.to_thread.run_sync`/
+    `trio.to_thread.run_sync`); in a `lambda`; callables passed *uncalled* to those
+    thread runners or wrapped in `functools.partial` for them; awaited calls; calls
+    handed to `create_task`/`gather`; `task.result()` on an asyncio task (it never
+    blocks); polls (`q.get(block=False)`, `q.get(timeout=0)`, `q.get_nowait()`,
+    `lock.acquire(blocking=False)`, `ev.wait(0)`, `os.waitpid(pid, os.WNOHANG)`,
+    `ray.get(refs, timeout=0)`); string-only path functions (`os.path.join`,
+    `basename`, `Path.name`, `joinpath`).
 
     `open()` is flagged in every coroutine, startup ones included: on the installed
     sources of ray, anyio, aiohttp and pre-commit every `open()` in an `async def`
@@ -107,7 +94,40 @@ class BlockingCallInCoroutine(Rule):
     SkyRL one-step-off trainer, periodic `save_checkpoints()`/`save_models()` calls in
     `async def train()` stalled the background generation coroutine for the whole save
     window (SkyRL #1446). Inside a Ray async actor, a blocking call also stops every
-    other call queued on the actor.
+    other call queued on the actor. Per family:
+
+    - **http**: a sync client waits for the server's whole response (seconds for an
+      LLM call, forever for a server that never answers and no timeout) on the loop
+      thread. Use an async client: `httpx.AsyncClient`, `aiohttp.ClientSession`
+      (`await client.get(...)`), or `await asyncio.to_thread(requests.get, url)`.
+    - **processes**: `subprocess.run` and `Popen.wait()` block until the child exits;
+      `Popen(...)` itself forks and waits for the child's `exec`. Use
+      `await asyncio.create_subprocess_exec(...)` (then `await proc.wait()`,
+      `await proc.communicate()`), `anyio.run_process`, `trio.run_process`.
+    - **files**: each `read`/`write` is a system call that waits for the disk (or an
+      NFS server, a pipe, a FIFO); `open()` itself can block (network file systems,
+      FIFOs). Use `anyio.open_file`/`aiofiles.open` (`async with`, `await f.read()`),
+      or move the whole `with open(...)` block into a function run with
+      `asyncio.to_thread`. `input()` waits for a person.
+    - **paths**: `os.path.exists`, `stat`, `listdir` and `pathlib.Path` I/O methods
+      are file-system calls: microseconds on a warm local disk, seconds on a network
+      file system or a busy disk. Use `anyio.Path` / `trio.Path` (`await
+      path.exists()`), `aiofiles.os`, or `asyncio.to_thread(os.path.exists, p)`.
+    - **sleeps**: `time.sleep` stops the loop for the whole delay. Use
+      `await asyncio.sleep()` (`trio.sleep`, `anyio.sleep`).
+    - **waits**: `queue.Queue.get`, `Event.wait`, `Lock.acquire`, `Thread.join`,
+      `Process.join`, `concurrent.futures.wait` wait for *another thread or process*;
+      if that one waits for the loop (it puts a result with
+      `loop.call_soon_threadsafe`, it awaits a `run_coroutine_threadsafe` future), the
+      program deadlocks. Use the asyncio primitives (`asyncio.Queue`, `asyncio.Event`,
+      `asyncio.Lock`) when both sides are coroutines, `asyncio.wrap_future` for
+      executor futures, `loop.run_in_executor`/`asyncio.to_thread(q.get)` for a
+      thread-side queue, or poll (`q.get_nowait()` + `await asyncio.sleep`).
+    - **saves**: serialising a model or a checkpoint takes seconds to minutes. Run it
+      with `asyncio.to_thread` (on a snapshot of the state if the loop keeps
+      mutating it).
+    - **ray**: `ray.get` waits for remote work. Use `await ref` /
+      `await asyncio.wrap_future(ref.future())`, or `ray.wait(..., timeout=0)` to poll.
 
     ## Example
     ```python
@@ -138,22 +158,41 @@ class BlockingCallInCoroutine(Rule):
     ## Fix safety
     Unsafe. The fix rewrites `f(*args, **kwargs)` to
     `await asyncio.to_thread(f, *args, **kwargs)` (keeping the result when it is used,
-    `x = torch.load(p)` -> `x = await asyncio.to_thread(torch.load, p)`), and
-    `time.sleep(s)` to `await asyncio.sleep(s)`. The arguments are still evaluated on
+    `x = torch.load(p)` -> `x = await asyncio.to_thread(torch.load, p)`, `q.get()` ->
+    `await asyncio.to_thread(q.get)`), and `time.sleep(s)` to `await asyncio.sleep(s)`.
+    In a module that imports `anyio` or `trio` and not `asyncio`, it writes
+    `await anyio.to_thread.run_sync(f, *args)` / `await trio.to_thread.run_sync(...)`
+    and `anyio.sleep` / `trio.sleep` instead (keyword arguments then go through
+    `functools.partial`). The arguments are still evaluated on
     the loop, but the call itself now runs on another thread while other tasks run:
     check that it does not touch state the loop mutates meanwhile (a dataloader being
     iterated, a dict of timings being reset, a model being updated), and that the
-    callee is thread-safe. The fix adds `import asyncio` when the module does not have
-    it, and uses the module's alias when it does (`aio.to_thread`).
+    callee is thread-safe. A coroutine cancelled while it awaits the thread does not
+    stop the thread: a `q.get()` still takes an item (which is then lost), a
+    `lock.acquire()` still takes the lock. The fix adds `import asyncio` when the
+    module does not have it, and uses the module's alias when it does (`aio.to_thread`).
 
-    No fix is offered for `open()` and for calls inside a `with open(...)` block (the
-    file work in the block blocks too: move the whole block into a local function and
-    run that with `asyncio.to_thread`; the fix does not do it for you because the block
-    may assign names the coroutine uses afterwards), inside
-    comprehensions (an `await` there changes what the comprehension is), or where the
-    call is the target of a `with`.
+    No fix is offered where a thread would not help or would be wrong:
+    - `open()` (and `os.fdopen`, `gzip.open`, `Path.open`, ...) and calls inside a
+      `with open(...)` block: the file work in the block blocks too. Move the whole
+      block into a local function and run that with `asyncio.to_thread`; the fix does
+      not do it for you because the block may assign names the coroutine uses
+      afterwards;
+    - iterating over a file (`for line in f`), and calls returning iterators
+      (`os.scandir`, `os.walk`, `Path.iterdir/glob/rglob`, `glob.iglob`,
+      `concurrent.futures.as_completed`): the iteration would still run on the loop;
+    - `subprocess.Popen(...)` and `os.popen(...)`: the object is used afterwards
+      (`p.wait()`, `p.stdout.read()`); switch to `asyncio.create_subprocess_exec`;
+    - `lock.acquire()` when the coroutine also calls `release()` on it: the lock
+      would be taken by a worker thread and released by the loop thread (an error for
+      an `RLock`, and a lock never released if the coroutine is cancelled meanwhile);
+    - inside comprehensions (an `await` there changes what the comprehension is), or
+      where the call is the target of a `with`.
 
     ## Options
+    - `blocking-families` (list of str, default all: `http`, `processes`, `files`,
+      `paths`, `sleeps`, `waits`, `saves`, `ray`): the families checked. An unknown
+      name is a configuration error.
     - `extra-blocking-calls` (list of str): more qualified names (`mylib.io.upload`) or
       method names (`.flush_to_disk`, with a leading dot) that block.
     - `allowed-calls` (list of str): qualified or method names never to flag, e.g.
@@ -161,9 +200,36 @@ class BlockingCallInCoroutine(Rule):
     - `max-depth` (int, default 2): how many levels of same-module synchronous calls
       to look through; 0 turns the look-through off.
 
+    ## Known limits
+    - Values are followed by name within a function and through `self.x` attributes;
+      a file or client passed in as an unannotated parameter, returned by another
+      function or stored in a container is not typed.
+    - A `with lock:` block on a `threading.Lock` is not flagged (it is the common,
+      short critical section shared with threads); only explicit `acquire()` is.
+    - Iterating over a file is flagged in the coroutine itself, not inside a
+      same-module callee.
+    - `q.put()` is flagged only on a queue built with a `maxsize` (or one whose
+      construction is not visible, e.g. an annotated parameter): an unbounded queue's
+      `put` never waits. `q.get()` under `if not q.empty():` is not flagged.
+    - `Path.iterdir/glob/rglob/walk`, `os.walk` and `glob.iglob` are generator functions:
+      they are flagged only where the coroutine iterates the result itself (`for`,
+      `list(...)`, `next(...)`, directly or through a name), not when a thread does.
+    - The `paths` family is most of what a large code base shows (134 of the 162 new
+      findings of the precision sweep): each is a real file-system call on the loop, but
+      most are one metadata call (`exists`, `mkdir(exist_ok=True)`, `unlink`) that takes
+      microseconds on a warm local disk; they matter on network file systems and busy
+      disks. Switch the family off (`blocking-families`) where that is not a concern.
+    - Comparison with ruff's and flake8-async's ASYNC rules on this repository's own
+      fixtures per family: `python bench/compare_blocking.py` (table in the README).
+      Where they differ by design: `os.waitpid(pid, os.WNOHANG)` is a poll (not
+      flagged here, flagged by both), `os.path.normpath`/`relpath` do no I/O (flagged
+      by both).
+
     ## References
     - SkyRL #1446: event-loop blocking in one-step-off async save/export paths
-    - Python docs: "Developing with asyncio", running blocking code; `asyncio.to_thread`
+    - Python docs: "Developing with asyncio", running blocking code; `asyncio.to_thread`;
+      `asyncio.create_subprocess_exec`
+    - anyio docs: "Working with threads", "Asynchronous file I/O" (`anyio.Path`)
     - Ray docs: async actors, "do not call blocking ray.get in async actor methods"
     """
 
@@ -178,6 +244,8 @@ class BlockingCallInCoroutine(Rule):
         "allowed-calls": Option((), (list, tuple), "Qualified names, or `.method` names, never flagged",
                                 item_kind=str),
         "max-depth": Option(2, int, "Levels of same-module synchronous calls to look through"),
+        "blocking-families": Option(FAMILY_NAMES, (list, tuple), "Families of blocking calls to check",
+                                    item_kind=str, choices=FAMILY_NAMES),
     }
 
     valid = [
@@ -251,6 +319,34 @@ class BlockingCallInCoroutine(Rule):
         async def main(loop):
             await loop.run_in_executor(None, lambda: time.sleep(1))
         """,
+        # async clients and primitives, polls, async paths, thread runners of every library
+        """
+        import asyncio, queue, threading
+        import anyio, httpx, trio
+
+        async def serve(url, q: queue.Queue, lock: threading.Lock, ev: threading.Event):
+            async with httpx.AsyncClient() as client:
+                await client.get(url)
+            item = q.get(block=False)
+            more = q.get_nowait()
+            if lock.acquire(blocking=False):
+                lock.release()
+            ev.wait(0)
+            aq = asyncio.Queue()
+            await aq.get()
+            await anyio.Path(url).exists()
+            await anyio.to_thread.run_sync(q.get)
+            await trio.to_thread.run_sync(ev.wait)
+        """,
+        # a family switched off
+        Valid(
+            """
+            import os
+            async def ready(path):
+                return os.path.exists(path)
+            """,
+            options={"blocking-families": ["http", "processes", "files", "sleeps", "waits", "saves", "ray"]},
+        ),
         Valid(
             """
             async def main(cfg):
@@ -426,6 +522,111 @@ class BlockingCallInCoroutine(Rule):
             """,
             count=3,
         ),
+        # waits: a thread-side queue and event are fixed; an acquire released here is not
+        Invalid(
+            """
+            import queue, threading
+
+            class Pipeline:
+                def __init__(self):
+                    self.results = queue.Queue()
+                    self.done = threading.Event()
+                    self.lock = threading.Lock()
+
+                async def drain(self):
+                    item = self.results.get()
+                    self.done.wait()
+                    self.lock.acquire()
+                    self.lock.release()
+                    return item
+            """,
+            fixed="""
+            import queue, threading
+            import asyncio
+
+            class Pipeline:
+                def __init__(self):
+                    self.results = queue.Queue()
+                    self.done = threading.Event()
+                    self.lock = threading.Lock()
+
+                async def drain(self):
+                    item = await asyncio.to_thread(self.results.get)
+                    await asyncio.to_thread(self.done.wait)
+                    self.lock.acquire()
+                    self.lock.release()
+                    return item
+            """,
+            count=3,
+        ),
+        # values followed: a sync HTTP client, a Popen (no fix: the object is used after), a Path
+        Invalid(
+            """
+            import asyncio, subprocess
+            from pathlib import Path
+            import httpx
+
+            async def job(url, cmd, out: Path):
+                client = httpx.Client(timeout=10)
+                resp = client.get(url)
+                proc = subprocess.Popen(cmd)
+                code = proc.wait()
+                if not (out / "done").exists():
+                    out.write_text(resp.text)
+                return code
+            """,
+            fixed="""
+            import asyncio, subprocess
+            from pathlib import Path
+            import httpx
+
+            async def job(url, cmd, out: Path):
+                client = httpx.Client(timeout=10)
+                resp = await asyncio.to_thread(client.get, url)
+                proc = subprocess.Popen(cmd)
+                code = await asyncio.to_thread(proc.wait)
+                if not await asyncio.to_thread((out / "done").exists):
+                    await asyncio.to_thread(out.write_text, resp.text)
+                return code
+            """,
+            count=5,
+        ),
+        # iterating over a file: flagged, no fix
+        Invalid(
+            """
+            async def tail(path):
+                with open(path) as fh:
+                    for line in fh:
+                        print(line)
+            """,
+            count=2,
+            message_contains="iterating over the file object `fh`",
+        ),
+        # trio: the fix writes trio's sleep and thread runner (partial for keywords)
+        Invalid(
+            """
+            import time
+            import requests
+            import trio
+
+            async def poll(url):
+                while True:
+                    requests.get(url, timeout=5)
+                    time.sleep(1)
+            """,
+            fixed="""
+            import time
+            import requests
+            import trio
+            import functools
+
+            async def poll(url):
+                while True:
+                    await trio.to_thread.run_sync(functools.partial(requests.get, url, timeout=5))
+                    await trio.sleep(1)
+            """,
+            count=2,
+        ),
         # extra vocabulary by option
         Invalid(
             """
@@ -447,17 +648,24 @@ class BlockingCallInCoroutine(Rule):
         ),
     ]
 
+
     # ------------------------------------------------------------------ setup
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         allowed = tuple(self.config["allowed-calls"])
         extra = tuple(self.config["extra-blocking-calls"])
+        chosen = set(self.config["blocking-families"])
+        families = [f for f in FAMILIES if f.name in chosen]
         self._allowed_names = {a for a in allowed if not a.startswith(".")}
         self._allowed_methods = {a[1:] for a in allowed if a.startswith(".")}
-        names = [*BLOCKING_CALLS, *(e for e in extra if not e.startswith("."))]
+        names = [*(c for f in families for c in f.calls), *(e for e in extra if not e.startswith("."))]
         self._exact = {n for n in names if not n.endswith(".*")}
         self._prefixes = tuple(n[:-1] for n in names if n.endswith(".*"))
-        self._methods = {*BLOCKING_METHOD_NAMES, *(e[1:] for e in extra if e.startswith("."))}
+        self._polls = {k: v for f in families for k, v in f.polls.items()}
+        self._no_fix = {n for f in families for n in f.no_fix} | _FILE_OPENERS
+        self._methods = {*(SAVE_METHOD_NAMES if "saves" in chosen else ()),
+                         *(e[1:] for e in extra if e.startswith("."))}
+        self._iterate_files = "files" in chosen
         self._depth = max(0, int(self.config["max-depth"]))
         self._body_cache: dict[tuple[int, int], Optional[list[tuple[str, cst.Call]]]] = {}
 
@@ -468,10 +676,11 @@ class BlockingCallInCoroutine(Rule):
             return
         if self._is_coroutine_use(node):
             return
-        direct = self._blocking_name(node)
+        direct = self._blocking(node)
         if direct is not None:
-            self.report(node, f"`{direct}()` blocks the event loop: every other task on it stalls until "
-                              "it returns", fix=self._fix(node, direct))
+            shown, key = direct
+            self.report(node, f"`{shown}()` blocks the event loop: every other task on it stalls until "
+                              "it returns", fix=self._fix(node, key))
             return
         target = self.facts.resolve_call(node)
         if target is None or target.is_async or self._depth == 0:
@@ -486,6 +695,27 @@ class BlockingCallInCoroutine(Rule):
             "stalls until it returns",
             fix=self._fix(node, None),
         )
+
+    def visit_For(self, node: cst.For) -> None:
+        if node.asynchronous is None:
+            self._check_iteration(node, node.iter)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        if node.asynchronous is None:
+            self._check_iteration(node, node.iter)
+
+    def _check_iteration(self, node: cst.CSTNode, it: cst.BaseExpression) -> None:
+        """``for line in f`` over a file object reads it on the loop, one line at a time."""
+        if not self._iterate_files:
+            return
+        fn = self.facts.enclosing_function(node)
+        if fn is None or not fn.is_async or self.facts.in_lambda(node):
+            return
+        if isinstance(it, cst.Call) and self._blocking(it) is not None:
+            return  # ``for line in open(p)``: one finding, on the ``open()``
+        if self._type_of(it, node) == FILE:
+            self.report(it, f"iterating over the file object `{_code(it)}` reads it on the event loop: every "
+                            "other task on it stalls during each read")
 
     # ------------------------------------------------------------------ classification
     def _is_coroutine_use(self, node: cst.Call) -> bool:
@@ -502,26 +732,266 @@ class BlockingCallInCoroutine(Rule):
         return False
 
     def _blocking_name(self, call: cst.Call) -> Optional[str]:
-        """The vocabulary name that makes ``call`` blocking, or None."""
-        q = self.facts.call_name(call)
+        found = self._blocking(call)
+        return found[0] if found else None
+
+    def _blocking(self, call: cst.Call) -> Optional[tuple[str, str]]:
+        """``(as shown, vocabulary name)`` when ``call`` blocks, else None. The receiver
+        of a method call is typed first (``f.read`` -> ``io.<file>.read``), then the
+        facts' qualified name is tried."""
         attr = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+        if attr is not None and attr in self._allowed_methods:
+            return None
+        names = []  # (vocabulary name, as shown): a typed receiver shows as written
+        if attr is not None and isinstance(call.func.value, cst.Call) and self._blocking(call.func.value):
+            return None  # ``open(p).read()``: one finding, on the ``open()``
+        if attr is not None:
+            t = self._type_of(call.func.value, call)
+            if t is not None:
+                names.append((f"{t}.{attr}", _code(call.func)))
+        q = self.facts.call_name(call)
         if q is not None:
-            if q in self._allowed_names or (attr and attr in self._allowed_methods):
+            names.append((_norm(q), _short(_norm(q))))
+        for q, shown in names:
+            if q in self._allowed_names:
                 return None
-            if q in self._exact or (q.startswith(self._prefixes) and q.rsplit(".", 1)[-1] not in _NON_IO_METHODS):
-                if q in _POLL_WITH_ZERO_TIMEOUT and _zero_timeout(call):
-                    return None
-                if q == "ray.get" and self._known_ready_refs(call):
-                    return None
-                if q == "concurrent.futures.Future.result" and self._known_done_future(call):
-                    return None
-                return _short(q)
+            if not self._in_vocabulary(q):
+                continue
+            if self._polls_only(q, call):
+                return None
+            if q in LAZY_CALLS and not self._consumed_here(call):
+                return None
+            if q.startswith("os.wait") and names_in(call) & _WAIT_FLAGS:
+                return None
+            if q.endswith(".put") and q.startswith(_QUEUE_TYPES) and self._unbounded_queue(call.func):
+                return None
+            if q.endswith(".get") and q.startswith(_QUEUE_TYPES) and self._checked_not_empty(call):
+                return None
+            if q == "ray.get" and self._known_ready_refs(call):
+                return None
+            if q == "concurrent.futures.Future.result" and self._known_done_future(call):
+                return None
+            return shown, q
         # save/export methods by name, only when the callee is not a same-module function
         last = attr if attr is not None else (q.rsplit(".", 1)[-1] if q else None)
         if last in self._methods and last not in self._allowed_methods and self.facts.resolve_call(call) is None:
-            return _code(call.func)
+            return _code(call.func), f".{last}"
         return None
 
+    def _in_vocabulary(self, q: str) -> bool:
+        if q in self._exact:
+            return True
+        # ``TYPE.*``: a method of the type itself (``session.get``), not of one of its
+        # attributes (``session.headers.update``), and not one that does no I/O
+        return any(q.startswith(p) and "." not in q[len(p):] for p in self._prefixes) \
+            and q.rsplit(".", 1)[-1] not in NON_IO_METHODS
+
+    def _polls_only(self, name: str, call: cst.Call) -> bool:
+        """A call in its non-blocking form: ``block=False``/``blocking=False`` or
+        ``timeout=0``, by keyword or at the position the family records."""
+        spec = self._polls.get(name)
+        if spec is None:
+            return False
+        block_pos, timeout_pos = spec
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        for arg in call.args:
+            if arg.keyword is None:
+                continue
+            if arg.keyword.value in ("block", "blocking") and _is_false(arg.value):
+                return True
+            if arg.keyword.value == "timeout" and _is_zero(arg.value):
+                return True
+        if block_pos is not None and len(positional) > block_pos and _is_false(positional[block_pos]):
+            return True
+        return timeout_pos is not None and len(positional) > timeout_pos and _is_zero(positional[timeout_pos])
+
+    def _consumed_here(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """The generator ``expr`` makes is iterated in this function: ``for x in expr``,
+        ``list(expr)``, ``next(enumerate(expr))``, or ``gen = expr`` and then one of those
+        on ``gen``. Handed to a thread (``to_thread.run_sync(next, gen)``) it is not."""
+        parent = self.facts.parent(expr)
+        if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is expr:
+            return True
+        if isinstance(parent, cst.Arg):
+            outer = self.facts.parent(parent)
+            if isinstance(outer, cst.Call) and parent in outer.args[:1]:
+                name = self.facts.call_name(outer)
+                if name in CONSUMERS:
+                    return True
+                if name in LAZY_WRAPPERS and depth < 4:
+                    return self._consumed_here(outer, depth + 1)
+            return False
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+            var = parent.targets[0].target.value
+            fn = self.facts.enclosing_function(expr)
+            if fn is None or depth >= 4:
+                return False
+            # uses in a nested def or lambda run elsewhere (often in a thread)
+            uses = [u for u in _names_named(fn.node.body, var)
+                    if self.facts.enclosing_function(u) is fn and not self.facts.in_lambda(u)]
+            return any(self._consumed_here(use, depth + 1) for use in uses)
+        return False
+
+    def _unbounded_queue(self, func: cst.BaseExpression) -> bool:
+        """``q.put(x)`` where ``q`` was built here without a ``maxsize``: it never waits."""
+        if not isinstance(func, cst.Attribute):
+            return False
+        built = self._bound_value(func.value, func)
+        if not isinstance(built, cst.Call):
+            return False  # an annotated parameter: the size is not known here
+        for i, arg in enumerate(a for a in built.args if not a.star):
+            if arg.keyword is not None and arg.keyword.value == "maxsize" or arg.keyword is None and i == 0:
+                return _is_zero(arg.value)
+        return True
+
+    def _checked_not_empty(self, call: cst.Call) -> bool:
+        """``if not q.empty(): q.get()`` / ``if q.qsize(): ...``: the get finds an item."""
+        if not isinstance(call.func, cst.Attribute):
+            return False
+        receiver = _code(call.func.value)
+        for anc in self.facts.ancestors(call):
+            if isinstance(anc, cst.FunctionDef):
+                return False
+            if isinstance(anc, (cst.If, cst.While)):
+                tests = [c for c in _calls_in(anc.test) if isinstance(c.func, cst.Attribute)]
+                if any(c.func.attr.value in ("empty", "qsize", "full") and _code(c.func.value) == receiver
+                       for c in tests):
+                    return True
+        return False
+
+    def _bound_value(self, expr: cst.BaseExpression, at: cst.CSTNode) -> Optional[cst.BaseExpression]:
+        """The expression last bound to name ``expr`` (or ``self.attr``), if any."""
+        if isinstance(expr, cst.Name):
+            cur = self.facts.scope_of(at)
+            while cur is not None:
+                bindings = cur.bindings.get(expr.value)
+                if bindings:
+                    return bindings[-1].target if bindings[-1].kind == "value" else None
+                if _param_annotation(cur.node, expr.value) is not False:
+                    return None
+                cur = cur.scope
+            b = self.facts.lookup(expr.value, None)
+            return b.target if b is not None and b.kind == "value" else None
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            cls = self._class_at(at)
+            values = cls.attr_values.get(expr.attr.value) if cls is not None else None
+            return values[-1][0] if values else None
+        return None
+
+    # ------------------------------------------------------------------ value types
+    def _type_of(self, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> Optional[str]:
+        """The type of the value ``expr`` refers to, as far as this function shows it:
+        ``f`` bound by ``with open(p) as f`` -> ``io.<file>``; ``client`` annotated
+        ``httpx.Client``; ``self.q`` set to ``queue.Queue()`` in ``__init__``; ``p / "x"``
+        for a ``Path`` ``p``. None when unknown."""
+        if depth > 6:
+            return None
+        if isinstance(expr, cst.Name):
+            return self._name_type(expr.value, at, depth)
+        if isinstance(expr, cst.Attribute):
+            base = self._type_of(expr.value, at, depth + 1)
+            if base is not None and (base, expr.attr.value) in ATTRIBUTE_TYPES:
+                return ATTRIBUTE_TYPES[(base, expr.attr.value)]
+            if isinstance(expr.value, cst.Name) and expr.value.value == "self":
+                cls = self._class_at(at)
+                values = cls.attr_values.get(expr.attr.value) if cls is not None else None
+                if values:
+                    value, scope = values[-1]
+                    return self._value_type(value, depth + 1)
+            return None  # a module attribute (``os.path``) is not a value
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Divide):
+            left = self._type_of(expr.left, at, depth + 1)
+            return left if left == "pathlib.Path" else None
+        if isinstance(expr, cst.Call):
+            return self._value_type(expr, depth + 1)
+        return None
+
+    def _name_type(self, name: str, at: cst.CSTNode, depth: int) -> Optional[str]:
+        """Innermost binding of ``name`` seen from ``at``: an assignment or ``with ... as``
+        in a function, else a parameter (its annotation), else the module's binding."""
+        cur = self.facts.scope_of(at)
+        while cur is not None:
+            bindings = cur.bindings.get(name)
+            if bindings:
+                b = bindings[-1]
+                return self._value_type(b.target, depth + 1) if b.kind == "value" else None
+            ann = _param_annotation(cur.node, name)
+            if ann is not False:
+                return self._annotation_type(ann, cur.node) if ann is not None else None
+            cur = cur.scope
+        b = self.facts.lookup(name, None)
+        if b is not None and b.kind == "value":
+            return self._value_type(b.target, depth + 1)
+        return None
+
+    def _value_type(self, value: cst.BaseExpression, depth: int) -> Optional[str]:
+        if isinstance(value, cst.Call):
+            if isinstance(value.func, cst.Attribute):
+                recv = self._type_of(value.func.value, value, depth + 1)
+                if recv is not None:
+                    method = f"{recv}.{value.func.attr.value}"
+                    if method in RESULT_TYPES:
+                        return RESULT_TYPES[method]
+                    if recv == MP_CONTEXT and value.func.attr.value[:1].isupper():
+                        return self._known(f"multiprocessing.{value.func.attr.value}")
+            callee = self.facts.call_name(value)
+            if callee is not None and _norm(callee) in RESULT_TYPES:
+                # a file from an allowed opener is allowed too (``allowed-calls = ["builtins.open"]``)
+                return None if _norm(callee) in self._allowed_names else RESULT_TYPES[_norm(callee)]
+            if callee is not None and callee.startswith("<module>."):
+                known = self._known(callee)  # ``Worker()`` of ``class Worker(threading.Thread)``
+                return known if known != callee else None
+            return self._known(self.facts.qualified_name(value, value))
+        if isinstance(value, (cst.Name, cst.Attribute, cst.BinaryOperation)):
+            return self._type_of(value, value, depth + 1)
+        if isinstance(value, cst.IfExp):  # ``Path(p) if p else None``
+            sides = [v for v in (value.body, value.orelse) if not (isinstance(v, cst.Name) and v.value == "None")]
+            types = {self._value_type(v, depth + 1) for v in sides}
+            return types.pop() if len(types) == 1 else None
+        return None
+
+    def _annotation_type(self, ann: cst.BaseExpression, at: cst.CSTNode) -> Optional[str]:
+        """``Path``, ``Optional[Path]``, ``Path | None``, ``"httpx.Client"`` is not read."""
+        if isinstance(ann, cst.Subscript) and (self.facts.qualified_name(ann.value, at) or "").endswith("Optional") \
+                and len(ann.slice) == 1 and isinstance(ann.slice[0].slice, cst.Index):
+            ann = ann.slice[0].slice.value
+        if isinstance(ann, cst.BinaryOperation) and isinstance(ann.operator, cst.BitOr):
+            for side in (ann.left, ann.right):
+                if not (isinstance(side, cst.Name) and side.value == "None"):
+                    t = self._annotation_type(side, at)
+                    if t is not None:
+                        return t
+            return None
+        if isinstance(ann, (cst.Name, cst.Attribute)):
+            t = self.facts.qualified_name(ann, at)
+            return _norm(t) if t is not None and _norm(t) in _KNOWN_TYPES else None
+        return None
+
+    def _known(self, t: Optional[str]) -> Optional[str]:
+        """``t`` normalised; a class of this module stands for the known type it derives from."""
+        if t is None:
+            return None
+        t = _norm(t)
+        if t.startswith("<module>."):
+            qual = t[len("<module>."):]
+            for cls in self.facts.classes:
+                if cls.qualname == qual:
+                    for base in cls.node.bases:
+                        bq = self.facts.qualified_name(base.value, cls.node)
+                        if bq is not None and _norm(bq) in _KNOWN_TYPES:
+                            return _norm(bq)
+                    return t
+        return t
+
+    def _class_at(self, at: cst.CSTNode):
+        cur = self.facts.scope_of(at)
+        while cur is not None:
+            if cur.cls is not None:
+                return cur.cls
+            cur = cur.scope
+        return None
+
+    # ------------------------------------------------------------------ known-done values
     def _known_ready_refs(self, call: cst.Call) -> bool:
         """``ray.get(x)`` where ``x`` went through a ``ray.wait`` in the same function
         (``ready, _ = ray.wait([ref], timeout=0)`` ... ``ray.get(ref)``): refs that
@@ -584,29 +1054,65 @@ class BlockingCallInCoroutine(Rule):
         return found
 
     # ------------------------------------------------------------------ fix
-    def _fix(self, node: cst.Call, name: Optional[str]) -> Optional[Fix]:
-        q = self.facts.call_name(node)
-        if q in _FILE_OPENERS or self._in_comprehension(node) or self._in_with_item(node) or self._in_open_block(node):
+    def _fix(self, node: cst.Call, key: Optional[str]) -> Optional[Fix]:
+        if key in self._no_fix or self._in_comprehension(node) or self._in_with_item(node) \
+                or self._in_open_block(node) or self._acquire_released_here(node, key):
             return None
-        alias = self.facts.module_alias("asyncio")
+        lib, alias = self._async_library()
         edits = []
         if alias is None:
-            alias = "asyncio"
-            edits.append(AddImport("asyncio"))
+            alias = lib
+            edits.append(AddImport(lib))
         args = strip_trailing_comma(node.args)
-        if q == "time.sleep":
+        if key == "time.sleep":
             inner = cst.Call(func=cst.Attribute(cst.Name(alias), cst.Name("sleep")), args=args)
-            message = "Use `await asyncio.sleep()`"
+            message = f"Use `await {lib}.sleep()`"
         else:
-            func_arg = cst.Arg(value=node.func.with_changes(lpar=(), rpar=()) if isinstance(
-                node.func, (cst.Name, cst.Attribute)) else node.func)
-            inner = cst.Call(func=cst.Attribute(cst.Name(alias), cst.Name("to_thread")), args=[func_arg, *args])
-            message = "Run it in a thread with `await asyncio.to_thread()`"
+            func = node.func.with_changes(lpar=(), rpar=()) if isinstance(
+                node.func, (cst.Name, cst.Attribute)) else node.func
+            runner = _dotted_from(alias, _THREAD_RUNNERS[lib].split(".", 1)[1])
+            if lib != "asyncio" and any(a.keyword is not None or a.star == "**" for a in args):
+                # anyio/trio's run_sync takes no keyword arguments: bind them with partial
+                partial_alias = self.facts.module_alias("functools")
+                if partial_alias is None:
+                    partial_alias = "functools"
+                    edits.append(AddImport("functools"))
+                bound = cst.Call(func=cst.Attribute(cst.Name(partial_alias), cst.Name("partial")),
+                                 args=[cst.Arg(value=func), *args])
+                inner = cst.Call(func=runner, args=[cst.Arg(value=bound)])
+            else:
+                inner = cst.Call(func=runner, args=[cst.Arg(value=func), *args])
+            message = f"Run it in a thread with `await {_THREAD_RUNNERS[lib]}()`"
         new: cst.BaseExpression = cst.Await(expression=inner, lpar=node.lpar, rpar=node.rpar)
         if not node.lpar and self._needs_parens(node):
             new = new.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         edits.insert(0, Replace(node, new))
         return Fix.unsafe(*edits, message=message)
+
+    def _async_library(self) -> tuple[str, Optional[str]]:
+        """The library the fix writes for: asyncio unless the module imports anyio or
+        trio and not asyncio; with its module-level alias (None: to be imported)."""
+        alias = self.facts.module_alias("asyncio")
+        if alias is not None:
+            return "asyncio", alias
+        for lib in ("anyio", "trio"):
+            alias = self.facts.module_alias(lib)
+            if alias is not None:
+                return lib, alias
+        imported = _imported_top_modules(self.facts.module)
+        for lib in ("anyio", "trio"):
+            if lib in imported:  # ``from anyio import to_thread``: add ``import anyio``
+                return lib, None
+        return "asyncio", None
+
+    def _acquire_released_here(self, node: cst.Call, key: Optional[str]) -> bool:
+        """``lock.acquire()`` in a coroutine that also calls ``lock.release()``."""
+        if key is None or not key.endswith(".acquire") or not isinstance(node.func, cst.Attribute):
+            return False
+        receiver = _code(node.func.value)
+        fn = self.facts.enclosing_function(node)
+        return any(isinstance(c.func, cst.Attribute) and c.func.attr.value == "release"
+                   and _code(c.func.value) == receiver for c in (fn.calls if fn is not None else ()))
 
     def _needs_parens(self, node: cst.Call) -> bool:
         # ``await`` binds looser than attribute access, subscription and calls
@@ -632,7 +1138,7 @@ class BlockingCallInCoroutine(Rule):
             if isinstance(anc, cst.FunctionDef):
                 return False
             if isinstance(anc, cst.With) and any(
-                isinstance(item.item, cst.Call) and self.facts.call_name(item.item) in _FILE_OPENERS
+                isinstance(item.item, cst.Call) and self._value_type(item.item, 0) == FILE
                 for item in anc.items
             ):
                 return True
@@ -647,12 +1153,77 @@ class BlockingCallInCoroutine(Rule):
         return False
 
 
-def _zero_timeout(call: cst.Call) -> bool:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == "timeout":
-            v = arg.value
-            return isinstance(v, (cst.Integer, cst.Float)) and float(v.value) == 0.0
+def _names_named(node: cst.CSTNode, name: str) -> list[cst.Name]:
+    found: list[cst.Name] = []
+
+    class _V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            if n.value == name:
+                found.append(n)
+
+    node.visit(_V())
+    return found
+
+
+def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
+    found: list[cst.Call] = []
+
+    class _V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            found.append(n)
+
+    node.visit(_V())
+    return found
+
+
+def _imported_top_modules(module: cst.Module) -> set[str]:
+    """Top-level packages imported at module level (``from anyio import Path`` -> anyio)."""
+    out = set()
+    for stmt in module.body:
+        for small in getattr(stmt, "body", ()) if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Import):
+                out.update(_code(a.name).split(".")[0] for a in small.names)
+            elif isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
+                out.add(_code(small.module).split(".")[0])
+    return out
+
+
+def _param_annotation(fn: cst.FunctionDef, name: str):
+    """The annotation of parameter ``name`` of ``fn`` (None if unannotated), or False
+    when ``fn`` has no such parameter."""
+    p = fn.params
+    for param in (*p.posonly_params, *p.params, *p.kwonly_params,
+                  *(x for x in (p.star_arg, p.star_kwarg) if isinstance(x, cst.Param))):
+        if param.name.value == name:
+            return param.annotation.annotation if param.annotation is not None else None
     return False
+
+
+def _norm(qualified: str) -> str:
+    """Spellings of the same type or function: ``torch.multiprocessing.Queue`` ->
+    ``multiprocessing.Queue``, ``pathlib.PosixPath`` -> ``pathlib.Path``."""
+    for alias, canonical in TYPE_ALIASES.items():
+        if qualified == alias or qualified.startswith(alias + "."):
+            return canonical + qualified[len(alias):]
+    return qualified
+
+
+def _is_false(v: cst.BaseExpression) -> bool:
+    return isinstance(v, cst.Name) and v.value == "False" or isinstance(v, cst.Integer) and v.value == "0"
+
+
+def _is_zero(v: cst.BaseExpression) -> bool:
+    try:
+        return isinstance(v, (cst.Integer, cst.Float)) and float(v.value.replace("_", "")) == 0.0
+    except ValueError:
+        return False
+
+
+def _dotted_from(alias: str, rest: str) -> cst.BaseExpression:
+    expr: cst.BaseExpression = cst.Name(alias)
+    for part in rest.split("."):
+        expr = cst.Attribute(value=expr, attr=cst.Name(part))
+    return expr
 
 
 def _short(qualified: str) -> str:

@@ -168,6 +168,7 @@ class Option:
     kind: type | tuple[type, ...]
     doc: str
     item_kind: type | None = None  # for lists
+    choices: tuple[Any, ...] | None = None  # for lists: the values an item may take
 
     def validate(self, key: str, value: Any) -> Any:
         if not isinstance(value, self.kind) or isinstance(value, bool) and self.kind is int:
@@ -178,6 +179,13 @@ class Option:
                     raise ValueError(
                         f"option {key!r} must be a list of {_kind_name(self.item_kind)}, "
                         f"got an item {item!r}"
+                    )
+        if self.choices is not None:
+            for item in value:
+                if item not in self.choices:
+                    raise ValueError(
+                        f"option {key!r} has an unknown value {item!r} "
+                        f"(known: {', '.join(map(str, self.choices))})"
                     )
         return value
 

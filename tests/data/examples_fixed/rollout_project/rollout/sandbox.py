@@ -26,7 +26,7 @@ class Sandbox:
 
     async def __aexit__(self, *exc: object) -> None:
         await asyncio.sleep(0.05)  # the provider's DELETE call
-        os.remove(self.lease)
+        await asyncio.to_thread(os.remove, self.lease)
 
     async def run(self, command: str) -> str:
         await asyncio.sleep(0.01)

@@ -23,7 +23,7 @@ async def serve(port: int) -> None:
         async with server:
             await server.serve_forever()
     finally:
-        os.remove(marker)
+        await asyncio.to_thread(os.remove, marker)
 
 
 def main() -> None:
