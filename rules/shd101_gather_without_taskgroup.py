@@ -516,6 +516,11 @@ class GatherWithoutTaskGroup(Rule):
         fn = self.facts.resolve_call(expr)
         if fn is not None and fn.is_async:
             return _Child(label, self._owns(fn, _FOLLOW_DEPTH), resolved=True, coroutine_call=True, certain=True)
+        if fn is None:
+            # the callee lives in another module of the project (the project index)
+            other = self.facts.resolve_elsewhere(expr.func, expr)
+            if other is not None and other.info["async"]:
+                return _Child(label, self._owns_elsewhere(other, _FOLLOW_DEPTH), resolved=True, coroutine_call=True)
         return _Child(label, self._mentions(expr.func), resolved=False, coroutine_call=True)
 
     def _mentions(self, expr: cst.BaseExpression) -> Optional[str]:
@@ -554,6 +559,42 @@ class GatherWithoutTaskGroup(Rule):
                 target = self.facts.resolve_call(call)
                 if target is not None and target is not fn:
                     why = self._owns(target, depth - 1, seen)
+                    if why:
+                        return why
+                elif target is None:
+                    other = self.facts.resolve_elsewhere(call.func, call)
+                    if other is not None:
+                        why = self._owns_elsewhere(other, depth - 1, seen)
+                        if why:
+                            return why
+        return None
+
+    def _owns_elsewhere(self, fn, depth: int, seen: Optional[set] = None) -> Optional[str]:
+        """``_owns`` for a function in another module (``project.ProjectFunction``): the reason
+        names the file and line, since the reader cannot see it from here."""
+        seen = seen if seen is not None else set()
+        key = (fn.path, fn.qualname)
+        if key in seen:
+            return None
+        seen.add(key)
+        words = self._words()
+        info = fn.info
+        if info["finally"]:
+            return f"`{fn.qualname}` has a `finally` block at {fn.where(info['finally'][0])}"
+        for text, line in info["async_with"]:
+            parts = [w for p in text.split(".") for w in identifier_words(p)]
+            if not any(w in _NOT_RESOURCE_CONTEXTS for w in parts):
+                return f"`{fn.qualname}` has `async with {text}(...)` at {fn.where(line)}"
+        if mentions(fn.name, words):
+            return f"`{fn.qualname}` ({fn.where()}) names a resource"
+        for written, line, *_ in info["calls"]:
+            if _written_mentions(written, words):
+                return f"`{fn.qualname}` calls `{written}` at {fn.where(line)}"
+        if depth > 0 and self.facts.project is not None:
+            for written, *_ in info["calls"]:
+                target = self.facts.project.callee(fn, written)
+                if target is not None:
+                    why = self._owns_elsewhere(target, depth - 1, seen)
                     if why:
                         return why
         return None
@@ -841,6 +882,17 @@ def _name_parts(expr: cst.BaseExpression) -> list[str]:
     if isinstance(expr, cst.Await):
         return _name_parts(expr.expression)
     return []
+
+
+def _written_mentions(written: str, words: Sequence[str]) -> bool:
+    """``_mentions`` for a callee recorded as text in a module summary (``self.sandbox.delete``)."""
+    parts = [p for p in written.split(".") if p not in ("self", "cls")]
+    if not parts:
+        return False
+    if mentions(parts[-1], words):
+        return True
+    return any(w in _LIFECYCLE_VERBS for w in identifier_words(parts[-1])) and any(
+        mentions(p, words) for p in parts[:-1])
 
 
 def _comments(node: cst.CSTNode) -> list[cst.Comment]:
