@@ -360,6 +360,9 @@ class UnobservedTaskException(Rule):
         target = self.facts.coroutine_target(node.args[0].value, node)
         if target is not None and target.is_async and _swallows_errors(target.node.body):
             return  # nothing can escape the coroutine: there is no exception to lose
+        other, why = self._coroutine_elsewhere(node.args[0].value, node) if target is None else (None, "")
+        if other is not None and other.info["async"] and other.info["swallows"]:
+            return  # the same, for a coroutine function in another module (project index)
         self._seen: set = set()
         verdict, where = self._follow(node, "task")
         if verdict == OBSERVED:
@@ -375,12 +378,26 @@ class UnobservedTaskException(Rule):
         else:
             message = (f"task stored in `{where}` is never awaited or checked: an exception it raises "
                        "is lost and the program goes on")
+        message += why
         fix = Fix.safe(
             Replace(node, guard_call("supervise", [cst.Arg(node)])),
             IMPORT_RUNTIME_GUARD,
             message="Wrap in `runtime_guard.supervise(...)`",
         )
         self.report(node, message, fix=fix)
+
+    def _coroutine_elsewhere(self, arg: cst.BaseExpression, at: cst.Call):
+        """(function in another module that makes the task's coroutine, message suffix)."""
+        if not isinstance(arg, cst.Call):
+            return None, ""
+        other = self.facts.resolve_elsewhere(arg.func, at)
+        if other is None or not other.info["async"]:
+            return other, ""
+        info = other.info
+        if info["broad"] and info["finally_raises"]:
+            return other, (f" (`{other.qualname}` at {other.where()} catches every exception, but its "
+                           f"`finally` raises at {other.where(info['finally_raises'])})")
+        return other, ""
 
     def _is_spawn(self, node: cst.Call) -> bool:
         qn = self.facts.call_name(node)

@@ -239,7 +239,7 @@ def _run_files(args, settings, mode, fmt, cfg, catalogue, cache_dir) -> int:
     n_jobs = args.jobs or os.cpu_count() or 1
     from . import index_hooks
 
-    index_store = index_hooks.start(args.paths or ["."], [f.abspath for f in found.files], cache_dir) \
+    index_store = index_hooks.start(args.paths or ["."], None, cache_dir) \
         if jobs else None
     with _progress(len(jobs), args.quiet) as tick:
         outcomes = run(jobs, settings, mode, n_jobs, on_done=tick)

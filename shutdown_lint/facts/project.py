@@ -85,8 +85,8 @@ class ProjectIndex:
             self._add_root(d)
             if os.path.isdir(os.path.join(d, "src")):
                 self._add_root(os.path.join(d, "src"))
-            if os.path.isfile(p):
-                self._package_root(p)
+            # a package (or a file in one) given by path: its top package's parent is a root too
+            self._package_root(p if os.path.isfile(p) else os.path.join(p, "__init__.py"))
         #: the project's files (for finding a module's importers); None: walk the roots lazily
         self.files = files
         self.store = store
@@ -466,6 +466,39 @@ class ProjectView:
                 if len(call) > 3 and call[0].rsplit(".", 1)[-1] in ("register", "signal", "add_signal_handler"):
                     out.update(a.rsplit(".", 1)[-1] for a in call[3])
         return out
+
+
+def on_teardown_path(fn: ProjectFunction, flags: int, registered: set[str], is_cleanup_name) -> bool:
+    """A call in ``fn`` runs when the program stops: it sits in a ``finally``/``except`` block,
+    or ``fn`` is a cleanup function (``is_cleanup_name(name)``, the rules' vocabulary) or a
+    registered ``atexit``/signal handler."""
+    return bool(flags & IN_CLEANUP) or fn.name in registered or is_cleanup_name(fn.name)
+
+
+def teardown_elsewhere(view: "ProjectView", matches, is_cleanup_name) -> tuple[Optional[str], list[str]]:
+    """Search the modules that import this one (two hops) for a call on a teardown path that
+    ``matches(written, args)`` (directly, or inside the project function it calls).
+
+    Returns (``path:line`` of the teardown found or None, the files looked in)."""
+    looked = view.importers()
+    for path in looked:
+        registered = view.registered(path)
+        s = view.summary_of(path) or {}
+        for written in s.get("registered", []):
+            if matches(written, []):
+                return f"{display(path)} (registered handler)", looked
+        for fn in view.functions_in(path):
+            for call in fn.info["calls"]:
+                written, line, flags = call[0], call[1], call[2]
+                args = call[3] if len(call) > 3 else []
+                if not on_teardown_path(fn, flags, registered, is_cleanup_name):
+                    continue
+                if matches(written, args):
+                    return f"{display(path)}:{line}", looked
+                callee = view.callee(fn, written)
+                if callee is not None and any(matches(c[0], c[3] if len(c) > 3 else []) for c in callee.info["calls"]):
+                    return f"{display(path)}:{line}", looked
+    return None, looked
 
 
 # ---------------------------------------------------------------------- the run's index
