@@ -30,6 +30,8 @@ _BROAD = frozenset({"builtins.Exception", "builtins.BaseException"})
 _NOT_RESOURCE_CONTEXTS = ("lock", "semaphore", "sem", "limiter", "condition", "mutex", "timeout",
                           "throttle", "rate", "fail", "move", "span", "trace", "tracer")
 _FOLLOW_DEPTH = 2
+#: ``async with`` callees that make one HTTP exchange (aiohttp/httpx), not a resource to tear down.
+_REQUEST_VERBS = frozenset({"request", "get", "post", "put", "patch", "head", "options", "stream", "ws_connect"})
 #: Verbs that make or end a resource: ``self.sandbox.delete()`` owns one, ``self.client.get()``
 #: only uses one.
 _LIFECYCLE_VERBS = frozenset({
@@ -563,7 +565,7 @@ class GatherWithoutTaskGroup(Rule):
                         return why
                 elif target is None:
                     other = self.facts.resolve_elsewhere(call.func, call)
-                    if other is not None:
+                    if other is not None and not _not_resource(other.name):
                         why = self._owns_elsewhere(other, depth - 1, seen)
                         if why:
                             return why
@@ -583,6 +585,12 @@ class GatherWithoutTaskGroup(Rule):
             return f"`{fn.qualname}` has a `finally` block at {fn.where(info['finally'][0])}"
         for text, line in info["async_with"]:
             parts = [w for p in text.split(".") for w in identifier_words(p)]
+            if text.rsplit(".", 1)[-1] in _REQUEST_VERBS:
+                continue  # `async with session.request(...)`: one HTTP exchange, not an owned resource
+            if text.endswith("?"):  # `async with ctx:` (not a call): only its name can tell
+                text = text[:-1]
+                if not _written_mentions(text, words):
+                    continue
             if not any(w in _NOT_RESOURCE_CONTEXTS for w in parts):
                 return f"`{fn.qualname}` has `async with {text}(...)` at {fn.where(line)}"
         if mentions(fn.name, words):
@@ -593,7 +601,7 @@ class GatherWithoutTaskGroup(Rule):
         if depth > 0 and self.facts.project is not None:
             for written, *_ in info["calls"]:
                 target = self.facts.project.callee(fn, written)
-                if target is not None:
+                if target is not None and not _not_resource(target.name):
                     why = self._owns_elsewhere(target, depth - 1, seen)
                     if why:
                         return why
@@ -882,6 +890,12 @@ def _name_parts(expr: cst.BaseExpression) -> list[str]:
     if isinstance(expr, cst.Await):
         return _name_parts(expr.expression)
     return []
+
+
+def _not_resource(name: str) -> bool:
+    """A helper whose name says it guards concurrency or time or traces (``rollout_trace_attr``):
+    its ``finally`` resets bookkeeping, it does not release a resource."""
+    return any(w in _NOT_RESOURCE_CONTEXTS for w in identifier_words(name))
 
 
 def _written_mentions(written: str, words: Sequence[str]) -> bool:

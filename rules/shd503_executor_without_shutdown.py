@@ -346,13 +346,17 @@ class ExecutorWithoutShutdown(Rule):
         if view is None:
             return None, None
         attr = ref.rsplit(".", 1)[-1]
+        # `self.pool` is reached from elsewhere as `<obj>.pool`; a bare `pool` there is another
+        # object (a local of the same name)
+        least = 3 if ref.startswith("self.") else 2
 
         def matches(written: str, args: list[str]) -> bool:
             parts = written.split(".")
-            if len(parts) >= 2 and parts[-1] in _STOP_METHODS and parts[-2] == attr:
+            if len(parts) >= least and parts[-1] in _STOP_METHODS and parts[-2] == attr:
                 return True
             last = parts[-1].lower()
-            return any(t in last for t in _TAKERS) and any(a.split(".")[-1] == attr for a in args)
+            return any(t in last for t in _TAKERS) and any(
+                a.split(".")[-1] == attr and a.count(".") >= least - 2 for a in args)
 
         found, looked = F.teardown_elsewhere(view, matches, lambda name: mentions(name, CLEANUP_WORDS))
         return found, [F.display_path(p) for p in looked]

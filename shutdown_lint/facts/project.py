@@ -481,6 +481,10 @@ def teardown_elsewhere(view: "ProjectView", matches, is_cleanup_name) -> tuple[O
 
     Returns (``path:line`` of the teardown found or None, the files looked in)."""
     looked = view.importers()
+    if not _is_test(view.path):
+        # a test's teardown (a fixture's destroy, a test actor's cleanup) is not the shutdown
+        # path of the code it tests
+        looked = [p for p in looked if not _is_test(p)]
     for path in looked:
         registered = view.registered(path)
         s = view.summary_of(path) or {}
@@ -499,6 +503,12 @@ def teardown_elsewhere(view: "ProjectView", matches, is_cleanup_name) -> tuple[O
                 if callee is not None and any(matches(c[0], c[3] if len(c) > 3 else []) for c in callee.info["calls"]):
                     return f"{display(path)}:{line}", looked
     return None, looked
+
+
+def _is_test(path: str) -> bool:
+    name = os.path.basename(path)
+    parts = path.replace(os.sep, "/").split("/")
+    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py" or "tests" in parts[:-1]
 
 
 # ---------------------------------------------------------------------- the run's index

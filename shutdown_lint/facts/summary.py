@@ -26,7 +26,7 @@ import warnings
 from typing import Any, Optional
 
 #: Bump when the shape of a summary changes (cached summaries of other versions are ignored).
-SUMMARY_VERSION = 1
+SUMMARY_VERSION = 2
 
 #: Flag bits of a recorded call.
 IN_CLEANUP = 1  # in a ``finally`` or ``except`` block of the same function
@@ -262,9 +262,10 @@ class _FunctionWalker(ast.NodeVisitor):
 
     def visit_AsyncWith(self, node: ast.AsyncWith) -> None:
         for item in node.items:
-            text = dotted(item.context_expr.func if isinstance(item.context_expr, ast.Call)
-                          else item.context_expr) or ""
-            self.async_with.append([text, node.lineno])
+            expr = item.context_expr
+            text = dotted(expr.func if isinstance(expr, ast.Call) else expr) or ""
+            # a bare name (``async with ctx``) says nothing about what it holds: marked ``?``
+            self.async_with.append([text if isinstance(expr, ast.Call) else text + "?", node.lineno])
         self.generic_visit(node)
 
     def visit_Await(self, node: ast.Await) -> None:
