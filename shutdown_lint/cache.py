@@ -103,24 +103,6 @@ class Cache:
         return write_json_atomic(self.path, {"format": _FORMAT, "version": __version__, "files": live}, self.dir)
 
 
-def deps_changed(deps: Any) -> bool:
-    """True when another module a cached result depended on (the project index recorded it:
-    ``abspath -> [mtime_ns, size, summary digest]``) is gone or has another stat. Called on a
-    warm run only for results that have dependencies: one ``stat()`` each."""
-    if not isinstance(deps, dict):
-        return True
-    for path, stamp in deps.items():
-        try:
-            st = os.stat(path)
-        except OSError:
-            return True
-        if not (isinstance(stamp, list) and len(stamp) == 3):
-            return True
-        if st.st_mtime_ns != stamp[0] or st.st_size != stamp[1]:
-            return True
-    return False
-
-
 def _valid(entry: Any) -> bool:
     return (isinstance(entry, list) and len(entry) == 4 and isinstance(entry[0], int)
             and isinstance(entry[1], int) and isinstance(entry[3], dict))

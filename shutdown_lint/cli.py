@@ -221,7 +221,7 @@ def _run_files(args, settings, mode, fmt, cfg, catalogue, cache_dir) -> int:
             except OSError:
                 st = None
             hit = cache.lookup(f.abspath, st) if st is not None else None
-            if hit is not None and hit.get("deps") and _deps_changed(hit["deps"]):
+            if hit is not None and hit.get("deps") and _deps_changed(hit, f.abspath, cache, cache_dir):
                 jobs.append(Job(f.display, f.abspath, None))  # another module it relied on changed
                 continue
             if hit is not None and not (mode.fixing and has_applicable_fix(hit, mode.unsafe)) \
@@ -243,7 +243,7 @@ def _run_files(args, settings, mode, fmt, cfg, catalogue, cache_dir) -> int:
         if jobs else None
     with _progress(len(jobs), args.quiet) as tick:
         outcomes = run(jobs, settings, mode, n_jobs, on_done=tick)
-    warning = index_hooks.finish(index_store, outcomes)
+    warning = index_hooks.finish(index_store, outcomes, cache_dir)
     if warning:
         notes.append(f"warning: {warning}")
     for job, outcome in zip(jobs, outcomes):
@@ -309,10 +309,10 @@ def _run_files(args, settings, mode, fmt, cfg, catalogue, cache_dir) -> int:
     return _exit_code(args, report, failed)
 
 
-def _deps_changed(deps) -> bool:
-    from .cache import deps_changed
+def _deps_changed(hit, abspath, cache, cache_dir) -> bool:
+    from .index_hooks import deps_changed
 
-    return deps_changed(deps)
+    return deps_changed(hit, abspath, cache, cache_dir)
 
 
 def _lacks_edits(result: dict) -> bool:

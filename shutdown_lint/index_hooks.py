@@ -16,20 +16,46 @@ def enabled() -> bool:
     return os.environ.get("SHUTDOWN_LINT_NO_INDEX", "") in ("", "0")
 
 
+_stores: dict = {}
+
+
+def _store(cache_dir: Optional[str]):
+    """The summary cache of ``cache_dir``, loaded once per run."""
+    if cache_dir not in _stores:
+        from .index.store import SummaryStore
+
+        _stores[cache_dir] = SummaryStore(cache_dir)
+    return _stores[cache_dir]
+
+
 def start(paths: Sequence[str], files: Optional[list[str]], cache_dir: Optional[str]):
     """Install the run's project index; returns its summary store (or None)."""
     if not enabled():
         return None
     from .facts.project import ProjectIndex, set_current
-    from .facts.project_store import SummaryStore
 
-    store = SummaryStore(cache_dir)
+    store = _store(cache_dir)
     set_current(ProjectIndex(list(paths), files, store))
     return store
 
 
-def finish(store, outcomes) -> Optional[str]:
+def deps_changed(hit: dict, abspath: str, cache, cache_dir: str) -> bool:
+    """Warm run: True when a module ``hit`` (a cached result) depended on changed its
+    summary. When only its stat changed, the cached result gets the new stamps."""
+    from .index.store import stale
+
+    changed, refreshed = stale(hit.get("deps"), _stores.get(cache_dir), lambda: _store(cache_dir))
+    if not changed and refreshed is not None:
+        entry = cache.entry(abspath)
+        if entry is not None:
+            cache.store(abspath, entry[0], entry[1], entry[2], {**entry[3], "deps": refreshed})
+    return changed
+
+
+def finish(store, outcomes, cache_dir: Optional[str] = None) -> Optional[str]:
     """Cache the summaries computed in this process and in the workers; a warning or None."""
+    if store is None:
+        store = _stores.get(cache_dir)  # a warm run that re-checked a dependency
     if store is None:
         return None
     from .facts.project import current, set_current

@@ -3,8 +3,8 @@
 ``ProjectIndex`` maps module names to files under the project's roots (the paths being
 linted, their ``src/`` folders, the package root above each file found through its
 ``__init__.py`` chain, and each file's own folder for scripts importing siblings), and
-builds a module's ``summary`` (``summary.py``, with ``ast``) only when a rule asks about
-it, reading it from the cache (``project_store.py``) when the file's content is unchanged.
+builds a module's ``summary`` (``index/summary.py``, with ``ast``) only when a rule asks about
+it, reading it from the cache (``index/store.py``) when the file's content is unchanged.
 
 Names resolve through relative imports, ``from pkg import mod``, aliases, re-exports in
 ``__init__.py`` (and ``from x import *``), module-level variables with a plain type
@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
-from .summary import AWAITED, IN_CLEANUP, summarize  # noqa: F401  (flags, re-exported for rules)
+from ..index.summary import AWAITED, IN_CLEANUP, summarize  # noqa: F401  (flags, re-exported for rules)
 
 _MAX_DEPTH = 12
 #: The index never reads more project files than this to find a module's importers.
@@ -181,7 +181,7 @@ class ProjectIndex:
         return summary
 
     def _load(self, path: str) -> tuple[Optional[dict], list]:
-        from .project_store import load_summary
+        from ..index.store import load_summary
 
         return load_summary(path, self.store, self.new_entries)
 

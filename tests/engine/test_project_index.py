@@ -18,9 +18,9 @@ import sys
 
 import pytest
 
-from shutdown_lint.cache import deps_changed
 from shutdown_lint.facts.project import ProjectIndex, ProjectFunction
-from shutdown_lint.facts.summary import summarize
+from shutdown_lint.index.store import stale
+from shutdown_lint.index.summary import summarize
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROJECT = os.path.join(REPO, "tests", "data", "projects", "crossmodule")
@@ -111,19 +111,26 @@ def test_a_changed_dependency_re_lints_its_dependents_and_only_them(project):
     unrelated = os.path.join(project, "src", "rollouts", "workers", "loop.py")
     assert base in gen["deps"] and unrelated not in gen["deps"]
     assert any(f.startswith("index-") for f in os.listdir(cache))  # summaries are cached too
-    assert not deps_changed(gen["deps"])
+    def changed(deps):
+        return stale(deps, None, lambda: None)[0]
 
+    assert not changed(gen["deps"])
     # an unrelated module changes: generate.py's dependencies are still fresh (not re-analysed)
     with open(unrelated, "a") as fh:
         fh.write("\n# touched\n")
-    assert not deps_changed(gen["deps"])
+    assert not changed(gen["deps"])
+    # a dependency changes in a way its summary does not show (a comment): still fresh
+    with open(base, "a") as fh:
+        fh.write("\n# a comment\n")
+    assert not changed(gen["deps"])
+    assert stale(gen["deps"], None, lambda: None)[1][base][0] != gen["deps"][base][0]  # new stamp to store
     # the base class loses its finally: generate.py is re-analysed although it did not change
     with open(base) as fh:
         text = fh.read()
     with open(base, "w") as fh:
         fh.write(text.replace("        try:\n            return await box.run()\n        finally:\n"
                               "            await box.delete()\n", "        return await box.run()\n"))
-    assert deps_changed(gen["deps"])
+    assert changed(gen["deps"])
     _, second, _ = _lint(project, "--cache-dir", cache, "src")
     found = _found(second)
     assert ("src/rollouts/generate.py", 12, "SHD101") not in found

@@ -4,8 +4,7 @@ check that tells a warm run which cached results depend on a module that changed
 An entry is ``abspath -> [mtime_ns, size, sha256, summary]``: an unchanged stat is trusted,
 a changed stat with the same content hash reuses the summary. A result's dependencies are
 ``abspath -> [mtime_ns, size, summary digest]`` of the other modules its analysis read;
-``cache.deps_changed`` checks them on a warm run (it lives there so a warm run imports
-neither libcst nor this package).
+``stale`` checks them on a warm run (this package imports neither libcst nor the rules).
 """
 
 from __future__ import annotations
@@ -69,3 +68,35 @@ def load_summary(path: str, store: Optional[SummaryStore], new: dict) -> tuple[O
         summary = summarize(data, path)
     new[path] = [st.st_mtime_ns, st.st_size, sha, summary]
     return summary, [st.st_mtime_ns, st.st_size, digest(summary)]
+
+
+def stale(deps: object, store: "SummaryStore | None", get_store) -> tuple[bool, Optional[dict]]:
+    """Did a module a cached result depended on change its summary? ``(changed, refreshed)``.
+
+    A dependency whose stat is unchanged costs one ``stat()``. One whose stat changed is
+    summarised again (``ast``; from ``get_store()``, the summary cache, when its content hash
+    is known): an edit that leaves its summary alone (a comment, a function body the summary
+    does not describe) does not re-lint the dependents; ``refreshed`` then holds the new
+    stamps to store, so the next run is back to a ``stat()``."""
+    if not isinstance(deps, dict):
+        return True, None
+    refreshed: Optional[dict] = None
+    for path, stamp in deps.items():
+        try:
+            st = os.stat(path)
+        except OSError:
+            return True, None
+        if not (isinstance(stamp, list) and len(stamp) == 3):
+            return True, None
+        if st.st_mtime_ns == stamp[0] and st.st_size == stamp[1]:
+            continue
+        store = store if store is not None else get_store()
+        new: dict = {}
+        summary, now = load_summary(path, store, new)
+        if store is not None:
+            store.add(new)
+        if not now or now[2] != stamp[2]:
+            return True, None
+        refreshed = dict(deps) if refreshed is None else refreshed
+        refreshed[path] = now
+    return False, refreshed
