@@ -23,7 +23,7 @@ def _run(target: str, rules: str, index: bool, jobs: int) -> list[dict]:
     if not index:
         env["SHUTDOWN_LINT_NO_INDEX"] = "1"
     proc = subprocess.run(
-        [sys.executable, "-m", "shutdown_lint", "--no-cache", "--isolated", "--select", rules,
+        [sys.executable, "-m", "shutdown_lint", "--no-cache", "--isolated", "--no-respect-gitignore", "--select", rules,
          "--output-format", "json", "-j", str(jobs), target],
         capture_output=True, text=True, env=env)
     try:
@@ -43,7 +43,9 @@ def main() -> None:
     ap.add_argument("--rules", default="SHD101,SHD102,SHD502,SHD503")
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()
-    site = sysconfig.get_paths()["purelib"]
+    site = os.path.join(sys.prefix, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}", "site-packages")
+    if not os.path.isdir(site):
+        site = sysconfig.get_paths()["purelib"]
     for t in args.targets:
         target = t if os.path.isdir(t) else os.path.join(site, t)
         files = sum(1 for _, _, fs in os.walk(target) for f in fs if f.endswith(".py"))

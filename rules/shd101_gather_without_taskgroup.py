@@ -589,7 +589,7 @@ class GatherWithoutTaskGroup(Rule):
                 continue  # `async with session.request(...)`: one HTTP exchange, not an owned resource
             if text.endswith("?"):  # `async with ctx:` (not a call): only its name can tell
                 text = text[:-1]
-                if not _written_mentions(text, words):
+                if not mentions(text.rsplit(".", 1)[-1], words):
                     continue
             if not any(w in _NOT_RESOURCE_CONTEXTS for w in parts):
                 return f"`{fn.qualname}` has `async with {text}(...)` at {fn.where(line)}"
@@ -899,14 +899,19 @@ def _not_resource(name: str) -> bool:
 
 
 def _written_mentions(written: str, words: Sequence[str]) -> bool:
-    """``_mentions`` for a callee recorded as text in a module summary (``self.sandbox.delete``)."""
+    """A call recorded in another module's summary that makes or ends a resource: a lifecycle
+    verb on a resource (``create_sandbox``, ``self.sandbox.delete``, ``client.close``).
+
+    Stricter than ``_mentions``: measured on public code, a bare resource word in a callee
+    elsewhere (``self._get_session()``, ``aiohttp.ClientTimeout``) mostly means the function
+    uses a shared resource, not that it owns one."""
     parts = [p for p in written.split(".") if p not in ("self", "cls")]
     if not parts:
         return False
-    if mentions(parts[-1], words):
-        return True
-    return any(w in _LIFECYCLE_VERBS for w in identifier_words(parts[-1])) and any(
-        mentions(p, words) for p in parts[:-1])
+    last = identifier_words(parts[-1])
+    if not any(w in _LIFECYCLE_VERBS for w in last):
+        return False
+    return any(w in words for w in last) or any(mentions(p, words) for p in parts[:-1])
 
 
 def _comments(node: cst.CSTNode) -> list[cst.Comment]:
