@@ -71,6 +71,16 @@ class GatherWithoutTaskGroup(Rule):
     ...). When a child cannot be resolved, the words of its callee (`self.run_trial`,
     `*sandbox_coros`) decide.
 
+    Across modules (the project index): a child whose coroutine function lives in another
+    module of the project - imported, re-exported through `__init__.py`, a method of a
+    `env = SandboxEnv(...)` / `self.env = ...` / `env: SandboxEnv` object, or inherited from
+    a base class in another file - is judged by that function: a `finally` block, an
+    `async with` that is not an HTTP request, a lock or a timeout, its own name, or a call
+    that makes or ends a resource (`create_sandbox`, `self.container.stop`). The message
+    names the file and line (`BaseEnv.rollout` has a `finally` block at
+    `sandbox/env.py:41`); a callee elsewhere that owns nothing is not flagged. The fix is
+    in this file, and unsafe (resolution by name).
+
     Not flagged: `return_exceptions=True`; a gather of one explicit child; gathers over pure
     computations (resolved children that own nothing); gathers whose children cannot be
     resolved and whose names say nothing about resources; "reap" gathers over tasks that

@@ -49,6 +49,11 @@ class UnobservedTaskException(Rule):
     `gather`/`wait`/`wait_for`/`shield`/`as_completed`, given a done callback, or asked for
     `.result()`/`.exception()`. `TaskGroup.create_task` is never flagged.
 
+    A coroutine function in another module of the project (the project index) is judged
+    like a local one: if it catches every exception and nothing escapes, its task is not
+    flagged; if it catches everything except what its `finally` raises, the message names
+    the file and both lines.
+
     The search covers the function that makes the task (or the module), and for `self.x`
     attributes every use of `.x` in the module. A task (or its collection) handed to any
     other call, returned or yielded counts as observed: the receiver is responsible.

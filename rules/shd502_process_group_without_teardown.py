@@ -31,6 +31,14 @@ class ProcessGroupWithoutTeardown(Rule):
     or in any cleanup-named function of the module that destroys the group (a framework
     that ships `_shutdown_torch()` for its backend to call).
 
+    Across modules (the project index): a cleanup path of this module that calls a function
+    in another module that destroys the group counts, and so does a teardown on the
+    shutdown path of a module that imports this one, up to two imports away (a `finally`,
+    an `except`, a cleanup-named function or method, an `atexit`/signal handler) - the
+    trainer in `train.py` tearing down the group that `distributed/utils.py` created.
+    Test files do not count for non-test code. When nothing is found, the message says
+    where the index looked.
+
     Not flagged: a `destroy_process_group()` on one of those paths; a plain
     `destroy_process_group()` at the end of the happy path is *not* a teardown path (an
     exception or a signal never reaches it).

@@ -35,6 +35,12 @@ class ExecutorWithoutShutdown(Rule):
     Not flagged: executors used in a `with` block or kept in local variables, and ones
     shut down on one of the paths above.
 
+    Across modules (the project index): a shutdown on the shutdown path of a module that
+    imports this one (up to two imports away; tests excluded for non-test code) counts:
+    `loader.pool.shutdown()` in another module's `cleanup()`, `SCORER.shutdown` registered
+    with `atexit`, `shutdown_executor(trainer.pool)` in a `finally`. When nothing is found,
+    the message says where the index looked.
+
     ## Why is this bad?
     At interpreter exit `concurrent.futures` joins every worker thread, and each worker
     drains the queue first: after Ctrl+C the process stays alive until every submitted
