@@ -35,7 +35,7 @@ def _cli(args: list[str], index: bool) -> float:
         env["SHUTDOWN_LINT_NO_INDEX"] = "1"
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "shutdown_lint", "--isolated", "-q", "--exit-zero", *args],
+    subprocess.run([sys.executable, "-m", "shutdown_lint", "--isolated", "--no-respect-gitignore", "-q", "--exit-zero", *args],
                    env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
