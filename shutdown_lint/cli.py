@@ -232,7 +232,7 @@ def _run_files(args, settings, mode, fmt, cfg, catalogue, cache_dir) -> int:
                     results[f.abspath] = FileResult(f.display, cached=True, parsed=hit.get("parsed", False))
                 continue
             entry = cache.entry(f.abspath)
-            if entry is not None:
+            if entry is not None and not (entry[3].get("deps") and _deps_changed(entry[3], f.abspath, cache, cache_dir)):
                 known = (entry[2], entry[3])
         jobs.append(Job(f.display, f.abspath, known))
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from .execution import reachable
 from .model import ClassInfo, FunctionInfo, Scope
 from .module import ModuleFacts
-from .project import ProjectFunction, display as display_path, teardown_elsewhere
+from .project import ProjectFunction, display as display_path, teardown_elsewhere  # noqa: F401  (cross-module facts)
 from .tree import names_in
 from .vocabulary import (  # noqa: F401  (the context names and call vocabularies)
     CALLBACK, CALLBACK_REGISTRARS, DRIVER, EXECUTOR, EXECUTOR_SUBMITTERS, FACTORY_TYPES, FACTS, LOOP_THREAD,

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
-from ..index.summary import AWAITED, IN_CLEANUP, summarize  # noqa: F401  (flags, re-exported for rules)
+from ..index.summary import IN_CLEANUP
 
 _MAX_DEPTH = 12
 #: The index never reads more project files than this to find a module's importers.
