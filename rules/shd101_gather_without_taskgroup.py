@@ -603,7 +603,9 @@ class GatherWithoutTaskGroup(Rule):
                     continue
             if not any(w in _NOT_RESOURCE_CONTEXTS for w in parts):
                 return f"`{fn.qualname}` has `async with {text}(...)` at {fn.where(line)}"
-        if mentions(fn.name, words):
+        # the gathered function's own name may say it owns a resource; a helper it calls must
+        # also say it makes or ends one (``_get_session`` returns a shared session)
+        if (mentions(fn.name, words) if depth == _FOLLOW_DEPTH else _written_mentions(fn.name, words)):
             return f"`{fn.qualname}` ({fn.where()}) names a resource"
         for written, line, *_ in info["calls"]:
             if _written_mentions(written, words):
