@@ -6,6 +6,7 @@ from typing import Iterator, Optional, Sequence
 import libcst as cst
 
 from shutdown_lint.facts import FunctionInfo, Scope, names_in
+from shutdown_lint.index.summary import AWAITED
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule, Valid
 
 from ._vocabulary import RESOURCE_WORDS, identifier_words, mentions
@@ -607,7 +608,9 @@ class GatherWithoutTaskGroup(Rule):
         # also say it makes or ends one (``_get_session`` returns a shared session)
         if (mentions(fn.name, words) if depth == _FOLLOW_DEPTH else _written_mentions(fn.name, words)):
             return f"`{fn.qualname}` ({fn.where()}) names a resource"
-        for written, line, *_ in info["calls"]:
+        for written, line, flags, *_ in info["calls"]:
+            if written.rsplit(".", 1)[-1] == "delete" and not flags & AWAITED:
+                continue  # `ctx = session.delete(url)`: an HTTP request made for `async with ctx`
             if _written_mentions(written, words):
                 return f"`{fn.qualname}` calls `{written}` at {fn.where(line)}"
         if depth > 0 and self.facts.project is not None:
