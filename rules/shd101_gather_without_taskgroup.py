@@ -6,7 +6,6 @@ from typing import Iterator, Optional, Sequence
 import libcst as cst
 
 from shutdown_lint.facts import FunctionInfo, Scope, names_in
-from shutdown_lint.index.summary import AWAITED
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule, Valid
 
 from ._vocabulary import RESOURCE_WORDS, identifier_words, mentions
@@ -76,8 +75,9 @@ class GatherWithoutTaskGroup(Rule):
     module of the project - imported, re-exported through `__init__.py`, a method of a
     `env = SandboxEnv(...)` / `self.env = ...` / `env: SandboxEnv` object, or inherited from
     a base class in another file - is judged by that function: a `finally` block, an
-    `async with` that is not an HTTP request, a lock or a timeout, its own name, or a call
-    that makes or ends a resource (`create_sandbox`, `self.container.stop`). The message
+    `async with` that is not an HTTP request, a lock or a timeout, or its own name (the names
+    of what it calls do not count there: in public code they mostly concern a session the
+    caller passed in), followed two calls deep. The message
     names the file and line (`BaseEnv.rollout` has a `finally` block at
     `sandbox/env.py:41`); a callee elsewhere that owns nothing is not flagged. The fix is
     in this file, and unsafe (resolution by name).
@@ -608,11 +608,10 @@ class GatherWithoutTaskGroup(Rule):
         # also say it makes or ends one (``_get_session`` returns a shared session)
         if (mentions(fn.name, words) if depth == _FOLLOW_DEPTH else _written_mentions(fn.name, words)):
             return f"`{fn.qualname}` ({fn.where()}) names a resource"
-        for written, line, flags, *_ in info["calls"]:
-            if written.rsplit(".", 1)[-1] == "delete" and not flags & AWAITED:
-                continue  # `ctx = session.delete(url)`: an HTTP request made for `async with ctx`
-            if _written_mentions(written, words):
-                return f"`{fn.qualname}` calls `{written}` at {fn.where(line)}"
+        # Unlike a same-module callee, the calls it makes are not evidence by their names:
+        # measured on public code, `session.close()` / `self._get_session()` in a helper
+        # elsewhere mostly concern a session the caller passed in or shares. What a finally or
+        # an `async with` releases is what an orphaned child fails to release.
         if depth > 0 and self.facts.project is not None:
             for written, *_ in info["calls"]:
                 target = self.facts.project.callee(fn, written)
