@@ -318,12 +318,13 @@ class ProcessGroupWithoutTeardown(Rule):
             if not (f.in_cleanup_block(c) or (g is not None and self._on_teardown_path(c, g))):
                 continue
             other = f.resolve_elsewhere(c.func, c)
-            if other is not None and any(_destroys(call[0]) for call in other.info["calls"]):
+            if other is not None and any(_destroys(call[0]) and len(call) <= 3 for call in other.info["calls"]):
                 found = other.where()
                 break
         looked: list[str] = []
         if found is None:
-            found, looked = F.teardown_elsewhere(f.project, lambda written, args: _destroys(written),
+            # `destroy_process_group(self.sub_group)` elsewhere releases a subgroup, not this one
+            found, looked = F.teardown_elsewhere(f.project, lambda written, args: _destroys(written) and not args,
                                                  lambda name: mentions(name, CLEANUP_WORDS))
         self._project_td = (found, [F.display_path(p) for p in looked])
         return self._project_td
