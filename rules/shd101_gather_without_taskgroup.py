@@ -592,6 +592,8 @@ class GatherWithoutTaskGroup(Rule):
         seen.add(key)
         words = self._words()
         info = fn.info
+        if not info["async"]:
+            return None  # a plain function's finally runs before it returns: no orphan can skip it
         if info["finally"]:
             return f"`{fn.qualname}` has a `finally` block at {fn.where(info['finally'][0])}"
         for text, line in info["async_with"]:
