@@ -337,7 +337,10 @@ class ProjectIndex:
         if not names:
             return []
         words = {n.rsplit(".", 1)[-1] for n in names}
-        pattern = re.compile(rb"\b(" + b"|".join(re.escape(w.encode()) for w in words) + rb")\b")
+        # only files with an import line naming the module are summarised (a bare word such as
+        # `base` or `utils` occurs in most files of a large project)
+        pattern = re.compile(rb"^[ \t]*(?:from|import)[ \t][^\n]*\b(" + b"|".join(re.escape(w.encode()) for w in words)
+                             + rb")\b", re.M)
         out = []
         for f in self.project_files():
             if f == path or not pattern.search(self.read(f)):
