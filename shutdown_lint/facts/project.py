@@ -94,6 +94,7 @@ class ProjectIndex:
         self._summaries: dict[str, tuple[Optional[dict], list]] = {}
         self._module_names: dict[str, list[str]] = {}
         self._bytes: dict[str, bytes] = {}
+        self._imports_text: dict[str, bytes] = {}
         #: summaries computed here that the store does not have yet (sent back by workers)
         self.new_entries: dict[str, list] = {}
 
@@ -193,6 +194,13 @@ class ProjectIndex:
             except OSError:
                 self._bytes[path] = b""
         return self._bytes[path]
+
+    def import_lines(self, path: str) -> bytes:
+        """The file's import lines (read and extracted once: every importer search scans them)."""
+        if path not in self._imports_text:
+            self._imports_text[path] = b"\n".join(_IMPORT_LINE.findall(self.read(path)))
+            self._bytes.pop(path, None)  # the text itself is not needed again
+        return self._imports_text[path]
 
     # ------------------------------------------------------------------ resolution
     def absolute(self, name: str, module: str, is_package: bool) -> str:
@@ -339,11 +347,10 @@ class ProjectIndex:
         words = {n.rsplit(".", 1)[-1] for n in names}
         # only files with an import line naming the module are summarised (a bare word such as
         # `base` or `utils` occurs in most files of a large project)
-        pattern = re.compile(rb"^[ \t]*(?:from|import)[ \t][^\n]*\b(" + b"|".join(re.escape(w.encode()) for w in words)
-                             + rb")\b", re.M)
+        pattern = re.compile(rb"\b(" + b"|".join(re.escape(w.encode()) for w in words) + rb")\b")
         out = []
         for f in self.project_files():
-            if f == path or not pattern.search(self.read(f)):
+            if f == path or not pattern.search(self.import_lines(f)):
                 continue
             s = self.summary(f, deps)
             if s is None:
@@ -364,6 +371,7 @@ class ProjectIndex:
         return ProjectView(self, os.path.abspath(path))
 
 
+_IMPORT_LINE = re.compile(rb"^[ \t]*(?:from|import)[ \t][^\n]*", re.M)
 _SKIP_DIRS = {"__pycache__", "node_modules", "build", "dist", "site-packages", "venv", ".venv"}
 
 
