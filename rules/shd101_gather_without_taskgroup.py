@@ -30,6 +30,8 @@ _BROAD = frozenset({"builtins.Exception", "builtins.BaseException"})
 _NOT_RESOURCE_CONTEXTS = ("lock", "semaphore", "sem", "limiter", "condition", "mutex", "timeout",
                           "throttle", "rate", "fail", "move", "span", "trace", "tracer")
 _FOLLOW_DEPTH = 2
+#: ``async with`` callees that make one HTTP exchange (aiohttp/httpx), not a resource to tear down.
+_REQUEST_VERBS = frozenset({"request", "get", "post", "put", "patch", "head", "options", "stream", "ws_connect"})
 #: Verbs that make or end a resource: ``self.sandbox.delete()`` owns one, ``self.client.get()``
 #: only uses one.
 _LIFECYCLE_VERBS = frozenset({
@@ -68,6 +70,17 @@ class GatherWithoutTaskGroup(Rule):
     `trial`, `session`, `container`, `env`, `pod`, `connection`, `client`, `lease`, `slot`,
     ...). When a child cannot be resolved, the words of its callee (`self.run_trial`,
     `*sandbox_coros`) decide.
+
+    Across modules (the project index): a child whose coroutine function lives in another
+    module of the project - imported, re-exported through `__init__.py`, a method of a
+    `env = SandboxEnv(...)` / `self.env = ...` / `env: SandboxEnv` object, or inherited from
+    a base class in another file - is judged by that function: a `finally` block, an
+    `async with` that is not an HTTP request, a lock or a timeout, or its own name (the names
+    of what it calls do not count there: in public code they mostly concern a session the
+    caller passed in), followed two calls deep. The message
+    names the file and line (`BaseEnv.rollout` has a `finally` block at
+    `sandbox/env.py:41`); a callee elsewhere that owns nothing is not flagged. The fix is
+    in this file, and unsafe (resolution by name).
 
     Not flagged: `return_exceptions=True`; a gather of one explicit child; gathers over pure
     computations (resolved children that own nothing); gathers whose children cannot be
@@ -516,6 +529,11 @@ class GatherWithoutTaskGroup(Rule):
         fn = self.facts.resolve_call(expr)
         if fn is not None and fn.is_async:
             return _Child(label, self._owns(fn, _FOLLOW_DEPTH), resolved=True, coroutine_call=True, certain=True)
+        if fn is None:
+            # the callee lives in another module of the project (the project index)
+            other = self.facts.resolve_elsewhere(expr.func, expr)
+            if other is not None and other.info["async"]:
+                return _Child(label, self._owns_elsewhere(other, _FOLLOW_DEPTH), resolved=True, coroutine_call=True)
         return _Child(label, self._mentions(expr.func), resolved=False, coroutine_call=True)
 
     def _mentions(self, expr: cst.BaseExpression) -> Optional[str]:
@@ -554,6 +572,53 @@ class GatherWithoutTaskGroup(Rule):
                 target = self.facts.resolve_call(call)
                 if target is not None and target is not fn:
                     why = self._owns(target, depth - 1, seen)
+                    if why:
+                        return why
+                elif target is None:
+                    other = self.facts.resolve_elsewhere(call.func, call)
+                    if other is not None and not _not_resource(other.name):
+                        why = self._owns_elsewhere(other, depth - 1, seen)
+                        if why:
+                            return why
+        return None
+
+    def _owns_elsewhere(self, fn, depth: int, seen: Optional[set] = None) -> Optional[str]:
+        """``_owns`` for a function in another module (``project.ProjectFunction``): the reason
+        names the file and line, since the reader cannot see it from here."""
+        seen = seen if seen is not None else set()
+        key = (fn.path, fn.qualname)
+        if key in seen:
+            return None
+        seen.add(key)
+        words = self._words()
+        info = fn.info
+        if not info["async"]:
+            return None  # a plain function's finally runs before it returns: no orphan can skip it
+        if info["finally"]:
+            return f"`{fn.qualname}` has a `finally` block at {fn.where(info['finally'][0])}"
+        for text, line in info["async_with"]:
+            parts = [w for p in text.split(".") for w in identifier_words(p)]
+            if text.rsplit(".", 1)[-1] in _REQUEST_VERBS:
+                continue  # `async with session.request(...)`: one HTTP exchange, not an owned resource
+            if text.endswith("?"):  # `async with ctx:` (not a call): only its name can tell
+                text = text[:-1]
+                if not mentions(text.rsplit(".", 1)[-1], words):
+                    continue
+            if not any(w in _NOT_RESOURCE_CONTEXTS for w in parts):
+                return f"`{fn.qualname}` has `async with {text}(...)` at {fn.where(line)}"
+        # the gathered function's own name may say it owns a resource; a helper it calls must
+        # also say it makes or ends one (``_get_session`` returns a shared session)
+        if (mentions(fn.name, words) if depth == _FOLLOW_DEPTH else _written_mentions(fn.name, words)):
+            return f"`{fn.qualname}` ({fn.where()}) names a resource"
+        # Unlike a same-module callee, the calls it makes are not evidence by their names:
+        # measured on public code, `session.close()` / `self._get_session()` in a helper
+        # elsewhere mostly concern a session the caller passed in or shares. What a finally or
+        # an `async with` releases is what an orphaned child fails to release.
+        if depth > 0 and self.facts.project is not None:
+            for written, *_ in info["calls"]:
+                target = self.facts.project.callee(fn, written)
+                if target is not None and not _not_resource(target.name):
+                    why = self._owns_elsewhere(target, depth - 1, seen)
                     if why:
                         return why
         return None
@@ -841,6 +906,28 @@ def _name_parts(expr: cst.BaseExpression) -> list[str]:
     if isinstance(expr, cst.Await):
         return _name_parts(expr.expression)
     return []
+
+
+def _not_resource(name: str) -> bool:
+    """A helper whose name says it guards concurrency or time or traces (``rollout_trace_attr``):
+    its ``finally`` resets bookkeeping, it does not release a resource."""
+    return any(w in _NOT_RESOURCE_CONTEXTS for w in identifier_words(name))
+
+
+def _written_mentions(written: str, words: Sequence[str]) -> bool:
+    """A call recorded in another module's summary that makes or ends a resource: a lifecycle
+    verb on a resource (``create_sandbox``, ``self.sandbox.delete``, ``client.close``).
+
+    Stricter than ``_mentions``: measured on public code, a bare resource word in a callee
+    elsewhere (``self._get_session()``, ``aiohttp.ClientTimeout``) mostly means the function
+    uses a shared resource, not that it owns one."""
+    parts = [p for p in written.split(".") if p not in ("self", "cls")]
+    if not parts:
+        return False
+    last = identifier_words(parts[-1])
+    if not any(w in _LIFECYCLE_VERBS for w in last):
+        return False
+    return any(w in words for w in last) or any(mentions(p, words) for p in parts[:-1])
 
 
 def _comments(node: cst.CSTNode) -> list[cst.Comment]:

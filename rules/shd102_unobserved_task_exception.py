@@ -50,6 +50,11 @@ class UnobservedTaskException(Rule):
     `gather`/`wait`/`wait_for`/`shield`/`as_completed`, given a done callback, or asked for
     `.result()`/`.exception()`. `TaskGroup.create_task` is never flagged.
 
+    A coroutine function in another module of the project (the project index) is judged
+    like a local one: if it catches every exception and nothing escapes, its task is not
+    flagged; if it catches everything except what its `finally` raises, the message names
+    the file and both lines.
+
     The search covers the function that makes the task (or the module), and for `self.x`
     attributes every use of `.x` in the module. A task (or its collection) handed to any
     other call, returned or yielded counts as observed: the receiver is responsible.
@@ -465,6 +470,9 @@ class UnobservedTaskException(Rule):
         if handles_own_errors(self.facts, node):
             return  # nothing can escape the coroutine: no exception to lose (a dropped one is SHD106's)
         target = self.facts.coroutine_target(node.args[0].value, node)
+        other, why = self._coroutine_elsewhere(node.args[0].value, node) if target is None else (None, "")
+        if other is not None and other.info["async"] and other.info["swallows"]:
+            return  # the same, for a coroutine function in another module (project index)
         self._seen: set = set()
         self._lost_in_gather = False
         verdict, where = self._follow(node, "task")
@@ -487,12 +495,26 @@ class UnobservedTaskException(Rule):
         else:
             message = (f"task stored in `{where}` is never awaited or checked: an exception it raises "
                        "is lost and the program goes on")
+        message += why
         fix = Fix.safe(
             Replace(node, guard_call("supervise", [cst.Arg(node)])),
             IMPORT_RUNTIME_GUARD,
             message="Wrap in `runtime_guard.supervise(...)`",
         )
         self.report(node, message, fix=fix)
+
+    def _coroutine_elsewhere(self, arg: cst.BaseExpression, at: cst.Call):
+        """(function in another module that makes the task's coroutine, message suffix)."""
+        if not isinstance(arg, cst.Call):
+            return None, ""
+        other = self.facts.resolve_elsewhere(arg.func, at)
+        if other is None or not other.info["async"]:
+            return other, ""
+        info = other.info
+        if info["broad"] and info["finally_raises"]:
+            return other, (f" (`{other.qualname}` at {other.where()} catches every exception, but its "
+                           f"`finally` raises at {other.where(info['finally_raises'])})")
+        return other, ""
 
     # ------------------------------------------------------------------ flow
     def _follow(self, expr: cst.CSTNode, mode: Mode) -> tuple[str, Optional[str]]:

@@ -31,6 +31,14 @@ class ProcessGroupWithoutTeardown(Rule):
     or in any cleanup-named function of the module that destroys the group (a framework
     that ships `_shutdown_torch()` for its backend to call).
 
+    Across modules (the project index): a cleanup path of this module that calls a function
+    in another module that destroys the group counts, and so does a teardown on the
+    shutdown path of a module that imports this one, up to two imports away (a `finally`,
+    an `except`, a cleanup-named function or method, an `atexit`/signal handler) - the
+    trainer in `train.py` tearing down the group that `distributed/utils.py` created.
+    Test files do not count for non-test code. When nothing is found, the message says
+    where the index looked.
+
     Not flagged: a `destroy_process_group()` on one of those paths; a plain
     `destroy_process_group()` at the end of the happy path is *not* a teardown path (an
     exception or a signal never reaches it).
@@ -252,6 +260,9 @@ class ProcessGroupWithoutTeardown(Rule):
             return
         if self._has_teardown(node):
             return
+        found, looked = self._teardown_in_project()
+        if found:
+            return
         stmt = self.facts.enclosing_statement(node)
         fix = None
         if isinstance(stmt, cst.SimpleStatementLine) and isinstance(
@@ -263,7 +274,7 @@ class ProcessGroupWithoutTeardown(Rule):
             node,
             "process group created with no teardown path (`destroy_process_group` in a finally, cleanup "
             "method or SIGTERM handler): when this rank is stopped the other ranks block in their next "
-            "collective until the timeout",
+            "collective until the timeout" + _looked_in(looked),
             fix=fix,
         )
 
@@ -291,6 +302,32 @@ class ProcessGroupWithoutTeardown(Rule):
             if any(w in f.module.code_for_node(g.node) for w in _GUARD_WORDS):
                 return True
         return False
+
+    def _teardown_in_project(self) -> tuple[Optional[str], Optional[list[str]]]:
+        """A teardown in another module of the project (the project index): a cleanup path of
+        this module that calls a function elsewhere that destroys the group, or a module
+        importing this one that destroys it on its shutdown path (``train.py``'s ``finally``)."""
+        f = self.facts
+        if f.project is None:
+            return None, None
+        if "_project_td" in self.__dict__:
+            return self._project_td
+        found: Optional[str] = None
+        for c in f.calls:
+            g = f._call_scope.get(c)
+            if not (f.in_cleanup_block(c) or (g is not None and self._on_teardown_path(c, g))):
+                continue
+            other = f.resolve_elsewhere(c.func, c)
+            if other is not None and any(_destroys(call[0]) and len(call) <= 3 for call in other.info["calls"]):
+                found = other.where()
+                break
+        looked: list[str] = []
+        if found is None:
+            # `destroy_process_group(self.sub_group)` elsewhere releases a subgroup, not this one
+            found, looked = F.teardown_elsewhere(f.project, lambda written, args: _destroys(written) and not args,
+                                                 lambda name: mentions(name, CLEANUP_WORDS))
+        self._project_td = (found, [F.display_path(p) for p in looked])
+        return self._project_td
 
     def _module_level_teardown(self) -> bool:
         if "_module_td" not in self.__dict__:
@@ -334,6 +371,20 @@ class ProcessGroupWithoutTeardown(Rule):
         if mentions(fn.name, CLEANUP_WORDS) or F.CALLBACK in self.facts.contexts(fn):
             return True
         return self.facts.in_cleanup_block(call)
+
+
+def _destroys(written: str) -> bool:
+    return written.rsplit(".", 1)[-1] == _DESTROY or any(w in written for w in _GUARD_WORDS)
+
+
+def _looked_in(looked: Optional[list[str]]) -> str:
+    """Where the project index looked for a teardown, for the message."""
+    if looked is None:
+        return ""  # no project index (a snippet, stdin)
+    if not looked:
+        return " (no other module of the project imports this one)"
+    names = ", ".join(looked[:3]) + (f" and {len(looked) - 3} more" if len(looked) > 3 else "")
+    return f" (no teardown in this module or in the modules that import it: {names})"
 
 
 def _is_def_or_import(stmt: cst.CSTNode) -> bool:

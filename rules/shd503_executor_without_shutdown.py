@@ -35,6 +35,12 @@ class ExecutorWithoutShutdown(Rule):
     Not flagged: executors used in a `with` block or kept in local variables, and ones
     shut down on one of the paths above.
 
+    Across modules (the project index): a shutdown on the shutdown path of a module that
+    imports this one (up to two imports away; tests excluded for non-test code) counts:
+    `loader.pool.shutdown()` in another module's `cleanup()`, `SCORER.shutdown` registered
+    with `atexit`, `shutdown_executor(trainer.pool)` in a `finally`. When nothing is found,
+    the message says where the index looked.
+
     ## Why is this bad?
     At interpreter exit `concurrent.futures` joins every worker thread, and each worker
     drains the queue first: after Ctrl+C the process stays alive until every submitted
@@ -297,6 +303,9 @@ class ExecutorWithoutShutdown(Rule):
             return  # locals and other objects' attributes: not stored here
         if self._released(ref, scope_fns, module_level=cls is None):
             return
+        found, looked = self._released_elsewhere(ref)
+        if found:
+            return
         fix = self._fix(cls, ref) if cls is not None else None
         hint = "" if fix else (
             f"; add a close() that calls `runtime_guard.shutdown_executor({ref})` and call it from a "
@@ -304,7 +313,8 @@ class ExecutorWithoutShutdown(Rule):
         self.report(
             value,
             f"`{ref}` is never shut down on a cleanup path: after Ctrl+C the interpreter waits for its "
-            f"running and queued jobs at exit, keeping the process (and what the jobs hold) alive{hint}",
+            f"running and queued jobs at exit, keeping the process (and what the jobs hold) alive{hint}"
+            + _looked_in(looked),
             fix=fix,
         )
 
@@ -334,6 +344,29 @@ class ExecutorWithoutShutdown(Rule):
                 return True
         return False
 
+    def _released_elsewhere(self, ref: str) -> tuple[Optional[str], Optional[list[str]]]:
+        """A shutdown of ``ref`` on the shutdown path of a module that imports this one (the
+        project index): ``worker.pool.shutdown()`` in a ``cleanup()``, ``EXECUTOR.shutdown``
+        registered with ``atexit``, ``shutdown_executor(trainer.pool)`` in a ``finally``."""
+        view = self.facts.project
+        if view is None:
+            return None, None
+        attr = ref.rsplit(".", 1)[-1]
+        # `self.pool` is reached from elsewhere as `<obj>.pool`; a bare `pool` there is another
+        # object (a local of the same name)
+        least = 3 if ref.startswith("self.") else 2
+
+        def matches(written: str, args: list[str]) -> bool:
+            parts = written.split(".")
+            if len(parts) >= least and parts[-1] in _STOP_METHODS and parts[-2] == attr:
+                return True
+            last = parts[-1].lower()
+            return any(t in last for t in _TAKERS) and any(
+                a.split(".")[-1] == attr and a.count(".") >= least - 2 for a in args)
+
+        found, looked = F.teardown_elsewhere(view, matches, lambda name: mentions(name, CLEANUP_WORDS))
+        return found, [F.display_path(p) for p in looked]
+
     # ------------------------------------------------------------------ fix
     def _fix(self, cls: ClassInfo, ref: str) -> Optional[Fix]:
         method = next((cls.methods[n] for n in _FIX_TARGETS if n in cls.methods), None)
@@ -351,6 +384,16 @@ class ExecutorWithoutShutdown(Rule):
         else:
             edit = InsertAfter(last, (line,))
         return Fix.safe(edit, IMPORT_RUNTIME_GUARD, message=f"Shut `{ref}` down in `{method.name}()`")
+
+
+def _looked_in(looked: Optional[list[str]]) -> str:
+    """Where the project index looked for a shutdown, for the message."""
+    if looked is None:
+        return ""  # no project index (a snippet, stdin)
+    if not looked:
+        return " (no other module of the project imports this one)"
+    names = ", ".join(looked[:3]) + (f" and {len(looked) - 3} more" if len(looked) > 3 else "")
+    return f" (no shutdown in this module or in the modules that import it: {names})"
 
 
 def _code(node: cst.CSTNode) -> str:

@@ -18,6 +18,7 @@ from . import candidates as candidate_stage
 from . import registry, suppression
 from .diagnostic import Diagnostic, FileResult
 from .facts import ModuleFacts
+from .facts.project import view_for as project_view
 from .rule import Applicability, Finding, Rule
 from .settings import Settings
 from .traversal import MultiRuleVisitor, walk
@@ -187,6 +188,7 @@ def analyze(source: bytes, path: str, settings: Settings, rules: Optional[Sequen
         facts = ModuleFacts.build(module, path)
     except RecursionError:
         raise AnalysisError(f"{path}:1:1: file too deeply nested to analyse (recursion limit)") from None
+    facts.project = project_view(path)  # the project index seen from this file (None: no index)
     findings: list[Finding] = []
     instances = [r(facts, settings, findings) for r in candidates]
     try:
@@ -206,6 +208,8 @@ def lint_source(source: bytes, path: str, settings: Settings, *, fix_edits: bool
     if analysis is None:
         return result
     result.parsed = True
+    if analysis.facts.project is not None and analysis.facts.project.deps:
+        result.deps = dict(analysis.facts.project.deps)
     try:
         _collect(analysis, result, path, fix_edits)
     except RecursionError:  # positions and rendering recurse over the tree (libcst codegen)

@@ -221,6 +221,9 @@ def _run_files(args, settings, mode, fmt, cfg, catalogue, cache_dir) -> int:
             except OSError:
                 st = None
             hit = cache.lookup(f.abspath, st) if st is not None else None
+            if hit is not None and hit.get("deps") and _deps_changed(hit, f.abspath, cache, cache_dir):
+                jobs.append(Job(f.display, f.abspath, None))  # another module it relied on changed
+                continue
             if hit is not None and not (mode.fixing and has_applicable_fix(hit, mode.unsafe)) \
                     and not (mode.edits and _lacks_edits(hit)):
                 if hit.get("diagnostics") or hit.get("warnings") or hit.get("error"):
@@ -229,13 +232,20 @@ def _run_files(args, settings, mode, fmt, cfg, catalogue, cache_dir) -> int:
                     results[f.abspath] = FileResult(f.display, cached=True, parsed=hit.get("parsed", False))
                 continue
             entry = cache.entry(f.abspath)
-            if entry is not None:
+            if entry is not None and not (entry[3].get("deps") and _deps_changed(entry[3], f.abspath, cache, cache_dir)):
                 known = (entry[2], entry[3])
         jobs.append(Job(f.display, f.abspath, known))
 
     n_jobs = args.jobs or os.cpu_count() or 1
+    from . import index_hooks
+
+    index_store = index_hooks.start(args.paths or ["."], None, cache_dir) \
+        if jobs else None
     with _progress(len(jobs), args.quiet) as tick:
         outcomes = run(jobs, settings, mode, n_jobs, on_done=tick)
+    warning = index_hooks.finish(index_store, outcomes, cache_dir)
+    if warning:
+        notes.append(f"warning: {warning}")
     for job, outcome in zip(jobs, outcomes):
         results[job.abspath] = outcome.result
         if cache is not None and outcome.stamp is not None:
@@ -299,6 +309,12 @@ def _run_files(args, settings, mode, fmt, cfg, catalogue, cache_dir) -> int:
     return _exit_code(args, report, failed)
 
 
+def _deps_changed(hit, abspath, cache, cache_dir) -> bool:
+    from .index_hooks import deps_changed
+
+    return deps_changed(hit, abspath, cache, cache_dir)
+
+
 def _lacks_edits(result: dict) -> bool:
     """A cached result made for a format that does not print fix edits (they are rendered
     only when needed) cannot serve json/sarif output."""
@@ -309,7 +325,9 @@ def _cache_fingerprint(settings) -> str:
     from .config import code_key
 
     # per-file ignores change findings too; so does editing a rule
-    return f"{settings.fingerprint()}|{settings.per_file_ignores!r}|{code_key()}"
+    from .index_hooks import enabled
+
+    return f"{settings.fingerprint()}|{settings.per_file_ignores!r}|{code_key()}|index={enabled()}"
 
 
 def _report(args, diagnostics, errors, ordered, mode, catalogue, baselined):
@@ -459,6 +477,11 @@ def _run_stdin(args, settings, mode, fmt, cfg, catalogue) -> int:
             if mode.fix:
                 sys.stdout.buffer.write(data)
             return EXIT_OK
+    from . import index_hooks
+
+    # the index of what is reachable from the named file (none for anonymous stdin)
+    if args.stdin_filename:
+        index_hooks.start([args.stdin_filename], None, None)
     result = lint_source(data, path, settings)
     if not result.parsed and result.error is None:
         from .runner import syntax_error

@@ -57,6 +57,9 @@ class FileResult:
     parsed: bool = False
     #: True when fix mode wrote the file
     written: bool = False
+    #: other modules of the project whose summaries the findings may depend on (project
+    #: index): abspath -> [mtime_ns, size, summary digest]; a change to one re-lints the file
+    deps: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -53,6 +53,8 @@ class Outcome:
     result: FileResult
     #: (mtime_ns, size, sha256) of the on-disk content ``result`` describes; None: do not cache
     stamp: Optional[tuple[int, int, str]] = None
+    #: module summaries a worker computed for the project index (the parent caches them)
+    summaries: Optional[dict] = None
 
 
 def has_applicable_fix(result: dict, unsafe: bool) -> bool:
@@ -173,9 +175,22 @@ def _init_worker(settings: Settings, mode: Mode) -> None:
 def _work(job: Job) -> Outcome:
     assert _worker_settings is not None and _worker_mode is not None
     try:
-        return process_file(job, _worker_settings, _worker_mode)
+        outcome = process_file(job, _worker_settings, _worker_mode)
     except Exception as e:  # a rule bug must not end the run
-        return Outcome(FileResult(job.path, error=f"{job.path}:1:1: internal error: {type(e).__name__}: {e}"))
+        outcome = Outcome(FileResult(job.path, error=f"{job.path}:1:1: internal error: {type(e).__name__}: {e}"))
+    outcome.summaries = _new_summaries()
+    return outcome
+
+
+def _new_summaries() -> Optional[dict]:
+    """Summaries this worker's project index computed since the last job (sent to the parent)."""
+    from .facts.project import current
+
+    index = current()
+    if index is None or not index.new_entries:
+        return None
+    new, index.new_entries = index.new_entries, {}
+    return new
 
 
 def _context():

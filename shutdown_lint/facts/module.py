@@ -37,6 +37,9 @@ class ModuleFacts(TreeShape, Names, ExecutionQueries, ExitPathQueries):
         self._class_decorator_exprs: dict[ClassInfo, list[cst.BaseExpression]] = {}
         self._qn_cache: dict[tuple[int, int], Optional[str]] = {}
         self._typing_stack: set[int] = set()
+        #: the project index seen from this file (``project.ProjectView``), set by the engine;
+        #: None for a lone snippet or when the run has no index
+        self.project = None
 
     @classmethod
     def build(cls, module: cst.Module, path: str = "<string>") -> "ModuleFacts":
@@ -56,6 +59,13 @@ class ModuleFacts(TreeShape, Names, ExecutionQueries, ExitPathQueries):
         from libcst.metadata import MetadataWrapper, PositionProvider
 
         return MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+
+    def resolve_elsewhere(self, expr: cst.BaseExpression, at: cst.CSTNode):
+        """The function in another module of the project that ``expr`` names
+        (``project.ProjectFunction``), or None (no index, not found, or same module)."""
+        from .elsewhere import resolve_elsewhere
+
+        return resolve_elsewhere(self, expr, at)
 
     def line_of(self, node: cst.CSTNode) -> int:
         """1-based line of ``node`` (computed lazily; costs one render of the module)."""

@@ -1,0 +1,543 @@
+"""The project index: what rules may know about *other* modules of the project.
+
+``ProjectIndex`` maps module names to files under the project's roots (the paths being
+linted, their ``src/`` folders, the package root above each file found through its
+``__init__.py`` chain, and each file's own folder for scripts importing siblings), and
+builds a module's ``summary`` (``index/summary.py``, with ``ast``) only when a rule asks about
+it, reading it from the cache (``index/store.py``) when the file's content is unchanged.
+
+Names resolve through relative imports, ``from pkg import mod``, aliases, re-exports in
+``__init__.py`` (and ``from x import *``), module-level variables with a plain type
+(``env = SandboxEnv(...)``), ``self.x = Cls(...)`` attributes and parameter annotations;
+methods resolve through the class hierarchy, bases in other modules included.
+
+A rule reaches it as ``self.facts.project`` (a ``ProjectView``: the index seen from one
+file), which records every other module whose summary a finding may depend on: the
+engine stores those dependencies with the file's result, and a change to one of them
+re-lints the file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Iterator, Optional
+
+from ..index.summary import IN_CLEANUP
+
+_MAX_DEPTH = 12
+#: The index never reads more project files than this to find a module's importers.
+_MAX_SCAN = 20000
+
+
+@dataclass
+class ProjectFunction:
+    """A function or method found in another module."""
+
+    module: str
+    path: str
+    qualname: str  # ``SandboxEnv.rollout`` / ``run_agent``
+    info: dict  # its summary (see summary.py)
+    cls: Optional["ProjectClass"] = None
+
+    @property
+    def name(self) -> str:
+        return self.qualname.rsplit(".", 1)[-1]
+
+    def where(self, line: Optional[int] = None) -> str:
+        """``sandbox/env.py:41`` (relative to the working directory when under it)."""
+        return f"{display(self.path)}:{line if line is not None else self.info['line']}"
+
+
+@dataclass
+class ProjectClass:
+    module: str
+    path: str
+    name: str
+    info: dict
+
+
+def display(path: str) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+@dataclass
+class _Root:
+    dir: str
+    #: top-level names this root may provide (a package root found above a file provides only
+    #: that package: ``site-packages`` must not make every installed package "the project")
+    only: Optional[frozenset[str]] = None
+
+
+class ProjectIndex:
+    """Module names -> files, and summaries on demand. One per run; shared by forked workers."""
+
+    def __init__(self, paths: list[str], files: Optional[list[str]] = None, store=None) -> None:
+        self.roots: list[_Root] = []
+        for p in paths:
+            p = os.path.abspath(p)
+            d = p if os.path.isdir(p) else os.path.dirname(p)
+            self._add_root(d)
+            if os.path.isdir(os.path.join(d, "src")):
+                self._add_root(os.path.join(d, "src"))
+            # a package (or a file in one) given by path: its top package's parent is a root too
+            self._package_root(p if os.path.isfile(p) else os.path.join(p, "__init__.py"))
+        #: the project's files (for finding a module's importers); None: walk the roots lazily
+        self.files = files
+        self.store = store
+        self._find: dict[str, Optional[str]] = {}
+        self._summaries: dict[str, tuple[Optional[dict], list]] = {}
+        self._module_names: dict[str, list[str]] = {}
+        self._bytes: dict[str, bytes] = {}
+        self._imports_text: dict[str, bytes] = {}
+        #: summaries computed here that the store does not have yet (sent back by workers)
+        self.new_entries: dict[str, list] = {}
+
+    # ------------------------------------------------------------------ roots and names
+    def _add_root(self, d: str, only: Optional[frozenset[str]] = None) -> None:
+        for r in self.roots:
+            if r.dir == d and (r.only is None or r.only == only):
+                return
+        self.roots.append(_Root(d, only))
+
+    def _package_root(self, path: str) -> Optional[str]:
+        """The folder above the top package containing ``path`` (its ``__init__.py`` chain)."""
+        d = os.path.dirname(os.path.abspath(path))
+        top = None
+        while os.path.isfile(os.path.join(d, "__init__.py")):
+            top = d
+            d = os.path.dirname(d)
+        if top is None:
+            self._add_root(os.path.dirname(os.path.abspath(path)))
+            return None
+        self._add_root(d, frozenset({os.path.basename(top)}))
+        return d
+
+    def module_names(self, path: str) -> list[str]:
+        """The dotted names ``path`` is importable as from the project's roots, best first."""
+        path = os.path.abspath(path)
+        if path in self._module_names:
+            return self._module_names[path]
+        self._package_root(path)
+        names: list[str] = []
+        for r in self.roots:
+            if not path.startswith(r.dir + os.sep):
+                continue
+            rel = path[len(r.dir) + 1:]
+            if not rel.endswith(".py"):
+                continue
+            parts = rel[:-3].split(os.sep)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            if not parts or not all(p.isidentifier() for p in parts):
+                continue
+            if r.only is not None and parts[0] not in r.only:
+                continue
+            name = ".".join(parts)
+            if name not in names:
+                names.append(name)
+        # the package-chain name first (``pkg.sub.mod``), then shorter ones (``mod`` for scripts)
+        names.sort(key=lambda n: -n.count("."))
+        self._module_names[path] = names
+        return names
+
+    def find(self, module: str) -> Optional[str]:
+        """The file of ``module`` (``pkg/__init__.py`` for a package, ``pkg/`` for a namespace
+        package), or None when it is not part of the project."""
+        if module in self._find:
+            return self._find[module]
+        found = None
+        parts = module.split(".")
+        if all(p.isidentifier() for p in parts):
+            rel = os.path.join(*parts)
+            for r in self.roots:
+                if r.only is not None and parts[0] not in r.only:
+                    continue
+                base = os.path.join(r.dir, rel)
+                if os.path.isfile(base + ".py"):
+                    found = base + ".py"
+                elif os.path.isfile(os.path.join(base, "__init__.py")):
+                    found = os.path.join(base, "__init__.py")
+                elif os.path.isdir(base) and r.only is None and not os.path.isfile(os.path.join(r.dir, "__init__.py")):
+                    found = base + os.sep  # a namespace package
+                if found:
+                    break
+        self._find[module] = found
+        return found
+
+    # ------------------------------------------------------------------ summaries
+    def summary(self, path: str, deps: Optional[dict] = None) -> Optional[dict]:
+        if path.endswith(os.sep):
+            return None  # namespace package: no code of its own
+        if path not in self._summaries:
+            self._summaries[path] = self._load(path)
+        summary, stamp = self._summaries[path]
+        if deps is not None and stamp:
+            deps[path] = stamp
+        return summary
+
+    def _load(self, path: str) -> tuple[Optional[dict], list]:
+        from ..index.store import load_summary
+
+        return load_summary(path, self.store, self.new_entries)
+
+    def read(self, path: str) -> bytes:
+        if path not in self._bytes:
+            try:
+                with open(path, "rb") as fh:
+                    self._bytes[path] = fh.read()
+            except OSError:
+                self._bytes[path] = b""
+        return self._bytes[path]
+
+    def import_lines(self, path: str) -> bytes:
+        """The file's import lines (read and extracted once: every importer search scans them)."""
+        if path not in self._imports_text:
+            self._imports_text[path] = b"\n".join(_IMPORT_LINE.findall(self.read(path)))
+            self._bytes.pop(path, None)  # the text itself is not needed again
+        return self._imports_text[path]
+
+    # ------------------------------------------------------------------ resolution
+    def absolute(self, name: str, module: str, is_package: bool) -> str:
+        """``.env.SandboxEnv`` seen from ``pkg.agents.runner`` -> ``pkg.agents.env.SandboxEnv``."""
+        if name.startswith("<module>."):
+            return f"{module}.{name[len('<module>.'):]}"
+        if not name.startswith("."):
+            return name
+        level = len(name) - len(name.lstrip("."))
+        parts = module.split(".")
+        if not is_package:
+            parts = parts[:-1]
+        if level > 1:
+            parts = parts[: len(parts) - (level - 1)] if level - 1 <= len(parts) else []
+        rest = name[level:]
+        return ".".join([*parts, rest] if rest else parts)
+
+    def resolve(self, qualified: str, deps: Optional[dict] = None, depth: int = 0):
+        """What an absolute dotted name refers to: a ``ProjectFunction``, a ``ProjectClass``, a
+        module path (str), or None when it is not (visibly) part of the project."""
+        if depth > _MAX_DEPTH or not qualified:
+            return None
+        parts = qualified.split(".")
+        for i in range(len(parts), 0, -1):
+            mod = ".".join(parts[:i])
+            path = self.find(mod)
+            if path is not None:
+                return self._in_module(path, mod, parts[i:], deps, depth)
+        return None
+
+    def _in_module(self, path: str, mod: str, rest: list[str], deps, depth: int):
+        if not rest:
+            return path
+        s = self.summary(path, deps)
+        name = rest[0]
+        if s is not None:
+            is_pkg = path.endswith("__init__.py")
+            if name in s["functions"]:
+                return ProjectFunction(mod, path, name, s["functions"][name]) if len(rest) == 1 else None
+            if name in s["classes"]:
+                return self._in_class(ProjectClass(mod, path, name, s["classes"][name]), rest[1:], deps, depth)
+            if name in s["vars"]:
+                cls = self._type(s["vars"][name], mod, is_pkg, deps, depth)
+                return self._in_class(cls, rest[1:], deps, depth) if cls is not None and rest[1:] else None
+            if name in s["imports"]:
+                target = self.absolute(s["imports"][name], mod, is_pkg)
+                return self.resolve(".".join([target, *rest[1:]]), deps, depth + 1)
+        sub = self.find(f"{mod}.{name}")
+        if sub is not None:
+            return self._in_module(sub, f"{mod}.{name}", rest[1:], deps, depth + 1)
+        if s is not None:
+            for star in s["star"]:
+                hit = self.resolve(".".join([self.absolute(star, mod, path.endswith("__init__.py")), *rest]),
+                                   deps, depth + 1)
+                if hit is not None:
+                    return hit
+        return None
+
+    def _type(self, written: str, mod: str, is_pkg: bool, deps, depth: int) -> Optional[ProjectClass]:
+        if written.endswith("()"):
+            return None  # made by a factory function: its type is not plain
+        s_imports = None
+        path = self.find(mod)
+        if path is not None:
+            s = self.summary(path, deps)
+            s_imports = s["imports"] if s else None
+        first, _, rest = written.partition(".")
+        if s_imports and first in s_imports:
+            full = self.absolute(s_imports[first], mod, is_pkg) + ("." + rest if rest else "")
+        else:
+            full = f"{mod}.{written}"
+        hit = self.resolve(full, deps, depth + 1)
+        return hit if isinstance(hit, ProjectClass) else None
+
+    def _in_class(self, cls: Optional[ProjectClass], rest: list[str], deps, depth: int):
+        if cls is None:
+            return None
+        if not rest:
+            return cls
+        name = rest[0]
+        for c in self.mro(cls, deps):
+            if name in c.info["methods"]:
+                if len(rest) == 1:
+                    return ProjectFunction(c.module, c.path, f"{c.name}.{name}", c.info["methods"][name], c)
+                return None
+            if name in c.info["attrs"]:
+                typ = self._type(c.info["attrs"][name], c.module, c.path.endswith("__init__.py"), deps, depth)
+                return self._in_class(typ, rest[1:], deps, depth + 1)
+        return None
+
+    def mro(self, cls: ProjectClass, deps=None) -> Iterator[ProjectClass]:
+        """``cls`` and its bases (depth first, each once), bases in other modules included."""
+        seen: set[tuple[str, str]] = set()
+        stack = [cls]
+        while stack and len(seen) < 64:
+            c = stack.pop(0)
+            if (c.path, c.name) in seen:
+                continue
+            seen.add((c.path, c.name))
+            yield c
+            for base in c.info["bases"]:
+                b = self._type(base, c.module, c.path.endswith("__init__.py"), deps, 0)
+                if b is not None:
+                    stack.append(b)
+
+    # ------------------------------------------------------------------ importers
+    def project_files(self) -> list[str]:
+        if self.files is None:
+            found: list[str] = []
+            for r in self.roots:
+                tops = r.only if r.only is not None else None
+                for dirpath, dirnames, filenames in os.walk(r.dir):
+                    if dirpath == r.dir and tops is not None:
+                        dirnames[:] = [d for d in dirnames if d in tops]
+                        filenames = []
+                    dirnames[:] = [d for d in dirnames if not d.startswith(".") and d not in _SKIP_DIRS]
+                    found += [os.path.join(dirpath, f) for f in filenames if f.endswith(".py")]
+                    if len(found) > _MAX_SCAN:
+                        break
+            self.files = sorted(set(found))[:_MAX_SCAN]
+        return self.files
+
+    def importers(self, path: str, deps: Optional[dict] = None, depth: int = 2) -> list[str]:
+        """Project files that import the module in ``path`` (directly, or through up to
+        ``depth`` - 1 intermediate modules), nearest first."""
+        out: list[str] = []
+        frontier = [path]
+        seen = {path}
+        for _ in range(depth):
+            nxt: list[str] = []
+            for target in frontier:
+                for f in self._direct_importers(target, deps):
+                    if f not in seen:
+                        seen.add(f)
+                        nxt.append(f)
+            out += nxt
+            frontier = nxt
+        return out
+
+    def _direct_importers(self, path: str, deps) -> list[str]:
+        names = self.module_names(path)
+        if not names:
+            return []
+        words = {n.rsplit(".", 1)[-1] for n in names}
+        # only files with an import line naming the module are summarised (a bare word such as
+        # `base` or `utils` occurs in most files of a large project)
+        pattern = re.compile(rb"\b(" + b"|".join(re.escape(w.encode()) for w in words) + rb")\b")
+        out = []
+        for f in self.project_files():
+            if f == path or not pattern.search(self.import_lines(f)):
+                continue
+            s = self.summary(f, deps)
+            if s is None:
+                continue
+            fnames = self.module_names(f)
+            mod = fnames[0] if fnames else ""
+            is_pkg = f.endswith("__init__.py")
+            imported = list(s["imports"].values()) + list(s["star"])
+            imported += [v for fn in _all_functions(s) for v in fn.get("imports", {}).values()]
+            for written in imported:
+                full = self.absolute(written, mod, is_pkg)
+                if any(full == n or full.startswith(n + ".") for n in names):
+                    out.append(f)
+                    break
+        return out
+
+    def view(self, path: str) -> "ProjectView":
+        return ProjectView(self, os.path.abspath(path))
+
+
+_IMPORT_LINE = re.compile(rb"^[ \t]*(?:from|import)[ \t][^\n]*", re.M)
+_SKIP_DIRS = {"__pycache__", "node_modules", "build", "dist", "site-packages", "venv", ".venv"}
+
+
+def _all_functions(s: dict) -> Iterator[dict]:
+    yield from s["functions"].values()
+    for c in s["classes"].values():
+        yield from c["methods"].values()
+
+
+def functions_of(s: dict) -> Iterator[tuple[str, dict]]:
+    """(qualname, summary) of every top-level function and method of a module summary."""
+    for name, fn in s["functions"].items():
+        yield name, fn
+    for cname, c in s["classes"].items():
+        for name, fn in c["methods"].items():
+            yield f"{cname}.{name}", fn
+
+
+@dataclass
+class ProjectView:
+    """The project index seen from one file; records what the file's findings depend on."""
+
+    index: ProjectIndex
+    path: str
+    #: other modules' files this file's analysis read: abspath -> [mtime_ns, size, summary digest]
+    deps: dict = field(default_factory=dict)
+
+    @property
+    def module(self) -> str:
+        names = self.index.module_names(self.path)
+        return names[0] if names else os.path.splitext(os.path.basename(self.path))[0]
+
+    @property
+    def is_package(self) -> bool:
+        return self.path.endswith("__init__.py")
+
+    def resolve(self, name: str):
+        """``name`` as qualified by ``ModuleFacts`` (relative, ``<module>.X`` or absolute)."""
+        full = self.index.absolute(name, self.module, self.is_package)
+        hit = self.index.resolve(full, self.deps)
+        self.deps.pop(self.path, None)  # the file itself is not a dependency
+        return hit
+
+    def function(self, name: str) -> Optional[ProjectFunction]:
+        """The function in ANOTHER module of the project that ``name`` refers to."""
+        hit = self.resolve(name)
+        if isinstance(hit, ProjectFunction) and hit.path != self.path:
+            return hit
+        return None
+
+    def callee(self, fn: ProjectFunction, written: str) -> Optional[ProjectFunction]:
+        """What the call ``written`` (as recorded in ``fn``'s summary) calls, if in the project."""
+        first, _, rest = written.partition(".")
+        is_pkg = fn.path.endswith("__init__.py")
+        if first in ("self", "cls") and fn.cls is not None and rest:
+            full = f"{fn.cls.module}.{fn.cls.name}.{rest}"
+        else:
+            imports = fn.info.get("imports", {})
+            s = self.index.summary(fn.path, self.deps)
+            mod_imports = s["imports"] if s else {}
+            table = imports if first in imports else mod_imports
+            if first in table:
+                full = self.index.absolute(table[first], fn.module, is_pkg) + ("." + rest if rest else "")
+            else:
+                full = f"{fn.module}.{written}"
+        hit = self.index.resolve(full, self.deps)
+        self.deps.pop(self.path, None)
+        return hit if isinstance(hit, ProjectFunction) else None
+
+    def importers(self) -> list[str]:
+        """Files of the project that import this module (up to two hops), nearest first."""
+        found = self.index.importers(self.path, self.deps)
+        self.deps.pop(self.path, None)
+        return found
+
+    def summary_of(self, path: str) -> Optional[dict]:
+        s = self.index.summary(path, self.deps)
+        self.deps.pop(self.path, None)
+        return s
+
+    def functions_in(self, path: str) -> Iterator[ProjectFunction]:
+        s = self.summary_of(path)
+        if s is None:
+            return
+        names = self.index.module_names(path)
+        mod = names[0] if names else os.path.splitext(os.path.basename(path))[0]
+        for name, fn in s["functions"].items():
+            yield ProjectFunction(mod, path, name, fn)
+        for cname, c in s["classes"].items():
+            pc = ProjectClass(mod, path, cname, c)
+            for name, fn in c["methods"].items():
+                yield ProjectFunction(mod, path, f"{cname}.{name}", fn, pc)
+
+    def registered(self, path: str) -> set[str]:
+        """Names a module registers as ``atexit``/signal handlers (module level and in functions)."""
+        s = self.summary_of(path)
+        out: set[str] = set()
+        if s is None:
+            return out
+        out.update(n.rsplit(".", 1)[-1] for n in s.get("registered", []))
+        for fn in _all_functions(s):
+            for call in fn["calls"]:
+                if len(call) > 3 and call[0].rsplit(".", 1)[-1] in ("register", "signal", "add_signal_handler"):
+                    out.update(a.rsplit(".", 1)[-1] for a in call[3])
+        return out
+
+
+def on_teardown_path(fn: ProjectFunction, flags: int, registered: set[str], is_cleanup_name) -> bool:
+    """A call in ``fn`` runs when the program stops: it sits in a ``finally``/``except`` block,
+    or ``fn`` is a cleanup function (``is_cleanup_name(name)``, the rules' vocabulary) or a
+    registered ``atexit``/signal handler."""
+    return bool(flags & IN_CLEANUP) or fn.name in registered or is_cleanup_name(fn.name)
+
+
+def teardown_elsewhere(view: "ProjectView", matches, is_cleanup_name) -> tuple[Optional[str], list[str]]:
+    """Search the modules that import this one (two hops) for a call on a teardown path that
+    ``matches(written, args)`` (directly, or inside the project function it calls).
+
+    Returns (``path:line`` of the teardown found or None, the files looked in)."""
+    looked = view.importers()
+    if not _is_test(view.path):
+        # a test's teardown (a fixture's destroy, a test actor's cleanup) is not the shutdown
+        # path of the code it tests
+        looked = [p for p in looked if not _is_test(p)]
+    for path in looked:
+        registered = view.registered(path)
+        s = view.summary_of(path) or {}
+        for written in s.get("registered", []):
+            if matches(written, []):
+                return f"{display(path)} (registered handler)", looked
+        for fn in view.functions_in(path):
+            for call in fn.info["calls"]:
+                written, line, flags = call[0], call[1], call[2]
+                args = call[3] if len(call) > 3 else []
+                if not on_teardown_path(fn, flags, registered, is_cleanup_name):
+                    continue
+                if matches(written, args):
+                    return f"{display(path)}:{line}", looked
+                callee = view.callee(fn, written)
+                if callee is not None and any(matches(c[0], c[3] if len(c) > 3 else []) for c in callee.info["calls"]):
+                    return f"{display(path)}:{line}", looked
+    return None, looked
+
+
+def _is_test(path: str) -> bool:
+    name = os.path.basename(path)
+    parts = path.replace(os.sep, "/").split("/")
+    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py" or "tests" in parts[:-1]
+
+
+# ---------------------------------------------------------------------- the run's index
+_current: Optional[ProjectIndex] = None
+
+
+def set_current(index: Optional[ProjectIndex]) -> None:
+    """Install the run's index (before the pool forks: workers inherit it)."""
+    global _current
+    _current = index
+
+
+def current() -> Optional[ProjectIndex]:
+    return _current
+
+
+def view_for(path: str) -> Optional[ProjectView]:
+    """The index seen from ``path``, or None when the run has no index (stdin, the API)."""
+    if _current is None or not path or path in ("-", "<string>"):
+        return None
+    return _current.view(path)

@@ -1,0 +1,102 @@
+"""Module summaries in the cache (``index-<version>.json`` in the cache folder), and the
+check that tells a warm run which cached results depend on a module that changed.
+
+An entry is ``abspath -> [mtime_ns, size, sha256, summary]``: an unchanged stat is trusted,
+a changed stat with the same content hash reuses the summary. A result's dependencies are
+``abspath -> [mtime_ns, size, summary digest]`` of the other modules its analysis read;
+``stale`` checks them on a warm run (this package imports neither libcst nor the rules).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Optional
+
+from .summary import SUMMARY_VERSION, digest, summarize
+
+
+class SummaryStore:
+    def __init__(self, cache_dir: Optional[str]) -> None:
+        self.dir = cache_dir
+        self.path = os.path.join(cache_dir, f"index-v{SUMMARY_VERSION}.json") if cache_dir else None
+        self.entries: dict[str, list] = {}
+        self.dirty = False
+        if self.path:
+            try:
+                with open(self.path, encoding="utf-8") as fh:
+                    data = json.load(fh)
+                if isinstance(data, dict):
+                    self.entries = {k: v for k, v in data.items() if isinstance(v, list) and len(v) == 4}
+            except (OSError, ValueError):
+                self.entries = {}
+
+    def add(self, new: dict[str, list]) -> None:
+        if new:
+            self.entries.update(new)
+            self.dirty = True
+
+    def save(self) -> Optional[str]:
+        if not (self.dirty and self.path and self.dir):
+            return None
+        from ..cache import write_json_atomic
+
+        live = {p: e for p, e in self.entries.items() if os.path.exists(p)}
+        return write_json_atomic(self.path, live, self.dir)
+
+
+def load_summary(path: str, store: Optional[SummaryStore], new: dict) -> tuple[Optional[dict], list]:
+    """(summary, dependency stamp) of one file, from the store when its content is unchanged."""
+    from ..cache import sha256
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None, []
+    entry = store.entries.get(path) if store is not None else None
+    if entry is not None and entry[0] == st.st_mtime_ns and entry[1] == st.st_size:
+        return entry[3], [st.st_mtime_ns, st.st_size, digest(entry[3])]
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None, []
+    sha = sha256(data)
+    if entry is not None and entry[2] == sha:
+        summary = entry[3]
+    else:
+        summary = summarize(data, path)
+    new[path] = [st.st_mtime_ns, st.st_size, sha, summary]
+    return summary, [st.st_mtime_ns, st.st_size, digest(summary)]
+
+
+def stale(deps: object, store: "SummaryStore | None", get_store) -> tuple[bool, Optional[dict]]:
+    """Did a module a cached result depended on change its summary? ``(changed, refreshed)``.
+
+    A dependency whose stat is unchanged costs one ``stat()``. One whose stat changed is
+    summarised again (``ast``; from ``get_store()``, the summary cache, when its content hash
+    is known): an edit that leaves its summary alone (a comment, a function body the summary
+    does not describe) does not re-lint the dependents; ``refreshed`` then holds the new
+    stamps to store, so the next run is back to a ``stat()``."""
+    if not isinstance(deps, dict):
+        return True, None
+    refreshed: Optional[dict] = None
+    for path, stamp in deps.items():
+        try:
+            st = os.stat(path)
+        except OSError:
+            return True, None
+        if not (isinstance(stamp, list) and len(stamp) == 3):
+            return True, None
+        if st.st_mtime_ns == stamp[0] and st.st_size == stamp[1]:
+            continue
+        store = store if store is not None else get_store()
+        new: dict = {}
+        summary, now = load_summary(path, store, new)
+        if store is not None:
+            store.add(new)
+        if not now or now[2] != stamp[2]:
+            return True, None
+        refreshed = dict(deps) if refreshed is None else refreshed
+        refreshed[path] = now
+    return False, refreshed

@@ -1,0 +1,344 @@
+"""One module's summary for the project index, built with ``ast`` (not libcst).
+
+What other modules need to know about a module, and nothing else: its imports, its
+top-level functions, its classes (bases, methods, ``self.x = Cls(...)`` attribute types),
+the plain types of module-level variables (``env = SandboxEnv(...)``), and per function
+the facts the cross-module rules read: coroutine or not, ``finally`` blocks and
+``async with`` items (resource ownership), broad handlers and whether they swallow,
+what a ``finally`` raises, exits, task spawns, and every call (as written, with whether it
+sits in a ``finally``/``except`` block).
+
+Names are stored as written (``dist.destroy_process_group``, ``.env.SandboxEnv``) together
+with the module's imports: ``project.py`` resolves them, so a summary does not depend on
+the module's name and can be cached by the file's content hash alone.
+
+Why ``ast``: measured on the reference corpus, ``ast.parse`` plus this walk costs a small
+fraction of a libcst parse (see ``bench/bench_index.py``), and the summary needs no
+round-trip to source text.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import warnings
+from typing import Any, Optional
+
+#: Bump when the shape of a summary changes (cached summaries of other versions are ignored).
+SUMMARY_VERSION = 2
+
+#: Flag bits of a recorded call.
+IN_CLEANUP = 1  # in a ``finally`` or ``except`` block of the same function
+AWAITED = 2
+
+_BROAD = ("Exception", "BaseException")
+_SPAWN_LAST = ("create_task", "ensure_future", "start_soon")
+_EXIT_CALLS = ("sys.exit", "os._exit", "exit", "quit")
+_REGISTRARS = ("atexit.register", "signal.signal", "loop.add_signal_handler", "add_signal_handler")
+
+
+def summarize(source: bytes, path: str = "<string>") -> Optional[dict]:
+    """The summary of one module's source, or None when it does not parse."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source, path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    try:
+        return _ModuleSummarizer().run(tree)
+    except RecursionError:
+        return None
+
+
+def digest(summary: Optional[dict]) -> str:
+    """A short hash of a summary: what a dependent file's findings may depend on."""
+    text = json.dumps(summary, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def dotted(node: ast.AST) -> Optional[str]:
+    """``a.b.c`` for a Name/Attribute chain; ``Cls`` for ``Cls(...)``'s func; else None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+class _ModuleSummarizer:
+    def run(self, tree: ast.Module) -> dict:
+        out: dict[str, Any] = {"v": SUMMARY_VERSION, "imports": {}, "star": [], "vars": {},
+                               "functions": {}, "classes": {}, "registered": []}
+        for stmt in tree.body:
+            self._top(stmt, out)
+        return out
+
+    def _top(self, stmt: ast.stmt, out: dict) -> None:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            _imports(stmt, out["imports"], out["star"])
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out["functions"][stmt.name] = _function(stmt)
+        elif isinstance(stmt, ast.ClassDef):
+            out["classes"][stmt.name] = _class(stmt)
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            value = stmt.value
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            typ = _value_type(value) if value is not None else None
+            for t in targets:
+                if isinstance(t, ast.Name) and typ:
+                    out["vars"][t.id] = typ
+        elif isinstance(stmt, (ast.If, ast.Try, ast.With)):
+            # `if TYPE_CHECKING:` imports, `try: import x except ImportError:`, `__main__` blocks
+            for child in ast.iter_child_nodes(stmt):
+                if isinstance(child, ast.stmt):
+                    self._top(child, out)
+            for h in getattr(stmt, "handlers", ()):
+                for child in h.body:
+                    self._top(child, out)
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            _registration(stmt.value, out["registered"])
+
+
+def _imports(stmt: ast.stmt, table: dict, star: list) -> None:
+    if isinstance(stmt, ast.Import):
+        for a in stmt.names:
+            if a.asname:
+                table[a.asname] = a.name
+            else:
+                top = a.name.split(".")[0]
+                table[top] = top
+        return
+    assert isinstance(stmt, ast.ImportFrom)
+    base = "." * (stmt.level or 0) + (stmt.module or "")
+    for a in stmt.names:
+        if a.name == "*":
+            star.append(base)
+            continue
+        local = a.asname or a.name
+        table[local] = f"{base}.{a.name}" if base and not base.endswith(".") else f"{base}{a.name}"
+
+
+def _value_type(value: ast.AST) -> Optional[str]:
+    """``Cls(...)`` / ``await Cls.create(...)`` -> the callee as written, when it names a class
+    by convention (capitalised last part); ``factory()`` is recorded too, marked ``()``."""
+    if isinstance(value, ast.Await):
+        value = value.value
+    if isinstance(value, ast.Call):
+        name = dotted(value.func)
+        if name:
+            return name if name.rsplit(".", 1)[-1][:1].isupper() else name + "()"
+    return None
+
+
+def _registration(call: ast.Call, registered: list) -> None:
+    """``atexit.register(f)`` / ``signal.signal(SIGTERM, f)`` / ``loop.add_signal_handler(s, f)``."""
+    name = dotted(call.func) or ""
+    if not name.endswith(("atexit.register", "signal.signal", "add_signal_handler", "register")):
+        return
+    for a in call.args:
+        target = dotted(a)
+        if target and not target.startswith("signal."):
+            registered.append(target)
+
+
+def _class(node: ast.ClassDef) -> dict:
+    methods: dict[str, dict] = {}
+    attrs: dict[str, str] = {}
+    for stmt in node.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            fn = _function(stmt)
+            methods[stmt.name] = fn
+            attrs.update({k: v for k, v in fn.pop("self_attrs", {}).items() if k not in attrs})
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            typ = _value_type(stmt.value)
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            for t in targets:
+                if isinstance(t, ast.Name) and typ:
+                    attrs.setdefault(t.id, typ)
+    return {
+        "line": node.lineno,
+        "bases": [b for b in (dotted(x) for x in node.bases) if b],
+        "decorators": [d for d in (dotted(x.func if isinstance(x, ast.Call) else x) for x in node.decorator_list) if d],
+        "methods": methods,
+        "attrs": attrs,
+    }
+
+
+def _function(node: ast.FunctionDef | ast.AsyncFunctionDef) -> dict:
+    w = _FunctionWalker()
+    for stmt in node.body:
+        w.visit(stmt)
+    params: dict[str, str] = {}
+    args = node.args
+    for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+        ann = a.annotation
+        if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+            try:
+                ann = ast.parse(ann.value, mode="eval").body
+            except SyntaxError:
+                ann = None
+        name = dotted(ann) if ann is not None else None
+        if name:
+            params[a.arg] = name
+    out: dict[str, Any] = {
+        "line": node.lineno,
+        "async": isinstance(node, ast.AsyncFunctionDef),
+        "finally": w.finally_lines,
+        "async_with": w.async_with,
+        "broad": w.broad_lines,
+        "swallows": _swallows_errors(node.body),
+        "finally_raises": w.finally_raises,
+        "exits": w.exits,
+        "spawns": w.spawns,
+        "calls": w.calls,
+        "imports": w.imports,
+        "params": params,
+    }
+    if w.self_attrs:
+        out["self_attrs"] = w.self_attrs
+    return out
+
+
+class _FunctionWalker(ast.NodeVisitor):
+    """Walks one function body, not nested defs or classes."""
+
+    def __init__(self) -> None:
+        self.finally_lines: list[int] = []
+        self.async_with: list[list] = []
+        self.broad_lines: list[int] = []
+        self.finally_raises: Optional[int] = None
+        self.exits = False
+        self.spawns = False
+        self.calls: list[list] = []
+        self.imports: dict[str, str] = {}
+        self.self_attrs: dict[str, str] = {}
+        self._cleanup_depth = 0
+        self._finally_depth = 0
+        self._awaited: set[int] = set()
+
+    def visit_FunctionDef(self, node: ast.AST) -> None:
+        return None
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+    visit_ClassDef = visit_FunctionDef
+    visit_Lambda = visit_FunctionDef
+
+    def visit_Import(self, node: ast.Import) -> None:
+        _imports(node, self.imports, [])
+
+    visit_ImportFrom = visit_Import  # type: ignore[assignment]
+
+    def _try(self, node: ast.Try) -> None:
+        for stmt in [*node.body, *node.orelse]:
+            self.visit(stmt)
+        self._cleanup_depth += 1
+        for h in node.handlers:
+            if h.type is None or (dotted(h.type) or "").rsplit(".", 1)[-1] in _BROAD or (
+                    isinstance(h.type, ast.Tuple)
+                    and any((dotted(e) or "").rsplit(".", 1)[-1] in _BROAD for e in h.type.elts)):
+                self.broad_lines.append(h.lineno)
+            for stmt in h.body:
+                self.visit(stmt)
+        if node.finalbody:
+            self.finally_lines.append(node.finalbody[0].lineno)
+            self._finally_depth += 1
+            for stmt in node.finalbody:
+                self.visit(stmt)
+            self._finally_depth -= 1
+        self._cleanup_depth -= 1
+
+    visit_Try = _try
+    visit_TryStar = _try
+
+    def visit_Raise(self, node: ast.Raise) -> None:
+        if self._finally_depth and self.finally_raises is None:
+            self.finally_raises = node.lineno
+        self.generic_visit(node)
+
+    def visit_AsyncWith(self, node: ast.AsyncWith) -> None:
+        for item in node.items:
+            expr = item.context_expr
+            text = dotted(expr.func if isinstance(expr, ast.Call) else expr) or ""
+            # a bare name (``async with ctx``) says nothing about what it holds: marked ``?``
+            self.async_with.append([text if isinstance(expr, ast.Call) else text + "?", node.lineno])
+        self.generic_visit(node)
+
+    def visit_Await(self, node: ast.Await) -> None:
+        if isinstance(node.value, ast.Call):
+            self._awaited.add(id(node.value))
+        self.generic_visit(node)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        typ = _value_type(node.value)
+        if typ:
+            for t in node.targets:
+                if (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"):
+                    self.self_attrs.setdefault(t.attr, typ)
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        name = dotted(node.func)
+        if name:
+            flags = (IN_CLEANUP if self._cleanup_depth else 0) | (AWAITED if id(node) in self._awaited else 0)
+            entry = [name, node.lineno, flags]
+            # what the call hands over: `shutdown_executor(self.pool)`, `atexit.register(f)`
+            args = [d for d in (dotted(a) for a in node.args) if d]
+            if args:
+                entry.append(args)
+            self.calls.append(entry)
+            last = name.rsplit(".", 1)[-1]
+            if last in _SPAWN_LAST:
+                self.spawns = True
+            if name in _EXIT_CALLS:
+                self.exits = True
+        self.generic_visit(node)
+
+
+def _swallows_errors(body: list[ast.stmt]) -> bool:
+    """The body catches every ``Exception`` (directly or in each loop iteration) and nothing
+    escapes: no ``raise`` in a broad handler, none in a ``finally`` (SHD102's notion, on ``ast``)."""
+    guarded = False
+    for st in body:
+        if isinstance(st, ast.Try):
+            broad = [h for h in st.handlers
+                     if h.type is None or (dotted(h.type) or "").rsplit(".", 1)[-1] in _BROAD]
+            if not broad or any(_raises(h.body) for h in broad) or st.orelse:
+                return False
+            if st.finalbody and _raises(st.finalbody):
+                return False
+            guarded = True
+        elif isinstance(st, (ast.While, ast.For, ast.AsyncFor)) and not st.orelse:
+            if not _swallows_errors(st.body):
+                return False
+            guarded = True
+        elif not _bookkeeping(st):
+            return False
+    return guarded
+
+
+def _bookkeeping(st: ast.stmt) -> bool:
+    if isinstance(st, ast.If):
+        return all(_bookkeeping(s) for s in [*st.body, *st.orelse])
+    if isinstance(st, (ast.Pass, ast.Assert, ast.Continue, ast.Break, ast.Assign, ast.AnnAssign,
+                       ast.AugAssign, ast.Nonlocal, ast.Global)):
+        return True
+    if isinstance(st, ast.Expr):
+        v = st.value
+        if isinstance(v, ast.Constant) and isinstance(v.value, str):
+            return True
+        if isinstance(v, ast.Await) and isinstance(v.value, ast.Call) and (dotted(v.value.func) or "").endswith("sleep"):
+            return True
+    return False
+
+
+def _raises(body: list[ast.stmt]) -> bool:
+    for st in body:
+        for node in ast.walk(st):
+            if isinstance(node, ast.Raise):
+                return True
+    return False

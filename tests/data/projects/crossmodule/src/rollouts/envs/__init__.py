@@ -1,0 +1,2 @@
+from .plain import PlainEnv
+from .sandbox import SandboxEnv as SandboxEnv
