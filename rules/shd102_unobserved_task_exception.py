@@ -4,6 +4,7 @@ from typing import Optional, Union
 
 import libcst as cst
 
+from shutdown_lint import candidates as C
 from shutdown_lint.rule import Fix, Invalid, Option, Replace, Rule
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
@@ -107,6 +108,8 @@ class UnobservedTaskException(Rule):
     name = "unobserved-task-exception"
     summary = "A task whose exception nobody observes fails silently while the program goes on"
     triggers = ("create_task", "ensure_future")
+    # tier 1: create_task (any receiver named like a loop) / ensure_future
+    candidate = C.AnyOf(C.Word("create_task"), C.qualified("asyncio.ensure_future"))
     facts_needed = ("functions", "calls")
     options = {
         "flag-reference-only": Option(

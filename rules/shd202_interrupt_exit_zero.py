@@ -4,6 +4,7 @@ from typing import Optional, Union
 
 import libcst as cst
 
+from shutdown_lint import candidates as C
 from shutdown_lint.rule import Fix, Invalid, Option, Replace, Rule
 
 _INTERRUPT_EXIT_CODE = 130  # 128 + SIGINT, what a shell reports for a Ctrl+C'd job
@@ -75,6 +76,10 @@ class InterruptExitZero(Rule):
     name = "interrupt-exit-zero"
     summary = "`except KeyboardInterrupt` exits with status 0, so an interrupted run looks successful"
     triggers = ("KeyboardInterrupt",)
+    # tier 1: except KeyboardInterrupt that exits 0
+    candidate = C.All(C.Word("KeyboardInterrupt"),
+                      C.qualified("sys.exit", "os._exit", "builtins.exit", "builtins.quit", "builtins.SystemExit",
+                                  "runtime_guard.hard_exit", "runtime_guard.exit.hard_exit"))
     facts_needed = ("parents", "imports")
     options = {
         "exit_code": Option(_INTERRUPT_EXIT_CODE, int, "exit status the fix writes for an interrupted run"),

@@ -1,12 +1,15 @@
 from __future__ import annotations
 
+import ast
 from typing import Optional
 
 import libcst as cst
 
+from shutdown_lint import candidates as C
 from shutdown_lint import facts as F
 from shutdown_lint.facts import FunctionInfo, names_in
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule, Valid
+from shutdown_lint.tree_tier import callee_name
 
 from ._fixes import strip_trailing_comma
 
@@ -171,6 +174,11 @@ class BlockingCallInCoroutine(Rule):
     name = "blocking-call-in-coroutine"
     summary = "A blocking call in a coroutine stalls the event loop and every other task on it"
     triggers = ("async def",)
+    # tier 1: a coroutine (the vocabulary has `open`, `get`: words cannot narrow it further)
+    candidate = C.Word("async")
+    # tier 2: an async def makes a call (not awaited, not in a lambda) that may be in the
+    # vocabulary, or may reach one through same-module sync functions (max-depth's default)
+    candidate_tree = staticmethod(lambda tree: _may_block_in_coroutine(tree))
     facts_needed = ("functions", "calls", "execution")
     options = {
         "extra-blocking-calls": Option((), (list, tuple), "Qualified names, or `.method` names, that block",
@@ -662,3 +670,49 @@ def _short(qualified: str) -> str:
 
 def _code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
+
+
+# ------------------------------------------------------------------ candidate tier 2 (ast)
+_VOCAB = [n for n in BLOCKING_CALLS if not n.endswith(".*")]
+_LAST_WORDS = {n.rsplit(".", 1)[-1] for n in _VOCAB} | set(BLOCKING_METHOD_NAMES)
+#: last word -> the words its receiver must end with (``get`` -> ray, requests, Queue, ...)
+_RECEIVERS: dict[str, set[str]] = {}
+for _name in _VOCAB:
+    _parts = _name.split(".")
+    if len(_parts) > 1:
+        _RECEIVERS.setdefault(_parts[-1], set()).add(_parts[-2])
+#: ``requests.Session.*``: any method of these types
+_PREFIX_TYPES = {n[:-2].rsplit(".", 1)[-1] for n in BLOCKING_CALLS if n.endswith(".*")}
+
+
+def _may_be_blocking(tree, call: ast.Call) -> bool:
+    """The call's qualified name may be in the vocabulary (or a save method by name)."""
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        aliased = tree.aliases_of_attr(func.attr)  # self.saver = torch.save; self.saver()
+        if func.attr in BLOCKING_METHOD_NAMES or aliased & _LAST_WORDS:
+            return True
+        receiver = tree.words(func.value)
+        if receiver & _PREFIX_TYPES or receiver & _RECEIVERS.get(func.attr, set()):
+            return True
+        return bool(aliased) and tree.bound_to_method_of(func.attr, _PREFIX_TYPES, attribute=True)
+    words = tree.words(func)
+    if words & _LAST_WORDS:
+        return True
+    return isinstance(func, ast.Name) and len(words) > 1 and tree.bound_to_method_of(func.id, _PREFIX_TYPES)
+
+
+def _may_block_in_coroutine(tree) -> bool:
+    if not any(fn.is_async for fn in tree.functions):
+        return False
+    direct = [fn for fn in tree.functions if not fn.is_async
+              and any(not lam and _may_be_blocking(tree, c) for c, _, lam in fn.calls)]
+    reaching = tree.sync_functions_reaching(direct, depth=2)
+    for fn in tree.functions:
+        if fn.is_async:
+            for call, awaited, in_lambda in fn.calls:
+                if awaited or in_lambda:
+                    continue
+                if _may_be_blocking(tree, call) or callee_name(call) in reaching:
+                    return True
+    return False

@@ -5,6 +5,7 @@ from typing import Optional, Sequence
 
 import libcst as cst
 
+from shutdown_lint import candidates as C
 from shutdown_lint.facts import names_in
 from shutdown_lint.rule import Fix, InsertBefore, Invalid, Option, Replace, Rule, Valid
 
@@ -122,6 +123,8 @@ class EarlySignalIgnore(Rule):
     name = "early-signal-ignore"
     summary = "SIGINT/SIGTERM ignored long before the call it protects: setup cannot be interrupted"
     triggers = ("SIG_IGN",)
+    # tier 1: SIG_IGN before long work
+    candidate = C.All(C.Word("SIG_IGN"), C.Word("signal"))
     facts_needed = ("imports", "parents")
     options = {
         "protected-calls": Option((), (list, tuple), "Qualified names of calls a SIG_IGN protects", item_kind=str),

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import ast
 from typing import Iterable, Optional
 
 import libcst as cst
 
+from shutdown_lint import candidates as C
+from shutdown_lint import tree_tier as T
 from shutdown_lint.facts import ModuleFacts
 from shutdown_lint.rule import Fix, Invalid, Option, Replace, Rule, Valid
 
@@ -85,6 +88,11 @@ class RayGetOrphansOnInterrupt(Rule):
     name = "ray-get-orphans-on-interrupt"
     summary = "Blocking `ray.get` in the driver without a Ctrl+C path that cancels the work and waits"
     triggers = ("get",)
+    # tier 1: ray.get in the driver
+    candidate = C.All(C.qualified("ray.get"), C.context("driver"))
+    # tier 2: a ray.get without a timeout at module level, or in a sync function that may
+    # run in the driver
+    candidate_tree = staticmethod(lambda tree: _may_get_in_driver(tree))
     facts_needed = ("functions", "calls", "execution")
     options = {
         "cleanup_calls": Option(
@@ -517,3 +525,19 @@ def _first_target(target: cst.BaseExpression) -> Optional[str]:
         inner = target.elements[0].value
         return inner.value if isinstance(inner, cst.Name) else None
     return None
+
+
+# ------------------------------------------------------------------ candidate tier 2 (ast)
+def _unbounded_ray_get(tree, call: ast.Call) -> bool:
+    if not tree.may_call(call, "get", ("ray",)):
+        return False
+    timeout = T.keyword(call, "timeout")
+    return timeout is None or isinstance(timeout, ast.Constant) and timeout.value is None
+
+
+def _may_get_in_driver(tree) -> bool:
+    if any(_unbounded_ray_get(tree, c) for c, _, _ in tree.module_calls):
+        return True
+    holders = {fn.name for fn in tree.functions
+               if not fn.is_async and any(_unbounded_ray_get(tree, c) for c, _, _ in fn.calls)}
+    return bool(holders) and bool(holders & T.driver_names(tree))

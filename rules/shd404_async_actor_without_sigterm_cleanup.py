@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import ast
 from typing import Optional
 
 import libcst as cst
 
+from shutdown_lint import candidates as C
+from shutdown_lint import tree_tier as T
 from shutdown_lint.facts import ClassInfo, FunctionInfo
 from shutdown_lint.rule import Fix, InsertAfter, InsertBefore, Invalid, Option, Replace, Rule
 
@@ -98,6 +101,11 @@ class AsyncActorWithoutSigtermCleanup(Rule):
     name = "async-actor-without-sigterm-cleanup"
     summary = "Async Ray actor holding resources with no SIGTERM handling: its tasks' cleanup never runs"
     triggers = ("remote",)
+    # tier 1: @ray.remote class with async methods
+    candidate = C.All(C.qualified("ray.remote", "ray.actor.remote"), C.Word("async"))
+    # tier 2: a class with an async method that may be a Ray actor (decorated with
+    # ray.remote, or handed to a call: ``ray.remote(Cls)``)
+    candidate_tree = staticmethod(lambda tree: _may_be_async_actor(tree))
     facts_needed = ("functions", "execution")
     options = {
         "resource_words": Option(
@@ -591,3 +599,13 @@ def _is_super_init(stmt: cst.BaseStatement) -> bool:
     if isinstance(call, cst.Await):
         call = call.expression
     return isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "__init__"
+
+
+# ------------------------------------------------------------------ candidate tier 2 (ast)
+def _may_be_async_actor(tree) -> bool:
+    for cls in tree.classes:
+        if not any(m.is_async for m in tree.methods.get(id(cls), ())):
+            continue
+        if cls.name in tree.argument_names or any("remote" in tree.words(d) for d in cls.decorator_list):
+            return True
+    return False
