@@ -57,6 +57,9 @@ class FileResult:
     parsed: bool = False
     #: True when fix mode wrote the file
     written: bool = False
+    #: where the analysis stopped (``analyzer.STAGE_*``): "text"/"tree" (no rule can fire:
+    #: not parsed), "libcst", "newer-syntax" (parsed by libcst only); "" when unknown
+    stage: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

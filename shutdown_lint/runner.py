@@ -105,9 +105,9 @@ def process_file(job: Job, settings: Settings, mode: Mode) -> Outcome:
 
     from .analyzer import AnalysisError, lint_source
 
+    # a file that no rule can examine is not compiled just to look for syntax errors: the
+    # candidate tiers decided without it (docs/cli.md, "Syntax errors")
     result = lint_source(snap.data, job.path, settings, fix_edits=mode.edits)
-    if not result.parsed and result.error is None:
-        result.error = syntax_error(snap.data, job.path)
     if not mode.fixing or result.error or not has_applicable_fix(result.to_dict(), mode.unsafe):
         return Outcome(result, stamp)
 
@@ -137,26 +137,6 @@ def process_file(job: Job, settings: Settings, mode: Mode) -> Outcome:
         return Outcome(after, (st.st_mtime_ns, st.st_size, sha256(fixed.source)))
     except OSError:
         return Outcome(after, None)
-
-
-def syntax_error(data: bytes, path: str) -> Optional[str]:
-    """For a file the pre-filter kept from libcst: still report a syntax error, with the
-    much cheaper CPython compiler, so a broken file never passes silently."""
-    import warnings
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            # to bytecode, not to an AST: 20% faster (no Python AST objects are built), and it
-            # also catches what CPython rejects at compile time ('return' outside a function)
-            compile(data, path, "exec", dont_inherit=True)
-    except SyntaxError as e:
-        return f"{path}:{max(e.lineno or 1, 1)}:{max(e.offset or 1, 1)}: syntax error: {e.msg}"
-    except (RecursionError, MemoryError):
-        return f"{path}:1:1: cannot parse file: too deeply nested"
-    except ValueError as e:
-        return f"{path}:1:1: cannot parse file: {e}"
-    return None
 
 
 # ---------------------------------------------------------------- the pool
