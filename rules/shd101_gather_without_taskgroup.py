@@ -9,6 +9,7 @@ import libcst as cst
 from shutdown_lint import candidates as C
 from shutdown_lint.facts import FunctionInfo, Scope, names_in
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule, Valid
+from shutdown_lint.traversal import walk
 
 from ._vocabulary import RESOURCE_WORDS, identifier_words, mentions
 
@@ -833,7 +834,7 @@ def _cleanup_blocks(fn: cst.FunctionDef) -> Iterator[str]:
                     found.append(f"`async with {_code(item.item)[:40]}`")
                     return
 
-    fn.visit(V())
+    walk(fn, V())
     return iter(found)
 
 
@@ -859,7 +860,7 @@ def _comments(node: cst.CSTNode) -> list[cst.Comment]:
         def visit_Comment(self, c: cst.Comment) -> None:
             found.append(c)
 
-    node.visit(V())
+    walk(node, V())
     return found
 
 

@@ -6,6 +6,7 @@ import libcst as cst
 
 from shutdown_lint import candidates as C
 from shutdown_lint.rule import Fix, Invalid, Option, Replace, Rule
+from shutdown_lint.traversal import walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
 
@@ -622,7 +623,7 @@ def _raises(body: cst.BaseSuite) -> bool:
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
             return False
 
-    body.visit(V())
+    walk(body, V())
     return bool(found)
 
 
@@ -652,10 +653,10 @@ def _names(region: cst.CSTNode, name: str) -> list[cst.Name]:
                 found.append(n)
 
         def visit_Attribute(self, n: cst.Attribute) -> bool:
-            n.value.visit(self)  # the `.attr` part is not a use of a variable
+            walk(n.value, self)  # the `.attr` part is not a use of a variable
             return False
 
-    region.visit(V())
+    walk(region, V())
     return found
 
 
@@ -667,7 +668,7 @@ def _attributes(region: cst.CSTNode, attr: str) -> list[cst.Attribute]:
             if n.attr.value == attr:
                 found.append(n)
 
-    region.visit(V())
+    walk(region, V())
     return found
 
 

@@ -8,6 +8,7 @@ import libcst as cst
 from shutdown_lint import candidates as C
 from shutdown_lint import tree_tier as T
 from shutdown_lint.rule import AddImport, Fix, Invalid, Replace, Rule
+from shutdown_lint.traversal import walk
 
 _CANCELLED = frozenset({"asyncio.CancelledError", "asyncio.exceptions.CancelledError"})
 _BROAD = frozenset({"builtins.BaseException"})
@@ -398,7 +399,7 @@ class SwallowedCancellation(Rule):
                 elif facts.call_name(node) in _EXITS:
                     found = True
 
-        body.visit(_Scan())
+        walk(body, _Scan())
         return found
 
     def _earlier_handler_reraises(self, tr: Union[cst.Try, cst.TryStar], handler: _Handler) -> bool:
@@ -480,7 +481,7 @@ def _uses_bound_exception(handler: _Handler) -> bool:
             nonlocal used
             used = used or n.value == name
 
-    handler.body.visit(_Scan())
+    walk(handler.body, _Scan())
     return used
 
 
@@ -503,7 +504,7 @@ def _awaited(node: cst.CSTNode) -> list[cst.Await]:
         def visit_Await(self, n: cst.Await) -> None:
             found.append(n)
 
-    node.visit(_Scan())
+    walk(node, _Scan())
     return found
 
 
@@ -534,7 +535,7 @@ def _awaits(node: cst.CSTNode) -> bool:
             nonlocal hit
             hit = hit or n.asynchronous is not None
 
-    node.visit(_Scan())
+    walk(node, _Scan())
     return hit
 
 

@@ -8,6 +8,7 @@ import libcst as cst
 from shutdown_lint import candidates as C
 from shutdown_lint.facts import names_in
 from shutdown_lint.rule import Fix, InsertBefore, Invalid, Option, Replace, Rule, Valid
+from shutdown_lint.traversal import walk
 
 from ._vocabulary import identifier_words
 
@@ -407,7 +408,7 @@ class EarlySignalIgnore(Rule):
             def visit_Lambda(self, n: cst.Lambda) -> bool:
                 return False
 
-        node.visit(_Calls())
+        walk(node, _Calls())
         return found
 
     def _signal_name(self, expr: cst.BaseExpression, at: cst.CSTNode) -> Optional[str]:

@@ -9,6 +9,7 @@ from shutdown_lint import candidates as C
 from shutdown_lint import tree_tier as T
 from shutdown_lint.facts import ModuleFacts
 from shutdown_lint.rule import Fix, Invalid, Option, Replace, Rule, Valid
+from shutdown_lint.traversal import walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, dotted
 from ._vocabulary import RAY_BOUNDED_WAIT_CALLS, RAY_CANCEL_CALLS, RAY_GUARD_WAIT_CALLS
@@ -423,7 +424,7 @@ def calls_in(node: cst.CSTNode) -> list[cst.Call]:
         def visit_Lambda(self, n: cst.Lambda) -> bool:
             return False
 
-    node.visit(_Calls())
+    walk(node, _Calls())
     return found
 
 
@@ -513,7 +514,7 @@ def _ready_names(facts: ModuleFacts, root: cst.CSTNode) -> set[str]:
         def visit_For(self, n: cst.For) -> None:
             loops.append(n)
 
-    root.visit(_Scan())
+    walk(root, _Scan())
     for loop in loops:
         if isinstance(loop.iter, cst.Name) and loop.iter.value in names and isinstance(loop.target, cst.Name):
             names.add(loop.target.value)

@@ -9,6 +9,7 @@ from shutdown_lint import candidates as C
 from shutdown_lint import tree_tier as T
 from shutdown_lint.facts import ClassInfo, FunctionInfo
 from shutdown_lint.rule import Fix, InsertAfter, InsertBefore, Invalid, Option, Replace, Rule
+from shutdown_lint.traversal import walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
 from ._vocabulary import RESOURCE_WORDS, identifier_words, mentions
@@ -453,7 +454,7 @@ class AsyncActorWithoutSigtermCleanup(Rule):
                 if set(identifier_words(name)) & _CLEANUP_VERBS:
                     found["cleanup"] = True
 
-        fn.node.body.visit(_Scan())
+        walk(fn.node.body, _Scan())
         return found["strong"] or (found["resource"] and found["cleanup"])
 
     def _handles_sigterm(self, cls: ClassInfo) -> bool:
@@ -482,7 +483,7 @@ class AsyncActorWithoutSigtermCleanup(Rule):
                     found[0] = found[0] or _names_setup(n.value)
 
         if _HOOK_KEY in self.facts.module.code:
-            self.facts.module.visit(_Scan())
+            walk(self.facts.module, _Scan())
         return found[0]
 
     # ------------------------------------------------------------------ fix
@@ -565,7 +566,7 @@ def _cleans_up(finalbody: cst.CSTNode) -> bool:
             if name is not None and set(identifier_words(name)) & _CLEANUP_VERBS and not _lock_like(n.func):
                 found[0] = True
 
-    finalbody.visit(_Scan())
+    walk(finalbody, _Scan())
     return found[0]
 
 

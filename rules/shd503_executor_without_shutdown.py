@@ -10,6 +10,7 @@ from shutdown_lint import tree_tier as T
 from shutdown_lint import facts as F
 from shutdown_lint.facts import ClassInfo, FunctionInfo, reachable
 from shutdown_lint.rule import Fix, InsertAfter, InsertBefore, Invalid, Option, Rule
+from shutdown_lint.traversal import walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
 from ._vocabulary import CLEANUP_WORDS, mentions
@@ -393,7 +394,7 @@ def _release_sites(root: cst.CSTNode, ref: str) -> list[tuple[cst.CSTNode, bool]
                 elif text.startswith(ref + ".") and text[len(ref) + 1:] in _STOP_METHODS:
                     found.append((n, True))  # atexit.register(pool.shutdown), weakref.finalize(...)
 
-    root.visit(_Scan())
+    walk(root, _Scan())
     return found
 
 
