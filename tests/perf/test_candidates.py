@@ -183,3 +183,36 @@ def test_candidate_module_is_cheap_to_import():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.slow
+def test_tree_tier_loses_nothing_on_installed_ray_sources():
+    """Tier 2 on and off over real code (every 4th file of the installed ray package that
+    tier 1 keeps): identical diagnostics. ``bench/bench_speed.py --check-tree-tier`` does
+    the same over the whole reference corpus."""
+    import ray
+
+    from shutdown_lint.analyzer import select_rules
+
+    settings = Settings(selected=tuple(r.code for r in RULES))
+    root = Path(ray.__file__).parent
+    kept = []
+    for path in sorted(root.rglob("*.py")):
+        source = path.read_bytes()
+        with candidates.disabled(tree_only=True):
+            try:
+                rules, _ = select_rules(source, str(path), settings)
+            except Exception:
+                continue
+        if rules:
+            kept.append((path, source))
+    assert len(kept) > 100, len(kept)
+    ruled_out = findings = 0
+    for path, source in kept[::4]:
+        with_tier = lint_source(source, str(path), settings, fix_edits=False)
+        with candidates.disabled(tree_only=True):
+            without = lint_source(source, str(path), settings, fix_edits=False)
+        assert _key(with_tier) == _key(without), path
+        ruled_out += with_tier.stage == "tree"
+        findings += len(without.diagnostics)
+    assert ruled_out > 0 and findings > 0, (ruled_out, findings)
