@@ -118,3 +118,13 @@ def test_statistics_show_the_stages(project, cli):
     assert (f"Files: 7: 1 ruled out by words, 1 by the ast tier (neither parsed nor syntax-checked); "
             f"5 linted with libcst, {newer} of them in syntax newer than Python {here} parses; "
             "0 could not be analysed.") in run.out.splitlines(), run.out
+
+
+def test_newer_syntax_file_is_fixed():
+    from shutdown_lint.fixer import fix_source
+
+    outcome = fix_source(NEWER["pep695.py"].encode(), "pep695.py", ALL, unsafe=True)
+    assert outcome.applied == 2, outcome.warnings  # SHD201: hard_exit; SHD301: time.sleep -> asyncio.sleep
+    fixed = outcome.source.decode()
+    assert "runtime_guard.hard_exit(3)" in fixed and "await asyncio.sleep(1)" in fixed
+    assert "def fetch[T](x: T) -> T:" in fixed
