@@ -120,6 +120,8 @@ def main() -> None:
                     help="only the candidate check: cold -j2 with the stage on and off, compared")
     ap.add_argument("--check-tree-tier", action="store_true",
                     help="also lint the corpus with candidate tier 2 (ast) off and compare")
+    ap.add_argument("--rounds-only", action="store_true",
+                    help="only the interleaved ruff / cold -j2 / cold -j1 / cached / warm rounds")
     ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds of the cold/warm rows (medians)")
     ap.add_argument("--json", help="write the rows here")
     args = ap.parse_args()
@@ -157,8 +159,8 @@ def main() -> None:
         rounds: dict[str, list[dict]] = {k: [] for k in ("ruff", "cold2", "cold1", "ruff_cached", "warm")}
         for k in range(args.repeat):
             rounds["ruff"].append(run(ruff("--no-cache", *rel), cwd=root))
-            rounds["cold2"].append(run(shutdown_lint("--no-cache", "-j", "2", "--output-format", "json", *rel),
-                                       cwd=root, out=str(out_json)))
+            # same output format as -j1: json renders every fix's edits (seconds per fixable finding)
+            rounds["cold2"].append(run(shutdown_lint("--no-cache", "-j", "2", *rel), cwd=root))
             rounds["cold1"].append(run(shutdown_lint("--no-cache", "-j", "1", *rel), cwd=root))
             rounds["ruff_cached"].append(run(ruff("--cache-dir", str(ruff_cache), *rel), cwd=root))
             rounds["warm"].append(run(shutdown_lint("--cache-dir", str(cache), "-j", "2", *rel), cwd=root))
@@ -167,6 +169,15 @@ def main() -> None:
                   f"{rounds['ruff_cached'][-1]['wall']:.2f} s, warm {rounds['warm'][-1]['wall']:.2f} s, "
                   f"load {os.getloadavg()[0]:.1f}", flush=True)
         med = {k: _median(v) for k, v in rounds.items()}
+        if args.rounds_only:
+            print(f"medians: ruff {med['ruff']['wall']:.2f} s ({med['ruff']['cpu']:.2f} CPU-s), cold -j2 "
+                  f"{med['cold2']['wall']:.2f} s ({med['cold2']['cpu']:.1f} CPU-s), -j1 {med['cold1']['wall']:.2f} s "
+                  f"({med['cold1']['cpu']:.1f} CPU-s), ruff cached {med['ruff_cached']['wall']:.2f} s, warm "
+                  f"{med['warm']['wall']:.2f} s; cold -j2 / ruff {med['cold2']['wall'] / med['ruff']['wall']:.1f}x wall, "
+                  f"{med['cold2']['cpu'] / med['ruff']['cpu']:.1f}x CPU; warm / ruff cached "
+                  f"{med['warm']['wall'] / med['ruff_cached']['wall']:.2f}x; -j1 / -j2 "
+                  f"{med['cold1']['wall'] / med['cold2']['wall']:.2f}x", flush=True)
+            return
         ruff_cold = t.result("ruff cold (--no-cache)", med["ruff"], note=f"median of {args.repeat}")
         ruff_cached = t.result("ruff cached", med["ruff_cached"], note=f"median of {args.repeat}")
         cold2 = t.result("shutdown-lint cold -j2", med["cold2"], note=f"{n_lines / med['cold2']['wall']:,.0f} lines/s")
@@ -277,6 +288,8 @@ def _check_candidates(t: Table, targets: list, out_json: Path, rel: list[str], r
                       tree_only: bool = False) -> None:
     """Lint the corpus again with the candidate tiers off (only tier 2 with ``tree_only``);
     every finding must match."""
+    if not out_json.exists():  # the tiers-on reference, json like the run without them
+        run(shutdown_lint("--no-cache", "-j", "2", "--output-format", "json", *rel), cwd=root, out=str(out_json))
     off_json = work / ("shd-notree.json" if tree_only else "shd-nocand.json")
     env = dict(os.environ, **({"SHUTDOWN_LINT_TREE_TIER": "0"} if tree_only else {"SHUTDOWN_LINT_CANDIDATES": "0"}))
     r = run(shutdown_lint("--no-cache", "-j", "2", "--output-format", "json", *rel), cwd=root, env=env,
