@@ -1,4 +1,4 @@
-"""Issue 7: shutdown-lint's speed next to its peers, measured in ONE run.
+"""Issues 7 and 13: shutdown-lint's speed next to its peers, measured in ONE run.
 
     python bench/build_corpus.py        # once: the ray/transformers/vllm wheels' .py files
     python bench/bench_speed.py         # the table (about 10 minutes on 2 cores)
@@ -16,11 +16,16 @@ Rows:
   pre-commit, 20 files        20 files named on the command line, fresh cache dir
   Fixit, flake8-async         on a fixed subset (every Nth file), extrapolated by lines
   memory                      peak RSS cold -j2 on half the corpus vs the whole corpus
-  candidate check             (--check-candidates) findings with the candidate stage
-                              off vs on over the whole corpus: files where they differ
+  candidate check             (--check-candidates) findings with both candidate tiers
+                              off vs on over the whole corpus: files where they differ;
+                              (--check-tree-tier) the same with only tier 2 (ast) off
+
+The cold, cached and warm rows of ruff and shutdown-lint are run --repeat times,
+interleaved (ruff, ours -j2, ours -j1, ruff cached, ours warm, then again), and the
+ratios use the medians: on a shared machine the load changes during a run.
 
 Options: --quick (a tenth of the corpus, for trying the script), --skip-peers,
---check-candidates, --json FILE (write the rows).
+--check-candidates, --check-tree-tier, --repeat N, --json FILE (write the rows).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -112,6 +118,11 @@ def main() -> None:
     ap.add_argument("--peer-every", type=int, default=60, help="Fixit/flake8-async subset: every Nth file")
     ap.add_argument("--candidates-only", action="store_true",
                     help="only the candidate check: cold -j2 with the stage on and off, compared")
+    ap.add_argument("--check-tree-tier", action="store_true",
+                    help="also lint the corpus with candidate tier 2 (ast) off and compare")
+    ap.add_argument("--rounds-only", action="store_true",
+                    help="only the interleaved ruff / cold -j2 / cold -j1 / cached / warm rounds")
+    ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds of the cold/warm rows (medians)")
     ap.add_argument("--json", help="write the rows here")
     args = ap.parse_args()
 
@@ -139,26 +150,39 @@ def main() -> None:
             _print_targets(targets)
             return
 
-        # ---------------------------------------------------------------- ruff
+        # ------------------------------------------------ ruff and shutdown-lint, interleaved rounds
         ruff_cache = work / "ruff-cache"
-        r = run(ruff("--no-cache", *rel), cwd=root)
-        t.result("ruff cold (--no-cache)", r)
-        run(ruff("--cache-dir", str(ruff_cache), *rel), cwd=root)
-        r = run(ruff("--cache-dir", str(ruff_cache), *rel), cwd=root)
-        t.result("ruff cached", r)
-
-        # ---------------------------------------------------------------- shutdown-lint cold
         cache = work / "shd-cache"
         out_json = work / "shd-cold.json"
-        r = run(shutdown_lint("--no-cache", "-j", "2", "--output-format", "json", *rel), cwd=root, out=str(out_json))
-        cold2 = t.result("shutdown-lint cold -j2", r, note=f"{n_lines / r['wall']:,.0f} lines/s")
-        r = run(shutdown_lint("--no-cache", "-j", "1", *rel), cwd=root)
-        cold1 = t.result("shutdown-lint cold -j1", r, note=f"{n_lines / r['wall']:,.0f} lines/s")
-
-        # ---------------------------------------------------------------- warm
-        run(shutdown_lint("--cache-dir", str(cache), "-j", "2", *rel), cwd=root)
-        r = run(shutdown_lint("--cache-dir", str(cache), "-j", "2", *rel), cwd=root)
-        warm = t.result("shutdown-lint warm (nothing changed)", r)
+        run(ruff("--cache-dir", str(ruff_cache), *rel), cwd=root)  # fill ruff's cache
+        run(shutdown_lint("--cache-dir", str(cache), "-j", "2", *rel), cwd=root)  # fill ours
+        rounds: dict[str, list[dict]] = {k: [] for k in ("ruff", "cold2", "cold1", "ruff_cached", "warm")}
+        for k in range(args.repeat):
+            rounds["ruff"].append(run(ruff("--no-cache", *rel), cwd=root))
+            # same output format as -j1: json renders every fix's edits (seconds per fixable finding)
+            rounds["cold2"].append(run(shutdown_lint("--no-cache", "-j", "2", *rel), cwd=root))
+            rounds["cold1"].append(run(shutdown_lint("--no-cache", "-j", "1", *rel), cwd=root))
+            rounds["ruff_cached"].append(run(ruff("--cache-dir", str(ruff_cache), *rel), cwd=root))
+            rounds["warm"].append(run(shutdown_lint("--cache-dir", str(cache), "-j", "2", *rel), cwd=root))
+            print(f"  round {k + 1}/{args.repeat}: ruff {rounds['ruff'][-1]['wall']:.2f} s, cold -j2 "
+                  f"{rounds['cold2'][-1]['wall']:.2f} s, -j1 {rounds['cold1'][-1]['wall']:.2f} s, ruff cached "
+                  f"{rounds['ruff_cached'][-1]['wall']:.2f} s, warm {rounds['warm'][-1]['wall']:.2f} s, "
+                  f"load {os.getloadavg()[0]:.1f}", flush=True)
+        med = {k: _median(v) for k, v in rounds.items()}
+        if args.rounds_only:
+            print(f"medians: ruff {med['ruff']['wall']:.2f} s ({med['ruff']['cpu']:.2f} CPU-s), cold -j2 "
+                  f"{med['cold2']['wall']:.2f} s ({med['cold2']['cpu']:.1f} CPU-s), -j1 {med['cold1']['wall']:.2f} s "
+                  f"({med['cold1']['cpu']:.1f} CPU-s), ruff cached {med['ruff_cached']['wall']:.2f} s, warm "
+                  f"{med['warm']['wall']:.2f} s; cold -j2 / ruff {med['cold2']['wall'] / med['ruff']['wall']:.1f}x wall, "
+                  f"{med['cold2']['cpu'] / med['ruff']['cpu']:.1f}x CPU; warm / ruff cached "
+                  f"{med['warm']['wall'] / med['ruff_cached']['wall']:.2f}x; -j1 / -j2 "
+                  f"{med['cold1']['wall'] / med['cold2']['wall']:.2f}x", flush=True)
+            return
+        ruff_cold = t.result("ruff cold (--no-cache)", med["ruff"], note=f"median of {args.repeat}")
+        ruff_cached = t.result("ruff cached", med["ruff_cached"], note=f"median of {args.repeat}")
+        cold2 = t.result("shutdown-lint cold -j2", med["cold2"], note=f"{n_lines / med['cold2']['wall']:,.0f} lines/s")
+        cold1 = t.result("shutdown-lint cold -j1", med["cold1"], note=f"{n_lines / med['cold1']['wall']:,.0f} lines/s")
+        warm = t.result("shutdown-lint warm (nothing changed)", med["warm"], note=f"median of {args.repeat}")
         # one file changed: an appended comment, restored afterwards
         victim = next(p for p in files if b"ray.get" in p.read_bytes()) if any(
             b"ray.get" in p.read_bytes() for p in files[:200]) else files[0]
@@ -215,9 +239,10 @@ def main() -> None:
         # ---------------------------------------------------------------- candidate check
         if args.check_candidates:
             _check_candidates(t, targets, out_json, rel, root, work)
+        if args.check_tree_tier:
+            _check_candidates(t, targets, out_json, rel, root, work, tree_only=True)
 
         # ---------------------------------------------------------------- ratios and targets
-        ruff_cold, ruff_cached = t.seconds("ruff cold (--no-cache)"), t.seconds("ruff cached")
         print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
         print("ratios (same run):")
         if fixit_rate:
@@ -226,8 +251,12 @@ def main() -> None:
                             f"{ours / fixit_rate:.1f}x"))
         if flake8_rate:
             print(f"  cold throughput vs flake8-async: {n_lines / cold2 / flake8_rate:.1f}x")
-        targets.append(("cold within 10x of ruff --no-cache", cold2 <= 10 * ruff_cold, f"{cold2 / ruff_cold:.1f}x"))
-        targets.append(("warm within 2x of ruff cached", warm <= 2 * ruff_cached, f"{warm / ruff_cached:.1f}x"))
+        cpu2, ruff_cpu = med["cold2"]["cpu"], med["ruff"]["cpu"]
+        targets.append(("cold within 10x of ruff --no-cache (wall)", cold2 <= 10 * ruff_cold,
+                        f"{cold2 / ruff_cold:.1f}x wall ({cold2:.1f} s / {ruff_cold:.2f} s); "
+                        f"{cpu2 / ruff_cpu:.1f}x CPU ({cpu2:.1f} s / {ruff_cpu:.2f} s)"))
+        targets.append(("warm within 1.5x of ruff cached", warm <= 1.5 * ruff_cached,
+                        f"{warm / ruff_cached:.1f}x ({warm:.2f} s / {ruff_cached:.2f} s)"))
         targets.append(("one file changed < 1 s", one < 1.0, f"{one:.2f} s"))
         targets.append(("-j2 vs -j1 >= 1.7x", cold1 / cold2 >= 1.7, f"{cold1 / cold2:.2f}x"))
         targets.append(("pre-commit 20 files < 1 s", pre < 1.0, f"{pre:.2f} s"))
@@ -247,25 +276,38 @@ def _print_targets(targets: list[tuple[str, bool, str]]) -> None:
         print(f"  {'PASS' if ok else 'MISS'}  {name:<{width}}  {value}")
 
 
-def _check_candidates(t: Table, targets: list, out_json: Path, rel: list[str], root: Path, work: Path) -> None:
-    """Lint the corpus again with the candidate stage off; every finding must match."""
-    off_json = work / "shd-nocand.json"
-    env = dict(os.environ, SHUTDOWN_LINT_CANDIDATES="0")
+def _median(results: list[dict]) -> dict:
+    """The round whose wall time is the median (its CPU and memory come with it)."""
+    ordered = sorted(results, key=lambda r: r["wall"])
+    mid = ordered[len(ordered) // 2]
+    return dict(mid, wall=statistics.median(r["wall"] for r in results),
+                cpu=statistics.median(r["cpu"] for r in results))
+
+
+def _check_candidates(t: Table, targets: list, out_json: Path, rel: list[str], root: Path, work: Path,
+                      tree_only: bool = False) -> None:
+    """Lint the corpus again with the candidate tiers off (only tier 2 with ``tree_only``);
+    every finding must match."""
+    if not out_json.exists():  # the tiers-on reference, json like the run without them
+        run(shutdown_lint("--no-cache", "-j", "2", "--output-format", "json", *rel), cwd=root, out=str(out_json))
+    off_json = work / ("shd-notree.json" if tree_only else "shd-nocand.json")
+    env = dict(os.environ, **({"SHUTDOWN_LINT_TREE_TIER": "0"} if tree_only else {"SHUTDOWN_LINT_CANDIDATES": "0"}))
     r = run(shutdown_lint("--no-cache", "-j", "2", "--output-format", "json", *rel), cwd=root, env=env,
             out=str(off_json))
-    t.result("shutdown-lint cold -j2, candidate stage OFF", r)
+    what = "tier 2 (ast)" if tree_only else "both candidate tiers"
+    t.result(f"shutdown-lint cold -j2, {what} OFF", r)
     on, off = _findings(out_json), _findings(off_json)
     lost = sorted(set(off) - set(on))
     extra = sorted(set(on) - set(off))
     files_lost = sorted({k[0] for k in lost})
-    print(f"  candidate check: {len(off)} findings without the stage, {len(on)} with; "
-          f"files where the stage drops a finding: {len(files_lost)}")
+    print(f"  candidate check ({what} off): {len(off)} findings without, {len(on)} with; "
+          f"files where the tiers drop a finding: {len(files_lost)}")
     for f in files_lost[:20]:
         print(f"    LOST in {f}: {[k for k in lost if k[0] == f][:3]}")
     if extra:
         print(f"    (findings only with the stage: {len(extra)}; should be 0)")
-    targets.append(("candidate stage drops no finding on the corpus", not lost and not extra,
-                    f"{len(files_lost)} files"))
+    targets.append((f"candidate tiers drop no finding on the corpus ({what} off vs on)", not lost and not extra,
+                    f"{len(files_lost)} files differ; {len(on)} / {len(off)} findings"))
 
 
 def _findings(path: Path) -> list[tuple]:

@@ -1,12 +1,15 @@
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Sequence
 
 import libcst as cst
 
+from shutdown_lint import candidates as C
 from shutdown_lint.facts import FunctionInfo, Scope, names_in
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule, Valid
+from shutdown_lint.traversal import walk
 
 from ._vocabulary import RESOURCE_WORDS, identifier_words, mentions
 
@@ -158,6 +161,13 @@ class GatherWithoutTaskGroup(Rule):
     name = "gather-without-taskgroup"
     summary = "`asyncio.gather` over resource-owning coroutines orphans the siblings of a failed child"
     triggers = ("gather",)
+    # tier 1: asyncio.gather / tqdm's gather (the children may be defined in another module,
+    # the gather may sit in a lambda: no `async` needed)
+    candidate = C.qualified("asyncio.gather", "tqdm.asyncio.tqdm.gather", "tqdm.asyncio.tqdm_asyncio.gather",
+                            "tqdm.auto.tqdm.gather")
+    # tier 2: a gather over two or more awaitables (or a starred / tqdm one) that does not
+    # return exceptions
+    candidate_tree = staticmethod(lambda tree: _may_gather(tree))
     facts_needed = ("functions", "calls")
     fix_min_target = "py311"
     options = {
@@ -889,7 +899,7 @@ def _cleanup_blocks(fn: cst.FunctionDef) -> Iterator[str]:
                     found.append(f"`async with {_code(item.item)[:40]}`")
                     return
 
-    fn.visit(V())
+    walk(fn, V())
     return iter(found)
 
 
@@ -937,7 +947,7 @@ def _comments(node: cst.CSTNode) -> list[cst.Comment]:
         def visit_Comment(self, c: cst.Comment) -> None:
             found.append(c)
 
-    node.visit(V())
+    walk(node, V())
     return found
 
 
@@ -952,3 +962,19 @@ def _fresh(base: str, used: set[str]) -> str:
 
 def _code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
+
+
+# ------------------------------------------------------------------ candidate tier 2 (ast)
+def _may_gather(tree) -> bool:
+    for call in tree.all_calls():
+        is_tqdm = tree.may_call_any(call, _TQDM_GATHERS)
+        if not (is_tqdm or tree.may_call_any(call, (_ASYNCIO_GATHER,))):
+            continue
+        if any(k.arg is None or k.arg == "return_exceptions" and not (
+                isinstance(k.value, ast.Constant) and k.value.value is False) for k in call.keywords):
+            continue  # returns exceptions (or may, through **kwargs)
+        if not call.args:
+            continue
+        if len(call.args) > 1 or isinstance(call.args[0], ast.Starred) or is_tqdm:
+            return True
+    return False

@@ -4,7 +4,9 @@ from typing import Optional, Union
 
 import libcst as cst
 
+from shutdown_lint import candidates as C
 from shutdown_lint.rule import Fix, Invalid, Option, Replace, Rule
+from shutdown_lint.traversal import walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
 
@@ -124,6 +126,8 @@ class UnobservedTaskException(Rule):
     name = "unobserved-task-exception"
     summary = "A task whose exception nobody observes fails silently while the program goes on"
     triggers = ("create_task", "ensure_future")
+    # tier 1: create_task (any receiver named like a loop) / ensure_future
+    candidate = C.AnyOf(C.Word("create_task"), C.qualified("asyncio.ensure_future"))
     facts_needed = ("functions", "calls")
     options = {
         "flag-reference-only": Option(
@@ -854,7 +858,7 @@ def _raises(body: cst.BaseSuite) -> bool:
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
             return False
 
-    body.visit(V())
+    walk(body, V())
     return bool(found)
 
 
@@ -884,10 +888,10 @@ def _names(region: cst.CSTNode, name: str) -> list[cst.Name]:
                 found.append(n)
 
         def visit_Attribute(self, n: cst.Attribute) -> bool:
-            n.value.visit(self)  # the `.attr` part is not a use of a variable
+            walk(n.value, self)  # the `.attr` part is not a use of a variable
             return False
 
-    region.visit(V())
+    walk(region, V())
     return found
 
 
@@ -899,7 +903,7 @@ def _attributes(region: cst.CSTNode, attr: str) -> list[cst.Attribute]:
             if n.attr.value == attr:
                 found.append(n)
 
-    region.visit(V())
+    walk(region, V())
     return found
 
 

@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+import ast
 from typing import Optional, Union
 
 import libcst as cst
 
+from shutdown_lint import candidates as C
+from shutdown_lint import tree_tier as T
 from shutdown_lint.rule import AddImport, Fix, Invalid, Replace, Rule
+from shutdown_lint.traversal import walk
 
 _CANCELLED = frozenset({"asyncio.CancelledError", "asyncio.exceptions.CancelledError"})
 _BROAD = frozenset({"builtins.BaseException"})
@@ -96,6 +100,11 @@ class SwallowedCancellation(Rule):
     name = "swallowed-cancellation"
     summary = "A coroutine's handler swallows `CancelledError`, so cancelling the task does not stop it"
     triggers = ("CancelledError", "except:", "BaseException")
+    # tier 1: except CancelledError / BaseException / bare except: in a coroutine
+    candidate = C.All(C.Word("async"), C.AnyOf(C.Word("CancelledError", "BaseException"),
+                                               C.WordThen("except", r"\s*:")))
+    # tier 2: in a coroutine, a try whose body suspends and that catches cancellation
+    candidate_tree = staticmethod(lambda tree: _may_swallow(tree))
     facts_needed = ("parents", "imports", "functions")
 
     valid = [
@@ -520,7 +529,7 @@ class SwallowedCancellation(Rule):
                 if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("uncancel", "cancelling"):
                     found = True
 
-        handler.body.visit(_Scan())
+        walk(handler.body, _Scan())
         return found
 
     def _earlier_handler_reraises(self, tr: Union[cst.Try, cst.TryStar], handler: _Handler) -> bool:
@@ -645,7 +654,7 @@ def _awaited(node: cst.CSTNode) -> list[cst.Await]:
         def visit_Await(self, n: cst.Await) -> None:
             found.append(n)
 
-    node.visit(_Scan())
+    walk(node, _Scan())
     return found
 
 
@@ -676,5 +685,35 @@ def _awaits(node: cst.CSTNode) -> bool:
             nonlocal hit
             hit = hit or n.asynchronous is not None
 
-    node.visit(_Scan())
+    walk(node, _Scan())
     return hit
+
+
+# ------------------------------------------------------------------ candidate tier 2 (ast)
+_CATCHES = {"CancelledError", "BaseException"}
+
+
+def _may_catch_cancellation(tree, handler: ast.excepthandler) -> bool:
+    typ = handler.type
+    if typ is None:
+        return True
+    exprs = typ.elts if isinstance(typ, ast.Tuple) else [typ]
+    return any(tree.words(e) & _CATCHES for e in exprs)
+
+
+def _suspends(body) -> bool:
+    for stmt in body:
+        for n in ast.walk(stmt):
+            if isinstance(n, (ast.Await, ast.AsyncFor, ast.AsyncWith)) or isinstance(
+                    n, ast.comprehension) and n.is_async:
+                return True
+    return False
+
+
+def _may_swallow(tree) -> bool:
+    for fn in tree.functions:
+        if fn.is_async:
+            for tr in fn.trys:
+                if any(_may_catch_cancellation(tree, h) for h in tr.handlers) and _suspends(tr.body):
+                    return True
+    return False

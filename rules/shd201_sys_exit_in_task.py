@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import ast
 from typing import Optional, Sequence
 
 import libcst as cst
 
+from shutdown_lint import candidates as C
+from shutdown_lint import tree_tier as T
 from shutdown_lint import facts as F
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
 
@@ -77,6 +80,12 @@ class SysExitInTask(Rule):
     name = "sys-exit-in-task"
     summary = "`sys.exit()` in a task, executor or thread ends only that task or thread"
     triggers = ("exit", "quit", "SystemExit")
+    # tier 1: SystemExit where it ends only a task or thread
+    candidate = C.All(C.qualified("sys.exit", "builtins.exit", "builtins.quit", "builtins.SystemExit"),
+                      C.AnyOf(C.context("coroutine"), C.context("executor"), C.context("thread"),
+                              C.context("task")))
+    # tier 2: an exit in a coroutine, or in a sync function handed to a thread or executor
+    candidate_tree = staticmethod(lambda tree: _may_exit_in_task(tree))
     facts_needed = ("functions", "execution")
 
     valid = [
@@ -308,3 +317,22 @@ def _callee_text(node: cst.Call) -> str:
 
 def _imp():
     return IMPORT_RUNTIME_GUARD
+
+
+# ------------------------------------------------------------------ candidate tier 2 (ast)
+def _exits(tree, fn) -> bool:
+    if any(not lam and tree.may_call_any(c, _EXIT_CALLS) for c, _, lam in fn.calls):
+        return True
+    for r in fn.raises:
+        exc = r.exc.func if isinstance(r.exc, ast.Call) else r.exc
+        if exc is not None and "SystemExit" in tree.words(exc):
+            return True
+    return False
+
+
+def _may_exit_in_task(tree) -> bool:
+    for fn in tree.functions:
+        # a sync function runs in a thread or executor only when passed as an argument
+        if (fn.is_async or fn.name in tree.argument_names) and _exits(tree, fn):
+            return True
+    return False

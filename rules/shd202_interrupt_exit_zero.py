@@ -4,12 +4,12 @@ from typing import Optional, Union
 
 import libcst as cst
 
+from shutdown_lint import candidates as C
 from shutdown_lint.facts import DRIVER, RETURN, STATUS_ZERO, TORCH_WORKER
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule
 
-from ._vocabulary import identifier_words
-
 from ._exits import child_process_reason, rule_runs_here
+from ._vocabulary import identifier_words
 
 _INTERRUPT_EXIT_CODE = 130  # 128 + SIGINT, what a shell reports for a Ctrl+C'd job
 _TERM_EXIT_CODE = 143  # 128 + SIGTERM
@@ -119,6 +119,12 @@ class InterruptExitZero(Rule):
     name = "interrupt-exit-zero"
     summary = "`except KeyboardInterrupt` exits with status 0, so an interrupted run looks successful"
     triggers = ("KeyboardInterrupt", "SIGINT", "SIGTERM")
+    # tier 1: except KeyboardInterrupt that exits 0 or returns to the __main__ block (or to
+    # the coroutine given to asyncio.run); a SIGINT/SIGTERM handler that exits 0
+    _EXITS = C.qualified("sys.exit", "os._exit", "builtins.exit", "builtins.quit", "builtins.SystemExit",
+                         "runtime_guard.hard_exit", "runtime_guard.exit.hard_exit")
+    candidate = C.AnyOf(C.All(C.Word("KeyboardInterrupt"), C.AnyOf(_EXITS, C.Word("__main__"))),
+                        C.All(C.Word("SIGINT", "SIGTERM"), _EXITS))
     facts_needed = ("parents", "imports", "functions", "calls", "execution")
     options = {
         "exit_code": Option(_INTERRUPT_EXIT_CODE, int, "exit status the fix writes for an interrupted run"),

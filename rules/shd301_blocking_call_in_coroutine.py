@@ -1,12 +1,15 @@
 from __future__ import annotations
 
+import ast
 from typing import Optional
 
 import libcst as cst
 
+from shutdown_lint import candidates as C
 from shutdown_lint import facts as F
 from shutdown_lint.facts import FunctionInfo, names_in
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule, Valid
+from shutdown_lint.tree_tier import callee_name
 
 from ._blocking_vocabulary import (
     ATTRIBUTE_TYPES, CONSUMERS, FAMILIES, FAMILY_NAMES, FILE, LAZY_CALLS, LAZY_WRAPPERS, MP_CONTEXT, NON_IO_METHODS,
@@ -237,6 +240,11 @@ class BlockingCallInCoroutine(Rule):
     name = "blocking-call-in-coroutine"
     summary = "A blocking call in a coroutine stalls the event loop and every other task on it"
     triggers = ("async def",)
+    # tier 1: a coroutine (the vocabulary has `open`, `get`: words cannot narrow it further)
+    candidate = C.Word("async")
+    # tier 2: an async def makes a call (not awaited, not in a lambda) that may be in the
+    # vocabulary, or may reach one through same-module sync functions (max-depth's default)
+    candidate_tree = staticmethod(lambda tree: _may_block_in_coroutine(tree))
     facts_needed = ("functions", "calls", "execution")
     options = {
         "extra-blocking-calls": Option((), (list, tuple), "Qualified names, or `.method` names, that block",
@@ -1233,3 +1241,71 @@ def _short(qualified: str) -> str:
 
 def _code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
+
+
+# ------------------------------------------------------------------ candidate tier 2 (ast)
+# Built from every family (the option's default); a run that chooses families or adds
+# calls sets the options explicitly, which bypasses the candidate stage.
+_ALL_CALLS = [c for f in FAMILIES for c in f.calls]
+_VOCAB = [n for n in _ALL_CALLS if not n.endswith(".*")]
+#: last words of functions and of ``Type.method`` entries: a method of a typed receiver
+#: (``f.read()``, ``proc.wait()``, ``self.path.exists()``) counts by its name alone, since
+#: the receiver's type comes from a binding tier 2 does not follow
+_LAST_WORDS = {n.rsplit(".", 1)[-1] for n in _VOCAB} | set(SAVE_METHOD_NAMES) | {
+    n.rsplit(".", 1)[-1] for n in LAZY_CALLS}
+#: last words of the calls that return a file object (``open``, ``gzip.open``, ``os.fdopen``)
+_FILE_OPENER_WORDS = {n.rsplit(".", 1)[-1] for n, t in RESULT_TYPES.items() if t == FILE}
+#: ``requests.Session.*``: any method of these types
+_PREFIX_TYPES = {n[:-2].rsplit(".", 1)[-1] for n in _ALL_CALLS if n.endswith(".*")}
+_RECEIVERS: dict[str, set[str]] = {}
+for _name in _VOCAB:
+    _parts = _name.split(".")
+    if len(_parts) > 1:
+        _RECEIVERS.setdefault(_parts[-1], set()).add(_parts[-2])
+
+
+def _mentions(tree, words: set[str]) -> bool:
+    """Some name or attribute in the module is one of ``words`` (memoised per tree)."""
+    key = frozenset(words)
+    memo = tree.__dict__.setdefault("_shd301_mentions", {})
+    if key not in memo:
+        memo[key] = any(isinstance(n, ast.Name) and n.id in words or isinstance(n, ast.Attribute) and n.attr in words
+                        for n in ast.walk(tree.module))
+    return memo[key]
+
+
+def _may_be_blocking(tree, call: ast.Call) -> bool:
+    """The call's qualified name may be in the vocabulary (or a save method by name)."""
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        aliased = tree.aliases_of_attr(func.attr)  # self.saver = torch.save; self.saver()
+        if func.attr in _LAST_WORDS or aliased & _LAST_WORDS:
+            return True
+        receiver = tree.words(func.value)
+        if receiver & _PREFIX_TYPES or receiver & _RECEIVERS.get(func.attr, set()):
+            return True
+        if func.attr not in NON_IO_METHODS and _mentions(tree, _PREFIX_TYPES):
+            return True  # a receiver typed as a session/client elsewhere in the module
+        return bool(aliased) and tree.bound_to_method_of(func.attr, _PREFIX_TYPES, attribute=True)
+    words = tree.words(func)
+    if words & _LAST_WORDS:
+        return True
+    return isinstance(func, ast.Name) and len(words) > 1 and tree.bound_to_method_of(func.id, _PREFIX_TYPES)
+
+
+def _may_block_in_coroutine(tree) -> bool:
+    if not any(fn.is_async for fn in tree.functions):
+        return False
+    if _mentions(tree, _FILE_OPENER_WORDS):
+        return True  # a file object opened anywhere may be iterated (``for line in self.f``) in a coroutine
+    direct = [fn for fn in tree.functions if not fn.is_async
+              and any(not lam and _may_be_blocking(tree, c) for c, _, lam in fn.calls)]
+    reaching = tree.sync_functions_reaching(direct, depth=2)
+    for fn in tree.functions:
+        if fn.is_async:
+            for call, awaited, in_lambda in fn.calls:
+                if awaited or in_lambda:
+                    continue
+                if _may_be_blocking(tree, call) or callee_name(call) in reaching:
+                    return True
+    return False

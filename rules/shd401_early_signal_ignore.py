@@ -5,8 +5,10 @@ from typing import Optional, Sequence
 
 import libcst as cst
 
+from shutdown_lint import candidates as C
 from shutdown_lint.facts import names_in
 from shutdown_lint.rule import Fix, InsertBefore, Invalid, Option, Replace, Rule, Valid
+from shutdown_lint.traversal import walk
 
 from ._vocabulary import identifier_words
 
@@ -128,6 +130,8 @@ class EarlySignalIgnore(Rule):
     name = "early-signal-ignore"
     summary = "SIGINT/SIGTERM ignored long before the call it protects: setup cannot be interrupted"
     triggers = ("SIG_IGN",)
+    # tier 1: SIG_IGN before long work
+    candidate = C.All(C.Word("SIG_IGN"), C.Word("signal"))
     facts_needed = ("imports", "parents")
     options = {
         "protected-calls": Option((), (list, tuple), "Qualified names of calls a SIG_IGN protects", item_kind=str),
@@ -410,7 +414,7 @@ class EarlySignalIgnore(Rule):
             def visit_Lambda(self, n: cst.Lambda) -> bool:
                 return False
 
-        node.visit(_Calls())
+        walk(node, _Calls())
         return found
 
     def _signal_name(self, expr: cst.BaseExpression, at: cst.CSTNode) -> Optional[str]:

@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import ast
 import libcst as cst
 
+from shutdown_lint import candidates as C
+from shutdown_lint import tree_tier as T
 from shutdown_lint.facts import FunctionInfo, reachable
 from shutdown_lint.rule import Fix, InsertBefore, Invalid, Option, Rule
 
@@ -86,6 +89,12 @@ class AsyncioRunWithoutSigterm(Rule):
     name = "asyncio-run-without-sigterm"
     summary = "`asyncio.run` at a process entrypoint with no SIGTERM handling: SIGTERM skips all cleanup"
     triggers = ("run(", "run_until_complete", "run_forever")
+    # tier 1: asyncio.run / Runner.run / run_until_complete / run_forever
+    candidate = C.AnyOf(C.qualified("asyncio.run", "uvloop.run", "anyio.run"), C.All(C.Word("Runner"), C.Word("run")),
+                        C.Word("run_until_complete", "run_forever"))
+    # tier 2: a runner call (not in a lambda) at module level or in a function that may be
+    # a process entrypoint (driver roots, click/typer commands, argparse handlers)
+    candidate_tree = staticmethod(lambda tree: _may_run_at_entrypoint(tree))
     facts_needed = ("functions", "calls", "execution")
     options = {
         "sigterm_aware_calls": Option(
@@ -353,3 +362,15 @@ def _is_def_or_import(stmt: cst.CSTNode) -> bool:
         isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
 
 
+# ------------------------------------------------------------------ candidate tier 2 (ast)
+def _may_run_at_entrypoint(tree) -> bool:
+    if any(not lam and tree.may_call_any(c, _RUNNERS) for c, _, lam in tree.module_calls):
+        return True
+    holders = {fn.name for fn in tree.functions
+               if any(not lam and tree.may_call_any(c, _RUNNERS) for c, _, lam in fn.calls)}
+    if not holders:
+        return False
+    cli = {fn.name for fn in tree.functions
+           if any(tree.words(d) & {"command", "group"} for d in fn.node.decorator_list)}
+    cli |= tree.argument_names  # set_defaults(func=handler)
+    return bool(holders & T.driver_names(tree, cli))

@@ -1,11 +1,15 @@
 from __future__ import annotations
 
+import ast
 from typing import Iterable, Optional
 
 import libcst as cst
 
+from shutdown_lint import candidates as C
+from shutdown_lint import tree_tier as T
 from shutdown_lint.facts import ModuleFacts
 from shutdown_lint.rule import Fix, Invalid, Option, Replace, Rule, Valid
+from shutdown_lint.traversal import walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, dotted
 from ._vocabulary import RAY_BOUNDED_WAIT_CALLS, RAY_CANCEL_CALLS, RAY_GUARD_WAIT_CALLS
@@ -103,6 +107,11 @@ class RayGetOrphansOnInterrupt(Rule):
     name = "ray-get-orphans-on-interrupt"
     summary = "Blocking `ray.get`/`ray.wait` in the driver without a Ctrl+C path that cancels the work and waits"
     triggers = ("get", "wait")
+    # tier 1: ray.get / ray.wait in the driver
+    candidate = C.All(C.qualified("ray.get", "ray.wait"), C.context("driver"))
+    # tier 2: a ray.get / ray.wait without a timeout at module level, or in a sync function
+    # that may run in the driver
+    candidate_tree = staticmethod(lambda tree: _may_get_in_driver(tree))
     facts_needed = ("functions", "calls", "execution")
     options = {
         "cleanup_calls": Option(
@@ -511,7 +520,7 @@ def calls_in(node: cst.CSTNode) -> list[cst.Call]:
         def visit_Lambda(self, n: cst.Lambda) -> bool:
             return False
 
-    node.visit(_Calls())
+    walk(node, _Calls())
     return found
 
 
@@ -601,7 +610,7 @@ def _ready_names(facts: ModuleFacts, root: cst.CSTNode) -> set[str]:
         def visit_For(self, n: cst.For) -> None:
             loops.append(n)
 
-    root.visit(_Scan())
+    walk(root, _Scan())
     for loop in loops:
         if isinstance(loop.iter, cst.Name) and loop.iter.value in names and isinstance(loop.target, cst.Name):
             names.add(loop.target.value)
@@ -613,3 +622,19 @@ def _first_target(target: cst.BaseExpression) -> Optional[str]:
         inner = target.elements[0].value
         return inner.value if isinstance(inner, cst.Name) else None
     return None
+
+
+# ------------------------------------------------------------------ candidate tier 2 (ast)
+def _unbounded_ray_get(tree, call: ast.Call) -> bool:
+    if not (tree.may_call(call, "get", ("ray",)) or tree.may_call(call, "wait", ("ray",))):
+        return False
+    timeout = T.keyword(call, "timeout")
+    return timeout is None or isinstance(timeout, ast.Constant) and timeout.value is None
+
+
+def _may_get_in_driver(tree) -> bool:
+    if any(_unbounded_ray_get(tree, c) for c, _, _ in tree.module_calls):
+        return True
+    holders = {fn.name for fn in tree.functions
+               if not fn.is_async and any(_unbounded_ray_get(tree, c) for c, _, _ in fn.calls)}
+    return bool(holders) and bool(holders & T.driver_names(tree))

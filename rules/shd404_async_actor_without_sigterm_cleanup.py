@@ -1,11 +1,15 @@
 from __future__ import annotations
 
+import ast
 from typing import Optional
 
 import libcst as cst
 
+from shutdown_lint import candidates as C
+from shutdown_lint import tree_tier as T
 from shutdown_lint.facts import ClassInfo, FunctionInfo
 from shutdown_lint.rule import Fix, InsertAfter, InsertBefore, Invalid, Option, Replace, Rule
+from shutdown_lint.traversal import walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
 from ._vocabulary import RESOURCE_WORDS, identifier_words, mentions
@@ -108,6 +112,14 @@ class AsyncActorWithoutSigtermCleanup(Rule):
     name = "async-actor-without-sigterm-cleanup"
     summary = "Async Ray actor holding resources with no SIGTERM handling: its tasks' cleanup never runs"
     triggers = ("remote",)
+    # tier 1: @ray.remote class with async methods, or a threaded actor (max_concurrency)
+    # running asyncio.run
+    candidate = C.All(C.qualified("ray.remote", "ray.actor.remote"),
+                      C.AnyOf(C.Word("async"), C.Word("max_concurrency", "concurrency_groups")))
+    # tier 2: a class that may be a Ray actor (decorated with ray.remote, or handed to a
+    # call: ``ray.remote(Cls)``) with an async method, or in a file that sets
+    # max_concurrency / concurrency_groups somewhere (a threaded actor)
+    candidate_tree = staticmethod(lambda tree: _may_be_async_actor(tree))
     facts_needed = ("functions", "execution")
     options = {
         "resource_words": Option(
@@ -610,7 +622,7 @@ class AsyncActorWithoutSigtermCleanup(Rule):
                 if set(identifier_words(name)) & _CLEANUP_VERBS:
                     found["cleanup"] = True
 
-        fn.node.body.visit(_Scan())
+        walk(fn.node.body, _Scan())
         return found["strong"] or (found["resource"] and found["cleanup"])
 
     def _handles_sigterm(self, cls: ClassInfo) -> bool:
@@ -639,7 +651,7 @@ class AsyncActorWithoutSigtermCleanup(Rule):
                     found[0] = found[0] or _names_setup(n.value)
 
         if _HOOK_KEY in self.facts.module.code:
-            self.facts.module.visit(_Scan())
+            walk(self.facts.module, _Scan())
         return found[0]
 
     # ------------------------------------------------------------------ fix
@@ -722,7 +734,7 @@ def _cleans_up(finalbody: cst.CSTNode) -> bool:
             if name is not None and set(identifier_words(name)) & _CLEANUP_VERBS and not _lock_like(n.func):
                 found[0] = True
 
-    finalbody.visit(_Scan())
+    walk(finalbody, _Scan())
     return found[0]
 
 
@@ -756,3 +768,17 @@ def _is_super_init(stmt: cst.BaseStatement) -> bool:
     if isinstance(call, cst.Await):
         call = call.expression
     return isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "__init__"
+
+
+# ------------------------------------------------------------------ candidate tier 2 (ast)
+_THREADED = ("max_concurrency", "concurrency_groups")
+
+
+def _may_be_async_actor(tree) -> bool:
+    threaded = any(k.arg in _THREADED for c in tree.all_calls() for k in c.keywords)
+    for cls in tree.classes:
+        if not threaded and not any(m.is_async for m in tree.methods.get(id(cls), ())):
+            continue
+        if cls.name in tree.argument_names or any("remote" in tree.words(d) for d in cls.decorator_list):
+            return True
+    return False

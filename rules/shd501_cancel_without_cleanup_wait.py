@@ -4,6 +4,7 @@ from typing import Optional
 
 import libcst as cst
 
+from shutdown_lint import candidates as C
 from shutdown_lint.facts import RAY_REMOTE
 from shutdown_lint.rule import Fix, InsertAfter, InsertBefore, Invalid, Option, Replace, Rule
 
@@ -90,6 +91,8 @@ class CancelWithoutCleanupWait(Rule):
     name = "cancel-without-cleanup-wait"
     summary = "`ray.cancel()` followed by an exit without waiting for the cancelled work's cleanup"
     triggers = ("cancel",)
+    # tier 1: ray.cancel then exit
+    candidate = C.qualified("ray.cancel")
     facts_needed = ("functions", "calls", "execution")
     options = {
         "cleanup_timeout": Option(

@@ -4,6 +4,7 @@ from typing import Optional
 
 import libcst as cst
 
+from shutdown_lint import candidates as C
 from shutdown_lint import facts as F
 from shutdown_lint.facts import FunctionInfo, reachable
 from shutdown_lint.rule import Fix, InsertAfter, Invalid, Option, Rule
@@ -97,6 +98,8 @@ class ProcessGroupWithoutTeardown(Rule):
         "init_calls": Option(["torch.distributed.init_process_group"], list,
                              "qualified names of calls that create a process group", item_kind=str),
     }
+    # tier 1: the init calls (the option's default; a rule with options set always runs)
+    candidate = C.qualified(*options["init_calls"].default)
 
     valid = [
         # destroy in a finally

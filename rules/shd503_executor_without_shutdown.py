@@ -1,12 +1,16 @@
 from __future__ import annotations
 
+import ast
 from typing import Optional, Union
 
 import libcst as cst
 
+from shutdown_lint import candidates as C
+from shutdown_lint import tree_tier as T
 from shutdown_lint import facts as F
 from shutdown_lint.facts import ClassInfo, FunctionInfo, reachable
 from shutdown_lint.rule import Fix, InsertAfter, InsertBefore, Invalid, Option, Rule
+from shutdown_lint.traversal import walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
 from ._vocabulary import CLEANUP_WORDS, mentions
@@ -106,6 +110,10 @@ class ExecutorWithoutShutdown(Rule):
              "multiprocessing.dummy.Pool", "torch.multiprocessing.Pool"],
             list, "qualified names of calls that create an executor or pool", item_kind=str),
     }
+    # tier 1: the factories (the option's default; a rule with options set always runs)
+    candidate = C.qualified(*options["executor_factories"].default)
+    # tier 2: a factory's result stored on ``self`` in a method or in a module-level name
+    candidate_tree = staticmethod(lambda tree: _may_store_executor(tree))
 
     valid = [
         # shut down in close()
@@ -429,7 +437,18 @@ def _release_sites(root: cst.CSTNode, ref: str) -> list[tuple[cst.CSTNode, bool]
                 elif text.startswith(ref + ".") and text[len(ref) + 1:] in _STOP_METHODS:
                     found.append((n, True))  # atexit.register(pool.shutdown), weakref.finalize(...)
 
-    root.visit(_Scan())
+    walk(root, _Scan())
     return found
 
 
+# ------------------------------------------------------------------ candidate tier 2 (ast)
+def _may_store_executor(tree) -> bool:
+    factories = ExecutorWithoutShutdown.options["executor_factories"].default
+    for target, value, fn in tree.assigns:
+        if not isinstance(value, ast.Call):
+            continue
+        stored = (fn is not None and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                  and target.value.id == "self") or (fn is None and isinstance(target, ast.Name))
+        if stored and tree.may_call_any(value, factories):
+            return True
+    return False

@@ -15,7 +15,7 @@ import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from . import candidates as candidate_stage
-from . import registry, suppression
+from . import registry, suppression, tree_tier
 from .diagnostic import Diagnostic, FileResult
 from .facts import ModuleFacts
 from .facts.project import view_for as project_view
@@ -59,6 +59,12 @@ def prefilter(source: bytes, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
 
 def parse(source: bytes, path: str) -> cst.Module:
     _check_nesting(source, path)
+    return _parse_module(source, path)
+
+
+def _parse_module(source: bytes, path: str) -> cst.Module:
+    """libcst's parse; the caller has ruled out nesting that crashes it (``_check_nesting``
+    or a successful ``ast`` parse in the candidate tier)."""
     try:
         return cst.parse_module(source)
     except cst.ParserSyntaxError as e:
@@ -95,6 +101,23 @@ def _check_nesting(source: bytes, path: str) -> None:
         return  # syntax errors (or newer syntax than this Python's) are libcst's to judge
 
 
+def positions_of(module: cst.Module):
+    """``{node: CodeRange}`` for every node, as ``MetadataWrapper.resolve(PositionProvider)``
+    gives, without what ``resolve`` adds around the provider: a full ``module.visit`` for
+    an empty batch of batchable providers (which rebuilds every node) cost as much as the
+    render itself, ~0.4 s per 1,000 lines. Falls back to ``resolve`` if libcst changes."""
+    try:
+        from libcst.metadata.position_provider import PositionProvidingCodegenState
+
+        provider = PositionProvider()
+        state = PositionProvidingCodegenState(default_indent=module.default_indent,
+                                              default_newline=module.default_newline, provider=provider)
+        module._codegen(state)
+        return provider._computed
+    except (ImportError, AttributeError, TypeError):  # pragma: no cover - another libcst
+        return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+
+
 @dataclass
 class Analysis:
     path: str
@@ -114,8 +137,12 @@ class Analysis:
 
     @cached_property
     def positions(self):
-        # Positions cost a full render of the module: computed only for files with findings.
-        return MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+        # Positions cost a full render of the module: computed only for files with findings,
+        # once per module (the facts' ``line_of`` keeps the same map under ``_positions``)
+        known = self.facts.__dict__.get("_positions")
+        if known is None:
+            known = self.facts.__dict__["_positions"] = positions_of(self.module)
+        return known
 
     def position(self, node: cst.CSTNode) -> CodeRange:
         return self.positions[node]
@@ -170,20 +197,64 @@ class Analysis:
         )
 
 
-def analyze(source: bytes, path: str, settings: Settings, rules: Optional[Sequence[type[Rule]]] = None) -> Optional[Analysis]:
-    """Run the rules on ``source``. ``None`` when the pre-filter rules the file out.
+#: Where a file's analysis stopped (``FileResult.stage``, shown by ``--statistics``).
+STAGE_TEXT = "text"  # no rule: the pre-filter or candidate tier 1 (words) ruled every rule out
+STAGE_TREE = "tree"  # no rule: candidate tier 2 (Python's ast) ruled every rule out
+STAGE_LIBCST = "libcst"  # parsed with libcst and linted
+STAGE_NEWER = "newer-syntax"  # this Python's ast rejected it, libcst parsed it (newer syntax): linted
+
+
+def select_rules(source: bytes, path: str, settings: Settings,
+                 rules: Optional[Sequence[type[Rule]]] = None) -> tuple[list[type[Rule]], str]:
+    """The rules that may report in ``source``, and the stage that decided: ``STAGE_TEXT``
+    or ``STAGE_TREE`` with no rules, else ``STAGE_LIBCST`` (or ``STAGE_NEWER`` when
+    Python's ``ast`` could not parse the file: libcst, which knows newer syntax, judges).
+    Raises ``AnalysisError`` for a file too deeply nested for Python's own parser."""
+    candidates = list(rules) if rules is not None else rules_for(path, settings)
+    if not settings.prefilter:
+        if candidates:
+            _check_nesting(source, path)
+        return candidates, STAGE_LIBCST
+    candidates = prefilter(source, candidates)
+    if candidates:
+        # cheap necessary conditions per rule, before paying for a libcst parse
+        candidates = candidate_stage.filter_rules(source, candidates, settings)
+    if not candidates:
+        return [], STAGE_TEXT
+    if not (candidate_stage.enabled and candidate_stage.tree_enabled):
+        _check_nesting(source, path)
+        return candidates, STAGE_LIBCST
+    try:
+        tree = tree_tier.parse(source)
+    except tree_tier.TooDeep:
+        raise AnalysisError(f"{path}:1:1: file too deeply nested to parse (Python's own parser gives up)") from None
+    candidates = candidate_stage.filter_rules_by_tree(tree, candidates, settings)
+    if not candidates:
+        return [], STAGE_TREE
+    return candidates, STAGE_LIBCST if tree is not None else STAGE_NEWER
+
+
+def analyze(source: bytes, path: str, settings: Settings, rules: Optional[Sequence[type[Rule]]] = None,
+            stage: Optional[list[str]] = None) -> Optional[Analysis]:
+    """Run the rules on ``source``. ``None`` when the candidate stages rule the file out.
+    ``stage``, when given, receives the stage that decided (``select_rules``).
 
     Raises ``AnalysisError`` when the file cannot be parsed.
     """
-    candidates = list(rules) if rules is not None else rules_for(path, settings)
-    if settings.prefilter:
-        candidates = prefilter(source, candidates)
-        if candidates:
-            # cheap necessary conditions per rule, before paying for a libcst parse
-            candidates = candidate_stage.filter_rules(source, candidates, settings)
+    candidates, decided = select_rules(source, path, settings, rules)
+    if stage is not None:
+        stage.append(decided)
     if not candidates:
         return None
-    module = parse(source, path)
+    try:
+        module = _parse_module(source, path)
+    except AnalysisError as e:
+        rejected = tree_tier.rejection(source) if decided == STAGE_NEWER else None
+        if rejected is None or ": syntax error: " not in str(e):
+            raise
+        # both parsers reject it: a real syntax error; CPython's position and words are the better ones
+        line, col, msg = rejected
+        raise AnalysisError(f"{path}:{line}:{col}: syntax error: {msg}") from None
     try:
         facts = ModuleFacts.build(module, path)
     except RecursionError:
@@ -200,21 +271,46 @@ def analyze(source: bytes, path: str, settings: Settings, rules: Optional[Sequen
 
 def lint_source(source: bytes, path: str, settings: Settings, *, fix_edits: bool = True) -> FileResult:
     result = FileResult(path)
+    stage: list[str] = []
     try:
-        analysis = analyze(source, path, settings)
+        analysis = analyze(source, path, settings, stage=stage)
     except AnalysisError as e:
         result.error = str(e)
         return result
+    finally:
+        result.stage = stage[0] if stage else ""
     if analysis is None:
         return result
     result.parsed = True
     if analysis.facts.project is not None and analysis.facts.project.deps:
         result.deps = dict(analysis.facts.project.deps)
+    if result.stage == STAGE_NEWER:
+        note = _newer_than_target(source, path, settings)
+        if note:
+            result.warnings.append(note)
     try:
         _collect(analysis, result, path, fix_edits)
     except RecursionError:  # positions and rendering recurse over the tree (libcst codegen)
         return FileResult(path, error=f"{path}:1:1: file too deeply nested to analyse (recursion limit)")
     return result
+
+
+def _newer_than_target(source: bytes, path: str, settings: Settings) -> Optional[str]:
+    """A file only libcst could parse is linted. When the running Python is at least the
+    target version, its parser's rejection also holds for the target: say so (a warning,
+    not an error: the file may be imported only on newer Pythons, as
+    ``torch/testing/_internal/py312_intrinsics.py`` is). When the running Python is older
+    than the target, its rejection says nothing about the target: nothing to say."""
+    import sys
+
+    if settings.target_at_least(f"py3{sys.version_info[1] + 1}"):
+        return None
+    rejected = tree_tier.rejection(source)
+    if rejected is None:
+        return None
+    line, col, msg = rejected
+    return (f"{path}:{line}:{col}: syntax newer than --target-version {settings.target_version} "
+            f"(Python {sys.version_info[0]}.{sys.version_info[1]} says: {msg}); linted with libcst")
 
 
 def _collect(analysis: Analysis, result: FileResult, path: str, fix_edits: bool) -> None:

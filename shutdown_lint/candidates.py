@@ -18,14 +18,13 @@ with no quote before it on the line: the word is in a comment, or in a string th
 cannot have closed; neither resolves to a name). Words inside strings do count, which
 only makes the test more permissive.
 
-Declarations live on the rule (``candidate = All(...)``, see ``Rule.candidate``) or,
-for rules that do not declare one, in ``_declarations()`` below, keyed by rule code
-(an entry may be a function of the rule class, to follow an option's default). A rule
-with neither is always a candidate. A rule whose options are set explicitly in the
-settings is always a candidate too: its vocabulary may name words the declaration does
-not know.
+Declarations live on the rule they belong to: ``candidate = All(...)`` (tier 1, this
+module) and ``candidate_tree`` (tier 2, ``tree_tier``: the same idea on Python's ``ast``,
+for conditions words cannot state). A rule that declares nothing is always a candidate.
+A rule whose options are set explicitly in the settings is always a candidate too: its
+vocabulary may name words the declaration does not know.
 
-Disable the stage with ``SHUTDOWN_LINT_CANDIDATES=0`` or ``with disabled():``;
+Disable both tiers with ``SHUTDOWN_LINT_CANDIDATES=0`` or ``with disabled():``;
 tests/perf/test_candidates.py and ``bench/bench_speed.py --check-candidates`` compare
 both ways and must get identical diagnostics.
 
@@ -43,19 +42,26 @@ if TYPE_CHECKING:
     from .rule import Rule
     from .settings import Settings
 
-#: Module switch, read by ``filter_rules``; ``disabled()`` flips it for a block.
+#: Module switches, read by ``filter_rules`` / ``filter_rules_by_tree``; ``disabled()``
+#: flips them for a block. ``SHUTDOWN_LINT_CANDIDATES=0`` turns both tiers off,
+#: ``SHUTDOWN_LINT_TREE_TIER=0`` only the second (``ast``) one.
 enabled: bool = os.environ.get("SHUTDOWN_LINT_CANDIDATES", "1") != "0"
+tree_enabled: bool = os.environ.get("SHUTDOWN_LINT_TREE_TIER", "1") != "0"
 
 
 @contextlib.contextmanager
-def disabled() -> Iterator[None]:
-    global enabled
-    before = enabled
-    enabled = False
+def disabled(tree_only: bool = False) -> Iterator[None]:
+    """Both tiers off for the block (only tier 2 with ``tree_only``)."""
+    global enabled, tree_enabled
+    before = enabled, tree_enabled
+    if tree_only:
+        tree_enabled = False
+    else:
+        enabled = False
     try:
         yield
     finally:
-        enabled = before
+        enabled, tree_enabled = before
 
 
 def _is_ident_byte(b: int) -> bool:
@@ -276,6 +282,31 @@ def last_words(names: Iterable[str]) -> Word:
 # entry there widens the candidates here without an edit.
 
 
+class _Context(Cond):
+    """Words of an execution context (``context("task")``), built on first use: the
+    facts' tables are read lazily so that rules can declare this at import time."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._cond: Optional[Cond] = None
+
+    def holds(self, text: FileText) -> bool:
+        if self._cond is None:
+            self._cond = _context_words()[self.name]
+        return self._cond.holds(text)
+
+    def __repr__(self) -> str:
+        return f"context({self.name!r})"
+
+
+def context(name: str) -> Cond:
+    """``coroutine``, ``task``, ``executor``, ``thread`` or ``driver``: words without
+    which no code of the file can run there."""
+    if name not in ("coroutine", "task", "executor", "thread", "driver"):
+        raise ValueError(f"unknown context {name!r}")
+    return _Context(name)
+
+
 def _context_words() -> dict[str, Cond]:
     from . import facts as F
 
@@ -292,81 +323,17 @@ def _context_words() -> dict[str, Cond]:
 # --------------------------------------------------------------------------- declarations
 
 
-def _declarations() -> dict[str, Cond]:
-    ctx = _context_words()
-    exits = qualified("sys.exit", "os._exit", "builtins.exit", "builtins.quit", "builtins.SystemExit",
-                      "runtime_guard.hard_exit", "runtime_guard.exit.hard_exit")
-    return {
-        # asyncio.gather / tqdm's gather (the children may be defined in another module,
-        # the gather may sit in a lambda: no `async` needed)
-        "SHD101": qualified("asyncio.gather", "tqdm.asyncio.tqdm.gather", "tqdm.asyncio.tqdm_asyncio.gather",
-                            "tqdm.auto.tqdm.gather"),
-        # a task whose outcome is lost: create_task (any receiver named like a loop) / ensure_future
-        "SHD102": AnyOf(Word("create_task"), qualified("asyncio.ensure_future")),
-        # except CancelledError / BaseException / bare except: in a coroutine
-        "SHD104": All(Word("async"), AnyOf(Word("CancelledError", "BaseException"), WordThen("except", r"\s*:"))),
-        # SystemExit where it ends only a task or thread
-        "SHD201": All(qualified("sys.exit", "builtins.exit", "builtins.quit", "builtins.SystemExit"),
-                      AnyOf(ctx["coroutine"], ctx["executor"], ctx["thread"], ctx["task"])),
-        # except KeyboardInterrupt that exits 0 or returns to the __main__ block; SIGINT/SIGTERM
-        # handlers that exit 0
-        "SHD202": AnyOf(All(Word("KeyboardInterrupt"), AnyOf(exits, Word("__main__"))),
-                        All(Word("SIGINT", "SIGTERM"), exits)),
-        # blocking calls in a coroutine (vocabulary too wide to narrow by words: `open`, `get`)
-        "SHD301": Word("async"),
-        # SIG_IGN before long work
-        "SHD401": All(Word("SIG_IGN"), Word("signal")),
-        # asyncio.run / Runner.run / run_until_complete / run_forever at an entrypoint
-        "SHD402": AnyOf(qualified("asyncio.run", "uvloop.run", "anyio.run"), All(Word("Runner"), Word("run")),
-                        Word("run_until_complete", "run_forever")),
-        # ray.get / ray.wait in the driver
-        "SHD403": All(qualified("ray.get", "ray.wait"), ctx["driver"]),
-        # @ray.remote class with async methods, or a threaded actor (max_concurrency) running asyncio.run
-        "SHD404": All(qualified("ray.remote", "ray.actor.remote"),
-                      AnyOf(Word("async"), Word("max_concurrency", "concurrency_groups"))),
-        # ray.cancel then exit
-        "SHD501": qualified("ray.cancel"),
-        # init_process_group without teardown (the init calls are an option: its default)
-        "SHD502": lambda rule: qualified(*_option_default(
-            rule, "init_calls", ["torch.distributed.init_process_group"])),
-        # executors / pools stored without shutdown (the factories are an option: its default)
-        "SHD503": lambda rule: qualified(*_option_default(
-            rule, "executor_factories", ["concurrent.futures.ThreadPoolExecutor",
-                                         "concurrent.futures.ProcessPoolExecutor", "multiprocessing.Pool",
-                                         "multiprocessing.pool.Pool", "multiprocessing.pool.ThreadPool",
-                                         "multiprocessing.dummy.Pool", "torch.multiprocessing.Pool"])),
-    }
-
-
-def _option_default(rule: "type[Rule]", key: str, fallback: list[str]) -> list[str]:
-    """The default of a rule option that lists qualified names (the declaration follows
-    the rule's vocabulary; explicitly set options bypass the stage anyway)."""
-    opt = getattr(rule, "options", {}).get(key)
-    value = getattr(opt, "default", None)
-    if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
-        return list(value)
-    return fallback
-
-
-_TABLE: Optional[dict] = None
-_RESOLVED: dict[type, Optional[Cond]] = {}
-
-
 def declaration(rule: "type[Rule]") -> Optional[Cond]:
-    """The rule's own ``candidate``, else its entry in the central table (a ``Cond``, or
-    a function of the rule class that builds one), else None."""
-    global _TABLE
-    if rule in _RESOLVED:
-        return _RESOLVED[rule]
+    """The rule's tier-1 condition (``Rule.candidate``), or None: always a candidate."""
     cond = getattr(rule, "candidate", None)
-    if cond is None:
-        if _TABLE is None:
-            _TABLE = _declarations()
-        cond = _TABLE.get(rule.code)
-        if cond is not None and not isinstance(cond, Cond):
-            cond = cond(rule)
-    _RESOLVED[rule] = cond
-    return cond
+    return cond if isinstance(cond, Cond) else None
+
+
+def tree_declaration(rule: "type[Rule]"):
+    """The rule's tier-2 condition (``Rule.candidate_tree``, a function of a
+    ``tree_tier.Tree``), or None: always a candidate."""
+    cond = getattr(rule, "candidate_tree", None)
+    return cond if callable(cond) else None
 
 
 def filter_rules(source: bytes, rules: Sequence["type[Rule]"], settings: "Settings") -> list["type[Rule]"]:
@@ -378,5 +345,18 @@ def filter_rules(source: bytes, rules: Sequence["type[Rule]"], settings: "Settin
     for rule in rules:
         cond = declaration(rule)
         if cond is None or settings.rule_options.get(rule.code) or cond.holds(text):
+            out.append(rule)
+    return out
+
+
+def filter_rules_by_tree(tree, rules: Sequence["type[Rule]"], settings: "Settings") -> list["type[Rule]"]:
+    """Tier 2: the rules whose ``candidate_tree`` holds on ``tree`` (order kept).
+    ``tree`` is None when ``ast`` could not parse the file: every rule stays (libcst judges)."""
+    if not enabled or not tree_enabled or tree is None:
+        return list(rules)
+    out = []
+    for rule in rules:
+        cond = tree_declaration(rule)
+        if cond is None or settings.rule_options.get(rule.code) or cond(tree):
             out.append(rule)
     return out

@@ -229,7 +229,8 @@ def _run_files(args, settings, mode, fmt, cfg, catalogue, cache_dir) -> int:
                 if hit.get("diagnostics") or hit.get("warnings") or hit.get("error"):
                     results[f.abspath] = FileResult.from_dict(restore_path(hit, f.display))
                 else:  # most files: nothing to restore
-                    results[f.abspath] = FileResult(f.display, cached=True, parsed=hit.get("parsed", False))
+                    results[f.abspath] = FileResult(f.display, cached=True, parsed=hit.get("parsed", False),
+                                                    stage=hit.get("stage", ""))
                 continue
             entry = cache.entry(f.abspath)
             if entry is not None and not (entry[3].get("deps") and _deps_changed(entry[3], f.abspath, cache, cache_dir)):
@@ -358,7 +359,17 @@ def _report(args, diagnostics, errors, ordered, mode, catalogue, baselined):
         source_lines=source_lines,
         baselined=baselined,
         quiet=args.quiet,
+        stages=_stage_counts(ordered),
     )
+
+
+def _stage_counts(results: list[FileResult]) -> dict[str, int]:
+    """Files per analysis stage (``analyzer.STAGE_*``), for ``--statistics``."""
+    counts: dict[str, int] = {}
+    for r in results:
+        key = "error" if r.error else (r.stage or "unknown")
+        counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 def _render(args, report, fmt: str, out=None) -> None:
@@ -482,11 +493,7 @@ def _run_stdin(args, settings, mode, fmt, cfg, catalogue) -> int:
     # the index of what is reachable from the named file (none for anonymous stdin)
     if args.stdin_filename:
         index_hooks.start([args.stdin_filename], None, None)
-    result = lint_source(data, path, settings)
-    if not result.parsed and result.error is None:
-        from .runner import syntax_error
-
-        result.error = syntax_error(data, path)
+    result = lint_source(data, path, settings)  # a syntax error counts only where a rule looks
     fixed_count = 0
     if mode.fixing and not result.error:
         from .fixer import fix_source

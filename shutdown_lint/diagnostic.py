@@ -60,6 +60,9 @@ class FileResult:
     #: other modules of the project whose summaries the findings may depend on (project
     #: index): abspath -> [mtime_ns, size, summary digest]; a change to one re-lints the file
     deps: dict = field(default_factory=dict)
+    #: where the analysis stopped (``analyzer.STAGE_*``): "text"/"tree" (no rule can fire:
+    #: not parsed), "libcst", "newer-syntax" (parsed by libcst only); "" when unknown
+    stage: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

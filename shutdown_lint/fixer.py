@@ -52,7 +52,9 @@ def _try(analysis: Analysis, batch: list[Finding], settings: Settings, path: str
         data = new_module.bytes
     except Exception:
         return None
-    if not _valid_python(data, path):
+    if not _valid_python(data, path) and _valid_python(analysis.module.bytes, path):
+        # this Python parsed the original but not the fix; when it rejects both (syntax newer
+        # than this Python, docs/cli.md), libcst judges the fixed code in analyze() below
         return None
     try:
         after = analyze(data, path, settings)

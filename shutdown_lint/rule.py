@@ -217,10 +217,14 @@ class Rule:
     #: Substrings for the text pre-filter: a file containing none of them is never parsed
     #: for this rule. An empty tuple means "always run".
     triggers: ClassVar[tuple[str, ...]] = ()
-    #: Optional candidate declaration (``shutdown_lint.candidates``): a cheap, necessary
-    #: condition on the file's identifier words, checked after the pre-filter and before
-    #: the libcst parse. ``None``: the central table in candidates.py, else always run.
+    #: Candidate tier 1 (``shutdown_lint.candidates``): a cheap, *necessary* condition on
+    #: the file's identifier words (``candidate = All(Word("async"), qualified("ray.get"))``),
+    #: checked after the pre-filter. ``None``: no condition, the rule is always a candidate.
     candidate: ClassVar[Any] = None
+    #: Candidate tier 2 (``shutdown_lint.tree_tier``): a necessary condition on the file's
+    #: Python ``ast``, a function ``Tree -> bool`` (write it as a ``staticmethod``), checked
+    #: after tier 1 and before the libcst parse. ``None``: always a candidate.
+    candidate_tree: ClassVar[Any] = None
     #: Shared facts this rule reads (names from ``facts.FACTS``); the engine computes
     #: each one once per file, before the traversal, for all rules together.
     facts_needed: ClassVar[tuple[str, ...]] = ()

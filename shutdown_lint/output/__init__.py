@@ -35,6 +35,8 @@ class Report:
     baselined: int = 0
     #: findings only: no summary, no hints
     quiet: bool = False
+    #: files per analysis stage ("text", "tree", "libcst", "newer-syntax", "error"), for --statistics
+    stages: dict[str, int] = field(default_factory=dict)
 
     def fixable(self) -> int:
         return sum(1 for d in self.diagnostics if d.fix is not None)

@@ -27,10 +27,12 @@ def test_exit_codes(project, cli):
 def test_syntax_error_in_one_of_many_files(project, cli):
     for i in range(12):
         write(project / f"m{i:02}.py", HAZARD if i % 3 == 0 else CLEAN)
-    write(project / "m05.py", "def broken(:\n    pass\n")
+    # broken where a rule looks (a thread target calling sys.exit): reported; a file that
+    # no rule can examine is not syntax-checked (tests/engine/test_syntax_versions.py)
+    write(project / "m05.py", "import sys, threading\ndef broken(:\n    sys.exit(1)\nthreading.Thread(target=broken)\n")
     run = cli(project, "--no-cache", "--output-format", "concise", "--jobs", "2")
     assert run.code == 2
-    assert "m05.py:1:" in run.err and "syntax error" in run.err
+    assert "m05.py:2:" in run.err and "syntax error" in run.err
     flagged = sorted({line.split(":")[0] for line in run.out.splitlines() if "SHD201" in line})
     assert flagged == ["m00.py", "m03.py", "m06.py", "m09.py"]
 
@@ -101,7 +103,7 @@ def test_unsafe_fixes_need_the_flag(project, cli):
 def test_parallel_and_serial_runs_give_identical_output(project, cli):
     for i in range(30):
         write(project / f"pkg{i % 3}" / f"mod{i:02}.py", HAZARD if i % 2 else CLEAN)
-    write(project / "pkg1" / "broken.py", "x = (\n")
+    write(project / "pkg1" / "broken.py", "import sys, threading\nthreading.Thread(target=sys.exit)\nx = (\n")
     outputs = []
     for jobs in ("1", "2"):
         for fmt in ("concise", "json"):
@@ -144,8 +146,8 @@ def test_stdin(project):
     assert proc.returncode == 0
     assert proc.stdout.decode() == HAZARD.replace("sys.exit(3)", FIXED_LINE).replace(
         "import threading\n", "import threading\nimport runtime_guard\n")
-    proc = run_sub(project, "--output-format", "concise", "-", input=b"def f(:\n")
-    assert proc.returncode == 2 and b"-:1:" in proc.stderr and b"syntax error" in proc.stderr
+    proc = run_sub(project, "--output-format", "concise", "-", input=b"import sys\nasync def f(:\n    sys.exit(1)\n")
+    assert proc.returncode == 2 and b"-:2:" in proc.stderr and b"syntax error" in proc.stderr
     proc = run_sub(project, "--diff", "-", input=HAZARD.encode())
     assert proc.returncode == 1 and b"+import runtime_guard" in proc.stdout
 

@@ -1,8 +1,9 @@
-"""The candidate stage (shutdown_lint/candidates.py) must never lose a finding.
+"""The candidate tiers (shutdown_lint/candidates.py: words; shutdown_lint/tree_tier.py:
+Python's ast) must never lose a finding.
 
-Every rule's examples and every file of the example project are linted with and
-without the stage; the diagnostics must be identical. A rule whose invalid example
-is ruled out by its own declaration is a bug in the declaration.
+Every rule's examples and every file of the example project are linted with both tiers,
+with tier 1 only and with none; the diagnostics must be identical. A rule whose invalid
+example is ruled out by its own declaration is a bug in the declaration.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from shutdown_lint import candidates, registry
+from shutdown_lint import candidates, registry, tree_tier
 from shutdown_lint.analyzer import lint_source
 from shutdown_lint.candidates import FileText
 from shutdown_lint.settings import Settings
@@ -21,9 +22,13 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def _both_ways(source: bytes, path: str, settings: Settings):
+    """(both tiers, none); asserts that tier 1 alone agrees too."""
     with_stage = lint_source(source, path, settings)
+    with candidates.disabled(tree_only=True):
+        words_only = lint_source(source, path, settings)
     with candidates.disabled():
         without = lint_source(source, path, settings)
+    assert _key(words_only) == _key(without), path
     return with_stage, without
 
 
@@ -73,6 +78,66 @@ def test_stage_keeps_example_project_findings():
     assert total > 0, "the example project should have findings"
 
 
+TREE_DECLARED = [r for r in RULES if candidates.tree_declaration(r) is not None]
+
+
+@pytest.mark.parametrize("rule", TREE_DECLARED, ids=[r.code for r in TREE_DECLARED])
+def test_tree_declaration_admits_every_invalid_example(rule):
+    cond = candidates.tree_declaration(rule)
+    _, invalid = rule.examples()
+    for ex in invalid:
+        if ex.options:
+            continue  # a rule whose options are set is always a candidate
+        tree = tree_tier.parse(ex.code.encode())
+        assert tree is not None, ex.code
+        assert cond(tree), f"{rule.code}: candidate_tree rules out\n{ex.code}"
+
+
+def test_declarations_live_on_the_rules():
+    assert not hasattr(candidates, "_declarations"), "tier-1 declarations belong on the rule classes"
+    for rule in RULES:
+        assert candidates.declaration(rule) is rule.__dict__.get("candidate"), rule.code
+
+
+def test_a_rule_that_declares_nothing_is_always_a_candidate():
+    from shutdown_lint.rule import Rule
+
+    class Undeclared(Rule):
+        code = "SHD999"
+        name = "undeclared"
+        summary = "test only"
+
+    settings = Settings(selected=("SHD999",))
+    assert candidates.filter_rules(b"x = 1\n", [Undeclared], settings) == [Undeclared]
+    assert candidates.filter_rules_by_tree(tree_tier.parse(b"x = 1\n"), [Undeclared], settings) == [Undeclared]
+
+
+def test_tree_words_follow_aliases():
+    import ast
+
+    tree = tree_tier.parse(b"from time import sleep as nap\nimport queue\nq = queue.Queue()\n"
+                           b"class A:\n    def __init__(self):\n        self.save = torch.save\n")
+    name = ast.Name("nap")
+    assert tree.words(name) == {"nap", "sleep"}
+    assert "Queue" in tree.words(ast.Name("q"))
+    assert "save" in tree.aliases_of_attr("save")
+    call = ast.parse("asyncio.tasks.gather(a, b)").body[0].value
+    assert tree.may_call_any(call, ["asyncio.gather"])  # a spelling the facts canonicalise
+
+
+def test_tree_tier_keeps_the_parsed_ast_for_reuse():
+    source = b"async def f():\n    pass\n"
+    tree = tree_tier.parse(source)
+    assert tree is not None and tree_tier.cached(source) is tree.module
+    assert tree_tier.parse(b"def f[T](x: T): pass\n" if _old_python() else b"def (:\n") is None
+
+
+def _old_python() -> bool:
+    import sys
+
+    return sys.version_info < (3, 12)
+
+
 def test_every_registered_rule_has_a_declaration():
     missing = [r.code for r in RULES if candidates.declaration(r) is None]
     assert not missing, f"rules parsed for every file (no candidate declaration): {missing}"
@@ -118,3 +183,36 @@ def test_candidate_module_is_cheap_to_import():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.slow
+def test_tree_tier_loses_nothing_on_installed_ray_sources():
+    """Tier 2 on and off over real code (every 4th file of the installed ray package that
+    tier 1 keeps): identical diagnostics. ``bench/bench_speed.py --check-tree-tier`` does
+    the same over the whole reference corpus."""
+    import ray
+
+    from shutdown_lint.analyzer import select_rules
+
+    settings = Settings(selected=tuple(r.code for r in RULES))
+    root = Path(ray.__file__).parent
+    kept = []
+    for path in sorted(root.rglob("*.py")):
+        source = path.read_bytes()
+        with candidates.disabled(tree_only=True):
+            try:
+                rules, _ = select_rules(source, str(path), settings)
+            except Exception:
+                continue
+        if rules:
+            kept.append((path, source))
+    assert len(kept) > 100, len(kept)
+    ruled_out = findings = 0
+    for path, source in kept[::4]:
+        with_tier = lint_source(source, str(path), settings, fix_edits=False)
+        with candidates.disabled(tree_only=True):
+            without = lint_source(source, str(path), settings, fix_edits=False)
+        assert _key(with_tier) == _key(without), path
+        ruled_out += with_tier.stage == "tree"
+        findings += len(without.diagnostics)
+    assert ruled_out > 0 and findings > 0, (ruled_out, findings)

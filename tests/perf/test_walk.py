@@ -99,3 +99,19 @@ def test_walk_matches_libcst_visit(prune):
         module.visit(expected)
         walk(module, got)
         assert got.events == expected.events, name
+
+
+def test_positions_of_matches_libcst_metadata():
+    """``analyzer.positions_of`` skips what ``MetadataWrapper.resolve`` adds around the
+    position provider (an empty batched visit); the map must be the same."""
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    from shutdown_lint.analyzer import positions_of
+
+    for name, code in _sources():
+        try:
+            module = cst.parse_module(code)
+        except cst.ParserSyntaxError:
+            continue
+        expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        assert dict(positions_of(module)) == dict(expected), name

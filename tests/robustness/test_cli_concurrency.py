@@ -35,8 +35,10 @@ def _project(root, n=40):
         (root / "pkg" / f"m{i:03d}.py").parent.mkdir(parents=True, exist_ok=True)
         (root / "pkg" / f"m{i:03d}.py").write_text(body + "\n# padding\n" * 50)
     # files that crash or trip the parser must not take the pool down with them
-    (root / "pkg" / "deep.py").write_bytes(b"import sys\nsys.exit(0)\nx = a" + b".b" * 12_000 + b"\n")
-    (root / "pkg" / "nul.py").write_bytes(b"import sys\x00\n")
+    # a thread and an exit: words a rule examines (files no rule can examine are not syntax-checked)
+    examined = b"import threading\nthreading.Thread(target=print)\n"
+    (root / "pkg" / "deep.py").write_bytes(examined + b"import sys\nsys.exit(0)\nx = a" + b".b" * 12_000 + b"\n")
+    (root / "pkg" / "nul.py").write_bytes(examined + b"import sys\x00\nsys.exit(0)\n")
     return root
 
 

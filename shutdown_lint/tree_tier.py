@@ -1,0 +1,375 @@
+"""The second candidate tier: sound necessary conditions checked on Python's ``ast``.
+
+The text tier (``candidates.py``) keeps every file whose identifier words could make a
+rule fire; on large code bases that is still ~14% of the lines, and libcst parses at
+~13k lines per CPU-second. ``ast.parse`` runs ~10x faster, and a tree tells what words
+cannot: *is* the blocking call inside an ``async def``, *is* ``ray.get`` called in a
+function that is not a coroutine. A rule states such a condition as ``candidate_tree``,
+a function of a ``Tree`` (see ``Rule.candidate_tree``); the file is parsed with libcst
+only for rules whose condition holds. The rules themselves stay libcst rules.
+
+Conditions must over-approximate what the rule can report, never under-approximate:
+
+- names are matched by their *last word*, through every alias the module could make
+  (``from time import sleep as nap``, ``q = queue.Queue()``, ``self.saver = torch.save``):
+  ``Tree.words(expr)`` is the set of last words the facts' ``qualified_name(expr)`` could
+  end with, a fixpoint over all bindings in the module, scopes ignored (a superset);
+- "which function is a node in" follows ``facts``: a call belongs to the innermost
+  ``def``/``async def`` whose node contains it (decorators and defaults included),
+  class bodies do not start a scope, a ``lambda`` is noted but stays in its function.
+
+``tests/perf/test_candidates.py`` lints every rule example and the example project with
+the tiers on and off, and ``bench/bench_speed.py --check-candidates`` the whole reference
+corpus: the findings must be identical.
+
+``parse`` keeps the last few trees by content hash so that later stages of the same
+process (the project index) can reuse a tree instead of parsing the file again.
+
+This module must stay cheap to import: no libcst (facts' tables are read lazily).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import warnings
+from collections import OrderedDict
+from functools import cached_property
+from typing import Iterable, Iterator, Optional
+
+#: trees kept per process (a big file's tree is tens of MB: keep few)
+_KEEP = 4
+_trees: "OrderedDict[str, Optional[Tree]]" = OrderedDict()
+_rejected: dict[str, tuple[int, int, str]] = {}
+
+
+class TooDeep(Exception):
+    """Python's own parser gives up on the file's nesting (libcst would crash on it)."""
+
+
+def parse(source: bytes) -> Optional["Tree"]:
+    """The file's ``Tree``; None when this interpreter's ``ast`` rejects it (a syntax
+    error, or syntax newer than this Python: libcst judges then). Raises ``TooDeep``."""
+    key = hashlib.sha1(source).hexdigest()
+    if key in _trees:
+        _trees.move_to_end(key)
+        return _trees[key]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            module = compile(source, "<candidate>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (RecursionError, MemoryError):
+        raise TooDeep() from None
+    except SyntaxError as e:
+        module = None
+        _rejected[key] = (max(e.lineno or 1, 1), max(e.offset or 1, 1), e.msg)
+    except ValueError as e:  # NUL bytes
+        module = None
+        _rejected[key] = (1, 1, str(e))
+    tree = Tree(module) if module is not None else None
+    _trees[key] = tree
+    while len(_trees) > _KEEP:
+        _trees.popitem(last=False)
+    while len(_rejected) > _KEEP:
+        del _rejected[next(iter(_rejected))]
+    return tree
+
+
+def rejection(source: bytes) -> Optional[tuple[int, int, str]]:
+    """(line, column, message) of this Python's ``SyntaxError`` for ``source``, when
+    ``parse`` saw one."""
+    return _rejected.get(hashlib.sha1(source).hexdigest())
+
+
+def cached(source: bytes) -> Optional[ast.Module]:
+    """The ``ast.Module`` this process already parsed for ``source`` (None if none):
+    the hook for later stages (the project index) to reuse the tier's parse."""
+    tree = _trees.get(hashlib.sha1(source).hexdigest())
+    return tree.module if tree is not None else None
+
+
+class Function:
+    """One ``def``/``async def`` and what runs directly in it (not in nested defs)."""
+
+    __slots__ = ("node", "name", "is_async", "calls", "raises", "trys", "in_class")
+
+    def __init__(self, node, in_class: bool) -> None:
+        self.node = node
+        self.name: str = node.name
+        self.is_async = isinstance(node, ast.AsyncFunctionDef)
+        #: (call, awaited, in a lambda)
+        self.calls: list[tuple[ast.Call, bool, bool]] = []
+        self.raises: list[ast.Raise] = []
+        self.trys: list[ast.AST] = []
+        self.in_class = in_class  # directly in a class body: a method
+
+
+class Tree:
+    """One module's ``ast`` with the summaries the conditions read (each built once)."""
+
+    def __init__(self, module: ast.Module) -> None:
+        self.module = module
+        self.functions: list[Function] = []
+        self.module_calls: list[tuple[ast.Call, bool, bool]] = []
+        self.classes: list[ast.ClassDef] = []
+        self._bindings: list[tuple[str, ast.AST]] = []  # name = value
+        self._attr_bindings: list[tuple[str, ast.AST]] = []  # self.x = value
+        self._imports: list[tuple[str, str]] = []  # local name -> imported last word
+        #: ``target = value`` (one target) and ``target: T = value``: (target, value, function)
+        self.assigns: list[tuple[ast.AST, ast.AST, Optional[Function]]] = []
+        #: names of functions defined directly in a class body (methods), by class
+        self.methods: dict[int, list[Function]] = {}
+        self.has_main_guard = False
+        self._collect()
+
+    # ------------------------------------------------------------------ the one walk
+    def _collect(self) -> None:
+        # iterative: deeply nested files must not hit the recursion limit here
+        stack: list[tuple[ast.AST, Optional[Function], bool, Optional[ast.ClassDef]]] = [
+            (self.module, None, False, None)]
+        awaited: set[int] = set()
+        FunctionDef, AsyncFunctionDef, ClassDef, Lambda = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda
+        Call, Await, Raise, Name, Attribute = ast.Call, ast.Await, ast.Raise, ast.Name, ast.Attribute
+        trys = (ast.Try, getattr(ast, "TryStar", ast.Try))
+        while stack:
+            node, fn, in_lambda, cls = stack.pop()
+            t = type(node)
+            if t is FunctionDef or t is AsyncFunctionDef:
+                info = Function(node, in_class=cls is not None)
+                self.functions.append(info)
+                if cls is not None:
+                    self.methods.setdefault(id(cls), []).append(info)
+                fn, in_lambda, cls = info, False, None
+            elif t is ClassDef:
+                self.classes.append(node)
+                cls = node
+            elif t is Lambda:
+                in_lambda = True
+            elif t is Call:
+                entry = (node, id(node) in awaited, in_lambda)
+                (fn.calls if fn is not None else self.module_calls).append(entry)
+            elif t is Await:
+                if type(node.value) is Call:
+                    awaited.add(id(node.value))
+            elif t is Raise:
+                if fn is not None:
+                    fn.raises.append(node)
+            elif t in trys:
+                if fn is not None:
+                    fn.trys.append(node)
+            elif t is ast.Assign:
+                for target in node.targets:
+                    self._bind(target, node.value if len(node.targets) == 1 else None)
+                if len(node.targets) == 1:
+                    self.assigns.append((node.targets[0], node.value, fn))
+            elif t is ast.AnnAssign or t is ast.NamedExpr:
+                self._bind(node.target, node.value)
+                if t is ast.AnnAssign and node.value is not None:
+                    self.assigns.append((node.target, node.value, fn))
+            elif t is ast.withitem:
+                if node.optional_vars is not None:
+                    self._bind(node.optional_vars, node.context_expr)
+            elif t is ast.Import:
+                for alias in node.names:
+                    if alias.asname:
+                        self._imports.append((alias.asname, alias.name.rsplit(".", 1)[-1]))
+            elif t is ast.ImportFrom:
+                for alias in node.names:
+                    if alias.asname:
+                        self._imports.append((alias.asname, alias.name))
+            elif t is ast.If and fn is None and cls is None and _is_main_guard(node.test):
+                self.has_main_guard = True
+            if t is not Name and t is not ast.Constant:
+                # ``cls`` reaches everything under a class body (an ``if`` in it too) until a
+                # def resets it, as in the facts' collector
+                stack.extend(reversed([(c, fn, in_lambda, cls) for c in ast.iter_child_nodes(node)]))
+
+    def _bind(self, target: ast.AST, value: Optional[ast.AST]) -> None:
+        if isinstance(target, ast.Name):
+            if value is not None:
+                self._bindings.append((target.id, value))
+        elif isinstance(target, ast.Attribute) and value is not None:
+            self._attr_bindings.append((target.attr, value))
+
+    # ------------------------------------------------------------------ names
+    @cached_property
+    def _aliases(self) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+        """name -> last words it may stand for; attribute name -> the same for ``x.attr``
+        (a fixpoint over every binding in the module, scopes ignored: a superset)."""
+        names: dict[str, set[str]] = {}
+        attrs: dict[str, set[str]] = {}
+        for local, word in self._imports:
+            names.setdefault(local, set()).add(word)
+        changed = True
+        while changed:
+            changed = False
+            for table, bindings in ((names, self._bindings), (attrs, self._attr_bindings)):
+                for name, value in bindings:
+                    words = self._words(value, names, attrs)
+                    if words:
+                        have = table.setdefault(name, set())
+                        if not words <= have:
+                            have |= words
+                            changed = True
+        return names, attrs
+
+    def words(self, expr: ast.AST) -> set[str]:
+        """Every last word the facts' qualified name of ``expr`` could end with."""
+        names, attrs = self._aliases
+        return self._words(expr, names, attrs)
+
+    def _words(self, expr: ast.AST, names: dict, attrs: dict) -> set[str]:
+        t = type(expr)
+        if t is ast.Name:
+            return {expr.id} | names.get(expr.id, set())
+        if t is ast.Attribute:
+            return {expr.attr} | attrs.get(expr.attr, set())
+        if t is ast.Await:
+            return self._words(expr.value, names, attrs)
+        if t is ast.Call:  # an instance: the callee's type, or a factory's result type
+            callee = self._words(expr.func, names, attrs)
+            results = _factory_results()
+            return callee | {w for c in callee for w in results.get(c, ())}
+        return set()
+
+    def aliases_of_attr(self, attr: str) -> set[str]:
+        """Last words that ``x.attr`` may stand for through ``x.attr = value`` bindings."""
+        return self._aliases[1].get(attr, set())
+
+    def may_call(self, call: ast.Call, last: str, receivers: Iterable[str] = ()) -> bool:
+        """The callee's qualified name could be ``<r>.<last>`` with ``r`` ending in one of
+        ``receivers`` (any receiver when empty): ``may_call(c, "get", {"ray"})`` for ray.get."""
+        func = call.func
+        if isinstance(func, ast.Attribute):
+            if last in self.aliases_of_attr(func.attr):
+                return True
+            if func.attr != last:
+                return False
+            wanted = set(receivers)
+            return not wanted or bool(self.words(func.value) & wanted)
+        return last in self.words(func)
+
+    def may_call_any(self, call: ast.Call, names: Iterable[str]) -> bool:
+        """``may_call`` for any of the dotted ``names`` (``sys.exit``, ``builtins.exit``),
+        spellings the facts canonicalise included (``asyncio.tasks.gather``)."""
+        for name in names:
+            last, receivers = _last_and_receivers(name)
+            if self.may_call(call, last, receivers):
+                return True
+        return False
+
+    def bound_to_method_of(self, name: str, types: set[str], attribute: bool = False) -> bool:
+        """Some ``name = x.m`` (``self.name = x.m`` with ``attribute``) binds a method of
+        an object whose words meet ``types`` (``get = session.get``)."""
+        for bound, value in (self._attr_bindings if attribute else self._bindings):
+            if bound == name and isinstance(value, ast.Attribute) and self.words(value.value) & types:
+                return True
+        return False
+
+    @cached_property
+    def argument_names(self) -> set[str]:
+        """Identifiers used anywhere inside call arguments (callables handed to
+        ``Thread(target=...)``, ``submit``, ``ray.remote(Cls)``, ``partial``...)."""
+        out: set[str] = set()
+        for call in self.all_calls():
+            for a in [*call.args, *(k.value for k in call.keywords)]:
+                for n in ast.walk(a):
+                    if isinstance(n, ast.Name):
+                        out.add(n.id)
+                    elif isinstance(n, ast.Attribute):
+                        out.add(n.attr)
+        return out
+
+    def all_calls(self) -> Iterator[ast.Call]:
+        for c, _, _ in self.module_calls:
+            yield c
+        for fn in self.functions:
+            for c, _, _ in fn.calls:
+                yield c
+
+    # ------------------------------------------------------------------ helpers for conditions
+    def sync_functions_reaching(self, direct: Iterable[Function], depth: int) -> set[str]:
+        """Names of sync functions that make a ``direct`` call or, up to ``depth`` levels,
+        call (by name) a function that does: what ``foo()`` / ``self.foo()`` may resolve to."""
+        found = {fn.name for fn in direct if not fn.is_async}
+        for _ in range(depth - 1):
+            more = {fn.name for fn in self.functions if not fn.is_async and fn.name not in found and any(
+                callee_name(c) in found for c, _, lam in fn.calls if not lam)}
+            if not more:
+                break
+            found |= more
+        return found
+
+    def reachable_names(self, roots: set[str]) -> set[str]:
+        """Function names reachable from ``roots`` by calls (by name: a superset of the
+        facts' same-module closure)."""
+        by_name: dict[str, list[Function]] = {}
+        for fn in self.functions:
+            by_name.setdefault(fn.name, []).append(fn)
+        seen, todo = set(roots), list(roots)
+        while todo:
+            for fn in by_name.get(todo.pop(), ()):
+                for c, _, _ in fn.calls:
+                    name = callee_name(c)
+                    if name is not None and name not in seen:
+                        seen.add(name)
+                        todo.append(name)
+        return seen
+
+
+def driver_names(tree: Tree, extra_roots: Iterable[str] = ()) -> set[str]:
+    """Names of functions that may run in the driver (facts' ``DRIVER``): reachable by
+    calls from ``main``, from functions calling ``ray.init``, and from module-level calls."""
+    roots = {"main", *extra_roots}
+    roots |= {fn.name for fn in tree.functions if any(tree.may_call(c, "init", ("ray",)) for c, _, _ in fn.calls)}
+    roots |= {n for n in (callee_name(c) for c, _, _ in tree.module_calls) if n is not None}
+    return tree.reachable_names(roots)
+
+
+def callee_name(call: ast.Call) -> Optional[str]:
+    """``f`` for ``f()``, ``m`` for ``x.m()``: the name a same-module def would have."""
+    func = call.func
+    if isinstance(func, ast.Call) and func.args:  # functools.partial(f, ...)()
+        func = func.args[0]
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
+def keyword(call: ast.Call, name: str) -> Optional[ast.AST]:
+    for k in call.keywords:
+        if k.arg == name:
+            return k.value
+    return None
+
+
+def _is_main_guard(test: ast.AST) -> bool:
+    return (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
+            and any(isinstance(s, ast.Name) and s.id == "__name__" for s in (test.left, *test.comparators)))
+
+
+@functools.lru_cache(maxsize=None)
+def _last_and_receivers(name: str) -> tuple[str, tuple[str, ...]]:
+    """``asyncio.gather`` -> ("gather", ("asyncio", "tasks")): its last word and the words
+    its receiver may end with, over the spellings the facts canonicalise to it."""
+    from .candidates import _spellings
+
+    parts = name.split(".")
+    if len(parts) == 1:
+        return name, ()
+    return parts[-1], tuple(sorted({sp.split(".")[-2] for sp in (name, *_spellings(name))}))
+
+
+@functools.lru_cache(maxsize=None)
+def _factory_results() -> dict[str, set[str]]:
+    """Last word of a factory callee -> last words of the types it returns (facts'
+    ``FACTORY_TYPES``), so ``loop = get_running_loop(); loop.create_task`` is seen."""
+    from .facts import FACTORY_TYPES
+
+    out: dict[str, set[str]] = {}
+    for callee, typ in FACTORY_TYPES.items():
+        out.setdefault(callee.rsplit(".", 1)[-1], set()).add(typ.rsplit(".", 1)[-1])
+    return out
