@@ -39,6 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="shutdown-lint",
         description="Find (and fix) the code that makes asyncio + Ray + PyTorch programs hang, leak or lose "
                     "work when they stop.",
+        epilog="commands:\n  server    run the language server (LSP over stdio) for editors; see docs/editors.md\n"
+               "            (needs the lsp extra: pip install 'shutdown-lint[lsp]')",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .); - reads stdin")
     g = p.add_argument_group("fixing")
@@ -109,6 +112,10 @@ def _main(argv: list[str]) -> int:
     if argv == ["--version"]:  # fast path: no argparse group building, no imports
         print(f"shutdown-lint {__version__}")
         return EXIT_OK
+    if argv[:1] == ["server"]:  # a directory named "server" is linted as ./server
+        from .server import main as server_main
+
+        return server_main(argv[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
