@@ -23,6 +23,7 @@ import logging
 import os
 import re
 import sys
+import threading
 from typing import Any, Optional
 from urllib.parse import unquote, urlparse
 
@@ -79,6 +80,8 @@ class ShutdownLintServer(LanguageServer):
         self._resolver: Optional[Resolver] = None
         self._caches: dict[str, Any] = {}
         self._reported: set[str] = set()
+        # lints run in worker threads; the cache index is one dict saved as a whole
+        self._cache_lock = threading.Lock()
 
     def report_server_error(self, error: Exception, source: Any) -> None:  # type: ignore[override]
         if isinstance(error, json.JSONDecodeError):
@@ -105,7 +108,8 @@ class ShutdownLintServer(LanguageServer):
 
     def forget_settings(self) -> None:
         self._resolver = None
-        self._caches.clear()
+        with self._cache_lock:
+            self._caches.clear()
         self._reported.clear()
 
     def _config_error(self, message: str) -> None:
@@ -158,7 +162,8 @@ class ShutdownLintServer(LanguageServer):
     def _from_cache(self, abspath: str, data: bytes, settings, root: str) -> Optional[dict]:  # type: ignore[no-untyped-def]
         from .cache import restore_path, sha256
 
-        entry = self._cache_for(settings, root).entry(abspath)
+        with self._cache_lock:
+            entry = self._cache_for(settings, root).entry(abspath)
         if entry is None or entry[2] != sha256(data):
             return None
         result = entry[3]
@@ -177,9 +182,12 @@ class ShutdownLintServer(LanguageServer):
                     return
         except OSError:
             return
-        cache = self._cache_for(settings, self.resolver.base.root)
-        cache.store(abspath, st.st_mtime_ns, st.st_size, sha256(data), strip_path(result.to_dict(), display))
-        cache.save()
+        with self._cache_lock:
+            cache = self._cache_for(settings, self.resolver.base.root)
+            cache.store(abspath, st.st_mtime_ns, st.st_size, sha256(data), strip_path(result.to_dict(), display))
+            warning = cache.save()
+        if warning:
+            log.warning("%s", warning)
 
     async def refresh(self, uri: str, delay: float = 0.0) -> None:
         """Lint the document now (or after ``delay``) and publish, unless it changed meanwhile."""
@@ -192,8 +200,9 @@ class ShutdownLintServer(LanguageServer):
         except Exception as e:  # a rule bug must not take the server down
             log.warning("linting %s failed: %s: %s", uri, type(e).__name__, e)
             outcome = None
-        current = self.workspace.get_text_document(uri)
-        if current.version != version:
+        if uri not in self.workspace.text_documents:
+            return  # closed meanwhile (its diagnostics were cleared)
+        if self.workspace.get_text_document(uri).version != version:
             return  # a newer lint is queued
         lines = text.splitlines(keepends=True)
         if outcome is None:
