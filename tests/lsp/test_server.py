@@ -110,6 +110,9 @@ def test_open_diagnose_hover_fix_and_diagnostic_goes(tmp_path: Path) -> None:
             assert [(d.code, d.source, d.range.start.line) for d in diags] == [("SHD201", "shutdown-lint", 5)]
             diag = diags[0]
             assert "safe fix available" in diag.message
+            # the buffer is what is on disk: its result went into the command line's cache
+            index = list((tmp_path / ".shutdown_lint_cache").glob("results-*.json"))
+            assert len(index) == 1 and str(bad) in json.loads(index[0].read_text())["files"]
 
             hover = await s.client.text_document_hover_async(types.HoverParams(
                 text_document=types.TextDocumentIdentifier(uri=uri), position=diag.range.start))
@@ -145,6 +148,20 @@ def test_open_diagnose_hover_fix_and_diagnostic_goes(tmp_path: Path) -> None:
                 context=types.CodeActionContext(diagnostics=[], only=[types.CodeActionKind.SourceFixAll])))
             assert [a.kind for a in only] == ["source.fixAll.shutdown-lint"]
             assert "sys.exit(3)" not in _apply(HAZARD, only[0].edit.changes[uri])
+
+            # an unsafe fix is offered, labelled, never preferred, and not part of "fix all safe"
+            blocking = "import time\n\n\nasync def poll():\n    time.sleep(1)\n"
+            other_uri = (tmp_path / "aio.py").as_uri()
+            s.client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+                uri=other_uri, language_id="python", version=1, text=blocking)))
+            [unsafe_diag] = await s.diagnostics(other_uri, 1)
+            assert unsafe_diag.code == "SHD301" and "unsafe fix available" in unsafe_diag.message
+            unsafe = await s.client.text_document_code_action_async(types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=other_uri), range=unsafe_diag.range,
+                context=types.CodeActionContext(diagnostics=[unsafe_diag])))
+            assert [(a.kind, bool(a.is_preferred)) for a in unsafe] == [(types.CodeActionKind.QuickFix, False)]
+            assert "(unsafe fix, review the change)" in unsafe[0].title
+            assert "await asyncio.sleep(1)" in _apply(blocking, unsafe[0].edit.changes[other_uri])
 
             # hover on a code in a suppression comment
             s.client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
