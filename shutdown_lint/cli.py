@@ -211,6 +211,7 @@ def _run_files(args, resolver, mode, fmt, cfg, catalogue, cache_dir) -> int:
         for f in found.files:
             groups.setdefault(resolver.config_path(f.abspath), []).append(f)
         group_settings = {path: resolver.settings(path) for path in groups}
+        _apply_nested_excludes(groups, resolver, cfg, args)
     except SettingsError as e:
         raise UsageError(str(e)) from None
     results: dict[str, FileResult] = {}
@@ -270,6 +271,23 @@ def _run_files(args, resolver, mode, fmt, cfg, catalogue, cache_dir) -> int:
     _emit_notes(errors, notes, args.quiet)
     _render(args, report, fmt)
     return _exit_code(args, report, failed)
+
+
+def _apply_nested_excludes(groups, resolver, cfg, args) -> None:
+    """A nested configuration's ``exclude`` (anchored to its own directory) drops the files under
+    it that discovery found by walking; a file named on the command line stays, unless --force-exclude."""
+    from .discovery import _Ignorer
+
+    named = {os.path.abspath(p) for p in args.paths or []}
+    for path in list(groups):
+        if path is None or path == cfg.path:
+            continue
+        nested = resolver.config(path)
+        if not nested.exclude:
+            continue
+        ignorer = _Ignorer(nested.root, nested.exclude, False)  # .gitignore files were applied already
+        groups[path] = [f for f in groups[path] if (f.abspath in named and not args.force_exclude)
+                        or not ignorer.ignored(f.abspath, False)]
 
 
 def _plan_group(files, settings, mode, cache_dir, results, notes):

@@ -136,7 +136,7 @@ class ShutdownLintServer(LanguageServer):
 
         if _Ignorer(cfg.root, cfg.exclude, cfg.respect_gitignore).ignored(abspath, False):
             return None
-        display = os.path.relpath(abspath, cfg.root) if abspath.startswith(cfg.root + os.sep) else abspath
+        display = _display(abspath, resolver.base.root)
         data = text.encode("utf-8")
         cached = self._from_cache(abspath, data, settings, resolver.base.root)
         if cached is not None:
@@ -245,6 +245,12 @@ def uri_to_path(uri: str) -> Optional[str]:
     if os.name == "nt" and re.match(r"^/[A-Za-z]:", path):  # pragma: no cover
         path = path[1:]
     return path or None
+
+
+def _display(abspath: str, root: str) -> str:
+    """The path messages and ``per-file-ignores`` see: relative to the workspace's project root, as
+    when the command line runs there."""
+    return os.path.relpath(abspath, root) if abspath.startswith(root.rstrip(os.sep) + os.sep) else abspath
 
 
 def _client_range(lines: list[str], codec, start: tuple[int, int], end: tuple[int, int]) -> types.Range:  # type: ignore[no-untyped-def]
@@ -392,9 +398,10 @@ def _fix_all_edit(ls: ShutdownLintServer, uri: str) -> Optional[types.WorkspaceE
     if path is None:
         return None
     try:
-        settings = ls.resolver.for_file(os.path.abspath(path))
+        abspath = os.path.abspath(path)
+        settings = ls.resolver.for_file(abspath)
         data = doc.source.encode("utf-8")
-        outcome = fix_source(data, path, settings, unsafe=False)
+        outcome = fix_source(data, _display(abspath, ls.resolver.base.root), settings, unsafe=False)
     except (SettingsError, AnalysisError) as e:
         log.warning("fix all: %s", e)
         return None

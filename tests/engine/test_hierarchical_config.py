@@ -112,3 +112,16 @@ def test_extend_errors_name_the_file_and_key(tmp_path, cli):
     run = cli(tmp_path / "a", ".")
     assert run.code == 2 and "inner/shutdown-lint.toml: `select` must be a list of strings" in run.err
     assert "Traceback" not in run.err
+
+
+def test_nested_exclude_applies_to_the_files_under_it(tmp_path, cli):
+    write(tmp_path / "pyproject.toml", '[tool.shutdown-lint]\nselect = ["SHD201"]\n')
+    write(tmp_path / "pkg" / "shutdown-lint.toml", 'extend = "../pyproject.toml"\nexclude = ["generated/"]\n')
+    write(tmp_path / "pkg" / "generated" / "g.py", HAZARD)
+    write(tmp_path / "pkg" / "real.py", HAZARD)
+    run = cli(tmp_path, "--output-format", "concise", "--no-cache", ".")
+    assert _codes(run.out) == {("pkg/real.py", "SHD201")}
+    named = cli(tmp_path, "--output-format", "concise", "--no-cache", "pkg/generated/g.py")
+    assert _codes(named.out) == {("pkg/generated/g.py", "SHD201")}
+    forced = cli(tmp_path, "--output-format", "concise", "--no-cache", "--force-exclude", "pkg/generated/g.py")
+    assert forced.code == 0 and "SHD201" not in forced.out
