@@ -82,6 +82,8 @@ class ShutdownLintServer(LanguageServer):
         self._reported: set[str] = set()
         # lints run in worker threads; the cache index is one dict saved as a whole
         self._cache_lock = threading.Lock()
+        self._messages: list[str] = []
+        self._ignorers: dict[tuple[Optional[str], str], Any] = {}
 
     def report_server_error(self, error: Exception, source: Any) -> None:  # type: ignore[override]
         if isinstance(error, json.JSONDecodeError):
@@ -111,12 +113,26 @@ class ShutdownLintServer(LanguageServer):
         with self._cache_lock:
             self._caches.clear()
         self._reported.clear()
+        self._ignorers.clear()
 
     def _config_error(self, message: str) -> None:
+        # called from lint threads: queued here, shown from the event loop by flush_messages()
         if message not in self._reported:  # once per message, not per keystroke
             self._reported.add(message)
+            self._messages.append(message)
+
+    def flush_messages(self) -> None:
+        while self._messages:
             self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error,
-                                                             message=f"shutdown-lint: {message}"))
+                                                             message=f"shutdown-lint: {self._messages.pop(0)}"))
+
+    def _ignorer(self, cfg: C.Config):  # type: ignore[no-untyped-def]
+        from .discovery import _Ignorer
+
+        key = (cfg.path, cfg.root)
+        if key not in self._ignorers:  # it caches the .gitignore files it has read
+            self._ignorers[key] = _Ignorer(cfg.root, cfg.exclude, cfg.respect_gitignore)
+        return self._ignorers[key]
 
     def lint(self, uri: str, text: str) -> Optional[tuple[FileResult, Any]]:
         """Findings for ``text`` as the file at ``uri`` (None: excluded, not a file, or bad config)."""
@@ -132,9 +148,7 @@ class ShutdownLintServer(LanguageServer):
         except SettingsError as e:
             self._config_error(str(e))
             return None
-        from .discovery import _Ignorer
-
-        if _Ignorer(cfg.root, cfg.exclude, cfg.respect_gitignore).ignored(abspath, False):
+        if self._ignorer(cfg).ignored(abspath, False):
             return None
         display = _display(abspath, resolver.base.root)
         data = text.encode("utf-8")
@@ -200,6 +214,7 @@ class ShutdownLintServer(LanguageServer):
         except Exception as e:  # a rule bug must not take the server down
             log.warning("linting %s failed: %s: %s", uri, type(e).__name__, e)
             outcome = None
+        self.flush_messages()
         if uri not in self.workspace.text_documents:
             return  # closed meanwhile (its diagnostics were cleared)
         if self.workspace.get_text_document(uri).version != version:
@@ -363,6 +378,7 @@ async def code_action(ls: ShutdownLintServer, params: types.CodeActionParams) ->
     uri = params.text_document.uri
     only = [str(getattr(k, "value", k)) for k in (params.context.only or [])]
     current = await asyncio.get_running_loop().run_in_executor(None, ls.current_result, uri)
+    ls.flush_messages()
     if current is None:
         return []
     result, lines = current

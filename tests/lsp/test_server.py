@@ -70,9 +70,11 @@ class _Session:
         def on_diagnostics(params: types.PublishDiagnosticsParams) -> None:
             self.published.put_nowait(params)
 
+        self.messages: list[str] = []
+
         @self.client.feature(types.WINDOW_SHOW_MESSAGE)
         def on_message(params: types.ShowMessageParams) -> None:
-            self.published.put_nowait(params)
+            self.messages.append(params.message)
 
     async def start(self) -> None:
         await self.client.start_io(sys.executable, "-m", "shutdown_lint", "server", env=_env(), cwd=str(self.root))
@@ -84,7 +86,6 @@ class _Session:
     async def diagnostics(self, uri: str, version: int) -> list[types.Diagnostic]:
         while True:
             params = await asyncio.wait_for(self.published.get(), 60)
-            assert isinstance(params, types.PublishDiagnosticsParams), params
             if params.uri == uri and params.version == version:
                 return list(params.diagnostics)
 
@@ -194,6 +195,35 @@ def test_nearest_config_and_exclude_apply_to_open_documents(tmp_path: Path) -> N
                     text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=HAZARD)))
                 got[name] = [d.code for d in await s.diagnostics(uri, 1)]
             assert got == {"loud.py": ["SHD201"], "quiet/q.py": [], "gen/g.py": []}
+        finally:
+            await s.stop()
+
+    asyncio.run(scenario())
+
+
+def test_config_error_is_shown_once_and_the_server_goes_on(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.shutdown-lint]\nselekt = ["SHD201"]\n')
+    uri = (tmp_path / "a.py").as_uri()
+
+    async def scenario() -> None:
+        s = _Session(tmp_path)
+        await s.start()
+        try:
+            for version in (1, 2):
+                if version == 1:
+                    s.client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+                        uri=uri, language_id="python", version=1, text=HAZARD)))
+                else:
+                    s.client.text_document_did_change(types.DidChangeTextDocumentParams(
+                        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+                        content_changes=[types.TextDocumentContentChangeWholeDocument(text=HAZARD + "\n")]))
+                assert await s.diagnostics(uri, version) == []
+            assert len(s.messages) == 1 and "pyproject.toml: unknown key `selekt`" in s.messages[0], s.messages
+            # fixing the config (and saving it) brings the findings back
+            (tmp_path / "pyproject.toml").write_text('[tool.shutdown-lint]\nselect = ["SHD201"]\n')
+            s.client.text_document_did_save(types.DidSaveTextDocumentParams(
+                text_document=types.TextDocumentIdentifier(uri=(tmp_path / "pyproject.toml").as_uri())))
+            assert [d.code for d in await s.diagnostics(uri, 2)] == ["SHD201"]
         finally:
             await s.stop()
 
