@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps({k: v for k, v in r.items() if k != "rank0_stderr_tail"}), flush=True)
     print()
     print(f"backend={args.backend}  process-group timeout={args.pg_timeout:g}s  SIGTERM -> rank 1")
-    head = f"| rank 1 on SIGTERM | teardown | rank 0 collective fails after | rank 0 error | rank 0 exit (after) | rank 1 exit |"
+    head = "| rank 1 on SIGTERM | teardown | rank 0 collective fails after | rank 0 error | rank 0 exit (after) | rank 1 exit |"
     print(head)
     print("|" + "---|" * 6)
     for r in results:

@@ -6,7 +6,6 @@ from typing import Optional, Union
 import libcst as cst
 
 from shutdown_lint import candidates as C
-from shutdown_lint import tree_tier as T
 from shutdown_lint.rule import AddImport, Fix, Invalid, Replace, Rule
 from shutdown_lint.traversal import walk
 

@@ -6,7 +6,6 @@ from typing import Optional, Sequence
 import libcst as cst
 
 from shutdown_lint import candidates as C
-from shutdown_lint import tree_tier as T
 from shutdown_lint import facts as F
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
 

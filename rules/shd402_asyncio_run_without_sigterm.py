@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import ast
 import libcst as cst
 
 from shutdown_lint import candidates as C

@@ -1,12 +1,10 @@
 from __future__ import annotations
 
-import ast
 from typing import Optional
 
 import libcst as cst
 
 from shutdown_lint import candidates as C
-from shutdown_lint import tree_tier as T
 from shutdown_lint.facts import ClassInfo, FunctionInfo
 from shutdown_lint.rule import Fix, InsertAfter, InsertBefore, Invalid, Option, Replace, Rule
 from shutdown_lint.traversal import walk

@@ -6,7 +6,6 @@ from typing import Optional, Union
 import libcst as cst
 
 from shutdown_lint import candidates as C
-from shutdown_lint import tree_tier as T
 from shutdown_lint import facts as F
 from shutdown_lint.facts import ClassInfo, FunctionInfo, reachable
 from shutdown_lint.rule import Fix, InsertAfter, InsertBefore, Invalid, Option, Rule

@@ -900,11 +900,21 @@ def _after_fork_child() -> None:
         pass
 
 
-def _at_exit() -> None:
+def settle() -> None:
+    """Let a report being written reach its sinks, and count a stall that was still open when its
+    loop stopped (the monitor closes those on its next check, which may never come at exit)."""
     try:
         _wait_for_reports(_EXIT_REPORT_WAIT)
     except Exception:
         pass
+    try:
+        _monitor.check()
+    except Exception:
+        pass
+
+
+def _at_exit() -> None:
+    settle()
     try:
         _monitor.stopping = True
         _monitor.wake.set()

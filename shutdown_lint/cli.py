@@ -13,9 +13,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from . import __version__
+
+if TYPE_CHECKING:
+    from .diagnostic import FileResult
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 PROGRESS_MIN_FILES = 300
@@ -39,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="shutdown-lint",
         description="Find (and fix) the code that makes asyncio + Ray + PyTorch programs hang, leak or lose "
                     "work when they stop.",
+        epilog="commands:\n  server    run the language server (LSP over stdio) for editors; see docs/editors.md\n"
+               "            (needs the lsp extra: pip install 'shutdown-lint[lsp]')",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .); - reads stdin")
     g = p.add_argument_group("fixing")
@@ -63,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--stdin-filename", metavar="PATH", help="the name of the file read from stdin")
     f.add_argument("--config", metavar="FILE", help="pyproject.toml or shutdown-lint.toml to use")
     f.add_argument("--isolated", action="store_true", help="ignore all configuration files")
+    f.add_argument("--show-settings", metavar="FILE",
+                   help="print the settings that apply to FILE and where each came from")
     o = p.add_argument_group("output")
     o.add_argument("--output-format", choices=FORMATS, help="default: full on a terminal, else concise")
     o.add_argument("--statistics", action="store_true", help="count findings by rule")
@@ -107,6 +115,10 @@ def _main(argv: list[str]) -> int:
     if argv == ["--version"]:  # fast path: no argparse group building, no imports
         print(f"shutdown-lint {__version__}")
         return EXIT_OK
+    if argv[:1] == ["server"]:  # a directory named "server" is linted as ./server
+        from .server import main as server_main
+
+        return server_main(argv[1:])
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -131,7 +143,6 @@ def _main(argv: list[str]) -> int:
         raise UsageError("--baseline and --write-baseline cannot be combined")
 
     from . import config as C
-    from .settings import DEFAULT_TARGET, Settings
 
     stdin = args.paths == ["-"] or (not args.paths and args.stdin_filename is not None)
     if "-" in args.paths and not stdin:
@@ -146,55 +157,44 @@ def _main(argv: list[str]) -> int:
     use_cache = not args.no_cache and not stdin
     cache_dir = os.path.abspath(args.cache_dir) if args.cache_dir else os.path.join(cfg.root, ".shutdown_lint_cache")
     catalogue = C.load_catalogue(cache_dir if use_cache else None)
-    try:
-        selected = C.resolve(
-            _split(args.select) if args.select else cfg.select,
-            [*cfg.extend_select, *_split(args.extend_select)],
-            [*cfg.ignore, *_split(args.ignore)],
-            catalogue,
-        )
-        pfi: dict[str, set[str]] = {}
-        for glob, sels in cfg.per_file_ignores.items():
-            for sel in sels:
-                pfi.setdefault(glob, set()).update(C.expand(sel, catalogue))
-        for item in args.per_file_ignores or []:
-            glob, sep, sels = item.rpartition(":")
-            if not sep or not glob:
-                raise UsageError(f"--per-file-ignores expects GLOB:RULES, got {item!r}")
-            for sel in _split([sels]):
-                pfi.setdefault(glob, set()).update(C.expand(sel, catalogue))
-        target = (C.check_target(args.target_version, "--target-version") if args.target_version
-                  else cfg.target_version or C.target_from_requires_python(cfg.requires_python) or DEFAULT_TARGET)
-        options = C.rule_options(cfg, catalogue)
-    except C.UnknownSelector as e:
-        where = f" (in {cfg.path})" if cfg.path else ""
-        raise UsageError(f"{e}{where}") from None
-    except C.ConfigError as e:
-        raise UsageError(str(e)) from None
+    from .hierarchy import Overrides, Resolver, SettingsError
 
-    settings = Settings(
-        selected=selected,
-        target_version=target,
-        rule_options=options,
-        per_file_ignores=tuple(sorted((g, tuple(sorted(c))) for g, c in pfi.items())),
-        prefilter=not args.no_prefilter,
-    )
+    # --config / --isolated / stdin: one configuration; otherwise each file its nearest one
+    resolver = Resolver(cfg, Overrides.from_args(args), catalogue,
+                        fixed=bool(args.config or args.isolated or stdin))
+    try:
+        if args.show_settings:
+            return _show_settings(args, resolver)
+        settings = resolver.settings(cfg.path)
+    except SettingsError as e:
+        raise UsageError(str(e)) from None
     from .runner import Mode
 
     mode = Mode(fix=args.fix and not args.diff, unsafe=args.unsafe_fixes, diff=args.diff,
                 edits=fmt in ("json", "sarif"))
     if stdin:
         return _run_stdin(args, settings, mode, fmt, cfg, catalogue)
-    return _run_files(args, settings, mode, fmt, cfg, catalogue, cache_dir if use_cache else None)
+    return _run_files(args, resolver, mode, fmt, cfg, catalogue, cache_dir if use_cache else None)
+
+
+def _show_settings(args, resolver) -> int:
+    from .hierarchy import describe
+
+    target = os.path.abspath(args.show_settings)
+    if not os.path.exists(target):
+        raise UsageError(f"{args.show_settings}: no such file")
+    given = {k: str(v) for k, v in (("select", ",".join(args.select or [])), ("extend-select", args.extend_select),
+                                    ("ignore", args.ignore), ("per-file-ignores", args.per_file_ignores),
+                                    ("target-version", args.target_version)) if v}
+    sys.stdout.write(describe(target, resolver, given))
+    return EXIT_OK
 
 
 # ------------------------------------------------------------------ files
 
 
-def _run_files(args, settings, mode, fmt, cfg, catalogue, cache_dir) -> int:
-    from .diagnostic import FileResult
+def _run_files(args, resolver, mode, fmt, cfg, catalogue, cache_dir) -> int:
     from .discovery import discover
-    from .runner import Job, has_applicable_fix, run
 
     exclude = [*cfg.exclude, *_split(args.exclude), *_split(args.extend_exclude)]
     found = discover(args.paths or ["."], cfg.root, exclude, respect_gitignore=cfg.respect_gitignore
@@ -205,59 +205,33 @@ def _run_files(args, settings, mode, fmt, cfg, catalogue, cache_dir) -> int:
         print(f"shutdown-lint: warning: {warning}", file=sys.stderr)
     notes: list[str] = []
 
-    cache = None
-    if cache_dir is not None:
-        from .cache import Cache, restore_path
+    # files grouped by the configuration that applies to them (one group in most projects)
+    from .hierarchy import SettingsError
 
-        cache = Cache(cache_dir, _cache_fingerprint(settings))
-        notes.extend(cache.warnings)
+    groups: dict[Optional[str], list] = {}
+    try:
+        for f in found.files:
+            groups.setdefault(resolver.config_path(f.abspath), []).append(f)
+        group_settings = {path: resolver.settings(path) for path in groups}
+        _apply_nested_excludes(groups, resolver, cfg, args)
+    except SettingsError as e:
+        raise UsageError(str(e)) from None
     results: dict[str, FileResult] = {}
-    jobs: list[Job] = []
-    for f in found.files:
-        known = None
-        if cache is not None:
-            try:
-                st = os.stat(f.abspath)
-            except OSError:
-                st = None
-            hit = cache.lookup(f.abspath, st) if st is not None else None
-            if hit is not None and hit.get("deps") and _deps_changed(hit, f.abspath, cache, cache_dir):
-                jobs.append(Job(f.display, f.abspath, None))  # another module it relied on changed
-                continue
-            if hit is not None and not (mode.fixing and has_applicable_fix(hit, mode.unsafe)) \
-                    and not (mode.edits and _lacks_edits(hit)):
-                if hit.get("diagnostics") or hit.get("warnings") or hit.get("error"):
-                    results[f.abspath] = FileResult.from_dict(restore_path(hit, f.display))
-                else:  # most files: nothing to restore
-                    results[f.abspath] = FileResult(f.display, cached=True, parsed=hit.get("parsed", False),
-                                                    stage=hit.get("stage", ""))
-                continue
-            entry = cache.entry(f.abspath)
-            if entry is not None and not (entry[3].get("deps") and _deps_changed(entry[3], f.abspath, cache, cache_dir)):
-                known = (entry[2], entry[3])
-        jobs.append(Job(f.display, f.abspath, known))
-
+    plans = [_plan_group(files, group_settings[path], mode, cache_dir, results, notes)
+             for path, files in groups.items()]
     n_jobs = args.jobs or os.cpu_count() or 1
+    total = sum(len(jobs) for _s, _c, jobs in plans)
     from . import index_hooks
 
-    index_store = index_hooks.start(args.paths or ["."], None, cache_dir) \
-        if jobs else None
-    with _progress(len(jobs), args.quiet) as tick:
-        outcomes = run(jobs, settings, mode, n_jobs, on_done=tick)
+    # one project index for the whole run, whatever configuration each file falls under
+    index_store = index_hooks.start(args.paths or ["."], None, cache_dir) if total else None
+    outcomes: list = []
+    with _progress(total, args.quiet) as tick:
+        for settings, cache, jobs in plans:
+            outcomes.extend(_run_group(settings, cache, jobs, mode, n_jobs, tick, results, notes))
     warning = index_hooks.finish(index_store, outcomes, cache_dir)
     if warning:
         notes.append(f"warning: {warning}")
-    for job, outcome in zip(jobs, outcomes):
-        results[job.abspath] = outcome.result
-        if cache is not None and outcome.stamp is not None:
-            from .cache import strip_path
-
-            mtime, size, digest = outcome.stamp
-            cache.store(job.abspath, mtime, size, digest, strip_path(outcome.result.to_dict(), job.path))
-    if cache is not None:
-        warning = cache.save()
-        if warning:
-            notes.append(f"warning: {warning}")
 
     ordered = [results[f.abspath] for f in found.files if f.abspath in results]
     diagnostics = sorted((d for r in ordered for d in r.diagnostics), key=lambda d: d.sort_key())
@@ -283,7 +257,7 @@ def _run_files(args, settings, mode, fmt, cfg, catalogue, cache_dir) -> int:
             raise UsageError(str(e)) from None
 
     if args.add_noqa:
-        added, skipped = _add_noqa(diagnostics, {f.display: f.abspath for f in found.files}, settings)
+        added, skipped = _add_noqa(diagnostics, {f.display: f.abspath for f in found.files}, resolver)
         notes.extend(skipped)
         _emit_notes(errors, notes, args.quiet)
         if not args.quiet:
@@ -314,6 +288,82 @@ def _deps_changed(hit, abspath, cache, cache_dir) -> bool:
     from .index_hooks import deps_changed
 
     return deps_changed(hit, abspath, cache, cache_dir)
+
+
+def _apply_nested_excludes(groups, resolver, cfg, args) -> None:
+    """A nested configuration's ``exclude`` (anchored to its own directory) drops the files under
+    it that discovery found by walking; a file named on the command line stays, unless --force-exclude."""
+    from .discovery import _Ignorer
+
+    named = {os.path.abspath(p) for p in args.paths or []}
+    for path in list(groups):
+        if path is None or path == cfg.path:
+            continue
+        nested = resolver.config(path)
+        if not nested.exclude:
+            continue
+        ignorer = _Ignorer(nested.root, nested.exclude, False)  # .gitignore files were applied already
+        groups[path] = [f for f in groups[path] if (f.abspath in named and not args.force_exclude)
+                        or not ignorer.ignored(f.abspath, False)]
+
+
+def _plan_group(files, settings, mode, cache_dir, results, notes):
+    """Serve what the cache can for ``files`` (which share ``settings``: their cache index is keyed
+    by them) into ``results``; returns (settings, cache, jobs still to run)."""
+    from .diagnostic import FileResult
+    from .runner import Job, has_applicable_fix
+
+    cache = None
+    if cache_dir is not None:
+        from .cache import Cache, restore_path
+
+        cache = Cache(cache_dir, _cache_fingerprint(settings))
+        notes.extend(cache.warnings)
+    jobs: list[Job] = []
+    for f in files:
+        known = None
+        if cache is not None:
+            try:
+                st = os.stat(f.abspath)
+            except OSError:
+                st = None
+            hit = cache.lookup(f.abspath, st) if st is not None else None
+            if hit is not None and hit.get("deps") and _deps_changed(hit, f.abspath, cache, cache_dir):
+                jobs.append(Job(f.display, f.abspath, None))  # another module it relied on changed
+                continue
+            if hit is not None and not (mode.fixing and has_applicable_fix(hit, mode.unsafe)) \
+                    and not (mode.edits and _lacks_edits(hit)):
+                if hit.get("diagnostics") or hit.get("warnings") or hit.get("error"):
+                    results[f.abspath] = FileResult.from_dict(restore_path(hit, f.display))
+                else:  # most files: nothing to restore
+                    results[f.abspath] = FileResult(f.display, cached=True, parsed=hit.get("parsed", False),
+                                                    stage=hit.get("stage", ""))
+                continue
+            entry = cache.entry(f.abspath)
+            if entry is not None and not (entry[3].get("deps") and _deps_changed(entry[3], f.abspath, cache,
+                                                                                  cache_dir)):
+                known = (entry[2], entry[3])
+        jobs.append(Job(f.display, f.abspath, known))
+    return settings, cache, jobs
+
+
+def _run_group(settings, cache, jobs, mode, n_jobs, tick, results, notes) -> list:
+    """Run ``jobs``, store their results (and cache entries); returns the runner's outcomes."""
+    from .runner import run
+
+    outcomes = run(jobs, settings, mode, n_jobs, on_done=tick)
+    for job, outcome in zip(jobs, outcomes):
+        results[job.abspath] = outcome.result
+        if cache is not None and outcome.stamp is not None:
+            from .cache import strip_path
+
+            mtime, size, digest = outcome.stamp
+            cache.store(job.abspath, mtime, size, digest, strip_path(outcome.result.to_dict(), job.path))
+    if cache is not None:
+        warning = cache.save()
+        if warning:
+            notes.append(f"warning: {warning}")
+    return outcomes
 
 
 def _lacks_edits(result: dict) -> bool:
@@ -435,7 +485,7 @@ class _progress:
             self._bar.stop()
 
 
-def _add_noqa(diagnostics, abspaths: dict[str, str], settings) -> tuple[int, list[str]]:
+def _add_noqa(diagnostics, abspaths: dict[str, str], resolver) -> tuple[int, list[str]]:
     """Append ``# noqa: CODE`` on each finding's line; keep a file's edit only if it
     still parses and the findings are then suppressed."""
     from .analyzer import lint_source
@@ -458,7 +508,7 @@ def _add_noqa(diagnostics, abspaths: dict[str, str], settings) -> tuple[int, lis
         except (SourceError, SyntaxError, UnicodeError, LookupError) as e:
             notes.append(f"warning: {path}: noqa not added: {e}")
             continue
-        after = lint_source(new, path, settings)
+        after = lint_source(new, path, resolver.for_file(os.path.abspath(abspath)))
         still = {(d.line, d.code) for d in after.diagnostics}
         if after.error or any((line, code) in still for line, codes in wanted.items() for code in codes):
             notes.append(f"warning: {path}: noqa not added: the comment would not suppress the findings there "

@@ -9,6 +9,7 @@ Keys (kebab-case, as in the file)::
     respect-gitignore                    bool, default true
     target-version                       py310 | py311 | ...
     rules.<code or name>.<option>        per-rule options, validated by the rule
+    extend                               another config file to inherit from (relative to this one)
 
 Every error names the file and the key; the command exits 2 on them.
 
@@ -56,10 +57,15 @@ class Config:
     rules: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: ``[project] requires-python`` of the pyproject next to the config, if any
     requires_python: Optional[str] = None
+    #: key as written (``select``, ``rules.SHD301``...) -> the file that set it (for --show-settings)
+    sources: dict[str, str] = field(default_factory=dict)
+    #: the files this one inherits from through ``extend``, nearest first
+    extends: list[str] = field(default_factory=list)
 
 
 _LIST_KEYS = {"select", "extend-select", "ignore", "exclude", "extend-exclude"}
-_KNOWN_KEYS = _LIST_KEYS | {"per-file-ignores", "respect-gitignore", "target-version", "rules"}
+_KNOWN_KEYS = _LIST_KEYS | {"per-file-ignores", "respect-gitignore", "target-version", "rules", "extend"}
+_MAX_EXTEND_DEPTH = 16
 
 
 def _read_toml(path: str) -> dict[str, Any]:
@@ -133,38 +139,59 @@ def load(path: Optional[str], start: str = ".") -> Config:
         return Config(root=find_root_without_config(start))
     if not os.path.isfile(path):
         raise ConfigError(f"{path}: config file not found")
+    return _load_file(path, ())
+
+
+def _load_file(path: str, chain: tuple[str, ...]) -> Config:
+    """One config file, on top of the file it ``extend``s (keys set here win; ``extend-select``,
+    ``extend-exclude``, ``per-file-ignores`` and ``rules`` add to the inherited ones)."""
     data = _read_toml(path)
     section = _section(path, data)
-    cfg = Config(path=path, root=os.path.dirname(os.path.abspath(path)))
-    pyproject = os.path.join(cfg.root, "pyproject.toml")
-    if os.path.basename(path) == "pyproject.toml":
-        project = data.get("project", {})
-    elif os.path.isfile(pyproject):
-        try:
-            project = _read_toml(pyproject).get("project", {})
-        except ConfigError:
-            project = {}
-    else:
-        project = {}
+    root = os.path.dirname(os.path.abspath(path))
+    project = _project_table(path, data, root)
+    parent: Optional[Config] = None
+    if isinstance(section, dict) and "extend" in section:
+        parent = _load_parent(path, section["extend"], chain)
+    cfg = Config(path=path, root=root)
+    if parent is not None:
+        cfg.select = parent.select
+        cfg.extend_select = list(parent.extend_select)
+        cfg.ignore = list(parent.ignore)
+        cfg.per_file_ignores = dict(parent.per_file_ignores)
+        cfg.exclude = list(parent.exclude)
+        cfg.respect_gitignore = parent.respect_gitignore
+        cfg.target_version = parent.target_version
+        cfg.rules = {k: dict(v) for k, v in parent.rules.items()}
+        cfg.requires_python = parent.requires_python
+        cfg.sources = dict(parent.sources)
+        cfg.extends = [parent.path or "", *parent.extends]
     if isinstance(project, dict) and isinstance(project.get("requires-python"), str):
         cfg.requires_python = project["requires-python"]
+        cfg.sources["requires-python"] = os.path.join(root, "pyproject.toml")
     if section is None:
         return cfg
     if not isinstance(section, dict):
         raise ConfigError(f"{path}: [tool.shutdown-lint] must be a table")
     where = "[tool.shutdown-lint]" if path.endswith("pyproject.toml") else "the top level"
+    own_exclude: Optional[list[str]] = None
     for key, value in section.items():
         if key not in _KNOWN_KEYS:
             hint = _close_match(key, _KNOWN_KEYS)
             raise ConfigError(f"{path}: unknown key `{key}` in {where}{hint}")
+        if key == "extend":
+            continue
+        if key != "rules":
+            cfg.sources[key] = path
         if key in _LIST_KEYS:
             items = _string_list(path, key, value)
             if key == "select":
                 cfg.select = items
             elif key == "extend-select":
-                cfg.extend_select = items
+                cfg.extend_select = [*cfg.extend_select, *items] if parent else items
             elif key == "ignore":
                 cfg.ignore = items
+            elif key == "exclude":
+                own_exclude = items
             else:
                 cfg.exclude.extend(items)
         elif key == "per-file-ignores":
@@ -181,8 +208,40 @@ def load(path: Optional[str], start: str = ".") -> Config:
         elif key == "rules":
             if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
                 raise ConfigError(f"{path}: `rules` must hold one table per rule, e.g. [tool.shutdown-lint.rules.SHD201]")
-            cfg.rules = {k: dict(v) for k, v in value.items()}
+            for selector, options in value.items():
+                cfg.rules.setdefault(selector, {}).update(options)
+                cfg.sources[f"rules.{selector}"] = path
+    if own_exclude is not None:
+        # this file's `exclude` replaces an inherited one; its `extend-exclude` (added above) stays
+        inherited = parent.exclude if parent else []
+        cfg.exclude = own_exclude + [p for p in cfg.exclude[len(inherited):]]
     return cfg
+
+
+def _project_table(path: str, data: dict[str, Any], root: str) -> Any:
+    if os.path.basename(path) == "pyproject.toml":
+        return data.get("project", {})
+    pyproject = os.path.join(root, "pyproject.toml")
+    if os.path.isfile(pyproject):
+        try:
+            return _read_toml(pyproject).get("project", {})
+        except ConfigError:
+            return {}
+    return {}
+
+
+def _load_parent(path: str, value: Any, chain: tuple[str, ...]) -> Config:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{path}: `extend` must be the path of another config file, got {value!r}")
+    target = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(path)), os.path.expanduser(value)))
+    here = os.path.normpath(os.path.abspath(path))
+    if target == here or target in chain:
+        raise ConfigError(f"{path}: `extend` = {value!r} makes a cycle ({' -> '.join([*chain, here, target])})")
+    if len(chain) >= _MAX_EXTEND_DEPTH:
+        raise ConfigError(f"{path}: `extend` chain deeper than {_MAX_EXTEND_DEPTH} files")
+    if not os.path.isfile(target):
+        raise ConfigError(f"{path}: `extend` = {value!r}: no such file ({target})")
+    return _load_file(target, (*chain, here))
 
 
 def _close_match(key: str, known: Iterable[str]) -> str:

@@ -29,14 +29,19 @@ def explain(selector: str, out: IO[str], fmt: str = "full") -> bool:
     from rich.console import Console
     from rich.markdown import Markdown
 
+    Console(file=out, soft_wrap=False).print(Markdown(page_markdown(rule)))
+    return True
+
+
+def page_markdown(rule) -> str:
+    """A rule's documentation page as Markdown (``--explain`` and the language server's hover)."""
     fix = "a fix is available (see Fix safety)" if rule.has_fix() else "no automatic fix"
     page = f"# {rule.code} `{rule.name}`\n\n{rule.summary}.\n\n*{fix}*\n\n{rule.documentation()}\n"
     if rule.options:
         page += "\n## Options\n\n" + "\n".join(
             f"- `{key}` (default `{opt.default!r}`): {opt.doc}" for key, opt in rule.options.items()
         ) + "\n"
-    Console(file=out, soft_wrap=False).print(Markdown(page))
-    return True
+    return page
 
 
 def list_rules(out: IO[str], fmt: str = "full") -> None:

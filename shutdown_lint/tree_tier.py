@@ -130,7 +130,7 @@ class Tree:
             (self.module, None, False, None)]
         awaited: set[int] = set()
         FunctionDef, AsyncFunctionDef, ClassDef, Lambda = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda
-        Call, Await, Raise, Name, Attribute = ast.Call, ast.Await, ast.Raise, ast.Name, ast.Attribute
+        Call, Await, Raise, Name = ast.Call, ast.Await, ast.Raise, ast.Name
         trys = (ast.Try, getattr(ast, "TryStar", ast.Try))
         while stack:
             node, fn, in_lambda, cls = stack.pop()

@@ -8,7 +8,6 @@ import textwrap
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = Path(__file__).resolve().parent / "scripts"

@@ -1,7 +1,6 @@
 """Fix-up helpers, each exercised in a real subprocess with real signals."""
 from __future__ import annotations
 
-import os
 import signal
 import threading
 import time

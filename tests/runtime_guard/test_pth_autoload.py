@@ -73,11 +73,24 @@ def test_pth_without_env_is_inert(tmp_path: Path, value: "str | None") -> None:
     assert "LOADED False" in r.stdout and records == [] and r.stderr == ""
 
 
+LAUNCHED = """
+import asyncio, sys, time
+print("ARGV", sys.argv[1:], __name__, flush=True)
+async def main():
+    time.sleep(0.4)  # BLOCK
+    await asyncio.sleep(0.1)
+asyncio.run(main())
+sys.exit(3)
+"""
+
+
 @pytest.mark.slow
-@pytest.mark.timeout(240)
-def test_pip_install_puts_pth_in_site_packages(tmp_path: Path) -> None:
-    # Non-editable install of a copy of the project (the build writes build/ and *.egg-info next to
-    # the sources) into a throwaway venv that reuses the base interpreter's packages.
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("editable", [False, True], ids=["wheel", "editable"])
+def test_fresh_install_runtime_guard_env_and_launcher(tmp_path: Path, editable: bool) -> None:
+    # Install a copy of the project (the build writes build/ and *.egg-info next to the sources) into
+    # a throwaway venv that reuses the base interpreter's packages; then use it the three documented
+    # ways: RUNTIME_GUARD=1, python -m runtime_guard script.py, python -m runtime_guard -m module.
     src = tmp_path / "src"
     src.mkdir()
     for name in ("pyproject.toml", "setup.py", "README.md"):
@@ -91,18 +104,37 @@ def test_pip_install_puts_pth_in_site_packages(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=120,
                    env=env)
     py = venv / "bin" / "python"
-    r = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", str(src)], capture_output=True,
-                       text=True, timeout=180, env=env)
+    r = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", *(["-e"] if editable else []), str(src)],
+                       capture_output=True, text=True, timeout=240, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     purelib = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                              capture_output=True, text=True, timeout=60, env=env, check=True).stdout.strip()
     assert (Path(purelib) / PTH.name).read_text() == PTH.read_text()
-    prog = tmp_path / "prog.py"
+    work = tmp_path / "work"
+    work.mkdir()
+    where = subprocess.run([str(py), "-c", "import runtime_guard; print(runtime_guard.__file__)"], cwd=str(work),
+                           capture_output=True, text=True, timeout=60, env=env, check=True).stdout
+    assert where.startswith(str(src if editable else purelib)), where
+
+    prog = work / "prog.py"
     prog.write_text(textwrap.dedent(PROGRAM))
-    report = tmp_path / "stalls.jsonl"
-    on = subprocess.run([str(py), str(prog)], capture_output=True, text=True, timeout=60, cwd=str(tmp_path),
+    report = work / "stalls.jsonl"
+    on = subprocess.run([str(py), str(prog)], capture_output=True, text=True, timeout=60, cwd=str(work),
                         env={**env, "RUNTIME_GUARD": "1", "RUNTIME_GUARD_REPORT_FILE": str(report)})
     assert on.returncode == 0 and "LOADED True" in on.stdout, on.stderr
     assert [json.loads(x)["lineno"] for x in report.read_text().splitlines() if '"stall"' in x] == [5]
-    off = subprocess.run([str(py), str(prog)], capture_output=True, text=True, timeout=60, cwd=str(tmp_path), env=env)
+    off = subprocess.run([str(py), str(prog)], capture_output=True, text=True, timeout=60, cwd=str(work), env=env)
     assert off.returncode == 0 and "LOADED False" in off.stdout and off.stderr == ""
+
+    (work / "app").mkdir()
+    (work / "app" / "__init__.py").write_text("")
+    (work / "app" / "main.py").write_text(textwrap.dedent(LAUNCHED))
+    (work / "script.py").write_text(textwrap.dedent(LAUNCHED))
+    for form, target in (("script", ["script.py"]), ("module", ["-m", "app.main"])):
+        out = work / f"{form}.jsonl"
+        r = subprocess.run([str(py), "-m", "runtime_guard", "--json", str(out), *target, "x", "--y"],
+                           capture_output=True, text=True, timeout=60, cwd=str(work), env=env)
+        assert r.returncode == 3, (form, r.stdout, r.stderr)  # the program's own exit status
+        assert "ARGV ['x', '--y'] __main__" in r.stdout, (form, r.stdout)
+        assert [json.loads(x)["lineno"] for x in out.read_text().splitlines() if '"stall"' in x] == [5], form
+        assert "1 event-loop stall(s)" in r.stderr, (form, r.stderr)

@@ -1,0 +1,470 @@
+"""The language server (LSP over stdio, on pygls).
+
+- Diagnostics on open and save at once, on change after a short pause (typing does not queue a
+  lint per keystroke); a result is published only if the document has not changed since.
+- The same analysis, configuration and cache as the command line: each document is linted with
+  the nearest config above it (``hierarchy.Resolver``), excluded files get no diagnostics, and a
+  document whose text equals the file on disk is served from / stored in ``.shutdown_lint_cache``.
+- Code actions: each fix as a quick fix (safe fixes preferred, unsafe ones labelled as such) and a
+  ``source.fixAll.shutdown-lint`` action applying every safe fix, as ``--fix`` would.
+- Hover on a rule code or name (``# noqa: SHD201``) or on a finding shows the rule's page.
+- Bad input is answered per JSON-RPC: a body that is not JSON gets a Parse error (id null), a
+  request whose params do not fit gets Invalid params for its id, an unknown request gets Method
+  not found; the server keeps serving. Logging goes to stderr as one line per event, no tracebacks.
+
+Linting runs in a worker thread so the server keeps answering while a large file is analysed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import re
+import sys
+import threading
+from typing import Any, Optional
+from urllib.parse import unquote, urlparse
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams, JsonRpcParseError
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
+
+from . import __version__
+from . import config as C
+from .diagnostic import FileResult
+from .hierarchy import Overrides, Resolver, SettingsError
+
+SOURCE = "shutdown-lint"
+FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.shutdown-lint"
+#: pause after the last keystroke before a changed document is linted
+DEBOUNCE_S = 0.3
+_WORD = re.compile(r"SHD\d+|[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+")
+_ERROR_AT = re.compile(r"^.*?:(\d+):(\d+): (.*)$")
+
+log = logging.getLogger("shutdown_lint.lsp")
+
+
+class _Answered:
+    """Stands in for a message that was already answered with an error: pygls drops it."""
+
+    jsonrpc = "answered"
+
+    def __repr__(self) -> str:
+        return "(a malformed message, answered with an error)"
+
+
+class _Protocol(LanguageServerProtocol):
+    def structure_message(self, data: dict[str, Any]):  # type: ignore[override]
+        try:
+            return super().structure_message(data)
+        except (JsonRpcInvalidParams, JsonRpcInternalError) as e:
+            # pygls raises here, before it knows the request: answer the request ourselves
+            if isinstance(data, dict) and "method" in data and data.get("id") is not None:
+                error = JsonRpcInvalidParams() if isinstance(e, JsonRpcInvalidParams) else e
+                self._send_response(data["id"], error=types.ResponseError(
+                    code=error.code, message=f"{error.message}: {data.get('method')!r} could not be read"))
+            log.warning("dropped a malformed %s message", data.get("method", "?") if isinstance(data, dict) else "?")
+            return _Answered()
+
+
+class ShutdownLintServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("shutdown-lint", __version__, protocol_cls=_Protocol,
+                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.results: dict[str, tuple[Optional[int], FileResult, list[str]]] = {}
+        self.pending: dict[str, asyncio.Task] = {}
+        self._resolver: Optional[Resolver] = None
+        self._caches: dict[str, Any] = {}
+        self._reported: set[str] = set()
+        # lints run in worker threads; the cache index is one dict saved as a whole
+        self._cache_lock = threading.Lock()
+        self._messages: list[str] = []
+        self._ignorers: dict[tuple[Optional[str], str], Any] = {}
+
+    def report_server_error(self, error: Exception, source: Any) -> None:  # type: ignore[override]
+        if isinstance(error, json.JSONDecodeError):
+            # a body that is not JSON: JSON-RPC's Parse error, with a null id
+            # (sent as a plain dict: the typed message would drop the required `"id": null`)
+            self.protocol._send_data({"jsonrpc": "2.0", "id": None, "error": {
+                "code": JsonRpcParseError.CODE, "message": f"{JsonRpcParseError.MESSAGE}: {error}"}})
+            return
+        log.warning("server error (%s): %s", getattr(source, "__name__", source), error)
+
+    # ---------------------------------------------------------------- settings and linting
+
+    @property
+    def resolver(self) -> Resolver:
+        if self._resolver is None:
+            root = self.workspace.root_path or os.getcwd()
+            try:
+                base = C.load(None, root)
+            except C.ConfigError as e:
+                self._config_error(str(e))
+                base = C.Config(root=C.find_root_without_config(root))
+            self._resolver = Resolver(base, Overrides(), C.catalogue_from_registry())
+        return self._resolver
+
+    def forget_settings(self) -> None:
+        self._resolver = None
+        with self._cache_lock:
+            self._caches.clear()
+        self._reported.clear()
+        self._ignorers.clear()
+
+    def _config_error(self, message: str) -> None:
+        # called from lint threads: queued here, shown from the event loop by flush_messages()
+        if message not in self._reported:  # once per message, not per keystroke
+            self._reported.add(message)
+            self._messages.append(message)
+
+    def flush_messages(self) -> None:
+        while self._messages:
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error,
+                                                             message=f"shutdown-lint: {self._messages.pop(0)}"))
+
+    def _ignorer(self, cfg: C.Config):  # type: ignore[no-untyped-def]
+        from .discovery import _Ignorer
+
+        key = (cfg.path, cfg.root)
+        if key not in self._ignorers:  # it caches the .gitignore files it has read
+            self._ignorers[key] = _Ignorer(cfg.root, cfg.exclude, cfg.respect_gitignore)
+        return self._ignorers[key]
+
+    def lint(self, uri: str, text: str) -> Optional[tuple[FileResult, Any]]:
+        """Findings for ``text`` as the file at ``uri`` (None: excluded, not a file, or bad config)."""
+        path = uri_to_path(uri)
+        if path is None:
+            return None
+        abspath = os.path.abspath(path)
+        resolver = self.resolver
+        try:
+            cfg_path = resolver.config_path(abspath)
+            cfg = resolver.config(cfg_path)
+            settings = resolver.settings(cfg_path)
+        except SettingsError as e:
+            self._config_error(str(e))
+            return None
+        if self._ignorer(cfg).ignored(abspath, False):
+            return None
+        display = _display(abspath, resolver.base.root)
+        data = text.encode("utf-8")
+        cached = self._from_cache(abspath, data, settings, resolver.base.root)
+        if cached is not None:
+            return FileResult.from_dict({**cached, "path": display}), settings
+        from .analyzer import lint_source
+
+        # as on the command line: a syntax error is reported where a rule would have looked
+        result = lint_source(data, display, settings, fix_edits=True)
+        self._to_cache(abspath, data, settings, result, display)
+        return result, settings
+
+    def _cache_for(self, settings, root: str):  # type: ignore[no-untyped-def]
+        from .cache import Cache
+        from .cli import _cache_fingerprint
+
+        key = _cache_fingerprint(settings)
+        if key not in self._caches:
+            self._caches[key] = Cache(os.path.join(root, ".shutdown_lint_cache"), key)
+        return self._caches[key]
+
+    def _from_cache(self, abspath: str, data: bytes, settings, root: str) -> Optional[dict]:  # type: ignore[no-untyped-def]
+        from .cache import restore_path, sha256
+
+        with self._cache_lock:
+            entry = self._cache_for(settings, root).entry(abspath)
+        if entry is None or entry[2] != sha256(data):
+            return None
+        result = entry[3]
+        if any(d.get("fix") is not None and not d["fix"].get("edits") for d in result.get("diagnostics", [])):
+            return None  # stored by a run that did not render fix edits
+        return restore_path(result, "")
+
+    def _to_cache(self, abspath: str, data: bytes, settings, result: FileResult, display: str) -> None:  # type: ignore[no-untyped-def]
+        """Store a result only for the text that is on disk (an unsaved buffer has no stat to key)."""
+        from .cache import sha256, strip_path
+
+        try:
+            st = os.stat(abspath)
+            with open(abspath, "rb") as fh:
+                if fh.read() != data:
+                    return
+        except OSError:
+            return
+        with self._cache_lock:
+            cache = self._cache_for(settings, self.resolver.base.root)
+            cache.store(abspath, st.st_mtime_ns, st.st_size, sha256(data), strip_path(result.to_dict(), display))
+            warning = cache.save()
+        if warning:
+            log.warning("%s", warning)
+
+    async def refresh(self, uri: str, delay: float = 0.0) -> None:
+        """Lint the document now (or after ``delay``) and publish, unless it changed meanwhile."""
+        if delay:
+            await asyncio.sleep(delay)
+        doc = self.workspace.get_text_document(uri)
+        version, text = doc.version, doc.source
+        try:
+            outcome = await asyncio.get_running_loop().run_in_executor(None, self.lint, uri, text)
+        except Exception as e:  # a rule bug must not take the server down
+            log.warning("linting %s failed: %s: %s", uri, type(e).__name__, e)
+            outcome = None
+        self.flush_messages()
+        if uri not in self.workspace.text_documents:
+            return  # closed meanwhile (its diagnostics were cleared)
+        if self.workspace.get_text_document(uri).version != version:
+            return  # a newer lint is queued
+        lines = text.splitlines(keepends=True)
+        if outcome is None:
+            self.results.pop(uri, None)
+            diagnostics: list[types.Diagnostic] = []
+        else:
+            result = outcome[0]
+            self.results[uri] = (version, result, lines)
+            diagnostics = to_lsp_diagnostics(result, lines, self.workspace.position_codec)
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version))
+
+    def schedule(self, uri: str, delay: float) -> None:
+        old = self.pending.pop(uri, None)
+        if old is not None:
+            old.cancel()
+        self.pending[uri] = asyncio.ensure_future(self.refresh(uri, delay))
+
+    def current_result(self, uri: str) -> Optional[tuple[FileResult, list[str]]]:
+        doc = self.workspace.get_text_document(uri)
+        stored = self.results.get(uri)
+        if stored is not None and stored[0] == doc.version:
+            return stored[1], stored[2]
+        outcome = self.lint(uri, doc.source)
+        if outcome is None:
+            return None
+        lines = doc.source.splitlines(keepends=True)
+        self.results[uri] = (doc.version, outcome[0], lines)
+        return outcome[0], lines
+
+
+# ------------------------------------------------------------------ conversions
+
+
+def uri_to_path(uri: str) -> Optional[str]:
+    parsed = urlparse(uri)
+    if parsed.scheme not in ("file", ""):
+        return None  # untitled buffers, git diffs...
+    path = unquote(parsed.path)
+    if os.name == "nt" and re.match(r"^/[A-Za-z]:", path):  # pragma: no cover
+        path = path[1:]
+    return path or None
+
+
+def _display(abspath: str, root: str) -> str:
+    """The path messages and ``per-file-ignores`` see: relative to the workspace's project root, as
+    when the command line runs there."""
+    return os.path.relpath(abspath, root) if abspath.startswith(root.rstrip(os.sep) + os.sep) else abspath
+
+
+def _client_range(lines: list[str], codec, start: tuple[int, int], end: tuple[int, int]) -> types.Range:  # type: ignore[no-untyped-def]
+    """1-based (line, column) in code points -> an LSP range in the negotiated encoding."""
+    n = len(lines)
+
+    def pos(line: int, col: int) -> ServerTextPosition:
+        line = min(max(line - 1, 0), n)
+        width = len(lines[line].rstrip("\r\n")) if line < n else 0
+        return ServerTextPosition(line, min(max(col - 1, 0), width))
+
+    return codec.range_to_client_units(lines, ServerTextRange(pos(*start), pos(*end)))
+
+
+def to_lsp_diagnostics(result: FileResult, lines: list[str], codec) -> list[types.Diagnostic]:  # type: ignore[no-untyped-def]
+    out = []
+    for d in result.diagnostics:
+        fix = d.fix or {}
+        hint = ""
+        if d.fix is not None:
+            hint = " (safe fix available)" if fix.get("applicability") == "safe" else " (unsafe fix available)"
+        out.append(types.Diagnostic(
+            range=_client_range(lines, codec, (d.line, d.column), (d.end_line, d.end_column)),
+            message=f"{d.message}{hint}",
+            severity=types.DiagnosticSeverity.Warning,
+            code=d.code,
+            source=SOURCE,
+            data={"name": d.name},
+        ))
+    if result.error:
+        m = _ERROR_AT.match(result.error)
+        line, col, message = (int(m.group(1)), int(m.group(2)), m.group(3)) if m else (1, 1, result.error)
+        out.append(types.Diagnostic(
+            range=_client_range(lines, codec, (line, col), (line, col + 1)),
+            message=message, severity=types.DiagnosticSeverity.Error, source=SOURCE))
+    return out
+
+
+def _text_edits(edits: list[dict]) -> list[types.TextEdit]:
+    """The engine's line-granular edits (1-based rows, column 1) as LSP text edits."""
+    out = []
+    for e in edits:
+        start = types.Position(line=e["location"]["row"] - 1, character=0)
+        end = types.Position(line=e["end_location"]["row"] - 1, character=0)
+        out.append(types.TextEdit(range=types.Range(start=start, end=end), new_text=e["content"]))
+    return out
+
+
+def _overlaps(a: types.Range, b: types.Range) -> bool:
+    def key(p: types.Position) -> tuple[int, int]:
+        return (p.line, p.character)
+
+    return key(a.start) <= key(b.end) and key(b.start) <= key(a.end)
+
+
+def _wanted(kind: str, only: Optional[list[str]]) -> bool:
+    return not only or any(kind == o or kind.startswith(f"{o}.") for o in only)
+
+
+# ------------------------------------------------------------------ the server's features
+
+server = ShutdownLintServer()
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+async def did_open(ls: ShutdownLintServer, params: types.DidOpenTextDocumentParams) -> None:
+    ls.schedule(params.text_document.uri, 0.0)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+async def did_change(ls: ShutdownLintServer, params: types.DidChangeTextDocumentParams) -> None:
+    ls.schedule(params.text_document.uri, DEBOUNCE_S)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
+async def did_save(ls: ShutdownLintServer, params: types.DidSaveTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    if os.path.basename(uri_to_path(uri) or "") in C.CONFIG_FILES:
+        ls.forget_settings()  # a config changed: every open document may lint differently now
+        for other in list(ls.workspace.text_documents):
+            if other.endswith(".py") or other.endswith(".pyi"):
+                ls.schedule(other, 0.0)
+        return
+    ls.schedule(uri, 0.0)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+async def did_close(ls: ShutdownLintServer, params: types.DidCloseTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    task = ls.pending.pop(uri, None)
+    if task is not None:
+        task.cancel()
+    ls.results.pop(uri, None)
+    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+async def did_change_watched(ls: ShutdownLintServer, params: types.DidChangeWatchedFilesParams) -> None:
+    if any(os.path.basename(uri_to_path(c.uri) or "") in C.CONFIG_FILES for c in params.changes):
+        ls.forget_settings()
+        for other in list(ls.workspace.text_documents):
+            ls.schedule(other, 0.0)
+
+
+@server.feature(
+    types.TEXT_DOCUMENT_CODE_ACTION,
+    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND], resolve_provider=False),
+)
+async def code_action(ls: ShutdownLintServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    uri = params.text_document.uri
+    only = [str(getattr(k, "value", k)) for k in (params.context.only or [])]
+    current = await asyncio.get_running_loop().run_in_executor(None, ls.current_result, uri)
+    ls.flush_messages()
+    if current is None:
+        return []
+    result, lines = current
+    codec = ls.workspace.position_codec
+    actions: list[types.CodeAction] = []
+    if _wanted(types.CodeActionKind.QuickFix.value, only):
+        for d, lsp in zip(result.diagnostics, to_lsp_diagnostics(result, lines, codec)):
+            if d.fix is None or not d.fix.get("edits") or not _overlaps(lsp.range, params.range):
+                continue
+            safe = d.fix.get("applicability") == "safe"
+            what = d.fix.get("message") or "apply the fix"
+            title = f"Fix {d.code}: {what}" if safe else f"Fix {d.code} (unsafe fix, review the change): {what}"
+            actions.append(types.CodeAction(
+                title=title, kind=types.CodeActionKind.QuickFix, diagnostics=[lsp], is_preferred=safe,
+                edit=types.WorkspaceEdit(changes={uri: _text_edits(d.fix["edits"])})))
+    if _wanted(FIX_ALL_KIND, only) and any(d.fix and d.fix.get("applicability") == "safe" for d in result.diagnostics):
+        edit = await asyncio.get_running_loop().run_in_executor(None, _fix_all_edit, ls, uri)
+        if edit is not None:
+            actions.append(types.CodeAction(title="shutdown-lint: fix all safe findings", kind=FIX_ALL_KIND,
+                                            edit=edit))
+    return actions
+
+
+def _fix_all_edit(ls: ShutdownLintServer, uri: str) -> Optional[types.WorkspaceEdit]:
+    """Every safe fix at once (what ``--fix`` writes), as edits to the open document."""
+    from .analyzer import AnalysisError
+    from .edits import text_edits
+    from .fixer import fix_source
+    from .runner import decode
+
+    doc = ls.workspace.get_text_document(uri)
+    path = uri_to_path(uri)
+    if path is None:
+        return None
+    try:
+        abspath = os.path.abspath(path)
+        settings = ls.resolver.for_file(abspath)
+        data = doc.source.encode("utf-8")
+        outcome = fix_source(data, _display(abspath, ls.resolver.base.root), settings, unsafe=False)
+    except (SettingsError, AnalysisError) as e:
+        log.warning("fix all: %s", e)
+        return None
+    if outcome.source == data:
+        return None
+    return types.WorkspaceEdit(changes={uri: _text_edits(text_edits(doc.source, decode(outcome.source)))})
+
+
+@server.feature(types.TEXT_DOCUMENT_HOVER)
+async def hover(ls: ShutdownLintServer, params: types.HoverParams) -> Optional[types.Hover]:
+    from .explain import find_rule, page_markdown
+
+    doc = ls.workspace.get_text_document(params.text_document.uri)
+    pos = doc.position_from_client_units(params.position)
+    line = doc.lines[pos.line] if pos.line < len(doc.lines) else ""
+    rule = None
+    for m in _WORD.finditer(line):
+        if m.start() <= pos.character <= m.end():
+            rule = find_rule(m.group(0))
+            break
+    if rule is None:  # on a finding: its rule
+        stored = ls.results.get(params.text_document.uri)
+        if stored is not None and stored[0] == doc.version:
+            for d, lsp in zip(stored[1].diagnostics, to_lsp_diagnostics(stored[1], stored[2], ls.workspace.position_codec)):
+                if _overlaps(lsp.range, types.Range(start=params.position, end=params.position)):
+                    rule = find_rule(d.code)
+                    break
+    if rule is None:
+        return None
+    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=page_markdown(rule)))
+
+
+class _OneLine(logging.Formatter):
+    """Editors show the server's stderr as a log: one line per event, no tracebacks."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        record.exc_info = None
+        record.exc_text = None
+        record.stack_info = None
+        text = super().format(record)
+        if "Traceback" in text:  # pygls puts some tracebacks in the message itself
+            text = text.split("\n", 1)[0]
+        return text.replace("\n", " | ")
+
+
+def serve() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLine("shutdown-lint server: %(levelname)s %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.WARNING)
+    server.start_io()
