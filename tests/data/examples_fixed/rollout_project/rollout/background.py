@@ -29,7 +29,7 @@ async def generate_epoch(queue: asyncio.Queue, epoch: int) -> None:
         log.exception("generator for epoch %d failed", epoch)
     finally:
         await asyncio.sleep(0.05)  # flush the last rollouts, hand the sandbox back
-        os.remove(lease)
+        await asyncio.to_thread(os.remove, lease)
 
 
 async def heartbeat(ping, interval: float) -> None:
