@@ -328,7 +328,7 @@ class ProcessGroupWithoutTeardown(Rule):
         if found is None:
             # `destroy_process_group(self.sub_group)` elsewhere releases a subgroup, not this one
             found, looked = F.teardown_elsewhere(f.project, lambda written, args: _destroys(written) and not args,
-                                                 lambda name: mentions(name, CLEANUP_WORDS))
+                                                 lambda name: mentions(name, CLEANUP_WORDS), words=(_DESTROY, *_GUARD_WORDS))
         self._project_td = (found, [F.display_path(p) for p in looked])
         return self._project_td
 

@@ -371,7 +371,8 @@ class ExecutorWithoutShutdown(Rule):
             return any(t in last for t in _TAKERS) and any(
                 a.split(".")[-1] == attr and a.count(".") >= least - 2 for a in args)
 
-        found, looked = F.teardown_elsewhere(view, matches, lambda name: mentions(name, CLEANUP_WORDS))
+        found, looked = F.teardown_elsewhere(view, matches, lambda name: mentions(name, CLEANUP_WORDS),
+                                             words=(attr,))
         return found, [F.display_path(p) for p in looked]
 
     # ------------------------------------------------------------------ fix

@@ -207,3 +207,36 @@ class A(Z):
     assert run["async"] and run["finally"] == [17] and run["broad"] == [14]
     assert ["self.ex.shutdown", 17, 1] in run["calls"]
     assert summarize(b"def f(:\n") is None
+
+
+def test_importers_from_import_statements_whatever_their_shape(tmp_path):
+    """Importers are found from import statements alone: a parenthesised name list over
+    several lines, ``import a.b.c``, a relative import; a mention outside an import is not."""
+    pkg = tmp_path / "app" / "dist"
+    pkg.mkdir(parents=True)
+    (tmp_path / "app" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "groups.py").write_text("import torch.distributed as dist\n")
+    (pkg / "multi.py").write_text("from app.dist import (\n    other,\n    groups,\n)\n")
+    (pkg / "dotted.py").write_text("def f():\n    import app.dist.groups\n")
+    (pkg / "relative.py").write_text("from .groups import thing\n")
+    (pkg / "mention.py").write_text("groups = 1  # app.dist groups\n")
+    index = ProjectIndex([str(tmp_path / "app")])
+    found = {os.path.basename(p) for p in index.importers(str(pkg / "groups.py"), depth=1)}
+    assert found == {"multi.py", "dotted.py", "relative.py"}
+
+
+def test_a_long_file_list_makes_package_roots_not_one_root_per_folder(tmp_path):
+    """pre-commit passes files one by one: a file inside a package adds its package's root,
+    not its own folder (a root per folder made every lookup scan them all)."""
+    files = []
+    for i in range(30):
+        d = tmp_path / "proj" / "pkg" / f"sub{i}"
+        d.mkdir(parents=True)
+        (d / "__init__.py").write_text("")
+        (d / "mod.py").write_text("")
+        files.append(str(d / "mod.py"))
+    (tmp_path / "proj" / "pkg" / "__init__.py").write_text("")
+    index = ProjectIndex(files)
+    assert [r.dir for r in index.roots] == [str(tmp_path / "proj")]
+    assert index.module_names(files[3]) == ["pkg.sub3.mod"]
