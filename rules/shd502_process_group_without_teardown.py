@@ -38,7 +38,9 @@ class ProcessGroupWithoutTeardown(Rule):
     an `except`, a cleanup-named function or method, an `atexit`/signal handler) - the
     trainer in `train.py` tearing down the group that `distributed/utils.py` created.
     Test files do not count for non-test code. When nothing is found, the message says
-    where the index looked.
+    where the index looked. The search is bounded: the second hop starts from the 32
+    nearest importers, and only importers that mention `destroy_process_group` (or import a
+    module that does) are read, at most 160; past that the finding stays.
 
     Not flagged: a `destroy_process_group()` on one of those paths; a plain
     `destroy_process_group()` at the end of the happy path is *not* a teardown path (an

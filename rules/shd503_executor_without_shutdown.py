@@ -42,7 +42,9 @@ class ExecutorWithoutShutdown(Rule):
     imports this one (up to two imports away; tests excluded for non-test code) counts:
     `loader.pool.shutdown()` in another module's `cleanup()`, `SCORER.shutdown` registered
     with `atexit`, `shutdown_executor(trainer.pool)` in a `finally`. When nothing is found,
-    the message says where the index looked.
+    the message says where the index looked. The search is bounded: the second hop starts
+    from the 32 nearest importers, and only importers that mention the attribute (`pool`),
+    or import a module that does, are read, at most 160; past that the finding stays.
 
     ## Why is this bad?
     At interpreter exit `concurrent.futures` joins every worker thread, and each worker
