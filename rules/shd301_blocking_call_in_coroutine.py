@@ -1248,13 +1248,9 @@ def _code(node: cst.CSTNode) -> str:
 # calls sets the options explicitly, which bypasses the candidate stage.
 _ALL_CALLS = [c for f in FAMILIES for c in f.calls]
 _VOCAB = [n for n in _ALL_CALLS if not n.endswith(".*")]
-#: last words of functions and of ``Type.method`` entries: a method of a typed receiver
-#: (``f.read()``, ``proc.wait()``, ``self.path.exists()``) counts by its name alone, since
-#: the receiver's type comes from a binding tier 2 does not follow
-_LAST_WORDS = {n.rsplit(".", 1)[-1] for n in _VOCAB} | set(SAVE_METHOD_NAMES) | {
-    n.rsplit(".", 1)[-1] for n in LAZY_CALLS}
-#: last words of the calls that return a file object (``open``, ``gzip.open``, ``os.fdopen``)
-_FILE_OPENER_WORDS = {n.rsplit(".", 1)[-1] for n, t in RESULT_TYPES.items() if t == FILE}
+#: last words of the module functions (``time.sleep``, ``os.path.exists``) and save methods
+_FUNCTION_WORDS = {n.rsplit(".", 1)[-1] for n in _VOCAB if n.rsplit(".", 1)[0] not in _KNOWN_TYPES} | set(
+    SAVE_METHOD_NAMES)
 #: ``requests.Session.*``: any method of these types
 _PREFIX_TYPES = {n[:-2].rsplit(".", 1)[-1] for n in _ALL_CALLS if n.endswith(".*")}
 _RECEIVERS: dict[str, set[str]] = {}
@@ -1264,39 +1260,69 @@ for _name in _VOCAB:
         _RECEIVERS.setdefault(_parts[-1], set()).add(_parts[-2])
 
 
+def _type_hints(t: str) -> set[str]:
+    """Words one of which the module must spell for the rule to type a value as ``t``: the
+    type's name (constructor, annotation, base class), its aliases, the calls that return it
+    (``open`` for a file, ``apply_async``), the types it is an attribute of (``Popen.stdout``)."""
+    words = {t.rsplit(".", 1)[-1]} if not t.endswith(">") else set()
+    words |= {k.rsplit(".", 1)[-1] for k, v in TYPE_ALIASES.items() if v == t}
+    words |= {k.rsplit(".", 1)[-1] for k, v in RESULT_TYPES.items() if v == t}
+    words |= {owner.rsplit(".", 1)[-1] for (owner, _attr), v in ATTRIBUTE_TYPES.items() if v == t}
+    return words
+
+
+#: method name -> hint words of every type it blocks on (``get``: Queue, AsyncResult, ...)
+_METHOD_HINTS: dict[str, set[str]] = {}
+for _name in [*_VOCAB, *LAZY_CALLS]:
+    _owner, _, _method = _name.rpartition(".")
+    if _owner in _KNOWN_TYPES:
+        _METHOD_HINTS.setdefault(_method, set()).update(_type_hints(_owner))
+_FILE_HINTS = _type_hints(FILE)
+
+
 def _mentions(tree, words: set[str]) -> bool:
-    """Some name or attribute in the module is one of ``words`` (memoised per tree)."""
+    """Some name, attribute or imported name in the module is one of ``words`` (memoised)."""
     key = frozenset(words)
     memo = tree.__dict__.setdefault("_shd301_mentions", {})
     if key not in memo:
         memo[key] = any(isinstance(n, ast.Name) and n.id in words or isinstance(n, ast.Attribute) and n.attr in words
+                        or isinstance(n, ast.alias) and n.name.rsplit(".", 1)[-1] in words
                         for n in ast.walk(tree.module))
     return memo[key]
 
 
 def _may_be_blocking(tree, call: ast.Call) -> bool:
-    """The call's qualified name may be in the vocabulary (or a save method by name)."""
+    """The call's qualified name may be in the vocabulary: a module function by its receiver,
+    a typed receiver's method when the module spells a word that can give that type."""
     func = call.func
     if isinstance(func, ast.Attribute):
         aliased = tree.aliases_of_attr(func.attr)  # self.saver = torch.save; self.saver()
-        if func.attr in _LAST_WORDS or aliased & _LAST_WORDS:
+        if func.attr in SAVE_METHOD_NAMES or aliased & (_FUNCTION_WORDS | set(_METHOD_HINTS)):
             return True
         receiver = tree.words(func.value)
         if receiver & _PREFIX_TYPES or receiver & _RECEIVERS.get(func.attr, set()):
             return True
+        hints = _METHOD_HINTS.get(func.attr)
+        if hints and _mentions(tree, hints):
+            return True  # ``f.read()``, ``proc.wait()``: the receiver may be typed from a binding
         if func.attr not in NON_IO_METHODS and _mentions(tree, _PREFIX_TYPES):
             return True  # a receiver typed as a session/client elsewhere in the module
         return bool(aliased) and tree.bound_to_method_of(func.attr, _PREFIX_TYPES, attribute=True)
     words = tree.words(func)
-    if words & _LAST_WORDS:
+    if words & (_FUNCTION_WORDS | set(_METHOD_HINTS)):
         return True
     return isinstance(func, ast.Name) and len(words) > 1 and tree.bound_to_method_of(func.id, _PREFIX_TYPES)
+
+
+def _iterates_in_coroutine(tree) -> bool:
+    """A coroutine has a plain ``for`` (``for line in f`` over a file object)."""
+    return any(isinstance(n, ast.For) for fn in tree.functions if fn.is_async for n in ast.walk(fn.node))
 
 
 def _may_block_in_coroutine(tree) -> bool:
     if not any(fn.is_async for fn in tree.functions):
         return False
-    if _mentions(tree, _FILE_OPENER_WORDS):
+    if _mentions(tree, _FILE_HINTS) and _iterates_in_coroutine(tree):
         return True  # a file object opened anywhere may be iterated (``for line in self.f``) in a coroutine
     direct = [fn for fn in tree.functions if not fn.is_async
               and any(not lam and _may_be_blocking(tree, c) for c, _, lam in fn.calls)]
