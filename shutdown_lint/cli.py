@@ -295,13 +295,15 @@ def _apply_nested_excludes(groups, resolver, cfg, args) -> None:
     it that discovery found by walking; a file named on the command line stays, unless --force-exclude."""
     from .discovery import _Ignorer
 
-    named = {os.path.abspath(p) for p in args.paths or []}
+    named: Optional[set[str]] = None  # built only when a nested config excludes something
     for path in list(groups):
         if path is None or path == cfg.path:
             continue
         nested = resolver.config(path)
         if not nested.exclude:
             continue
+        if named is None:  # a long file list (pre-commit): ~50 ms of abspath on 8,670 paths
+            named = {os.path.abspath(p) for p in args.paths or []}
         ignorer = _Ignorer(nested.root, nested.exclude, False)  # .gitignore files were applied already
         groups[path] = [f for f in groups[path] if (f.abspath in named and not args.force_exclude)
                         or not ignorer.ignored(f.abspath, False)]
