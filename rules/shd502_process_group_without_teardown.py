@@ -279,7 +279,7 @@ class ProcessGroupWithoutTeardown(Rule):
             node,
             "process group created with no teardown path (`destroy_process_group` in a finally, cleanup "
             "method or SIGTERM handler): when this rank is stopped the other ranks block in their next "
-            "collective until the timeout" + _looked_in(looked),
+            "collective until the timeout" + F.looked_in(looked, "teardown"),
             fix=fix,
         )
 
@@ -380,16 +380,6 @@ class ProcessGroupWithoutTeardown(Rule):
 
 def _destroys(written: str) -> bool:
     return written.rsplit(".", 1)[-1] == _DESTROY or any(w in written for w in _GUARD_WORDS)
-
-
-def _looked_in(looked: Optional[list[str]]) -> str:
-    """Where the project index looked for a teardown, for the message."""
-    if looked is None:
-        return ""  # no project index (a snippet, stdin)
-    if not looked:
-        return " (no other module of the project imports this one)"
-    names = ", ".join(looked[:3]) + (f" and {len(looked) - 3} more" if len(looked) > 3 else "")
-    return f" (no teardown in this module or in the modules that import it: {names})"
 
 
 def _is_def_or_import(stmt: cst.CSTNode) -> bool:

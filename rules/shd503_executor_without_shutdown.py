@@ -323,7 +323,7 @@ class ExecutorWithoutShutdown(Rule):
             value,
             f"`{ref}` is never shut down on a cleanup path: after Ctrl+C the interpreter waits for its "
             f"running and queued jobs at exit, keeping the process (and what the jobs hold) alive{hint}"
-            + _looked_in(looked),
+            + F.looked_in(looked, "shutdown"),
             fix=fix,
         )
 
@@ -394,16 +394,6 @@ class ExecutorWithoutShutdown(Rule):
         else:
             edit = InsertAfter(last, (line,))
         return Fix.safe(edit, IMPORT_RUNTIME_GUARD, message=f"Shut `{ref}` down in `{method.name}()`")
-
-
-def _looked_in(looked: Optional[list[str]]) -> str:
-    """Where the project index looked for a shutdown, for the message."""
-    if looked is None:
-        return ""  # no project index (a snippet, stdin)
-    if not looked:
-        return " (no other module of the project imports this one)"
-    names = ", ".join(looked[:3]) + (f" and {len(looked) - 3} more" if len(looked) > 3 else "")
-    return f" (no shutdown in this module or in the modules that import it: {names})"
 
 
 def _code(node: cst.CSTNode) -> str:

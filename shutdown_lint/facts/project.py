@@ -642,6 +642,16 @@ def teardown_elsewhere(view: "ProjectView", matches, is_cleanup_name,
     return None, looked
 
 
+def looked_in(looked: Optional[list[str]], missing: str) -> str:
+    """Message suffix: where the project index looked for ``missing`` ("teardown", "shutdown")."""
+    if looked is None:
+        return ""  # no project index (a snippet, stdin)
+    if not looked:
+        return " (no other module of the project imports this one)"
+    names = ", ".join(looked[:3]) + (f" and {len(looked) - 3} more" if len(looked) > 3 else "")
+    return f" (no {missing} in this module or in the modules that import it: {names})"
+
+
 def _is_test(path: str) -> bool:
     name = os.path.basename(path)
     parts = path.replace(os.sep, "/").split("/")
