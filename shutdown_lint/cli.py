@@ -325,10 +325,12 @@ def _plan_group(files, settings, mode, cache_dir, results, notes):
     for f in files:
         known = None
         if cache is not None:
-            try:
-                st = os.stat(f.abspath)
-            except OSError:
-                st = None
+            st = getattr(f, "st", None)
+            if st is None:
+                try:
+                    st = os.stat(f.abspath)
+                except OSError:
+                    st = None
             hit = cache.lookup(f.abspath, st) if st is not None else None
             if hit is not None and hit.get("deps") and _deps_changed(hit, f.abspath, cache, cache_dir):
                 jobs.append(Job(f.display, f.abspath, None))  # another module it relied on changed

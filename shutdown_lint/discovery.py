@@ -30,6 +30,9 @@ class SourceFile:
     display: str
     #: absolute, for the cache
     abspath: str
+    #: its ``os.stat`` when discovery already took it (a file named on the command line):
+    #: the warm path's cache check reuses it instead of a second ``stat`` per file
+    st: Optional[os.stat_result] = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -129,15 +132,16 @@ def discover(paths: Iterable[str], root: str, exclude: Iterable[str] = (), *, re
     seen_files: set[str] = set()
     seen_dirs: set[tuple[int, int]] = set()
 
-    def add(abspath: str) -> None:
+    def add(abspath: str, st: Optional[os.stat_result] = None) -> None:
         if abspath not in seen_files:
             seen_files.add(abspath)
-            out.files.append(SourceFile(display_path(abspath, cwd), abspath))
+            out.files.append(SourceFile(display_path(abspath, cwd), abspath, st))
 
     for arg in paths:
         abspath = os.path.abspath(os.path.join(cwd, arg))
         try:
-            is_dir = stat.S_ISDIR(os.stat(abspath).st_mode)  # one stat: pre-commit passes many files
+            st = os.stat(abspath)  # one stat: pre-commit passes many files
+            is_dir = stat.S_ISDIR(st.st_mode)
         except (OSError, ValueError):
             out.errors.append(f"{arg}: no such file or directory")
             continue
@@ -150,7 +154,7 @@ def discover(paths: Iterable[str], root: str, exclude: Iterable[str] = (), *, re
                 continue
             if force_exclude and ignorer.ignored(abspath, False):
                 continue
-            add(abspath)
+            add(abspath, st)
     out.files.sort(key=lambda f: f.display)
     return out
 
