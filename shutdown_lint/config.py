@@ -85,6 +85,25 @@ def _section(path: str, data: dict[str, Any]) -> Optional[dict[str, Any]]:
     return data
 
 
+def config_in(directory: str) -> Optional[str]:
+    """``directory``'s own config file: ``shutdown-lint.toml``, or a ``pyproject.toml`` with
+    our section. Raises ``ConfigError`` for a ``pyproject.toml`` that mentions us but does not parse."""
+    for name in CONFIG_FILES:
+        candidate = os.path.join(directory, name)
+        if not os.path.isfile(candidate):
+            continue
+        if name == "shutdown-lint.toml":
+            return candidate
+        try:
+            with open(candidate, "rb") as fh:
+                raw = fh.read()
+        except OSError:
+            continue
+        if b"shutdown-lint" in raw and _section(candidate, _read_toml(candidate)) is not None:
+            return candidate
+    return None
+
+
 def find_config(start: str) -> Optional[str]:
     """The nearest ``shutdown-lint.toml``, or ``pyproject.toml`` with our section,
     in ``start`` or its parents."""
@@ -92,18 +111,9 @@ def find_config(start: str) -> Optional[str]:
     if os.path.isfile(here):
         here = os.path.dirname(here)
     while True:
-        for name in CONFIG_FILES:
-            candidate = os.path.join(here, name)
-            if os.path.isfile(candidate):
-                if name == "shutdown-lint.toml":
-                    return candidate
-                try:
-                    with open(candidate, "rb") as fh:
-                        raw = fh.read()
-                except OSError:
-                    continue
-                if b"shutdown-lint" in raw and _section(candidate, _read_toml(candidate)) is not None:
-                    return candidate
+        found = config_in(here)
+        if found is not None:
+            return found
         parent = os.path.dirname(here)
         if parent == here:
             return None

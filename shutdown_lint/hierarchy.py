@@ -144,24 +144,10 @@ class Resolver:
 
 def _config_in(directory: str) -> Optional[str]:
     """``directory``'s own config file, if it has one (what ``config.find_config`` checks per level)."""
-    for name in C.CONFIG_FILES:
-        candidate = os.path.join(directory, name)
-        if not os.path.isfile(candidate):
-            continue
-        if name == "shutdown-lint.toml":
-            return candidate
-        try:
-            with open(candidate, "rb") as fh:
-                raw = fh.read()
-        except OSError:
-            continue
-        if b"shutdown-lint" in raw:
-            try:
-                if C._section(candidate, C._read_toml(candidate)) is not None:
-                    return candidate
-            except C.ConfigError:
-                return candidate  # a broken config is still the nearest one: its error is reported
-    return None
+    try:
+        return C.config_in(directory)
+    except C.ConfigError:
+        return os.path.join(directory, "pyproject.toml")  # broken, but still the nearest: its error is reported
 
 
 # ------------------------------------------------------------------ --show-settings
