@@ -150,6 +150,25 @@ _worker_mode: Optional[Mode] = None
 def _init_worker(settings: Settings, mode: Mode) -> None:
     global _worker_settings, _worker_mode
     _worker_settings, _worker_mode = settings, mode
+    _exit_with_parent()
+
+
+def _exit_with_parent(interval: float = 1.0) -> None:
+    """A worker whose parent is killed (SIGKILL, OOM killer) would wait on the pool's queue
+    forever: its siblings keep the queue's pipe open, so it never sees EOF. A daemon thread
+    notices the parent is gone and ends the worker."""
+    import threading
+    import time
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(interval)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="shutdown-lint-parent-watch", daemon=True).start()
 
 
 def _work(job: Job) -> Outcome:

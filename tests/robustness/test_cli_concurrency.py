@@ -46,6 +46,22 @@ def _findings(proc) -> list[tuple[str, int, str]]:
     return sorted((os.path.basename(d["path"]), d["line"], d["code"]) for d in json.loads(proc.stdout or "[]"))
 
 
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            return [int(c) for c in fh.read().split()]
+    except OSError:
+        return []  # no /proc (macOS): the check below has nothing to look at
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has exited
+    except OSError:
+        return False
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_pool_survives_bad_files_and_cache_survives_concurrent_and_killed_runs(tmp_path):
@@ -64,8 +80,14 @@ def test_pool_survives_bad_files_and_cache_survives_concurrent_and_killed_runs(t
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
               for _ in range(3)]
     time.sleep(1.5)
+    workers = _children(victim.pid)
     victim.send_signal(signal.SIGKILL)
     victim.wait(30)
+    # its pool workers must not outlive it (they would wait on the pool's queue forever)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(_alive(w) for w in workers):
+        time.sleep(0.2)
+    assert not [w for w in workers if _alive(w)], f"pool workers of the killed run still alive: {workers}"
     for proc in racers:
         out, err = proc.communicate(timeout=240)
         assert proc.returncode == 2, err
