@@ -1280,17 +1280,6 @@ for _name in [*_VOCAB, *LAZY_CALLS]:
 _FILE_HINTS = _type_hints(FILE)
 
 
-def _mentions(tree, words: set[str]) -> bool:
-    """Some name, attribute or imported name in the module is one of ``words`` (memoised)."""
-    key = frozenset(words)
-    memo = tree.__dict__.setdefault("_shd301_mentions", {})
-    if key not in memo:
-        memo[key] = any(isinstance(n, ast.Name) and n.id in words or isinstance(n, ast.Attribute) and n.attr in words
-                        or isinstance(n, ast.alias) and n.name.rsplit(".", 1)[-1] in words
-                        for n in ast.walk(tree.module))
-    return memo[key]
-
-
 def _may_be_blocking(tree, call: ast.Call) -> bool:
     """The call's qualified name may be in the vocabulary: a module function by its receiver,
     a typed receiver's method when the module spells a word that can give that type."""
@@ -1303,9 +1292,9 @@ def _may_be_blocking(tree, call: ast.Call) -> bool:
         if receiver & _PREFIX_TYPES or receiver & _RECEIVERS.get(func.attr, set()):
             return True
         hints = _METHOD_HINTS.get(func.attr)
-        if hints and _mentions(tree, hints):
+        if hints and tree.mentions(hints):
             return True  # ``f.read()``, ``proc.wait()``: the receiver may be typed from a binding
-        if func.attr not in NON_IO_METHODS and _mentions(tree, _PREFIX_TYPES):
+        if func.attr not in NON_IO_METHODS and tree.mentions(_PREFIX_TYPES):
             return True  # a receiver typed as a session/client elsewhere in the module
         return bool(aliased) and tree.bound_to_method_of(func.attr, _PREFIX_TYPES, attribute=True)
     words = tree.words(func)
@@ -1322,7 +1311,7 @@ def _iterates_in_coroutine(tree) -> bool:
 def _may_block_in_coroutine(tree) -> bool:
     if not any(fn.is_async for fn in tree.functions):
         return False
-    if _mentions(tree, _FILE_HINTS) and _iterates_in_coroutine(tree):
+    if tree.mentions(_FILE_HINTS) and _iterates_in_coroutine(tree):
         return True  # a file object opened anywhere may be iterated (``for line in self.f``) in a coroutine
     direct = [fn for fn in tree.functions if not fn.is_async
               and any(not lam and _may_be_blocking(tree, c) for c, _, lam in fn.calls)]

@@ -121,6 +121,9 @@ class Tree:
         #: names of functions defined directly in a class body (methods), by class
         self.methods: dict[int, list[Function]] = {}
         self.has_main_guard = False
+        #: every identifier the module spells as a name, an attribute or an imported name's
+        #: last word (``Tree.mentions``)
+        self.mentioned: set[str] = set()
         self._collect()
 
     # ------------------------------------------------------------------ the one walk
@@ -132,9 +135,17 @@ class Tree:
         FunctionDef, AsyncFunctionDef, ClassDef, Lambda = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda
         Call, Await, Raise, Name = ast.Call, ast.Await, ast.Raise, ast.Name
         trys = (ast.Try, getattr(ast, "TryStar", ast.Try))
+        AST, mentioned = ast.AST, self.mentioned
         while stack:
             node, fn, in_lambda, cls = stack.pop()
             t = type(node)
+            if t is Name:
+                mentioned.add(node.id)
+                continue
+            if t is ast.Attribute:
+                mentioned.add(node.attr)
+            elif t is ast.alias:
+                mentioned.add(node.name.rsplit(".", 1)[-1])
             if t is FunctionDef or t is AsyncFunctionDef:
                 info = Function(node, in_class=cls is not None)
                 self.functions.append(info)
@@ -180,10 +191,29 @@ class Tree:
                         self._imports.append((alias.asname, alias.name))
             elif t is ast.If and fn is None and cls is None and _is_main_guard(node.test):
                 self.has_main_guard = True
-            if t is not Name and t is not ast.Constant:
+            if t is not ast.Constant:
                 # ``cls`` reaches everything under a class body (an ``if`` in it too) until a
-                # def resets it, as in the facts' collector
-                stack.extend(reversed([(c, fn, in_lambda, cls) for c in ast.iter_child_nodes(node)]))
+                # def resets it, as in the facts' collector. Children are pushed in reverse
+                # source order (popped in order) without ``ast.iter_child_nodes``' generators:
+                # this loop is most of the tier's cost after the parse.
+                children = []
+                for field in _fields(t):
+                    value = getattr(node, field, None)
+                    if type(value) is list:
+                        for c in value:
+                            tc = type(c)
+                            if tc is Name:
+                                mentioned.add(c.id)
+                            elif tc is not ast.Constant and isinstance(c, AST):
+                                children.append((c, fn, in_lambda, cls))
+                    elif value is not None:
+                        tv = type(value)
+                        if tv is Name:
+                            mentioned.add(value.id)
+                        elif tv is not ast.Constant and isinstance(value, AST):
+                            children.append((value, fn, in_lambda, cls))
+                children.reverse()
+                stack.extend(children)
 
     def _bind(self, target: ast.AST, value: Optional[ast.AST]) -> None:
         if isinstance(target, ast.Name):
@@ -232,6 +262,11 @@ class Tree:
             results = _factory_results()
             return callee | {w for c in callee for w in results.get(c, ())}
         return set()
+
+    def mentions(self, words: Iterable[str]) -> bool:
+        """The module spells one of ``words`` as a name, an attribute or an imported
+        name's last word (``import a.b as c`` spells ``b``)."""
+        return not self.mentioned.isdisjoint(words)
 
     def aliases_of_attr(self, attr: str) -> set[str]:
         """Last words that ``x.attr`` may stand for through ``x.attr = value`` bindings."""
@@ -316,6 +351,13 @@ class Tree:
                         seen.add(name)
                         todo.append(name)
         return seen
+
+
+@functools.lru_cache(maxsize=None)
+def _fields(t: type) -> tuple[str, ...]:
+    """The fields of an ``ast`` node type that can hold nodes the tier reads (``ctx``, a
+    ``Load``/``Store`` marker on every name, is not one)."""
+    return tuple(f for f in t._fields if f != "ctx")
 
 
 def driver_names(tree: Tree, extra_roots: Iterable[str] = ()) -> set[str]:

@@ -125,6 +125,26 @@ def test_tree_words_follow_aliases():
     assert tree.may_call_any(call, ["asyncio.gather"])  # a spelling the facts canonicalise
 
 
+def test_tree_mentions_every_spelled_identifier_as_a_full_walk_would():
+    import ast
+
+    source = (b"import os.path as osp\nfrom a.b import c as d\n\n"
+              b"async def f(x=Popen):\n    y = [q.get_nowait() for q in queues]\n"
+              b"    s = f'{self.f.read}' + 'open'\n    return lambda: Session()\n")
+    tree = tree_tier.parse(source)
+    walked = set()
+    for n in ast.walk(ast.parse(source)):
+        if isinstance(n, ast.Name):
+            walked.add(n.id)
+        elif isinstance(n, ast.Attribute):
+            walked.add(n.attr)
+        elif isinstance(n, ast.alias):
+            walked.add(n.name.rsplit(".", 1)[-1])
+    assert tree.mentioned == walked
+    assert tree.mentions({"Popen"}) and tree.mentions({"read", "zzz"}) and tree.mentions({"c"})
+    assert not tree.mentions({"open", "d", "osp"})  # a string; aliases are not spelled as names here
+
+
 def test_tree_tier_keeps_the_parsed_ast_for_reuse():
     source = b"async def f():\n    pass\n"
     tree = tree_tier.parse(source)
