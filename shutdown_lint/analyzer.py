@@ -288,7 +288,8 @@ def analyze(source: bytes, path: str, settings: Settings, rules: Optional[Sequen
     findings: list[Finding] = []
     instances = [r(facts, settings, findings) for r in candidates]
     try:
-        walk(module, MultiRuleVisitor(instances))  # same hooks and order as module.visit, no rebuild
+        visitor = MultiRuleVisitor(instances)
+        walk(module, visitor, visitor.skip)  # same hooks and order as module.visit, no rebuild
     except RecursionError:
         raise AnalysisError(f"{path}:1:1: file too deeply nested to analyse (recursion limit)") from None
     return Analysis(path, module, facts, findings, settings, source=source)

@@ -44,9 +44,10 @@ class ModuleFacts(TreeShape, Names, ExecutionQueries, ExitPathQueries):
     @classmethod
     def build(cls, module: cst.Module, path: str = "<string>") -> "ModuleFacts":
         facts = cls(module, path)
-        from ..traversal import walk  # local: traversal imports rule, which names facts
+        from ..traversal import skippable, walk  # local: traversal imports rule, which names facts
 
-        walk(module, _Collector(facts))  # = module.visit(...) without rebuilding nodes (traversal.py)
+        # = module.visit(...) without rebuilding nodes, and without layout nodes (traversal.py)
+        walk(module, _Collector(facts), skippable(_Collector.hooked()))
         # decorators were recorded before all imports were seen; resolve them now
         for fn, exprs in facts._decorator_exprs.items():
             fn.decorators = [d for d in (facts._decorator_name(e, fn.scope) for e in exprs) if d]

@@ -115,3 +115,47 @@ def test_positions_of_matches_libcst_metadata():
             continue
         expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
         assert dict(positions_of(module)) == dict(expected), name
+
+
+def test_walk_skipping_layout_visits_every_other_node_in_order():
+    """The engine's walks skip layout nodes (``traversal.TRIVIA``): every other node must
+    be visited and left in the same order as a full walk, and nothing under a layout node
+    may be anything but layout (else a hook on it would be missed)."""
+    from shutdown_lint.traversal import TRIVIA
+
+    for name, code in _sources():
+        try:
+            module = cst.parse_module(code)
+        except cst.ParserSyntaxError:
+            continue
+        full, skipping = Recorder(), Recorder()
+        walk(module, full)
+        walk(module, skipping, TRIVIA)
+        kinds: dict[int, type] = {}
+
+        class Types(cst.CSTVisitor):
+            def on_visit(self, node: cst.CSTNode) -> bool:
+                kinds[id(node)] = type(node)
+                if type(node) in TRIVIA:
+                    inside: list[type] = []
+
+                    class Under(cst.CSTVisitor):
+                        def on_visit(self, n: cst.CSTNode) -> bool:
+                            inside.append(type(n))
+                            return True
+
+                    walk(node, Under())
+                    assert set(inside) <= TRIVIA, (name, type(node).__name__, set(inside) - TRIVIA)
+                return True
+
+        walk(module, Types())
+        assert skipping.events == [e for e in full.events if kinds[e[1]] not in TRIVIA], name
+
+
+def test_layout_is_walked_when_a_hook_names_it():
+    from shutdown_lint.traversal import TRIVIA, skippable
+
+    assert skippable(["Call", "FunctionDef"]) == TRIVIA
+    assert skippable(["Call", "Comment"]) == frozenset()
+    assert skippable(["Call_func"]) == TRIVIA
+    assert skippable(["Comma_whitespace_after"]) == frozenset()  # an attribute hook names its node first
