@@ -159,3 +159,28 @@ def test_layout_is_walked_when_a_hook_names_it():
     assert skippable(["Call", "Comment"]) == frozenset()
     assert skippable(["Call_func"]) == TRIVIA
     assert skippable(["Comma_whitespace_after"]) == frozenset()  # an attribute hook names its node first
+
+
+def test_walk_skips_layout_by_default_only_for_plain_hooks():
+    from shutdown_lint.traversal import TRIVIA, _auto_skip
+
+    class Calls(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            pass
+
+    class Comments(cst.CSTVisitor):
+        def visit_Comment(self, node: cst.Comment) -> None:
+            pass
+
+    assert _auto_skip(Calls) == TRIVIA
+    assert _auto_skip(Comments) == frozenset()
+    assert _auto_skip(Recorder) == frozenset()  # overrides on_visit: sees every node
+
+    seen: list[str] = []
+
+    class Collect(cst.CSTVisitor):
+        def visit_Comment(self, node: cst.Comment) -> None:
+            seen.append(node.value)
+
+    walk(cst.parse_module("f(a,  # one\n  b)\n"), Collect())
+    assert seen == ["# one"]
