@@ -13,10 +13,11 @@ from functools import cached_property
 from typing import Optional, Sequence
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange
 
 from . import candidates as candidate_stage
 from . import registry, suppression, tree_tier
+from .positions import Positions, positions_of  # noqa: F401  (positions_of: re-exported for tests and tools)
 from .diagnostic import Diagnostic, FileResult
 from .facts import ModuleFacts
 from .facts.project import view_for as project_view
@@ -117,23 +118,6 @@ def _check_nesting(source: bytes, path: str) -> None:
         return  # syntax errors (or newer syntax than this Python's) are libcst's to judge
 
 
-def positions_of(module: cst.Module):
-    """``{node: CodeRange}`` for every node, as ``MetadataWrapper.resolve(PositionProvider)``
-    gives, without what ``resolve`` adds around the provider: a full ``module.visit`` for
-    an empty batch of batchable providers (which rebuilds every node) cost as much as the
-    render itself, ~0.4 s per 1,000 lines. Falls back to ``resolve`` if libcst changes."""
-    try:
-        from libcst.metadata.position_provider import PositionProvidingCodegenState
-
-        provider = PositionProvider()
-        state = PositionProvidingCodegenState(default_indent=module.default_indent,
-                                              default_newline=module.default_newline, provider=provider)
-        module._codegen(state)
-        return provider._computed
-    except (ImportError, AttributeError, TypeError):  # pragma: no cover - another libcst
-        return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-
-
 @dataclass
 class Analysis:
     path: str
@@ -147,14 +131,7 @@ class Analysis:
 
     @cached_property
     def text(self) -> str:
-        # libcst round-trips exactly: the parsed bytes in the module's encoding are its code.
-        # Rendering it instead cost a codegen of every parsed file (~10% of a cold run).
-        if self.source is not None:
-            try:
-                return self.source.decode(self.module.encoding)
-            except (UnicodeDecodeError, LookupError):
-                pass
-        return self.module.code
+        return _decoded(self.source, self.module) if self.source is not None else self.module.code
 
     @cached_property
     def lines(self) -> list[str]:
@@ -162,11 +139,11 @@ class Analysis:
 
     @cached_property
     def positions(self):
-        # Positions cost a full render of the module: computed only for files with findings,
-        # once per module (the facts' ``line_of`` keeps the same map under ``_positions``)
+        # Positions cost a render: asked for only in files with findings, rendered per
+        # top-level statement, shared with the facts' ``line_of`` (``_positions``)
         known = self.facts.__dict__.get("_positions")
         if known is None:
-            known = self.facts.__dict__["_positions"] = positions_of(self.module)
+            known = self.facts.__dict__["_positions"] = Positions(self.module, self.text, None, self.facts.parent)
         return known
 
     def position(self, node: cst.CSTNode) -> CodeRange:
@@ -285,6 +262,9 @@ def analyze(source: bytes, path: str, settings: Settings, rules: Optional[Sequen
     except RecursionError:
         raise AnalysisError(f"{path}:1:1: file too deeply nested to analyse (recursion limit)") from None
     facts.project = project_view(path)  # the project index seen from this file (None: no index)
+    text = _decoded(source, module)
+    # positions, when a rule or a finding asks, are rendered per top-level statement (positions.py)
+    facts.__dict__["_positions"] = Positions(module, text, tree_tier.cached(source), facts.parent)
     findings: list[Finding] = []
     instances = [r(facts, settings, findings) for r in candidates]
     try:
@@ -292,7 +272,18 @@ def analyze(source: bytes, path: str, settings: Settings, rules: Optional[Sequen
         walk(module, visitor, visitor.skip)  # same hooks and order as module.visit, no rebuild
     except RecursionError:
         raise AnalysisError(f"{path}:1:1: file too deeply nested to analyse (recursion limit)") from None
-    return Analysis(path, module, facts, findings, settings, source=source)
+    analysis = Analysis(path, module, facts, findings, settings, source=source)
+    analysis.__dict__["text"] = text
+    return analysis
+
+
+def _decoded(source: bytes, module: cst.Module) -> str:
+    """The module's code: libcst round-trips exactly, so the parsed bytes in its encoding
+    are that code (rendering it instead costs a codegen of the file)."""
+    try:
+        return source.decode(module.encoding)
+    except (UnicodeDecodeError, LookupError):
+        return module.code
 
 
 def lint_source(source: bytes, path: str, settings: Settings, *, fix_edits: bool = True) -> FileResult:

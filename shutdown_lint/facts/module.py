@@ -57,9 +57,10 @@ class ModuleFacts(TreeShape, Names, ExecutionQueries, ExitPathQueries):
 
     @cached_property
     def _positions(self):
-        from libcst.metadata import MetadataWrapper, PositionProvider
+        # normally set by the engine (``Analysis.positions``: per statement); a lone use renders all
+        from ..positions import positions_of
 
-        return MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+        return positions_of(self.module)
 
     def resolve_elsewhere(self, expr: cst.BaseExpression, at: cst.CSTNode):
         """The function in another module of the project that ``expr`` names

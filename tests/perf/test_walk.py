@@ -184,3 +184,37 @@ def test_walk_skips_layout_by_default_only_for_plain_hooks():
 
     walk(cst.parse_module("f(a,  # one\n  b)\n"), Collect())
     assert seen == ["# one"]
+
+
+def test_positions_per_statement_match_the_whole_render():
+    """``positions.Positions`` renders only the top-level statements asked about, starting
+    at the line Python's ``ast`` gives; every node's range must equal the whole render's,
+    and the whole render must be needed only where the guess cannot be checked."""
+    import ast
+
+    from shutdown_lint.facts import ModuleFacts
+    from shutdown_lint.positions import Positions, positions_of
+
+    extra = {
+        "decorated-with-comments": "import x\n\n# lead\n\n@a\n# between\n@b(\n  1)\nclass C:\n    pass\n",
+        "semicolons-and-continuations": "a = 1; b = (2,\n 3)\nc = \\\n  4\nif a:\n    pass\n# tail\n",
+        "strings-spanning-lines": 's = """\nx\n"""\ndef f():\n    return f"""{s}\n"""\n',
+        "crlf": "x = 1\r\n\r\ndef f():\r\n    return x\r\n",
+        "header-and-footer": "#!/usr/bin/env python\n# coding: utf-8\n\nx = 1\n\n# end\n",
+        "parenthesized-decorator": "@(\n    deco\n)\ndef f():\n    pass\n",
+    }
+    fell_back = []
+    for name, code in [*_sources(), *extra.items()]:
+        try:
+            module = cst.parse_module(code)
+            tree = ast.parse(code)
+        except (cst.ParserSyntaxError, SyntaxError):
+            continue
+        facts = ModuleFacts.build(module)
+        full = positions_of(module)
+        lazy = Positions(module, module.code, tree, facts.parent)
+        for node in facts._parents:  # every node the engine can ask about (layout is not asked)
+            assert lazy[node] == full[node], (name, type(node).__name__)
+        if lazy._full is not None:
+            fell_back.append(name)
+    assert fell_back == ["parenthesized-decorator"], fell_back  # ast puts the decorator a line later
