@@ -93,6 +93,8 @@ class CancelWithoutCleanupWait(Rule):
     triggers = ("cancel",)
     # tier 1: ray.cancel then exit
     candidate = C.qualified("ray.cancel")
+    # tier 2: a call that may be ``ray.cancel`` with a positional argument (the refs)
+    candidate_tree = staticmethod(lambda tree: _may_cancel_refs(tree))
     facts_needed = ("functions", "calls", "execution")
     options = {
         "cleanup_timeout": Option(
@@ -650,3 +652,8 @@ def _wait_statement(refs: cst.BaseExpression, timeout_arg: cst.Arg) -> cst.Simpl
     """Wait for refs already cancelled, without cancelling again (a second cancel would cut the
     cleanup short)."""
     return cst.SimpleStatementLine([cst.Expr(guard_call("ray.wait_for_cleanup", [_first_arg(refs), timeout_arg]))])
+
+
+def _may_cancel_refs(tree) -> bool:
+    """Tier 2 (``tree_tier``): the rule reports only a ``ray.cancel(refs...)`` call."""
+    return any(c.args and tree.may_call_any(c, ("ray.cancel",)) for c in tree.all_calls())

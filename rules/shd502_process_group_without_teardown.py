@@ -102,6 +102,10 @@ class ProcessGroupWithoutTeardown(Rule):
     }
     # tier 1: the init calls (the option's default; a rule with options set always runs)
     candidate = C.qualified(*options["init_calls"].default)
+    # tier 2: a call that may be one of the init calls (the option's default; set options bypass)
+    candidate_tree = staticmethod(lambda tree: any(
+        tree.may_call_any(c, ProcessGroupWithoutTeardown.options["init_calls"].default)
+        for c in tree.all_calls()))
 
     valid = [
         # destroy in a finally
