@@ -125,13 +125,9 @@ class Analysis:
     facts: ModuleFacts
     findings: list[Finding]
     settings: Settings
+    #: the module's code (the parsed bytes decoded, ``_decoded``)
+    text: str
     warnings: list[str] = field(default_factory=list)
-    #: the bytes that were parsed: ``text`` decodes them instead of rendering the module
-    source: Optional[bytes] = None
-
-    @cached_property
-    def text(self) -> str:
-        return _decoded(self.source, self.module) if self.source is not None else self.module.code
 
     @cached_property
     def lines(self) -> list[str]:
@@ -140,11 +136,8 @@ class Analysis:
     @cached_property
     def positions(self):
         # Positions cost a render: asked for only in files with findings, rendered per
-        # top-level statement, shared with the facts' ``line_of`` (``_positions``)
-        known = self.facts.__dict__.get("_positions")
-        if known is None:
-            known = self.facts.__dict__["_positions"] = Positions(self.module, self.text, None, self.facts.parent)
-        return known
+        # top-level statement (``analyze`` sets them), shared with the facts' ``line_of``
+        return self.facts._positions
 
     def position(self, node: cst.CSTNode) -> CodeRange:
         return self.positions[node]
@@ -272,9 +265,7 @@ def analyze(source: bytes, path: str, settings: Settings, rules: Optional[Sequen
         walk(module, visitor, visitor.skip)  # same hooks and order as module.visit, no rebuild
     except RecursionError:
         raise AnalysisError(f"{path}:1:1: file too deeply nested to analyse (recursion limit)") from None
-    analysis = Analysis(path, module, facts, findings, settings, source=source)
-    analysis.__dict__["text"] = text
-    return analysis
+    return Analysis(path, module, facts, findings, settings, text)
 
 
 def _decoded(source: bytes, module: cst.Module) -> str:

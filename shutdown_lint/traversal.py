@@ -54,21 +54,23 @@ def _child_fields(cls: type) -> tuple[tuple[str, bool], ...] | None:
     return order
 
 
-def children(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """``node.children`` without rebuilding ``node``."""
+def children(node: cst.CSTNode, skip: frozenset = frozenset()) -> list[cst.CSTNode]:
+    """``node.children`` without rebuilding ``node``, leaving out nodes whose type is in
+    ``skip``."""
     order = _ORDER.get(type(node)) or _child_fields(type(node))
     if order is None:
-        return list(node.children)
+        return [c for c in node.children if type(c) not in skip]
     out: list[cst.CSTNode] = []
     for name, is_sequence in order:
         value = getattr(node, name)
         if is_sequence:
             if value:  # a sequence field may be None (FormattedStringExpression.format_spec)
-                out.extend(value)
+                out.extend([c for c in value if type(c) not in skip])
         elif isinstance(value, cst.CSTNode):
-            out.append(value)
+            if type(value) not in skip:
+                out.append(value)
         elif isinstance(value, (list, tuple)):
-            out.extend(value)
+            out.extend([c for c in value if type(c) not in skip])
     return out
 
 
@@ -83,13 +85,12 @@ def walk(root: cst.CSTNode, visitor: cst.CSTVisitor, skip: frozenset | None = No
     if not on_visit(root):
         on_leave(root)
         return
-    kids = _children_skipping if skip else _children_all
-    stack = [(root, iter(kids(root, skip)))]
+    stack = [(root, iter(children(root, skip)))]
     while stack:
         node, pending = stack[-1]
         for child in pending:
             if on_visit(child):
-                stack.append((child, iter(kids(child, skip))))
+                stack.append((child, iter(children(child, skip))))
                 break
             on_leave(child)
         else:
@@ -97,39 +98,23 @@ def walk(root: cst.CSTNode, visitor: cst.CSTVisitor, skip: frozenset | None = No
             on_leave(node)
 
 
-def _children_all(node: cst.CSTNode, skip: frozenset) -> list[cst.CSTNode]:
-    return children(node)
-
-
-def _children_skipping(node: cst.CSTNode, skip: frozenset) -> list[cst.CSTNode]:
-    order = _ORDER.get(type(node)) or _child_fields(type(node))
-    if order is None:
-        return [c for c in node.children if type(c) not in skip]
-    out: list[cst.CSTNode] = []
-    for name, is_sequence in order:
-        value = getattr(node, name)
-        if is_sequence:
-            if value:
-                out.extend([c for c in value if type(c) not in skip])
-        elif isinstance(value, cst.CSTNode):
-            if type(value) not in skip:
-                out.append(value)
-        elif isinstance(value, (list, tuple)):
-            out.extend([c for c in value if type(c) not in skip])
-    return out
-
-
 def _auto_skip(cls: type) -> frozenset:
     key = (cls.__module__, cls.__qualname__)  # visitors defined in functions: one entry per definition
     known = _AUTO.get(key)
     if known is None:
-        own = [k for c in cls.__mro__ if not c.__module__.startswith("libcst") and c is not object for k in vars(c)]
-        if "on_visit" in own or "on_leave" in own:
-            known = frozenset()
-        else:
-            known = skippable([a.split("_", 1)[1] for a in own if a.startswith(("visit_", "leave_"))])
-        _AUTO[key] = known
+        overrides = any(k in vars(c) for c in _own_classes(cls) for k in ("on_visit", "on_leave"))
+        known = _AUTO[key] = frozenset() if overrides else skippable(own_hooks(cls))
     return known
+
+
+def own_hooks(cls: type) -> list[str]:
+    """Node type names a visitor class has ``visit_``/``leave_`` hooks for: its own and its
+    bases', not the empty ones every ``CSTVisitor`` inherits from libcst."""
+    return [a.split("_", 1)[1] for c in _own_classes(cls) for a in vars(c) if a.startswith(("visit_", "leave_"))]
+
+
+def _own_classes(cls: type) -> list[type]:
+    return [c for c in cls.__mro__ if c is not object and not c.__module__.startswith("libcst")]
 
 
 _AUTO: dict[tuple[str, str], frozenset] = {}

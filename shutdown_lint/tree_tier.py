@@ -138,10 +138,7 @@ class Tree:
         AST, mentioned = ast.AST, self.mentioned
         while stack:
             node, fn, in_lambda, cls = stack.pop()
-            t = type(node)
-            if t is Name:
-                mentioned.add(node.id)
-                continue
+            t = type(node)  # never a Name or a Constant: those are not pushed (below)
             if t is ast.Attribute:
                 mentioned.add(node.attr)
             elif t is ast.alias:
@@ -191,29 +188,28 @@ class Tree:
                         self._imports.append((alias.asname, alias.name))
             elif t is ast.If and fn is None and cls is None and _is_main_guard(node.test):
                 self.has_main_guard = True
-            if t is not ast.Constant:
-                # ``cls`` reaches everything under a class body (an ``if`` in it too) until a
-                # def resets it, as in the facts' collector. Children are pushed in reverse
-                # source order (popped in order) without ``ast.iter_child_nodes``' generators:
-                # this loop is most of the tier's cost after the parse.
-                children = []
-                for field in _fields(t):
-                    value = getattr(node, field, None)
-                    if type(value) is list:
-                        for c in value:
-                            tc = type(c)
-                            if tc is Name:
-                                mentioned.add(c.id)
-                            elif tc is not ast.Constant and isinstance(c, AST):
-                                children.append((c, fn, in_lambda, cls))
-                    elif value is not None:
-                        tv = type(value)
-                        if tv is Name:
-                            mentioned.add(value.id)
-                        elif tv is not ast.Constant and isinstance(value, AST):
-                            children.append((value, fn, in_lambda, cls))
-                children.reverse()
-                stack.extend(children)
+            # ``cls`` reaches everything under a class body (an ``if`` in it too) until a
+            # def resets it, as in the facts' collector. Children are pushed in reverse
+            # source order (popped in order) without ``ast.iter_child_nodes``' generators:
+            # this loop is most of the tier's cost after the parse.
+            children = []
+            for field in _fields(t):
+                value = getattr(node, field, None)
+                if type(value) is list:
+                    for c in value:
+                        tc = type(c)
+                        if tc is Name:
+                            mentioned.add(c.id)
+                        elif tc is not ast.Constant and isinstance(c, AST):
+                            children.append((c, fn, in_lambda, cls))
+                elif value is not None:
+                    tv = type(value)
+                    if tv is Name:
+                        mentioned.add(value.id)
+                    elif tv is not ast.Constant and isinstance(value, AST):
+                        children.append((value, fn, in_lambda, cls))
+            children.reverse()
+            stack.extend(children)
 
     def _bind(self, target: ast.AST, value: Optional[ast.AST]) -> None:
         if isinstance(target, ast.Name):

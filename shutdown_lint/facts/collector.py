@@ -23,13 +23,6 @@ class _Collector(cst.CSTVisitor):
         # classes and functions interleave: remember which one is innermost
         self.kinds: list[str] = []
 
-    @classmethod
-    def hooked(cls) -> list[str]:
-        """Node type names this walk has ``visit_``/``leave_`` hooks for (its own, not the
-        empty ones every ``CSTVisitor`` inherits)."""
-        own = [k for c in cls.__mro__ if c.__module__.startswith("shutdown_lint") for k in vars(c)]
-        return [a.split("_", 1)[1] for a in own if a.startswith(("visit_", "leave_"))]
-
     # -- generic
     def on_visit(self, node: cst.CSTNode) -> bool:
         if self.stack:

@@ -44,10 +44,11 @@ class ModuleFacts(TreeShape, Names, ExecutionQueries, ExitPathQueries):
     @classmethod
     def build(cls, module: cst.Module, path: str = "<string>") -> "ModuleFacts":
         facts = cls(module, path)
-        from ..traversal import skippable, walk  # local: traversal imports rule, which names facts
+        from ..traversal import own_hooks, skippable, walk  # local: traversal imports rule, which names facts
 
-        # = module.visit(...) without rebuilding nodes, and without layout nodes (traversal.py)
-        walk(module, _Collector(facts), skippable(_Collector.hooked()))
+        # = module.visit(...) without rebuilding nodes, and without layout nodes (traversal.py);
+        # the collector overrides on_visit (parents), so its skip set is named here
+        walk(module, _Collector(facts), skippable(own_hooks(_Collector)))
         # decorators were recorded before all imports were seen; resolve them now
         for fn, exprs in facts._decorator_exprs.items():
             fn.decorators = [d for d in (facts._decorator_name(e, fn.scope) for e in exprs) if d]
