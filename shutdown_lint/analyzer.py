@@ -6,8 +6,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import functools
+import gc
+import threading
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Optional, Sequence
@@ -83,7 +86,8 @@ def _parse_module(source: bytes, path: str) -> cst.Module:
     """libcst's parse; the caller has ruled out nesting that crashes it (``_check_nesting``
     or a successful ``ast`` parse in the candidate tier)."""
     try:
-        return cst.parse_module(source)
+        with _parser_built_nodes():
+            return cst.parse_module(source)
     except cst.ParserSyntaxError as e:
         first = str(e.message).strip().splitlines()[0] if e.message else "invalid syntax"
         raise AnalysisError(f"{path}:{e.raw_line}:{e.raw_column + 1}: syntax error: {first}") from None
@@ -94,6 +98,40 @@ def _parse_module(source: bytes, path: str) -> cst.Module:
         raise AnalysisError(f"{path}:{line}:1: cannot decode file: {e}") from None
     except Exception as e:  # libcst raises a few other types on odd input (e.g. NUL bytes)
         raise AnalysisError(f"{path}:1:1: cannot parse file: {type(e).__name__}: {e}".splitlines()[0]) from None
+
+
+_validation_lock = threading.Lock()
+_parsing = 0
+
+
+def _trusted(self) -> None:
+    """``CSTNode.__post_init__`` while the parser builds nodes: no validation."""
+
+
+@contextlib.contextmanager
+def _parser_built_nodes():
+    """Skip libcst's per-node ``_validate`` while its parser builds the tree.
+
+    Validation guards trees that code assembles by hand; a tree the parser built from real
+    source is valid by construction (the same tree either way: tests/perf/test_parse.py).
+    It cost ~30% of every parse (a regex per whitespace node). Nodes that fixes construct
+    are validated as before once the parse is over. A counter, not a flag: the language
+    server parses in several threads at once."""
+    global _parsing
+    with _validation_lock:
+        if _parsing == 0:
+            cst.CSTNode.__post_init__ = _trusted
+        _parsing += 1
+    try:
+        yield
+    finally:
+        with _validation_lock:
+            _parsing -= 1
+            if _parsing == 0:
+                cst.CSTNode.__post_init__ = _validating
+
+
+_validating = cst.CSTNode.__post_init__
 
 
 #: libcst's native parser overflows the C stack (SIGSEGV) at ~6000 nested levels, and is
@@ -277,7 +315,31 @@ def _decoded(source: bytes, module: cst.Module) -> str:
         return module.code
 
 
+@contextlib.contextmanager
+def gc_paused():
+    """No cyclic garbage collection while one file is analysed.
+
+    A libcst tree is millions of container objects that live until the file is done; each
+    automatic collection of the oldest generation walks all of them again, ~20% of a
+    file's analysis. Everything the analysis leaves behind is collected by the first
+    automatic collection after it (the trees are freed that way anyway: rules and facts
+    hold cycles), so memory stays bounded by one file's analysis."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def lint_source(source: bytes, path: str, settings: Settings, *, fix_edits: bool = True) -> FileResult:
+    with gc_paused():
+        return _lint_source(source, path, settings, fix_edits)
+
+
+def _lint_source(source: bytes, path: str, settings: Settings, fix_edits: bool) -> FileResult:
     result = FileResult(path)
     stage: list[str] = []
     try:

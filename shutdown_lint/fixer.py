@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .analyzer import Analysis, AnalysisError, analyze, is_applicable
+from .analyzer import Analysis, AnalysisError, analyze, gc_paused, is_applicable
 from .edits import apply_fixes, choose_batch
 from .rule import Finding
 from .settings import Settings
@@ -73,7 +73,8 @@ def fix_source(source: bytes, path: str, settings: Settings, *, unsafe: bool = F
     """Apply safe (and with ``unsafe``, unsafe) fixes. Raises ``AnalysisError`` when the
     original does not parse."""
     try:
-        return _fix_source(source, path, settings, unsafe)
+        with gc_paused():
+            return _fix_source(source, path, settings, unsafe)
     except RecursionError:  # a tree deep enough to pass the parser but not libcst's rendering
         raise AnalysisError(f"{path}:1:1: file too deeply nested to fix (recursion limit)") from None
 

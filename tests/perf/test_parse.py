@@ -1,0 +1,81 @@
+"""The analyzer's libcst parse skips per-node validation (``analyzer._parser_built_nodes``)
+and pauses the cyclic garbage collector per file (``analyzer.gc_paused``): neither may
+change the tree, and both must be undone afterwards."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import libcst as cst
+import pytest
+
+from shutdown_lint import analyzer
+from tests.perf.test_walk import _sources
+
+
+@pytest.mark.parametrize("name,code", list(_sources()), ids=lambda v: v if isinstance(v, str) and len(v) < 60 else "")
+def test_parse_without_validation_builds_the_same_tree(name, code):
+    fast = analyzer._parse_module(code.encode(), name)
+    slow = cst.parse_module(code)  # validated: the analyzer's switch is off here
+    assert fast.deep_equals(slow)
+    assert fast.code == code
+
+
+def test_validation_is_back_after_parse_and_after_a_syntax_error():
+    analyzer._parse_module(b"x = 1\n", "ok.py")
+    with pytest.raises(analyzer.AnalysisError):
+        analyzer._parse_module(b"def (:\n", "bad.py")
+    assert cst.CSTNode.__post_init__ is analyzer._validating
+    # a hand-built node that is invalid is still refused
+    with pytest.raises(cst.CSTValidationError):
+        cst.SimpleWhitespace("not whitespace")
+
+
+def test_concurrent_parses_leave_validation_on():
+    """The language server parses in several threads at once: whatever the interleaving, the
+    last parse to finish restores validation."""
+    code = ("def f(x):\n    return [y for y in x if y]\n" * 400).encode()
+    errors: list[BaseException] = []
+
+    def parse_many() -> None:
+        try:
+            for _ in range(5):
+                analyzer._parse_module(code, "t.py")
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=parse_many) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert cst.CSTNode.__post_init__ is analyzer._validating
+    with pytest.raises(cst.CSTValidationError):
+        cst.SimpleWhitespace("x")
+
+
+def test_gc_paused_restores_the_collector():
+    assert gc.isenabled()
+    with analyzer.gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with analyzer.gc_paused():
+            pass
+        assert not gc.isenabled(), "a collector the caller disabled stays disabled"
+    finally:
+        gc.enable()
+
+
+def test_lint_source_leaves_the_collector_on():
+    from shutdown_lint import registry
+    from shutdown_lint.settings import Settings
+
+    settings = Settings(selected=tuple(sorted(registry.rules_by_code())))
+    result = analyzer.lint_source(b"import asyncio\nasync def f():\n    asyncio.create_task(g())\n", "t.py",
+                                  settings)
+    assert result.diagnostics
+    assert gc.isenabled()
