@@ -29,16 +29,18 @@ def positions_of(module: cst.Module):
 
 
 class Positions:
-    """``{node: CodeRange}`` computed one top-level statement at a time.
+    """``{node: CodeRange}`` computed one statement at a time.
 
     A file with findings needs the positions of a few nodes, yet ``positions_of`` renders
-    the whole module (about the cost of its parse). Here only the top-level statements that
-    hold an asked-for node are rendered, each from the line it starts on. That line comes
-    from Python's ``ast`` of the same source (the candidate tier already parsed it): a
-    statement's first line there, minus the blank and comment lines libcst files under it.
-    Every guess is checked against the source text (the rendered statement must be there,
-    at that line); when one is wrong, or no ``ast`` is at hand, or the node is not under a
-    top-level statement, the whole module is rendered as before. Results are identical to
+    the whole module (about the cost of its parse). Here only the innermost statement that
+    holds an asked-for node is rendered (a line of a method, not the whole class), from
+    the line it starts on. That line comes from Python's ``ast`` of the same source (the
+    candidate tier already parsed it): the statements of a block map one to one onto the
+    ``ast``'s (a line of ``a; b`` is two there), and a statement's first line there, minus
+    the blank and comment lines libcst files under it, is where its rendering starts. The
+    rendering itself is checked against the source text (it must be there, at that line);
+    when it is not, the top-level statement is tried, then the whole module is rendered
+    as before, and so when no ``ast`` is at hand. Results are identical to
     ``positions_of`` (tests/perf/test_walk.py compares them node by node).
     """
 
@@ -48,9 +50,8 @@ class Positions:
         self._tree = tree  # ast.Module or None
         self._parent_of = parent_of  # node -> parent (the facts' map; layout nodes absent)
         self._known: dict = {}
-        self._done: set[int] = set()  # ids of rendered top-level statements
+        self._done: set[int] = set()  # ids of rendered statements
         self._full: dict | None = None
-        self._starts: dict[int, int] | None = None  # id(top-level statement) -> 1-based line
         self._line_offsets: list[int] | None = None
 
     def __getitem__(self, node: cst.CSTNode):
@@ -59,32 +60,69 @@ class Positions:
         found = self._known.get(node)
         if found is not None:
             return found
-        top = self._top_level(node)
-        if top is None or id(top) in self._done or not self._render(top):
-            return self._everything()[node]
-        return self._known[node]
+        chain = self._chain(node)
+        if chain is not None and self._tree is not None:
+            for stmt, line, indents in self._enclosing(chain):
+                if id(stmt) not in self._done and self._render(stmt, line, indents):
+                    found = self._known.get(node)
+                    if found is not None:
+                        return found
+        return self._everything()[node]
 
     def _everything(self) -> dict:
         if self._full is None:
             self._full = positions_of(self.module)
         return self._full
 
-    def _top_level(self, node: cst.CSTNode):
-        cur, parent = node, self._parent_of(node)
+    def _chain(self, node: cst.CSTNode) -> list | None:
+        """``node``'s ancestors from the top-level statement down, ``node`` last; None when it
+        is not under a top-level statement."""
+        chain = [node]
+        parent = self._parent_of(node)
         while parent is not None and parent is not self.module:
-            cur, parent = parent, self._parent_of(parent)
-        return cur if parent is self.module else None
+            chain.append(parent)
+            parent = self._parent_of(parent)
+        if parent is not self.module:
+            return None
+        chain.reverse()
+        return chain
 
-    def _render(self, stmt: cst.CSTNode) -> bool:
-        start = self._start_lines().get(id(stmt))
-        if start is None:
-            return False
+    def _enclosing(self, chain: list):
+        """(statement, first line, indents) for the statements of ``chain`` that the ``ast``
+        locates, innermost first (the top-level one last)."""
+        found = []
+        stmt, node = _locate(self.module.body, self._tree.body, chain[0])
+        if stmt is None:
+            return found
+        found.append((chain[0], _first_line(chain[0], node), []))
+        on_chain = {id(n): i for i, n in enumerate(chain)}
+        indents: list[str] = []
+        cur, cur_ast = chain[0], node
+        while True:
+            step = None
+            for block, ast_body in _blocks(cur, cur_ast):
+                i = on_chain.get(id(block))
+                if i is not None and i + 1 < len(chain):
+                    step = block, ast_body, chain[i + 1]
+                    break
+            if step is None:
+                break
+            block, ast_body, child = step
+            stmt, node = _locate(block.body, ast_body, child)
+            if stmt is None:
+                break
+            indents = [*indents, self.module.default_indent if block.indent is None else block.indent]
+            found.append((child, _first_line(child, node), indents))
+            cur, cur_ast = child, node
+        found.reverse()
+        return found
+
+    def _render(self, stmt: cst.CSTNode, start: int, indents: list[str]) -> bool:
+        """Render ``stmt`` as if it began at line ``start`` under ``indents``; keep its
+        positions if the rendering is what the source has there."""
         offsets = self._offsets()
-        if start - 1 >= len(offsets):
+        if start < 1 or start - 1 >= len(offsets):
             return False
-        code = self.module.code_for_node(stmt)
-        if not self.text.startswith(code, offsets[start - 1]):
-            return False  # the guessed line is wrong: render the whole module instead
         try:
             from libcst.metadata.position_provider import PositionProvidingCodegenState
 
@@ -92,9 +130,12 @@ class Positions:
             state = PositionProvidingCodegenState(default_indent=self.module.default_indent,
                                                   default_newline=self.module.default_newline, provider=provider)
             state.line = start
+            state.indent_tokens.extend(indents)
             stmt._codegen(state)
         except (ImportError, AttributeError, TypeError):  # pragma: no cover - another libcst
             return False
+        if not self.text.startswith("".join(state.tokens), offsets[start - 1]):
+            return False  # the guessed line is wrong: try an enclosing statement
         self._known.update(provider._computed)
         self._done.add(id(stmt))
         return True
@@ -108,24 +149,57 @@ class Positions:
             self._line_offsets = offsets
         return self._line_offsets
 
-    def _start_lines(self) -> dict[int, int]:
-        """Where each top-level statement starts, from the ``ast`` (see the class doc)."""
-        if self._starts is None:
-            import ast
 
-            self._starts = {}
-            body = list(self._tree.body) if self._tree is not None else None
-            if body is None:
-                return self._starts
-            i = 0
-            for stmt in self.module.body:
-                count = len(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else 1
-                if i >= len(body):
-                    break
-                first = body[i]
-                line = first.lineno
-                if isinstance(first, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and first.decorator_list:
-                    line = min(d.lineno for d in first.decorator_list)
-                self._starts[id(stmt)] = line - len(stmt.leading_lines)
-                i += count
-        return self._starts
+def _locate(statements, ast_statements, target):
+    """(target, its ``ast`` statement) when ``target`` is one of ``statements``, a block's
+    libcst statements, and the block's ``ast`` statements line up; else (None, None)."""
+    i = 0
+    for stmt in statements:
+        if i >= len(ast_statements):
+            return None, None
+        if stmt is target:
+            return stmt, ast_statements[i]
+        i += len(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else 1
+    return None, None
+
+
+def _first_line(stmt: cst.CSTNode, node) -> int:
+    """The line ``stmt``'s rendering starts on: its ``ast`` line (a decorated definition's
+    first decorator), less the blank and comment lines libcst puts before it."""
+    import ast
+
+    line = node.lineno
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.decorator_list:
+        line = min(d.lineno for d in node.decorator_list)
+    return line - len(getattr(stmt, "leading_lines", ()))
+
+
+def _blocks(stmt: cst.CSTNode, node):
+    """The indented blocks of a compound statement, each with the ``ast`` statements it
+    holds: a body, an ``else``, each handler, a ``finally``, and an ``elif``'s blocks as
+    the ``if``'s own (an ``elif`` renders only as part of its ``if``)."""
+    import ast
+
+    def block(b):
+        return b if isinstance(b, cst.IndentedBlock) else None
+
+    out = []
+    body = block(getattr(stmt, "body", None))
+    ast_body = getattr(node, "body", None)
+    if body is not None and isinstance(ast_body, list):
+        out.append((body, ast_body))
+    if isinstance(stmt, (cst.Try, cst.TryStar)) and isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+        if len(stmt.handlers) == len(node.handlers):
+            for h, ah in zip(stmt.handlers, node.handlers):
+                if block(h.body) is not None:
+                    out.append((h.body, ah.body))
+        if stmt.finalbody is not None and block(stmt.finalbody.body) is not None:
+            out.append((stmt.finalbody.body, node.finalbody))
+    orelse = getattr(stmt, "orelse", None)
+    ast_orelse = getattr(node, "orelse", None)
+    if isinstance(orelse, cst.Else) and block(orelse.body) is not None and isinstance(ast_orelse, list):
+        out.append((orelse.body, ast_orelse))
+    elif isinstance(orelse, cst.If) and isinstance(ast_orelse, list) and len(ast_orelse) == 1 \
+            and isinstance(ast_orelse[0], ast.If):
+        out.extend(_blocks(orelse, ast_orelse[0]))
+    return out

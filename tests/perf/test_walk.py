@@ -218,3 +218,103 @@ def test_positions_per_statement_match_the_whole_render():
         if lazy._full is not None:
             fell_back.append(name)
     assert fell_back == ["parenthesized-decorator"], fell_back  # ast puts the decorator a line later
+
+
+NESTED = '''
+import os
+
+
+class Outer:
+    """doc"""
+
+    x = 1; y = 2
+
+    @staticmethod
+    # between
+    @deco(
+        1)
+    def method(a):
+        # leading comment
+        if a:
+            b = 1
+        elif a > 2:
+            c = [i for i in a]
+        elif a > 3:
+            pass
+        else:
+            d = a; e = (a,
+                        a)
+        for i in a:
+            try:
+                pass
+            except ValueError as err:
+                f(err)
+            except (TypeError, KeyError):
+                pass
+            else:
+                g()
+            finally:
+                h()
+        else:
+            k()
+        while a:
+            with open(a) as fh, \\
+                    open(b):
+                fh.read()
+            # footer comment of the while
+        if a: one_line()
+        try:
+            pass
+        except* TypeError:
+            star()
+        match a:
+            case 1:
+                m()
+        return lambda: a
+
+    class Inner:
+        async def deep(self):
+            async with x:
+                async for y in z:
+                    await y
+'''
+
+
+def test_positions_render_the_innermost_statement():
+    """Asked for a node deep in a class, ``Positions`` renders the innermost statement that
+    the ``ast`` locates (a line of a method), never the whole module, and every position
+    still equals the whole render's. Asked deepest first, each node in a fresh instance."""
+    import ast
+
+    from shutdown_lint.facts import ModuleFacts
+    from shutdown_lint.positions import Positions, positions_of
+
+    for name, code in [("nested", NESTED), *((n, c) for n, c in _sources() if n.startswith("SHD"))]:
+        module = cst.parse_module(code)
+        tree = ast.parse(code)
+        facts = ModuleFacts.build(module)
+        full = positions_of(module)
+        shared = Positions(module, module.code, tree, facts.parent)
+        for node in reversed(list(facts._parents)):
+            assert shared[node] == full[node], (name, type(node).__name__)
+            fresh = Positions(module, module.code, tree, facts.parent)
+            assert fresh[node] == full[node], (name, type(node).__name__)
+            assert fresh._full is None, (name, type(node).__name__, "fell back to the whole module")
+        assert shared._full is None
+
+
+def test_positions_render_only_a_small_statement_for_a_deep_node():
+    import ast
+
+    from shutdown_lint.facts import ModuleFacts
+    from shutdown_lint.positions import Positions
+
+    module = cst.parse_module(NESTED)
+    facts = ModuleFacts.build(module)
+    positions = Positions(module, NESTED, ast.parse(NESTED), facts.parent)
+    await_ = next(n for n in facts._parents if isinstance(n, cst.Await))
+    assert positions[await_].start.line == NESTED.splitlines().index("                    await y") + 1
+    rendered = [n for n in positions._known if isinstance(n, (cst.FunctionDef, cst.ClassDef))]
+    assert rendered == [], "the enclosing method and classes were rendered"
+    call = next(n for n in facts._parents if isinstance(n, cst.Call) and getattr(n.func, "value", "") == "m")
+    assert positions[call].start.line == NESTED.splitlines().index("                m()") + 1
