@@ -12,6 +12,9 @@ if TYPE_CHECKING:
     from .module import ModuleFacts
 
 
+_UNSET = object()
+
+
 class _Collector(cst.CSTVisitor):
     """The one walk: parents, scopes, bindings, functions, classes, calls."""
 
@@ -22,16 +25,28 @@ class _Collector(cst.CSTVisitor):
         self.classes: list[ClassInfo] = []
         # classes and functions interleave: remember which one is innermost
         self.kinds: list[str] = []
+        self._visit_hooks: dict[type, object] = {}
+        self._leave_hooks: dict[type, object] = {}
 
-    # -- generic
+    # -- generic: libcst's on_visit/on_leave, with the hook looked up once per node class
+    # (libcst formats the method name and calls getattr for every node: ~1 M nodes a corpus)
     def on_visit(self, node: cst.CSTNode) -> bool:
         if self.stack:
             self.f._parents[node] = self.stack[-1]
         self.stack.append(node)
-        return super().on_visit(node)
+        hooks = self._visit_hooks
+        hook = hooks.get(type(node), _UNSET)
+        if hook is _UNSET:
+            hook = hooks[type(node)] = getattr(self, f"visit_{type(node).__name__}", None)
+        return hook is None or hook(node) is not False
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
-        super().on_leave(original_node)
+        hooks = self._leave_hooks
+        hook = hooks.get(type(original_node), _UNSET)
+        if hook is _UNSET:
+            hook = hooks[type(original_node)] = getattr(self, f"leave_{type(original_node).__name__}", None)
+        if hook is not None:
+            hook(original_node)
         self.stack.pop()
 
     @property

