@@ -57,35 +57,72 @@ def _child_fields(cls: type) -> tuple[tuple[str, bool], ...] | None:
 def children(node: cst.CSTNode, skip: frozenset = frozenset()) -> list[cst.CSTNode]:
     """``node.children`` without rebuilding ``node``, leaving out nodes whose type is in
     ``skip``."""
-    fn = _CHILDREN.get(type(node))
-    if fn is None:
-        fn = _CHILDREN[type(node)] = _children_function(type(node))
-    return fn(node, skip)
+    return _table(skip).of(type(node))(node)
 
 
-#: per class: a function (node, skip) -> children, generated from ``_child_fields``
-_CHILDREN: dict[type, Callable] = {}
+class _ChildrenTable(dict):
+    """Per node class, a function node -> its children except those whose type is in
+    ``skip``, written out field by field for the class: the walks call it ~2 million times
+    on a large corpus, and a generic loop over the field names (``getattr`` by name, an
+    ``isinstance`` against libcst's abstract base per field) cost three times as much."""
+
+    def __init__(self, skip: frozenset) -> None:
+        super().__init__()
+        self.skip = skip
+        self.keep = frozenset(t for t in _node_types() if t not in skip)
+
+    def of(self, cls: type) -> Callable:
+        fn = self.get(cls)
+        if fn is None:
+            fn = self[cls] = self._make(cls)
+        return fn
+
+    def _make(self, cls: type) -> Callable:
+        order = _child_fields(cls)
+        skip = self.skip
+        if order is None:
+            return lambda node: [c for c in node.children if type(c) not in skip]
+        lines = ["def children(node):", "    out = []"]
+        for name, is_sequence in order:
+            lines.append(f"    v = node.{name}")
+            if is_sequence:  # a sequence field may be None (FormattedStringExpression.format_spec)
+                lines += ["    if v:", "        out += [c for c in v if type(c) not in skip]"]
+            else:
+                lines += ["    t = type(v)",
+                          "    if t in keep:", "        out.append(v)",
+                          "    elif t is list or t is tuple:", "        out += [c for c in v if type(c) not in skip]",
+                          # a node class libcst made after the table (never seen; kept exact)
+                          "    elif v is not None and t not in skip and t is not MaybeSentinel"
+                          " and isinstance(v, CSTNode):",
+                          "        out.append(v)"]
+        lines.append("    return out")
+        namespace: dict = {"CSTNode": cst.CSTNode, "MaybeSentinel": cst.MaybeSentinel, "skip": skip,
+                           "keep": self.keep}
+        exec(compile("\n".join(lines), f"<children of {cls.__name__}>", "exec"), namespace)
+        return namespace["children"]
 
 
-def _children_function(cls: type) -> Callable:
-    """A function listing ``cls``'s children field by field, written out for the class:
-    the walks call it ~2 million times on a large corpus, and a generic loop over the
-    field names (``getattr`` by name, a test per field) cost twice as much."""
-    order = _child_fields(cls)
-    if order is None:
-        return lambda node, skip: [c for c in node.children if type(c) not in skip]
-    lines = ["def children(node, skip):", "    out = []"]
-    for name, is_sequence in order:
-        lines.append(f"    v = node.{name}")
-        if is_sequence:  # a sequence field may be None (FormattedStringExpression.format_spec)
-            lines += ["    if v:", "        out += [c for c in v if type(c) not in skip]"]
-        else:
-            lines += ["    if isinstance(v, CSTNode):", "        if type(v) not in skip:", "            out.append(v)",
-                      "    elif isinstance(v, (list, tuple)):", "        out += [c for c in v if type(c) not in skip]"]
-    lines.append("    return out")
-    namespace: dict = {"CSTNode": cst.CSTNode}
-    exec(compile("\n".join(lines), f"<children of {cls.__name__}>", "exec"), namespace)
-    return namespace["children"]
+_TABLES: dict[frozenset, _ChildrenTable] = {}
+
+
+def _table(skip: frozenset) -> _ChildrenTable:
+    table = _TABLES.get(skip)
+    if table is None:
+        table = _TABLES[skip] = _ChildrenTable(skip)
+    return table
+
+
+def _node_types() -> set[type]:
+    """Every libcst node class there is."""
+    out: set[type] = set()
+    stack = [cst.CSTNode]
+    while stack:
+        cls = stack.pop()
+        for sub in cls.__subclasses__():
+            if sub not in out:
+                out.add(sub)
+                stack.append(sub)
+    return out
 
 
 def walk(root: cst.CSTNode, visitor: cst.CSTVisitor, skip: frozenset | None = None) -> None:
@@ -99,12 +136,14 @@ def walk(root: cst.CSTNode, visitor: cst.CSTVisitor, skip: frozenset | None = No
     if not on_visit(root):
         on_leave(root)
         return
-    stack = [(root, iter(children(root, skip)))]
+    table = _table(skip)
+    stack = [(root, iter(table.of(type(root))(root)))]
     while stack:
         node, pending = stack[-1]
         for child in pending:
             if on_visit(child):
-                stack.append((child, iter(children(child, skip))))
+                fn = table.get(type(child)) or table.of(type(child))
+                stack.append((child, iter(fn(child))))
                 break
             on_leave(child)
         else:
