@@ -441,6 +441,34 @@ def _may_store_executor(tree) -> bool:
             continue
         stored = (fn is not None and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
                   and target.value.id == "self") or (fn is None and isinstance(target, ast.Name))
-        if stored and tree.may_call_any(value, factories):
+        if stored and tree.may_call_any(value, factories) and not _surely_released(tree, target, fn):
             return True
+    return False
+
+
+def _surely_released(tree, target, fn) -> bool:
+    """``self.<attr> = <executor>`` in a method, and a sibling method whose name is a cleanup
+    word calls ``self.<attr>.shutdown()`` (or another stop method) directly: ``_released``
+    then finds that release site in a cleanup function, whatever else the module does, so
+    the rule cannot report this assignment. Anything less certain stays a candidate."""
+    if not (isinstance(target, ast.Attribute) and fn is not None and fn.in_class):
+        return False
+    siblings = next((ms for ms in tree.methods.values() if any(m is fn for m in ms)), ())
+    ref = f"self.{target.attr}"
+    seen: set[str] = set()
+    for method in siblings:
+        if method.name in seen:
+            continue  # the facts know a class's first definition of a name as its method
+        seen.add(method.name)
+        if not mentions(method.name, CLEANUP_WORDS):
+            continue
+        for call, _awaited, _in_lambda in method.calls:
+            func = call.func
+            if (isinstance(func, ast.Attribute) and func.attr in _STOP_METHODS
+                    and isinstance(func.value, ast.Attribute) and func.value.attr == target.attr
+                    and isinstance(func.value.value, ast.Name) and func.value.value.id == "self"
+                    # the rule compares the code as written: `self.pool`, nothing between
+                    and func.value.lineno == func.value.end_lineno
+                    and func.value.end_col_offset - func.value.col_offset == len(ref)):
+                return True
     return False

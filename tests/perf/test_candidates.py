@@ -236,3 +236,49 @@ def test_tree_tier_loses_nothing_on_installed_ray_sources():
         ruled_out += with_tier.stage == "tree"
         findings += len(without.diagnostics)
     assert ruled_out > 0 and findings > 0, (ruled_out, findings)
+
+
+_RELEASED_IN_CLOSE = '''
+from concurrent.futures import ThreadPoolExecutor
+
+
+class Saver:
+    def __init__(self):
+        self.pool = ThreadPoolExecutor(2)
+
+    def close(self):
+        self.pool.shutdown(wait=False)
+'''
+
+
+@pytest.mark.parametrize("variant,candidate", [
+    ("as written", False),
+    ("released in a method that is not a cleanup", True),
+    ("spaces inside the reference", True),
+    ("another attribute released", True),
+    ("a second close() defined later", True),
+])
+def test_shd503_tier2_drops_a_class_that_shuts_its_executor_in_close(variant, candidate):
+    """SHD503's tier 2 drops a file only when the rule's own ``_released`` must find the
+    release (a direct ``self.<attr>.shutdown()`` in a cleanup-named method of the class);
+    each near miss stays a candidate, and linting agrees with the tier either way."""
+    from shutdown_lint.registry import rules_by_code
+
+    code = _RELEASED_IN_CLOSE
+    if variant == "released in a method that is not a cleanup":
+        code = code.replace("def close(self):", "def flush(self):")
+    elif variant == "spaces inside the reference":
+        code = code.replace("self.pool.shutdown", "self . pool.shutdown")
+    elif variant == "another attribute released":
+        code = code.replace("self.pool.shutdown", "self.other.shutdown")
+    elif variant == "a second close() defined later":
+        code = code.replace("    def close(self):", "    def close(self):\n        pass\n\n    def close(self):")
+    rule = rules_by_code()["SHD503"]
+    assert rule.candidate_tree(tree_tier.parse(code.encode())) is candidate
+    settings = Settings(selected=("SHD503",))
+    with candidates.disabled():
+        without_tiers = [d.code for d in lint_source(code.encode(), "saver.py", settings).diagnostics]
+    with_tiers = [d.code for d in lint_source(code.encode(), "saver.py", settings).diagnostics]
+    assert with_tiers == without_tiers
+    if not candidate:
+        assert without_tiers == []
