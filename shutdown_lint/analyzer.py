@@ -65,11 +65,30 @@ def prefilter(source: bytes, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
         for t in triggers:
             found = seen.get(t)
             if found is None:
-                found = seen[t] = t in source
+                found = seen[t] = all(_present(g, source, seen) for g in _gates(t)) and t in source
             if found:
                 out.append(r)
                 break
     return out
+
+
+def _present(gate: bytes, source: bytes, seen: dict[bytes, bool]) -> bool:
+    found = seen.get(gate)
+    if found is None:
+        found = seen[gate] = gate in source
+    return found
+
+
+#: Short words inside several triggers: one search that fails rules out all of them (most
+#: files have no ``SIG``, ``kill`` or ``process_``). Each search of a trigger that is absent
+#: reads the whole file: ~0.06 CPU-s per trigger over a 150 MB corpus.
+_GATE_WORDS = (b"SIG", b"kill", b"process_", b"run_", b"exit")
+
+
+@functools.lru_cache(maxsize=None)
+def _gates(trigger: bytes) -> tuple[bytes, ...]:
+    """The gate words inside ``trigger`` (``_exit`` needs ``exit``), shortest first."""
+    return tuple(sorted((g for g in _GATE_WORDS if g in trigger and g != trigger), key=len))
 
 
 @functools.lru_cache(maxsize=None)

@@ -282,3 +282,18 @@ def test_shd503_tier2_drops_a_class_that_shuts_its_executor_in_close(variant, ca
     assert with_tiers == without_tiers
     if not candidate:
         assert without_tiers == []
+
+
+def test_prefilter_gates_change_nothing():
+    """The prefilter's gate words only skip searches that must fail: the rules it keeps are
+    those with a trigger in the text."""
+    from shutdown_lint.analyzer import prefilter
+
+    rules = list(registry.all_rules())
+    texts = [b"", b"os._exit(1)", b"signal.SIGTERM", b"SIG_IGN", b"pkill -f x", b"psutil.process_iter()",
+             b"loop.run_until_complete(x)", b"raise SystemExit", b"exit", b"kill", b"killall x",
+             b"torch.distributed.init_process_group()", b"run_forever", b"SIGINT SIGTERM exit _exit"]
+    texts += [ex.code.encode() for r in rules for ex in [*r.examples()[0], *r.examples()[1]]]
+    for text in texts:
+        naive = [r for r in rules if not r.triggers or any(t.encode() in text for t in r.triggers)]
+        assert prefilter(text, rules) == naive, text[:80]
