@@ -709,10 +709,24 @@ def _suspends(body) -> bool:
     return False
 
 
+#: statements after which a handler's body always goes on to the next one (the exit-path
+#: facts find no way out in them, or only an exit, which propagates)
+_GOES_ON = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Pass, ast.Delete, ast.Import,
+            ast.ImportFrom, ast.Global, ast.Nonlocal, ast.Assert)
+
+
+def _surely_reraises(handler: ast.excepthandler) -> bool:
+    """The handler ends in a ``raise`` that every path reaches (only plain statements before
+    it): its exit paths propagate, so ``_check`` returns before reporting."""
+    body = handler.body
+    return isinstance(body[-1], ast.Raise) and all(isinstance(st, _GOES_ON) for st in body[:-1])
+
+
 def _may_swallow(tree) -> bool:
     for fn in tree.functions:
         if fn.is_async:
             for tr in fn.trys:
-                if any(_may_catch_cancellation(tree, h) for h in tr.handlers) and _suspends(tr.body):
+                if any(_may_catch_cancellation(tree, h) and not _surely_reraises(h) for h in tr.handlers) \
+                        and _suspends(tr.body):
                     return True
     return False

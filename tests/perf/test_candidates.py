@@ -297,3 +297,28 @@ def test_prefilter_gates_change_nothing():
     for text in texts:
         naive = [r for r in rules if not r.triggers or any(t.encode() in text for t in r.triggers)]
         assert prefilter(text, rules) == naive, text[:80]
+
+
+@pytest.mark.parametrize("handler,candidate", [
+    ("        log(e)\n        raise\n", False),
+    ("        x = 1\n        raise RuntimeError() from e\n", False),
+    ("        if e:\n            raise\n", True),
+    ("        return\n        raise\n", True),
+    ("        try:\n            raise\n        finally:\n            return\n", True),
+    ("        pass\n", True),
+])
+def test_shd104_tier2_drops_handlers_that_always_reraise(handler, candidate):
+    """SHD104's tier 2 drops a handler whose every path reaches its final ``raise``; a
+    conditional raise, an earlier return or a swallowing ``finally`` stay candidates, and
+    the findings are the same with the tiers on and off."""
+    from shutdown_lint.registry import rules_by_code
+
+    code = ("import asyncio\n\nasync def work():\n    try:\n        await asyncio.sleep(1)\n"
+            "    except asyncio.CancelledError as e:\n" + handler)
+    rule = rules_by_code()["SHD104"]
+    assert rule.candidate_tree(tree_tier.parse(code.encode())) is candidate
+    settings = Settings(selected=("SHD104",))
+    with candidates.disabled():
+        without_tiers = [d.code for d in lint_source(code.encode(), "w.py", settings).diagnostics]
+    with_tiers = [d.code for d in lint_source(code.encode(), "w.py", settings).diagnostics]
+    assert with_tiers == without_tiers
