@@ -25,6 +25,7 @@ interleaved (ruff, ours -j2, ours -j1, ruff cached, ours warm, then again), and 
 ratios use the medians: on a shared machine the load changes during a run.
 
 Options: --quick (a tenth of the corpus, for trying the script), --skip-peers,
+--warm-only (only ruff cached vs ours warm, interleaved, and their ratio),
 --check-candidates, --check-tree-tier, --repeat N, --json FILE (write the rows).
 """
 
@@ -129,6 +130,8 @@ def main() -> None:
                     help="also lint the corpus with candidate tier 2 (ast) off and compare")
     ap.add_argument("--rounds-only", action="store_true",
                     help="only the interleaved ruff / cold -j2 / cold -j1 / cached / warm rounds")
+    ap.add_argument("--warm-only", action="store_true",
+                    help="only ruff cached vs shutdown-lint warm, interleaved, with their ratio (no cold rows)")
     ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds of the cold/warm rows (medians)")
     ap.add_argument("--json", help="write the rows here")
     args = ap.parse_args()
@@ -161,6 +164,9 @@ def main() -> None:
         ruff_cache = work / "ruff-cache"
         cache = work / "shd-cache"
         out_json = work / "shd-cold.json"
+        if args.warm_only:
+            _warm_only(args.repeat, rel, root, ruff_cache, cache)
+            return
         run(ruff("--cache-dir", str(ruff_cache), *rel), cwd=root)  # fill ruff's cache
         run(shutdown_lint("--cache-dir", str(cache), "-j", "2", *rel), cwd=root)  # fill ours
         rounds: dict[str, list[dict]] = {k: [] for k in ("ruff", "cold2", "cold1", "ruff_cached", "warm")}
@@ -275,6 +281,23 @@ def main() -> None:
                 {"name": n, "ok": ok, "value": v} for n, ok, v in targets]}, indent=2))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _warm_only(repeat: int, rel: list[str], root: Path, ruff_cache: Path, cache: Path) -> None:
+    """ruff cached and shutdown-lint warm, alternating; the ratio of the medians."""
+    run(ruff("--cache-dir", str(ruff_cache), *rel), cwd=root)  # fill ruff's cache
+    run(shutdown_lint("--cache-dir", str(cache), "-j", "2", *rel), cwd=root)  # fill ours (cold)
+    run(shutdown_lint("--cache-dir", str(cache), "-j", "2", *rel), cwd=root)  # once warm, untimed
+    ruffs: list[float] = []
+    ours: list[float] = []
+    for k in range(repeat):
+        ruffs.append(run(ruff("--cache-dir", str(ruff_cache), *rel), cwd=root)["wall"])
+        ours.append(run(shutdown_lint("--cache-dir", str(cache), "-j", "2", *rel), cwd=root)["wall"])
+        print(f"  round {k + 1}/{repeat}: ruff cached {ruffs[-1]:.3f} s, warm {ours[-1]:.3f} s "
+              f"({ours[-1] / ruffs[-1]:.2f}x), load {os.getloadavg()[0]:.1f}", flush=True)
+    r, o = statistics.median(ruffs), statistics.median(ours)
+    print(f"medians of {repeat}: ruff cached {r:.3f} s, shutdown-lint warm {o:.3f} s; warm / ruff cached "
+          f"{o / r:.2f}x (target <= 1.5x: {'PASS' if o <= 1.5 * r else 'MISS'})", flush=True)
 
 
 def _print_targets(targets: list[tuple[str, bool, str]]) -> None:

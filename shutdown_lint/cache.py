@@ -1,38 +1,46 @@
 """The result cache under ``.shutdown_lint_cache/`` in the project root.
 
-One index file per (tool version, effective settings) maps an absolute path to
-``[mtime_ns, size, sha256, FileResult dict]``. A warm run only ``stat()``s each file; a
-file whose stat changed but whose content hash did not (a ``touch``, a checkout) is
-re-hashed by the worker and still served from the cache. Results are stored without
-their display path, which depends on the working directory of the run.
+One index file per (tool version, effective settings), ``results-<key>.bin``, maps an
+absolute path to ``(mtime_ns, size, sha256, result)``. A warm run only ``stat()``s each
+file; a file whose stat changed but whose content hash did not (a ``touch``, a checkout) is
+re-hashed by the worker and still served from the cache. Results are stored without their
+display path, which depends on the working directory of the run.
 
-A corrupt or unreadable cache is a warning and is ignored; writes are atomic.
+The index is what a warm run spends its time loading, so it is compact: ``marshal`` data
+(no code objects: dicts, tuples, strings, bytes, ints), the digest as 32 bytes, and a
+result with nothing to report (most files) as just its stage string instead of a dict; a
+warm run makes no object for such a file. The payload is framed by a magic line, its length
+and its CRC-32: a truncated, torn or otherwise damaged file is detected before ``marshal``
+reads it. A corrupt or unreadable cache is a warning and is ignored (the run re-lints and
+rewrites it); writes are atomic (a temporary file renamed over the index), so a concurrent
+run sees the old index or the new one, never a mix.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
+from sys import intern as sys_intern
 from typing import Any, Optional
 
 from . import __version__
 
 CACHE_DIR_NAME = ".shutdown_lint_cache"
-_FORMAT = 1
+_FORMAT = 2
+#: the first bytes of an index file; then the payload's CRC-32 and length (4 + 8 bytes, little endian)
+_MAGIC = b"SHDLINT-CACHE\x02\n"
+_HEADER = len(_MAGIC) + 12
+
+#: the keys a stored result dict has when it has nothing to report (see ``_compact``)
+_CLEAN = {"path": "", "diagnostics": [], "error": None, "warnings": [], "cached": False, "parsed": False,
+          "deps": {}}
 
 
 def write_json_atomic(path: str, data: Any, cache_dir: str) -> Optional[str]:
     """Write ``data`` as JSON to ``path`` atomically; returns a warning or None."""
-    from .source import replace_atomically
+    import json
 
-    try:
-        ensure_dir(cache_dir)
-        # no fsync: a cache lost to a power cut is only a slower next run
-        replace_atomically(path, json.dumps(data, separators=(",", ":")).encode(), fsync=False)
-    except OSError as e:
-        return f"cache not written ({path}): {e.strerror or e}"
-    return None
+    return write_atomic(path, json.dumps(data, separators=(",", ":")).encode(), cache_dir)
 
 
 def ensure_dir(cache_dir: str) -> None:
@@ -46,6 +54,48 @@ def ensure_dir(cache_dir: str) -> None:
         fh.write("Signature: 8a477f597d28d172789f06886806bc55\n# shutdown-lint cache\n")
 
 
+def pack(data: Any) -> bytes:
+    """``data`` (plain values only) as a framed ``marshal`` payload."""
+    import marshal
+    import zlib
+
+    payload = marshal.dumps(data)
+    return _MAGIC + zlib.crc32(payload).to_bytes(4, "little") + len(payload).to_bytes(8, "little") + payload
+
+
+def unpack(raw: bytes) -> Any:
+    """The inverse of ``pack``; ValueError for anything that is not an intact frame."""
+    import marshal
+    import zlib
+
+    if len(raw) < _HEADER or not raw.startswith(_MAGIC):
+        raise ValueError("not a shutdown-lint cache file")
+    crc = int.from_bytes(raw[len(_MAGIC):len(_MAGIC) + 4], "little")
+    size = int.from_bytes(raw[len(_MAGIC) + 4:_HEADER], "little")
+    payload = memoryview(raw)[_HEADER:]
+    if len(payload) != size:
+        raise ValueError(f"truncated ({len(payload)} of {size} bytes)")
+    if zlib.crc32(payload) != crc:
+        raise ValueError("checksum mismatch")
+    try:
+        return marshal.loads(payload)
+    except (EOFError, TypeError) as e:  # cannot happen for an intact frame written by pack
+        raise ValueError(str(e)) from None
+
+
+def write_atomic(path: str, data: bytes, cache_dir: str) -> Optional[str]:
+    """Write ``data`` to ``path`` atomically; returns a warning or None."""
+    from .source import replace_atomically
+
+    try:
+        ensure_dir(cache_dir)
+        # no fsync: a cache lost to a power cut is only a slower next run
+        replace_atomically(path, data, fsync=False)
+    except OSError as e:
+        return f"cache not written ({path}): {e.strerror or e}"
+    return None
+
+
 def settings_key(fingerprint: str) -> str:
     return hashlib.sha256(f"{_FORMAT}|{__version__}|{fingerprint}".encode()).hexdigest()[:20]
 
@@ -55,21 +105,30 @@ def sha256(data: bytes) -> str:
 
 
 class Cache:
+    """The result index of one configuration. ``entries`` maps an absolute path to
+    ``(mtime_ns, size, sha256 digest bytes, result)``, ``result`` being a stage string (a
+    file with nothing to report) or the stored result dict (see ``_compact``)."""
+
     def __init__(self, cache_dir: str, fingerprint: str) -> None:
         self.dir = cache_dir
-        self.path = os.path.join(cache_dir, f"results-{settings_key(fingerprint)}.json")
-        self.entries: dict[str, list] = {}
+        self.path = os.path.join(cache_dir, f"results-{settings_key(fingerprint)}.bin")
+        self.entries: dict[str, Any] = {}
         self.warnings: list[str] = []
         self.dirty = False
         self._load()
 
     def _load(self) -> None:
         try:
-            with open(self.path, encoding="utf-8") as fh:
-                data = json.load(fh)
+            with open(self.path, "rb") as fh:
+                raw = fh.read()
         except FileNotFoundError:
             return
-        except (OSError, ValueError) as e:
+        except OSError as e:
+            self.warnings.append(f"warning: ignoring unreadable cache {self.path}: {e.strerror or e}")
+            return
+        try:
+            data = unpack(raw)
+        except ValueError as e:
             self.warnings.append(f"warning: ignoring unreadable cache {self.path}: {e}")
             return
         if (not isinstance(data, dict) or data.get("format") != _FORMAT
@@ -78,34 +137,70 @@ class Cache:
             return
         self.entries = data["files"]
 
-    def lookup(self, abspath: str, st: os.stat_result) -> Optional[dict]:
-        """The stored result dict when the file's stat matches, else None."""
+    def hit(self, abspath: str, mtime_ns: int, size: int) -> Any:
+        """The stored result when the file's stat matches: a stage string (nothing to report)
+        or the result dict; None on a miss (or an entry of the wrong shape)."""
         entry = self.entries.get(abspath)
-        if not _valid(entry):
-            return None
-        if entry[0] == st.st_mtime_ns and entry[1] == st.st_size:
+        if (type(entry) is tuple and len(entry) == 4 and entry[0] == mtime_ns and entry[1] == size
+                and type(entry[3]) in (str, dict)):
             return entry[3]
         return None
 
+    def lookup(self, abspath: str, st: os.stat_result) -> Optional[dict]:
+        """The stored result dict when the file's stat matches, else None."""
+        result = self.hit(abspath, st.st_mtime_ns, st.st_size)
+        return _expand(result) if result is not None else None
+
     def entry(self, abspath: str) -> Optional[list]:
+        """``[mtime_ns, size, sha256 hex digest, result dict]`` whatever the file's stat, or None."""
         entry = self.entries.get(abspath)
-        return entry if _valid(entry) else None
+        if not _valid(entry):
+            return None
+        return [entry[0], entry[1], entry[2].hex(), _expand(entry[3])]
 
     def store(self, abspath: str, mtime_ns: int, size: int, digest: str, result: dict) -> None:
-        self.entries[abspath] = [mtime_ns, size, digest, result]
+        self.entries[abspath] = (mtime_ns, size, bytes.fromhex(digest), _compact(result))
         self.dirty = True
 
-    def save(self) -> Optional[str]:
+    def save(self, live: Optional[set[str]] = None) -> Optional[str]:
+        """Write the index if it changed. ``live``: paths known to exist (seen by this run);
+        the others are checked, so the index forgets files that are gone."""
         if not self.dirty:
             return None
-        # forget files that are gone, so the index does not grow forever
-        live = {p: e for p, e in self.entries.items() if os.path.exists(p)}
-        return write_json_atomic(self.path, {"format": _FORMAT, "version": __version__, "files": live}, self.dir)
+        live = live or set()
+        files = {p: e for p, e in self.entries.items() if p in live or os.path.exists(p)}
+        try:
+            data = pack({"format": _FORMAT, "version": __version__, "files": files})
+        except ValueError as e:  # a value marshal cannot write (a result is plain data: should not happen)
+            return f"cache not written ({self.path}): {e}"
+        return write_atomic(self.path, data, self.dir)
+
+
+def read_index(path: str) -> dict[str, list]:
+    """Every entry of an index file as ``[mtime_ns, size, sha256 hex digest, result dict]``
+    (for tests and debugging). Raises ValueError for a damaged file, OSError."""
+    with open(path, "rb") as fh:
+        data = unpack(fh.read())
+    return {p: [e[0], e[1], e[2].hex(), _expand(e[3])] for p, e in data["files"].items() if _valid(e)}
 
 
 def _valid(entry: Any) -> bool:
-    return (isinstance(entry, list) and len(entry) == 4 and isinstance(entry[0], int)
-            and isinstance(entry[1], int) and isinstance(entry[3], dict))
+    return (type(entry) is tuple and len(entry) == 4 and type(entry[0]) is int and type(entry[1]) is int
+            and type(entry[2]) is bytes and type(entry[3]) in (str, dict))
+
+
+def _compact(result: dict) -> Any:
+    """What the index stores for a (path-stripped) result dict: its stage alone when it has
+    nothing else to say, else the dict."""
+    stage = result.get("stage", "")
+    if type(stage) is str and all(k == "stage" or (k in _CLEAN and v == _CLEAN[k]) for k, v in result.items()):
+        return sys_intern(stage)
+    return result
+
+
+def _expand(result: Any) -> dict:
+    return {**_CLEAN, "diagnostics": [], "warnings": [], "deps": {}, "stage": result} if type(result) is str \
+        else result
 
 
 def strip_path(result: dict, path: str) -> dict:

@@ -156,7 +156,8 @@ def _main(argv: list[str]) -> int:
 
     use_cache = not args.no_cache and not stdin
     cache_dir = os.path.abspath(args.cache_dir) if args.cache_dir else os.path.join(cfg.root, ".shutdown_lint_cache")
-    catalogue = C.load_catalogue(cache_dir if use_cache else None)
+    code_key = C.code_key()  # once per run: the catalogue's and every cache index's key
+    catalogue = C.load_catalogue(cache_dir if use_cache else None, code_key)
     from .hierarchy import Overrides, Resolver, SettingsError
 
     # --config / --isolated / stdin: one configuration; otherwise each file its nearest one
@@ -174,7 +175,7 @@ def _main(argv: list[str]) -> int:
                 edits=fmt in ("json", "sarif"))
     if stdin:
         return _run_stdin(args, settings, mode, fmt, cfg, catalogue)
-    return _run_files(args, resolver, mode, fmt, cfg, catalogue, cache_dir if use_cache else None)
+    return _run_files(args, resolver, mode, fmt, cfg, catalogue, cache_dir if use_cache else None, code_key)
 
 
 def _show_settings(args, resolver) -> int:
@@ -193,7 +194,7 @@ def _show_settings(args, resolver) -> int:
 # ------------------------------------------------------------------ files
 
 
-def _run_files(args, resolver, mode, fmt, cfg, catalogue, cache_dir) -> int:
+def _run_files(args, resolver, mode, fmt, cfg, catalogue, cache_dir, code_key=None) -> int:
     from .discovery import discover
 
     exclude = [*cfg.exclude, *_split(args.exclude), *_split(args.extend_exclude)]
@@ -210,30 +211,37 @@ def _run_files(args, resolver, mode, fmt, cfg, catalogue, cache_dir) -> int:
 
     groups: dict[Optional[str], list] = {}
     try:
-        for f in found.files:
-            groups.setdefault(resolver.config_path(f.abspath), []).append(f)
+        if resolver.fixed:  # one configuration for every file
+            if found.files:
+                groups[resolver.config_path("")] = found.files
+        else:
+            for f in found.files:
+                groups.setdefault(resolver.config_path(f.abspath), []).append(f)
         group_settings = {path: resolver.settings(path) for path in groups}
         _apply_nested_excludes(groups, resolver, cfg, args)
     except SettingsError as e:
         raise UsageError(str(e)) from None
+    # results worth an object: files with something to report, or analysed in this run; a
+    # cached file with nothing to report is only counted, by stage (most files of a warm run)
     results: dict[str, FileResult] = {}
-    plans = [_plan_group(files, group_settings[path], mode, cache_dir, results, notes)
+    clean: dict[str, int] = {}
+    plans = [_plan_group(files, group_settings[path], mode, cache_dir, results, notes, code_key, clean)
              for path, files in groups.items()]
     n_jobs = args.jobs or os.cpu_count() or 1
-    total = sum(len(jobs) for _s, _c, jobs in plans)
+    total = sum(len(plan[2]) for plan in plans)
     from . import index_hooks
 
     # one project index for the whole run, whatever configuration each file falls under
     index_store = index_hooks.start(args.paths or ["."], None, cache_dir) if total else None
     outcomes: list = []
     with _progress(total, args.quiet) as tick:
-        for settings, cache, jobs in plans:
-            outcomes.extend(_run_group(settings, cache, jobs, mode, n_jobs, tick, results, notes))
+        for settings, cache, jobs, files in plans:
+            outcomes.extend(_run_group(settings, cache, jobs, mode, n_jobs, tick, results, notes, files))
     warning = index_hooks.finish(index_store, outcomes, cache_dir)
     if warning:
         notes.append(f"warning: {warning}")
 
-    ordered = [results[f.abspath] for f in found.files if f.abspath in results]
+    ordered = [results[f.abspath] for f in found.files if f.abspath in results] if results else []
     diagnostics = sorted((d for r in ordered for d in r.diagnostics), key=lambda d: d.sort_key())
     errors = [r.error for r in ordered if r.error]
     notes.extend(w if w.startswith("warning") else f"warning: {w}" for r in ordered for w in r.warnings)
@@ -277,7 +285,7 @@ def _run_files(args, resolver, mode, fmt, cfg, catalogue, cache_dir) -> int:
             return EXIT_ERROR
         return EXIT_FINDINGS if changed else EXIT_OK
 
-    report = _report(args, diagnostics, errors, ordered, mode, catalogue, baselined)
+    report = _report(args, diagnostics, errors, ordered, mode, catalogue, baselined, clean)
     report.files = len(found.files)
     _emit_notes(errors, notes, args.quiet)
     _render(args, report, fmt)
@@ -309,53 +317,71 @@ def _apply_nested_excludes(groups, resolver, cfg, args) -> None:
                         or not ignorer.ignored(f.abspath, False)]
 
 
-def _plan_group(files, settings, mode, cache_dir, results, notes):
+def _plan_group(files, settings, mode, cache_dir, results, notes, code_key=None, clean=None):
     """Serve what the cache can for ``files`` (which share ``settings``: their cache index is keyed
-    by them) into ``results``; returns (settings, cache, jobs still to run)."""
-    from .diagnostic import FileResult
+    by them) into ``results`` (a file with nothing to report only counts in ``clean``, by stage);
+    returns (settings, cache, jobs still to run, files)."""
+    from .runner import Job
+
+    clean = {} if clean is None else clean
+    if cache_dir is None:
+        return settings, None, [Job(f.display, f.abspath, None) for f in files], files
+    from .cache import Cache
+
+    cache = Cache(cache_dir, _cache_fingerprint(settings, code_key))
+    notes.extend(cache.warnings)
+    jobs: list[Job] = []
+    hit_of = cache.hit
+    stat = os.stat
+    for f in files:
+        st = f.st
+        if st is None:
+            try:
+                st = stat(f.abspath)
+            except OSError:
+                jobs.append(Job(f.display, f.abspath, None))  # the runner reports it
+                continue
+        hit = hit_of(f.abspath, st.st_mtime_ns, st.st_size)
+        if type(hit) is str:  # nothing to report, no dependency: the common case
+            key = hit or "unknown"
+            clean[key] = clean.get(key, 0) + 1
+            continue
+        jobs.append(_plan_file(f, hit, mode, cache, cache_dir, results, clean))
+    return settings, cache, [j for j in jobs if j is not None], files
+
+
+def _plan_file(f, hit, mode, cache, cache_dir, results, clean):
+    """A cached result dict (or a miss, None) for ``f``: served into ``results`` / ``clean``
+    (returns None), or the job that re-lints the file."""
     from .runner import Job, has_applicable_fix
 
-    cache = None
-    if cache_dir is not None:
-        from .cache import Cache, restore_path
+    if hit is not None and hit.get("deps") and _deps_changed(hit, f.abspath, cache, cache_dir):
+        return Job(f.display, f.abspath, None)  # another module it relied on changed
+    if hit is not None and not (mode.fixing and has_applicable_fix(hit, mode.unsafe)) \
+            and not (mode.edits and _lacks_edits(hit)):
+        if hit.get("diagnostics") or hit.get("warnings") or hit.get("error"):
+            from .cache import restore_path
+            from .diagnostic import FileResult
 
-        cache = Cache(cache_dir, _cache_fingerprint(settings))
-        notes.extend(cache.warnings)
-    jobs: list[Job] = []
-    for f in files:
-        known = None
-        if cache is not None:
-            st = getattr(f, "st", None)
-            if st is None:
-                try:
-                    st = os.stat(f.abspath)
-                except OSError:
-                    st = None
-            hit = cache.lookup(f.abspath, st) if st is not None else None
-            if hit is not None and hit.get("deps") and _deps_changed(hit, f.abspath, cache, cache_dir):
-                jobs.append(Job(f.display, f.abspath, None))  # another module it relied on changed
-                continue
-            if hit is not None and not (mode.fixing and has_applicable_fix(hit, mode.unsafe)) \
-                    and not (mode.edits and _lacks_edits(hit)):
-                if hit.get("diagnostics") or hit.get("warnings") or hit.get("error"):
-                    results[f.abspath] = FileResult.from_dict(restore_path(hit, f.display))
-                else:  # most files: nothing to restore
-                    results[f.abspath] = FileResult(f.display, cached=True, parsed=hit.get("parsed", False),
-                                                    stage=hit.get("stage", ""))
-                continue
-            entry = cache.entry(f.abspath)
-            if entry is not None and not (entry[3].get("deps") and _deps_changed(entry[3], f.abspath, cache,
-                                                                                  cache_dir)):
-                known = (entry[2], entry[3])
-        jobs.append(Job(f.display, f.abspath, known))
-    return settings, cache, jobs
+            results[f.abspath] = FileResult.from_dict(restore_path(hit, f.display))
+        else:  # nothing to report
+            key = hit.get("stage") or "unknown"
+            clean[key] = clean.get(key, 0) + 1
+        return None
+    known = None
+    entry = cache.entry(f.abspath)
+    if entry is not None and not (entry[3].get("deps") and _deps_changed(entry[3], f.abspath, cache, cache_dir)):
+        known = (entry[2], entry[3])
+    return Job(f.display, f.abspath, known)
 
 
-def _run_group(settings, cache, jobs, mode, n_jobs, tick, results, notes) -> list:
+def _run_group(settings, cache, jobs, mode, n_jobs, tick, results, notes, files=()) -> list:
     """Run ``jobs``, store their results (and cache entries); returns the runner's outcomes."""
-    from .runner import run
+    outcomes: list = []
+    if jobs:
+        from .runner import run
 
-    outcomes = run(jobs, settings, mode, n_jobs, on_done=tick)
+        outcomes = run(jobs, settings, mode, n_jobs, on_done=tick)
     for job, outcome in zip(jobs, outcomes):
         results[job.abspath] = outcome.result
         if cache is not None and outcome.stamp is not None:
@@ -363,8 +389,8 @@ def _run_group(settings, cache, jobs, mode, n_jobs, tick, results, notes) -> lis
 
             mtime, size, digest = outcome.stamp
             cache.store(job.abspath, mtime, size, digest, strip_path(outcome.result.to_dict(), job.path))
-    if cache is not None:
-        warning = cache.save()
+    if cache is not None and cache.dirty:
+        warning = cache.save(live={f.abspath for f in files})  # this run's files exist: no stat for them
         if warning:
             notes.append(f"warning: {warning}")
     return outcomes
@@ -376,16 +402,20 @@ def _lacks_edits(result: dict) -> bool:
     return any(d.get("fix") is not None and not d["fix"].get("edits") for d in result.get("diagnostics", []))
 
 
-def _cache_fingerprint(settings) -> str:
-    from .config import code_key
-
-    # per-file ignores change findings too; so does editing a rule
+def _cache_fingerprint(settings, code_key=None) -> str:
+    """What keys a cache index: the settings, the per-file ignores, the rule and engine code
+    (``config.code_key``, computed here unless the caller has it) and the project index's switch."""
     from .index_hooks import enabled
 
-    return f"{settings.fingerprint()}|{settings.per_file_ignores!r}|{code_key()}|index={enabled()}"
+    if code_key is None:
+        from .config import code_key as compute
+
+        code_key = compute()
+    # per-file ignores change findings too; so does editing a rule
+    return f"{settings.fingerprint()}|{settings.per_file_ignores!r}|{code_key}|index={enabled()}"
 
 
-def _report(args, diagnostics, errors, ordered, mode, catalogue, baselined):
+def _report(args, diagnostics, errors, ordered, mode, catalogue, baselined, clean=None):
     from .output import Report
 
     sources: dict[str, Optional[list[str]]] = {}
@@ -413,13 +443,14 @@ def _report(args, diagnostics, errors, ordered, mode, catalogue, baselined):
         source_lines=source_lines,
         baselined=baselined,
         quiet=args.quiet,
-        stages=_stage_counts(ordered),
+        stages=_stage_counts(ordered, clean),
     )
 
 
-def _stage_counts(results: list[FileResult]) -> dict[str, int]:
-    """Files per analysis stage (``analyzer.STAGE_*``), for ``--statistics``."""
-    counts: dict[str, int] = {}
+def _stage_counts(results: list[FileResult], clean: Optional[dict[str, int]] = None) -> dict[str, int]:
+    """Files per analysis stage (``analyzer.STAGE_*``), for ``--statistics``; ``clean``: counts
+    of the cached files with nothing to report, which have no ``FileResult``."""
+    counts: dict[str, int] = dict(clean or {})
     for r in results:
         key = "error" if r.error else (r.stage or "unknown")
         counts[key] = counts.get(key, 0) + 1

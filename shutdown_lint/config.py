@@ -28,11 +28,6 @@ from typing import Any, Iterable, Optional
 
 from . import __version__
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
-
 CONFIG_FILES = ("shutdown-lint.toml", "pyproject.toml")
 
 
@@ -69,6 +64,11 @@ _MAX_EXTEND_DEPTH = 16
 
 
 def _read_toml(path: str) -> dict[str, Any]:
+    # imported here: a run with --isolated (or with no config file) reads no TOML
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
     try:
         with open(path, "rb") as fh:
             return tomllib.load(fh)
@@ -331,12 +331,17 @@ def catalogue_from_registry() -> list[RuleInfo]:
     return [RuleInfo(r.code, r.name, r.summary, r.has_fix()) for r in registry.all_rules()]
 
 
-def load_catalogue(cache_dir: Optional[str]) -> list[RuleInfo]:
+_UNSET: Any = object()
+
+
+def load_catalogue(cache_dir: Optional[str], key: Optional[str] = _UNSET) -> list[RuleInfo]:
     """Rule codes and names, from the cache when the rule modules did not change
-    (this saves importing every rule, and libcst, on a fully cached run)."""
+    (this saves importing every rule, and libcst, on a fully cached run). ``key``: the
+    ``code_key()`` when the caller has it already."""
     if cache_dir is None:
         return catalogue_from_registry()
-    key = code_key()
+    if key is _UNSET:
+        key = code_key()
     path = os.path.join(cache_dir, "rules.json")
     if key is not None:
         try:

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import os
 import stat
+from operator import itemgetter
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import Iterable, NamedTuple, Optional
 
 DEFAULT_EXCLUDED_DIRS = frozenset({
     ".git", ".hg", ".svn", ".bzr", ".venv", "venv", ".tox", ".nox", "__pycache__", ".mypy_cache",
@@ -24,15 +25,16 @@ DEFAULT_EXCLUDED_DIRS = frozenset({
 })
 
 
-@dataclass(frozen=True)
-class SourceFile:
+class SourceFile(NamedTuple):
+    """One file to lint (a tuple: discovery makes one per file, thousands for pre-commit)."""
+
     #: what the user sees (relative to the working directory when inside it)
     display: str
     #: absolute, for the cache
     abspath: str
     #: its ``os.stat`` when discovery already took it (a file named on the command line):
     #: the warm path's cache check reuses it instead of a second ``stat`` per file
-    st: Optional[os.stat_result] = field(default=None, compare=False, repr=False)
+    st: Optional[os.stat_result] = None
 
 
 @dataclass
@@ -127,36 +129,60 @@ def _inside(path: str, root: str) -> bool:
 def discover(paths: Iterable[str], root: str, exclude: Iterable[str] = (), *, respect_gitignore: bool = True,
              force_exclude: bool = False, cwd: Optional[str] = None) -> Discovery:
     cwd = os.path.abspath(cwd or os.getcwd())
-    ignorer = _Ignorer(root, exclude, respect_gitignore)
+    ignorers: list[_Ignorer] = []
+
+    def ignorer() -> _Ignorer:  # built on first use (pathspec, .gitignore files): a file list needs none
+        if not ignorers:
+            ignorers.append(_Ignorer(root, exclude, respect_gitignore))
+        return ignorers[0]
+
     out = Discovery()
+    files = out.files
     seen_files: set[str] = set()
     seen_dirs: set[tuple[int, int]] = set()
 
     def add(abspath: str, st: Optional[os.stat_result] = None) -> None:
         if abspath not in seen_files:
             seen_files.add(abspath)
-            out.files.append(SourceFile(display_path(abspath, cwd), abspath, st))
+            files.append(SourceFile(display_path(abspath, cwd), abspath, st))
 
+    prefix = cwd.rstrip(os.sep) + os.sep
+    # a relative name is stat'ed as given when it is relative to the process's directory (a
+    # shorter path to resolve; pre-commit and file lists pass thousands)
+    here = cwd == os.getcwd()
+    plain = _plain
     for arg in paths:
-        abspath = os.path.abspath(os.path.join(cwd, arg))
+        if plain(arg):  # a normalised relative path: no normpath, and its display path is itself
+            abspath, display = prefix + arg, arg
+        else:
+            abspath, display = os.path.abspath(os.path.join(cwd, arg)), None
         try:
-            st = os.stat(abspath)  # one stat: pre-commit passes many files
+            st = os.stat(arg if here and display is not None else abspath)  # one stat per named path
             is_dir = stat.S_ISDIR(st.st_mode)
         except (OSError, ValueError):
             out.errors.append(f"{arg}: no such file or directory")
             continue
         if is_dir:
-            if force_exclude and ignorer.ignored(abspath, True):
+            if force_exclude and ignorer().ignored(abspath, True):
                 continue
-            _walk(abspath, ignorer, seen_dirs, add, out.warnings, cwd)
-        else:
-            if abspath.endswith(".pyi"):
-                continue
-            if force_exclude and ignorer.ignored(abspath, False):
-                continue
-            add(abspath, st)
-    out.files.sort(key=lambda f: f.display)
+            _walk(abspath, ignorer(), seen_dirs, add, out.warnings, cwd)
+        elif abspath.endswith(".pyi") or (force_exclude and ignorer().ignored(abspath, False)):
+            continue
+        elif abspath not in seen_files:
+            seen_files.add(abspath)
+            files.append(SourceFile(display or display_path(abspath, cwd), abspath, st))
+    files.sort(key=_DISPLAY)
     return out
+
+
+_DISPLAY = itemgetter(0)  # SourceFile.display
+
+
+def _plain(arg: str) -> bool:
+    """Is ``arg`` a relative path that ``normpath`` would leave alone (so ``cwd/arg`` is its
+    absolute path and ``arg`` its display path)? Conservative: ``False`` sends it the slow way."""
+    return bool(arg) and os.altsep is None and arg[0] != os.sep and arg[0] != "." and not arg.endswith(os.sep) \
+        and "//" not in arg and "/." not in arg
 
 
 def _walk(top: str, ignorer: _Ignorer, seen_dirs: set[tuple[int, int]], add, warnings: list[str],

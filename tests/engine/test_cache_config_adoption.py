@@ -33,7 +33,7 @@ def test_second_run_is_served_from_cache(project, cli, count_lints):
     write(project / "clean.py", CLEAN)
     first = cli(project, "--jobs", "1", "--output-format", "json")
     assert sorted(count_lints) == ["bad.py", "clean.py"]
-    assert glob.glob(str(project / ".shutdown_lint_cache" / "results-*.json"))
+    assert glob.glob(str(project / ".shutdown_lint_cache" / "results-*.bin"))
     count_lints.clear()
     second = cli(project, "--jobs", "1", "--output-format", "json")
     assert count_lints == [] and second.out == first.out and second.code == 1
@@ -70,7 +70,8 @@ def test_fully_cached_run_does_not_import_libcst(project):
 def test_corrupt_cache_is_a_warning(project, cli, count_lints):
     write(project / "bad.py", HAZARD)
     cli(project, "--jobs", "1")
-    for path in glob.glob(str(project / ".shutdown_lint_cache" / "*.json")):
+    cache = project / ".shutdown_lint_cache"
+    for path in glob.glob(str(cache / "*.json")) + glob.glob(str(cache / "results-*.bin")):
         with open(path, "w") as fh:
             fh.write("{not json")
     run = cli(project, "--jobs", "1", "--output-format", "concise")

@@ -23,6 +23,8 @@ pygls = pytest.importorskip("pygls")  # in the test extra (via the lsp extra)
 from lsprotocol import types  # noqa: E402
 from pygls.lsp.client import LanguageClient  # noqa: E402
 
+from shutdown_lint.cache import read_index  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.timeout(120)
 
@@ -112,8 +114,8 @@ def test_open_diagnose_hover_fix_and_diagnostic_goes(tmp_path: Path) -> None:
             diag = diags[0]
             assert "safe fix available" in diag.message
             # the buffer is what is on disk: its result went into the command line's cache
-            index = list((tmp_path / ".shutdown_lint_cache").glob("results-*.json"))
-            assert len(index) == 1 and str(bad) in json.loads(index[0].read_text())["files"]
+            index = list((tmp_path / ".shutdown_lint_cache").glob("results-*.bin"))
+            assert len(index) == 1 and str(bad) in read_index(str(index[0]))
 
             hover = await s.client.text_document_hover_async(types.HoverParams(
                 text_document=types.TextDocumentIdentifier(uri=uri), position=diag.range.start))

@@ -1,0 +1,214 @@
+"""The result cache's index file (``results-<key>.bin``): a framed ``marshal`` payload, compact
+entries, and a warm run whose output is the cold run's, byte for byte.
+
+A damaged index (truncated, a flipped byte, another program's file, a torn write) is never
+trusted and never crashes a run: it is a warning, the files are linted again and the index is
+rewritten. Entries of the wrong shape are skipped one by one."""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import pytest
+
+import shutdown_lint.analyzer as analyzer
+from shutdown_lint import cache as C
+
+from .conftest import CLEAN, HAZARD, write
+
+
+@pytest.fixture
+def count_lints(monkeypatch):
+    calls = []
+    real = analyzer.lint_source
+
+    def counting(source, path, settings, **kw):
+        calls.append(path)
+        return real(source, path, settings, **kw)
+
+    monkeypatch.setattr(analyzer, "lint_source", counting)
+    return calls
+
+
+def _index(project) -> str:
+    (path,) = glob.glob(str(project / ".shutdown_lint_cache" / "results-*.bin"))
+    return path
+
+
+# ------------------------------------------------------------------ the frame
+
+
+def test_pack_round_trips_plain_data():
+    data = {"format": 2, "files": {"/a.py": (1, 2, b"\x00" * 32, "text"), "/b.py": (3, 4, b"\x01" * 32, {
+        "diagnostics": [{"line": 1, "fix": None, "ratio": 0.5, "ok": True}], "deps": {"/c.py": [1, 2, "ab"]}})}}
+    assert C.unpack(C.pack(data)) == data
+
+
+@pytest.mark.parametrize("damage", [
+    lambda raw: raw[:-1],  # truncated
+    lambda raw: raw[: len(raw) // 2],
+    lambda raw: raw[:10],  # inside the header
+    lambda raw: b"",
+    lambda raw: raw + b"x",  # trailing bytes (two writers appending)
+    lambda raw: raw[:-5] + bytes([raw[-5] ^ 0x40]) + raw[-4:],  # a flipped bit in the payload
+    lambda raw: b"{\"format\": 1, \"files\": {}}",  # the old JSON index
+    lambda raw: b"\x00\xff" * 100,
+])
+def test_a_damaged_frame_is_a_value_error(damage):
+    raw = C.pack({"format": 2, "files": {"/a.py": (1, 2, b"\x00" * 32, "text")}})
+    with pytest.raises(ValueError):
+        C.unpack(damage(raw))
+
+
+def test_a_valid_frame_of_the_wrong_data_is_ignored_with_a_warning(tmp_path):
+    cache = C.Cache(str(tmp_path), "fp")
+    for data in ([], {"format": 1, "files": {}}, {"format": 2, "files": []}, "files"):
+        with open(cache.path, "wb") as fh:
+            fh.write(C.pack(data))
+        again = C.Cache(str(tmp_path), "fp")
+        assert again.entries == {} and "ignoring corrupt cache" in again.warnings[0]
+
+
+def test_entries_of_the_wrong_shape_are_skipped_one_by_one(tmp_path):
+    cache = C.Cache(str(tmp_path), "fp")
+    good = (5, 6, b"\x02" * 32, "text")
+    files = {"/good.py": good, "/list.py": [5, 6, b"\x02" * 32, "text"], "/short.py": (5, 6),
+             "/hexdigest.py": (5, 6, "ab" * 32, "text"), "/result.py": (5, 6, b"\x02" * 32, 7), "/int.py": 3}
+    with open(cache.path, "wb") as fh:
+        fh.write(C.pack({"format": 2, "version": "x", "files": files}))
+    cache = C.Cache(str(tmp_path), "fp")
+    assert cache.warnings == []
+    assert cache.hit("/good.py", 5, 6) == "text" and cache.entry("/good.py")[2] == "02" * 32
+    for path in files:
+        if path not in ("/good.py", "/hexdigest.py"):  # a digest of the wrong type only makes entry() miss
+            assert cache.hit(path, 5, 6) is None and cache.entry(path) is None, path
+    assert cache.entry("/hexdigest.py") is None
+    assert cache.hit("/good.py", 5, 7) is None and cache.hit("/good.py", 4, 6) is None  # stat changed
+
+
+# ------------------------------------------------------------------ compact entries
+
+
+def test_a_result_with_nothing_to_report_is_stored_as_its_stage(tmp_path):
+    cache = C.Cache(str(tmp_path), "fp")
+    clean = {"path": "", "diagnostics": [], "error": None, "warnings": [], "cached": False, "parsed": False,
+             "deps": {}, "stage": "text"}
+    parsed = {**clean, "parsed": True, "stage": "libcst"}
+    finding = {**clean, "diagnostics": [{"code": "SHD201", "line": 3}], "stage": "libcst"}
+    with_deps = {**clean, "deps": {"/dep.py": [1, 2, "abc"]}, "stage": "libcst"}
+    for name, result in (("clean", clean), ("parsed", parsed), ("finding", finding), ("deps", with_deps)):
+        cache.store(f"/{name}.py", 1, 2, "ab" * 32, result)
+    assert cache.entries["/clean.py"][3] == "text"
+    for name in ("parsed", "finding", "deps"):
+        assert isinstance(cache.entries[f"/{name}.py"][3], dict)
+    assert cache.save(live={"/clean.py", "/parsed.py", "/finding.py", "/deps.py"}) is None
+    entries = C.read_index(cache.path)
+    assert entries["/clean.py"] == [1, 2, "ab" * 32, clean]
+    assert entries["/finding.py"][3] == finding and entries["/deps.py"][3] == with_deps
+    loaded = C.Cache(str(tmp_path), "fp")
+    assert loaded.entry("/parsed.py") == [1, 2, "ab" * 32, parsed]
+    # an expanded result is a fresh dict each time: a caller may change it
+    loaded.entry("/clean.py")[3]["diagnostics"].append("x")
+    assert loaded.entry("/clean.py")[3] == clean
+
+
+def test_save_forgets_files_that_are_gone(tmp_path):
+    here = write(tmp_path / "here.py", CLEAN)
+    cache = C.Cache(str(tmp_path / "c"), "fp")
+    cache.store(str(here), 1, 2, "ab" * 32, {"stage": "text"})
+    cache.store(str(tmp_path / "gone.py"), 1, 2, "ab" * 32, {"stage": "text"})
+    cache.save()
+    assert list(C.read_index(cache.path)) == [str(here)]
+
+
+def test_the_index_file_depends_on_the_format_version_and_settings(tmp_path, monkeypatch):
+    path = C.Cache(str(tmp_path), "fp").path
+    assert C.Cache(str(tmp_path), "other").path != path
+    monkeypatch.setattr(C, "__version__", "999")
+    assert C.Cache(str(tmp_path), "fp").path != path
+    monkeypatch.undo()
+    monkeypatch.setattr(C, "_FORMAT", 99)
+    assert C.Cache(str(tmp_path), "fp").path != path
+
+
+# ------------------------------------------------------------------ whole runs
+
+
+def test_a_damaged_index_is_a_warning_and_is_rebuilt(project, cli, count_lints):
+    write(project / "bad.py", HAZARD)
+    write(project / "clean.py", CLEAN)
+    first = cli(project, "--jobs", "1", "--output-format", "concise")
+    index = _index(project)
+    with open(index, "rb") as fh:
+        raw = fh.read()
+    for damaged in (raw[:-3], raw[:-3] + b"\xff\xff\xff", raw[:40], b""):
+        with open(index, "wb") as fh:
+            fh.write(damaged)
+        count_lints.clear()
+        run = cli(project, "--jobs", "1", "--output-format", "concise")
+        assert (run.code, run.out) == (first.code, first.out)
+        assert sorted(count_lints) == ["bad.py", "clean.py"]
+        assert "warning: ignoring unreadable cache" in run.err
+        count_lints.clear()
+        again = cli(project, "--jobs", "1", "--output-format", "concise")  # rewritten by the previous run
+        assert count_lints == [] and (again.code, again.out) == (first.code, first.out)
+        assert "warning" not in again.err
+
+
+def test_an_unreadable_index_is_a_warning(project, cli):
+    write(project / "bad.py", HAZARD)
+    cli(project, "--jobs", "1")
+    index = _index(project)
+    os.remove(index)
+    os.mkdir(index)  # reading it fails with IsADirectoryError
+    run = cli(project, "--jobs", "1", "--output-format", "concise")
+    assert run.code == 1 and "bad.py:7:5: SHD201" in run.out
+    assert "warning: ignoring unreadable cache" in run.err and "cache not written" in run.err
+
+
+@pytest.mark.parametrize("fmt", ["concise", "full", "json", "sarif", "github", "junit"])
+def test_warm_output_is_the_cold_output(project, cli, count_lints, fmt):
+    write(project / "bad.py", HAZARD)
+    write(project / "clean.py", CLEAN)
+    write(project / "pkg" / "other.py", HAZARD.replace("pump", "drain"))
+    write(project / "pkg" / "quiet.py", "x = 1\n")
+    for quiet in ((), ("-q",)):
+        cold = cli(project, "--no-cache", "--jobs", "1", "--output-format", fmt, *quiet)
+        fill = cli(project, "--jobs", "1", "--output-format", fmt, *quiet)
+        count_lints.clear()
+        warm = cli(project, "--jobs", "1", "--output-format", fmt, *quiet)
+        assert count_lints == []
+        assert (warm.code, warm.out, warm.err) == (cold.code, cold.out, cold.err) == (fill.code, fill.out, fill.err)
+    stats = [cli(project, *args, "--jobs", "1", "--statistics") for args in (("--no-cache",), (), ())]
+    assert stats[0] == stats[1] == stats[2] and "Files: 4:" in stats[0].out
+
+
+def test_a_changed_file_is_linted_again_whatever_its_size(project, cli, count_lints):
+    write(project / "bad.py", HAZARD)
+    write(project / "clean.py", CLEAN)
+    cli(project, "--jobs", "1")
+    # same size, another content, another mtime: the stat differs, the hash decides
+    same_size = CLEAN.replace("main", "mian")
+    assert len(same_size) == len(CLEAN)
+    st = os.stat(project / "clean.py")
+    write(project / "clean.py", same_size)
+    os.utime(project / "clean.py", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    count_lints.clear()
+    cli(project, "--jobs", "1")
+    assert count_lints == ["clean.py"]
+    # the hazard removed from bad.py: its finding goes, although the cached entry had one
+    write(project / "bad.py", CLEAN)
+    count_lints.clear()
+    run = cli(project, "--jobs", "1", "--output-format", "concise")
+    assert count_lints == ["bad.py"] and run.code == 0 and "SHD201" not in run.out
+
+
+def test_a_file_named_twice_or_by_another_spelling_is_linted_once(project, cli, count_lints):
+    write(project / "pkg" / "bad.py", HAZARD)
+    run = cli(project, "--jobs", "1", "--output-format", "concise", "pkg/bad.py", "./pkg/bad.py",
+              str(project / "pkg" / "bad.py"), "pkg//bad.py", "pkg/../pkg/bad.py")
+    assert run.out.count("SHD201") == 1 and count_lints == ["pkg/bad.py"]
+    count_lints.clear()
+    again = cli(project, "--jobs", "1", "--output-format", "concise", "./pkg/bad.py", "pkg/bad.py")
+    assert again.out == run.out and count_lints == []
