@@ -318,3 +318,58 @@ def test_positions_render_only_a_small_statement_for_a_deep_node():
     assert rendered == [], "the enclosing method and classes were rendered"
     call = next(n for n in facts._parents if isinstance(n, cst.Call) and getattr(n.func, "value", "") == "m")
     assert positions[call].start.line == NESTED.splitlines().index("                m()") + 1
+
+
+def test_leaves_have_nothing_under_them_but_layout():
+    """``traversal.LEAVES`` may be skipped by a walk whose hooks do not name them: nothing
+    but layout may sit under one, on every source the tests know."""
+    from shutdown_lint.traversal import LEAVES, TRIVIA, children
+
+    for name, code in [*_sources(), ("nested", NESTED)]:
+        module = cst.parse_module(code)
+
+        class Check(cst.CSTVisitor):
+            def on_visit(self, node):
+                if type(node) in LEAVES:
+                    assert children(node, TRIVIA) == [], (name, type(node).__name__)
+                return True
+
+        walk(module, Check())
+
+
+def test_the_rule_pass_sees_every_hooked_node_when_leaves_are_skipped():
+    from shutdown_lint.traversal import MultiRuleVisitor, TRIVIA
+
+    class Seen:
+        def __init__(self):
+            self.events = []
+
+        @classmethod
+        def visitor_methods(cls):
+            return ["visit_Call", "leave_Call", "visit_FunctionDef", "visit_Name"]
+
+        def visit_Call(self, node):
+            self.events.append(("call", id(node)))
+
+        def leave_Call(self, node):
+            self.events.append(("leave-call", id(node)))
+
+        def visit_FunctionDef(self, node):
+            self.events.append(("def", id(node)))
+
+        def visit_Name(self, node):
+            self.events.append(("name", id(node)))
+
+    class NoNames(Seen):
+        @classmethod
+        def visitor_methods(cls):
+            return ["visit_Call", "leave_Call", "visit_FunctionDef"]
+
+    for name, code in [*_sources(), ("nested", NESTED)]:
+        module = cst.parse_module(code)
+        full, skipping = Seen(), NoNames()
+        v_full, v_skip = MultiRuleVisitor([full]), MultiRuleVisitor([skipping])
+        assert cst.Name not in v_full.skip and cst.Name in v_skip.skip
+        walk(module, v_full, v_full.skip)
+        walk(module, v_skip, v_skip.skip)
+        assert [e for e in full.events if e[0] != "name"] == skipping.events, name
