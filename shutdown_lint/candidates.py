@@ -219,10 +219,14 @@ class ModuleAttr(Cond):
         full = [dots.join(re.escape(p.encode()) for p in sp.split(".")) for sp in (name, *spellings)]
         self.literal = re.compile(rb"(?:" + b"|".join(full) + rb")(?![A-Za-z0-9_])")
         prefixes = set()  # module prefixes: pkg, pkg.mod (not the name itself)
+        #: prefix (dotted, no spaces) -> the names a ``from <prefix> import`` must bind to
+        #: lead to the name (``from ray import init``; ``from asyncio import tasks``)
+        self.binders: dict[bytes, set[bytes]] = {}
         for sp in (name, *spellings):
             sp_parts = sp.split(".")
             for i in range(1, len(sp_parts)):
                 prefixes.add(dots.join(re.escape(p.encode()) for p in sp_parts[:i]))
+                self.binders.setdefault(".".join(sp_parts[:i]).encode(), set()).add(sp_parts[i].encode())
         self.aliased = re.compile(rb"(?:" + b"|".join(sorted(prefixes)) + rb")\s+(?:import|as)\b")
         self.not_attr = re.compile(re.escape(self.root) + rb"\s*[^.\s]|" + re.escape(self.root) + rb"\s*$")
         self.plain_import = re.compile(rb"[ \t]*import[ \t]+" + re.escape(self.root) + rb"[ \t]*(?:#.*)?\r?")
@@ -236,15 +240,74 @@ class ModuleAttr(Cond):
     def _scan(self, text: FileText) -> bool:
         src = text.source
         for p in text.positions(self.root):
-            if self.literal.match(src, p) or self.aliased.match(src, p):
+            if self.literal.match(src, p):
                 return True
+            m = self.aliased.match(src, p)
+            if m is not None:
+                if self._binds(src, m):
+                    return True
+                continue  # ``from pkg import other``: binds other names only
             if (p == 0 or src[p - 1] != 46) and self.not_attr.match(src, p):  # 46: "."
                 if not self.plain_import.fullmatch(text.line_at(p)):
                     return True  # ``r = pkg``, ``import os, pkg``, ``f(pkg)``: an alias may follow
         return False
 
+    def _binds(self, src: bytes, m: "re.Match[bytes]") -> bool:
+        """``m`` matched ``<prefix> import`` or ``<prefix> as``: can the statement bind a
+        name that leads to ``self.name``? ``import pkg as x`` can (``x.func``); ``from pkg
+        import a, b`` only when it imports the next part of the name or ``*``. ``from ray
+        import remote`` says nothing about ``ray.init``. Unreadable lists count as binding."""
+        matched = m.group()
+        if matched.endswith(b"as"):
+            return True
+        wanted = self.binders.get(re.sub(rb"\s+", b"", matched[: -len(b"import")]))
+        if wanted is None:
+            return True
+        names = _from_import_names(src, m.end())
+        return names is None or b"*" in names or not wanted.isdisjoint(names)
+
     def __repr__(self) -> str:
         return f"ModuleAttr({self.name})"
+
+
+_IMPORTED_NAME = re.compile(rb"\s*([A-Za-z_][A-Za-z0-9_]*|\*)")
+
+
+def _from_import_names(src: bytes, i: int) -> Optional[set[bytes]]:
+    """The names a ``from x import`` statement imports, its list starting at offset ``i``
+    (parenthesised over lines, or to the end of the line with backslash continuations); None
+    when the list cannot be read."""
+    j = i
+    while j < len(src) and src[j] in b" \t":
+        j += 1
+    if j < len(src) and src[j] == 40:  # "("
+        end = src.find(b")", j)
+        if end < 0:
+            return None
+        chunk = src[j + 1:end]
+    else:
+        end = j
+        while True:
+            nl = src.find(b"\n", end)
+            line_end = len(src) if nl < 0 else nl
+            if src[end:line_end].rstrip(b"\r").endswith(b"\\") and nl >= 0:
+                end = nl + 1
+                continue
+            chunk = src[j:line_end].replace(b"\\\r\n", b" ").replace(b"\\\n", b" ")
+            break
+    out: set[bytes] = set()
+    for line in chunk.splitlines():
+        code = line.split(b"#", 1)[0]
+        if b";" in code:
+            code = code.split(b";", 1)[0]  # another statement follows on the line
+        for item in code.split(b","):
+            if not item.strip():
+                continue
+            m = _IMPORTED_NAME.match(item)
+            if m is None:
+                return None
+            out.add(m.group(1))
+    return out
 
 
 def qualified(*names: str) -> Cond:

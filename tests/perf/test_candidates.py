@@ -322,3 +322,25 @@ def test_shd104_tier2_drops_handlers_that_always_reraise(handler, candidate):
         without_tiers = [d.code for d in lint_source(code.encode(), "w.py", settings).diagnostics]
     with_tiers = [d.code for d in lint_source(code.encode(), "w.py", settings).diagnostics]
     assert with_tiers == without_tiers
+
+
+@pytest.mark.parametrize("source,may", [
+    (b"from ray import remote\ninit()\n", False),
+    (b"from ray import init\n", True),
+    (b"from ray import (\n    remote,  # c\n    init as start,\n)\n", True),
+    (b"from ray import (\n    remote,\n    get,\n)\ninit()\n", False),
+    (b"from ray import remote, \\\n    init\n", True),
+    (b"from ray import *\ninit()\n", True),
+    (b"from ray import remote; from ray import init\n", True),
+    (b"import ray as r\nr.init()\n", True),
+    (b"from ray import (remote\ninit()\n", True),  # unreadable: conservative
+    (b"import ray\nx = ray.init\n", True),
+    (b"import ray\nr = ray\nr.init()\n", True),
+])
+def test_from_import_binds_only_what_it_names(source, may):
+    """``qualified("ray.init")``: ``from ray import remote`` cannot make ``ray.init`` (the
+    facts resolve names through the module's own imports); naming ``init``, a star, an
+    ``as`` alias of the module or a list that cannot be read all may."""
+    from shutdown_lint.candidates import qualified
+
+    assert qualified("ray.init").holds(FileText(source)) is may
