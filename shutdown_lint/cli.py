@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "work when they stop.",
         epilog="commands:\n  server    run the language server (LSP over stdio) for editors; see docs/editors.md\n"
                "            (needs the lsp extra: pip install 'shutdown-lint[lsp]')",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_MetavarCheckFormatter,  # the real one is set below
     )
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .); - reads stdin")
     g = p.add_argument_group("fixing")
@@ -88,12 +88,50 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--cache-dir", metavar="DIR", help="default: .shutdown_lint_cache in the project root")
     r.add_argument("--no-prefilter", action="store_true", help=argparse.SUPPRESS)  # for bench/
     p.add_argument("--version", action="version", version=f"shutdown-lint {__version__}")
+    p.formatter_class = argparse.RawDescriptionHelpFormatter  # for --help and usage errors
     return p
+
+
+#: a trailing run of paths this long is appended after parsing, not parsed (see ``_parse``)
+_LONG_TAIL = 64
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``parser.parse_args(argv)``, without handing argparse every path of a long file list
+    (pre-commit, ``$(git ls-files)``: thousands; argparse spends ~1 us on each). The trailing run
+    of arguments that do not start with ``-`` is split: its first argument is parsed with the
+    options (it may be the value of the option just before it), the others can only be paths
+    (no option takes more than one value) and are appended to ``paths`` as they are."""
+    start = len(argv)
+    while start > 0 and not argv[start - 1].startswith("-"):
+        start -= 1
+    if len(argv) - start <= _LONG_TAIL:
+        return parser.parse_args(argv)
+    args = parser.parse_args(argv[:start + 1])
+    args.paths = [*(args.paths or []), *argv[start + 1:]]
+    return args
+
+
+class _MetavarCheckFormatter(argparse.RawDescriptionHelpFormatter):
+    """The formatter ``add_argument`` makes to check a metavar, with a fixed width: the default
+    asks the terminal's size, importing shutil (and bz2, lzma) into every run for nothing."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: Optional[int] = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position, 80 if width is None else width)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
-        return _main(list(sys.argv[1:] if argv is None else argv))
+        code = _main(list(sys.argv[1:] if argv is None else argv))
+        if argv is None:
+            # the command line's own run (the console script, python -m): the process exits next,
+            # and the collections of the interpreter's exit would walk every object once more
+            # (~5 ms); frozen objects are left to the exit's plain deallocation
+            import gc
+
+            gc.freeze()
+        return code
     except UsageError as e:
         print(f"shutdown-lint: error: {e}", file=sys.stderr)
         return EXIT_ERROR
@@ -121,7 +159,7 @@ def _main(argv: list[str]) -> int:
         return server_main(argv[1:])
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = _parse(parser, argv)
     except SystemExit as e:  # argparse: --help exits 0, bad usage exits 2
         return int(e.code or 0)
     fmt = args.output_format or ("full" if sys.stdout.isatty() else "concise")
@@ -195,38 +233,18 @@ def _show_settings(args, resolver) -> int:
 
 
 def _run_files(args, resolver, mode, fmt, cfg, catalogue, cache_dir, code_key=None) -> int:
-    from .discovery import discover
+    import gc
 
-    exclude = [*cfg.exclude, *_split(args.exclude), *_split(args.extend_exclude)]
-    found = discover(args.paths or ["."], cfg.root, exclude, respect_gitignore=cfg.respect_gitignore
-                     and not args.no_respect_gitignore, force_exclude=args.force_exclude)
-    for err in found.errors:
-        print(f"shutdown-lint: error: {err}", file=sys.stderr)
-    for warning in found.warnings:
-        print(f"shutdown-lint: warning: {warning}", file=sys.stderr)
-    notes: list[str] = []
-
-    # files grouped by the configuration that applies to them (one group in most projects)
-    from .hierarchy import SettingsError
-
-    groups: dict[Optional[str], list] = {}
+    # finding the files and serving the cache allocate a few objects per file and free none:
+    # the cyclic GC would only walk them again and again (~5% of a warm run); it is back on
+    # before any file is analysed
+    collecting = gc.isenabled()
+    gc.disable()
     try:
-        if resolver.fixed:  # one configuration for every file
-            if found.files:
-                groups[resolver.config_path("")] = found.files
-        else:
-            for f in found.files:
-                groups.setdefault(resolver.config_path(f.abspath), []).append(f)
-        group_settings = {path: resolver.settings(path) for path in groups}
-        _apply_nested_excludes(groups, resolver, cfg, args)
-    except SettingsError as e:
-        raise UsageError(str(e)) from None
-    # results worth an object: files with something to report, or analysed in this run; a
-    # cached file with nothing to report is only counted, by stage (most files of a warm run)
-    results: dict[str, FileResult] = {}
-    clean: dict[str, int] = {}
-    plans = [_plan_group(files, group_settings[path], mode, cache_dir, results, notes, code_key, clean)
-             for path, files in groups.items()]
+        found, results, clean, notes, plans = _plan(args, resolver, mode, cfg, cache_dir, code_key)
+    finally:
+        if collecting:
+            gc.enable()
     n_jobs = args.jobs or os.cpu_count() or 1
     total = sum(len(plan[2]) for plan in plans)
     from . import index_hooks
@@ -292,6 +310,43 @@ def _run_files(args, resolver, mode, fmt, cfg, catalogue, cache_dir, code_key=No
     return _exit_code(args, report, failed)
 
 
+def _plan(args, resolver, mode, cfg, cache_dir, code_key):
+    """Discovery, then what the cache serves: (found, results, clean, notes, plans); see ``_plan_group``."""
+    from .discovery import discover
+
+    exclude = [*cfg.exclude, *_split(args.exclude), *_split(args.extend_exclude)]
+    found = discover(args.paths or ["."], cfg.root, exclude, respect_gitignore=cfg.respect_gitignore
+                     and not args.no_respect_gitignore, force_exclude=args.force_exclude)
+    for err in found.errors:
+        print(f"shutdown-lint: error: {err}", file=sys.stderr)
+    for warning in found.warnings:
+        print(f"shutdown-lint: warning: {warning}", file=sys.stderr)
+    notes: list[str] = []
+
+    # files grouped by the configuration that applies to them (one group in most projects)
+    from .hierarchy import SettingsError
+
+    groups: dict[Optional[str], list] = {}
+    try:
+        if resolver.fixed:  # one configuration for every file
+            if found.files:
+                groups[resolver.config_path("")] = found.files
+        else:
+            for f in found.files:
+                groups.setdefault(resolver.config_path(f.abspath), []).append(f)
+        group_settings = {path: resolver.settings(path) for path in groups}
+        _apply_nested_excludes(groups, resolver, cfg, args)
+    except SettingsError as e:
+        raise UsageError(str(e)) from None
+    # results worth an object: files with something to report, or analysed in this run; a
+    # cached file with nothing to report is only counted, by stage (most files of a warm run)
+    results: dict[str, FileResult] = {}
+    clean: dict[str, int] = {}
+    plans = [_plan_group(files, group_settings[path], mode, cache_dir, results, notes, code_key, clean)
+             for path, files in groups.items()]
+    return found, results, clean, notes, plans
+
+
 def _deps_changed(hit, abspath, cache, cache_dir) -> bool:
     from .index_hooks import deps_changed
 
@@ -332,17 +387,17 @@ def _plan_group(files, settings, mode, cache_dir, results, notes, code_key=None,
     notes.extend(cache.warnings)
     jobs: list[Job] = []
     hit_of = cache.hit
-    stat = os.stat
-    for f in files:
-        st = f.st
-        if st is None:
+    for f in cache.count_clean(files, clean):  # most files of a warm run end there
+        display, abspath, mtime_ns, size = f
+        if mtime_ns is None:  # found by walking a directory: not stat'ed yet
             try:
-                st = stat(f.abspath)
+                st = os.stat(abspath)
             except OSError:
-                jobs.append(Job(f.display, f.abspath, None))  # the runner reports it
+                jobs.append(Job(display, abspath, None))  # the runner reports it
                 continue
-        hit = hit_of(f.abspath, st.st_mtime_ns, st.st_size)
-        if type(hit) is str:  # nothing to report, no dependency: the common case
+            mtime_ns, size = st.st_mtime_ns, st.st_size
+        hit = hit_of(abspath, mtime_ns, size)
+        if type(hit) is str:  # nothing to report (a file found by walking)
             key = hit or "unknown"
             clean[key] = clean.get(key, 0) + 1
             continue
@@ -368,9 +423,10 @@ def _plan_file(f, hit, mode, cache, cache_dir, results, clean):
             key = hit.get("stage") or "unknown"
             clean[key] = clean.get(key, 0) + 1
         return None
-    known = None
+    known = None  # the worker serves it when the content hash matches: only if it has what this run prints
     entry = cache.entry(f.abspath)
-    if entry is not None and not (entry[3].get("deps") and _deps_changed(entry[3], f.abspath, cache, cache_dir)):
+    if entry is not None and not (mode.edits and _lacks_edits(entry[3])) \
+            and not (entry[3].get("deps") and _deps_changed(entry[3], f.abspath, cache, cache_dir)):
         known = (entry[2], entry[3])
     return Job(f.display, f.abspath, known)
 

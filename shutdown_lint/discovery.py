@@ -32,9 +32,12 @@ class SourceFile(NamedTuple):
     display: str
     #: absolute, for the cache
     abspath: str
-    #: its ``os.stat`` when discovery already took it (a file named on the command line):
-    #: the warm path's cache check reuses it instead of a second ``stat`` per file
-    st: Optional[os.stat_result] = None
+    #: its stat stamp when discovery took it (a file named on the command line): the warm
+    #: path's cache check uses it instead of a second ``stat``. Only these two numbers are
+    #: kept: thousands of retained ``os.stat_result`` objects (~16 values each) cost more
+    #: than the ``stat`` calls themselves
+    mtime_ns: Optional[int] = None
+    size: Optional[int] = None
 
 
 @dataclass
@@ -141,48 +144,45 @@ def discover(paths: Iterable[str], root: str, exclude: Iterable[str] = (), *, re
     seen_files: set[str] = set()
     seen_dirs: set[tuple[int, int]] = set()
 
-    def add(abspath: str, st: Optional[os.stat_result] = None) -> None:
+    def add(abspath: str) -> None:  # a file found by walking a directory
         if abspath not in seen_files:
             seen_files.add(abspath)
-            files.append(SourceFile(display_path(abspath, cwd), abspath, st))
+            files.append(SourceFile(display_path(abspath, cwd), abspath))
 
     prefix = cwd.rstrip(os.sep) + os.sep
     # a relative name is stat'ed as given when it is relative to the process's directory (a
-    # shorter path to resolve; pre-commit and file lists pass thousands)
+    # shorter path to resolve); pre-commit and file lists pass thousands of names, so this
+    # loop is kept tight (it is most of a warm run after the stat calls themselves)
     here = cwd == os.getcwd()
-    plain = _plain
+    sep, simple = os.sep, os.altsep is None
+    do_stat, new = os.stat, tuple.__new__
     for arg in paths:
-        if plain(arg):  # a normalised relative path: no normpath, and its display path is itself
+        # a normalised relative path (no normpath needed, and its display path is itself)?
+        # conservative: anything else takes the general way
+        if simple and arg and arg[0] != sep and arg[0] != "." and arg[-1] != sep and "//" not in arg \
+                and "/." not in arg:
             abspath, display = prefix + arg, arg
         else:
             abspath, display = os.path.abspath(os.path.join(cwd, arg)), None
         try:
-            st = os.stat(arg if here and display is not None else abspath)  # one stat per named path
-            is_dir = stat.S_ISDIR(st.st_mode)
+            st = do_stat(arg if here and display is not None else abspath)  # one stat per named path
         except (OSError, ValueError):
             out.errors.append(f"{arg}: no such file or directory")
             continue
-        if is_dir:
+        if stat.S_ISDIR(st.st_mode):
             if force_exclude and ignorer().ignored(abspath, True):
                 continue
             _walk(abspath, ignorer(), seen_dirs, add, out.warnings, cwd)
-        elif abspath.endswith(".pyi") or (force_exclude and ignorer().ignored(abspath, False)):
+        elif abspath.endswith(".pyi") or abspath in seen_files or (force_exclude and ignorer().ignored(abspath, False)):
             continue
-        elif abspath not in seen_files:
+        else:
             seen_files.add(abspath)
-            files.append(SourceFile(display or display_path(abspath, cwd), abspath, st))
+            files.append(new(SourceFile, (display or display_path(abspath, cwd), abspath, st.st_mtime_ns, st.st_size)))
     files.sort(key=_DISPLAY)
     return out
 
 
 _DISPLAY = itemgetter(0)  # SourceFile.display
-
-
-def _plain(arg: str) -> bool:
-    """Is ``arg`` a relative path that ``normpath`` would leave alone (so ``cwd/arg`` is its
-    absolute path and ``arg`` its display path)? Conservative: ``False`` sends it the slow way."""
-    return bool(arg) and os.altsep is None and arg[0] != os.sep and arg[0] != "." and not arg.endswith(os.sep) \
-        and "//" not in arg and "/." not in arg
 
 
 def _walk(top: str, ignorer: _Ignorer, seen_dirs: set[tuple[int, int]], add, warnings: list[str],

@@ -212,3 +212,45 @@ def test_a_file_named_twice_or_by_another_spelling_is_linted_once(project, cli, 
     count_lints.clear()
     again = cli(project, "--jobs", "1", "--output-format", "concise", "./pkg/bad.py", "pkg/bad.py")
     assert again.out == run.out and count_lints == []
+
+
+# ------------------------------------------------------------------ the command line's long file lists
+
+
+@pytest.mark.parametrize("head", [
+    [], ["--isolated"], ["--select", "SHD201"], ["--cache-dir"], ["-j", "2", "--output-format", "json"],
+    ["--output-format=json", "-q"], ["--sel", "SHD2"], ["-j2"], ["--", "-odd.py"], ["--fix", "--no-cache"],
+    ["x.py", "--fix"], ["--stdin-filename"], ["--exclude", "a,b", "--isolated", "--show-fixes"],
+])
+def test_a_long_trailing_file_list_parses_as_argparse_would(head):
+    from shutdown_lint.cli import _LONG_TAIL, _parse, build_parser
+
+    tail = [f"pkg/m{i}.py" for i in range(_LONG_TAIL + 5)]
+    for argv in (head + tail, head + tail[:3], head):
+        expected, got = [], []
+        for out, parse in ((expected, lambda a: build_parser().parse_args(a)),
+                           (got, lambda a: _parse(build_parser(), a))):
+            try:
+                out.append(vars(parse(list(argv))))
+            except SystemExit as e:
+                out.append(("exit", e.code))
+        assert got == expected, argv
+
+
+def test_no_option_takes_more_than_one_value():
+    """What ``cli._parse`` relies on to leave a long file list out of argparse."""
+    from shutdown_lint.cli import build_parser
+
+    options = [a for a in build_parser()._actions if a.option_strings]
+    assert options and all(a.nargs in (None, 0, "?") for a in options), [(a.dest, a.nargs) for a in options]
+
+
+def test_a_format_that_prints_fix_edits_does_not_reuse_results_made_without_them(project, cli):
+    write(project / "bad.py", HAZARD)
+    expected = cli(project, "--no-cache", "--jobs", "1", "--output-format", "json")
+    assert '"edits": [' in expected.out and '"content"' in expected.out
+    cli(project, "--jobs", "1", "--output-format", "concise")  # caches results without edits
+    os.utime(project / "bad.py", ns=(1, 1))  # stat changed, content not: the worker compares the hash
+    for _ in range(2):
+        run = cli(project, "--jobs", "1", "--output-format", "json")
+        assert (run.code, run.out) == (expected.code, expected.out)
