@@ -206,15 +206,16 @@ BATCH_BYTES = 1024 * 1024
 BATCH_FILES = 256
 
 
-def _batches(order: list[int], sizes: dict[int, int]) -> list[list[int]]:
-    """``order`` (largest first) cut into tasks: a big file alone, small ones together."""
+def _batches(order: list[int], sizes: dict[int, int], most: int = BATCH_FILES) -> list[list[int]]:
+    """``order`` (largest first) cut into tasks of at most ``most`` files: a big file alone,
+    small ones together."""
     out: list[list[int]] = []
     cur: list[int] = []
     total = 0
     for i in order:
         cur.append(i)
         total += sizes[i]
-        if total >= BATCH_BYTES or len(cur) >= BATCH_FILES:
+        if total >= BATCH_BYTES or len(cur) >= most:
             out.append(cur)
             cur, total = [], 0
     if cur:
@@ -256,20 +257,23 @@ def run(jobs: Sequence[Job], settings: Settings, mode: Mode, n_jobs: int,
     # costs seconds, a file the candidate tiers rule out ~0.2 ms), and starting a big one
     # last leaves the other workers idle at the end
     sizes = {i: _size(jobs[i].abspath) for i in range(len(jobs))}
-    pending = sorted(range(len(jobs)), key=lambda i: -sizes[i])
-    isolate: list[int] = []
-    while pending or isolate:
-        for i in isolate:  # suspects of a crash, each in a process of its own
-            results[i] = _run_isolated(jobs[i], settings, mode)
-            tick(results[i])
-        isolate = []
-        if not pending:
-            break
+    # (files, most files per task): a crash breaks the pool, and the batches in flight then
+    # are the first unfinished ones (workers take tasks in order); their files run again one
+    # per task in a new pool, and if that breaks too, each suspect in a process of its own
+    queue: list[tuple[list[int], int]] = [(sorted(range(len(jobs)), key=lambda i: -sizes[i]), BATCH_FILES)]
+    suspects = 2 * n_jobs + 2
+    while queue:
+        pending, per_task = queue.pop(0)
+        if per_task == 0:  # suspects of a crash in single-file tasks
+            for i in pending:
+                results[i] = _run_isolated(jobs[i], settings, mode)
+                tick(results[i])
+            continue
         broken: list[list[int]] = []
         with ProcessPoolExecutor(max_workers=min(n_jobs, len(pending)), mp_context=_context(),
                                  initializer=_init_worker, initargs=(settings, mode)) as pool:
             futures = [(batch, pool.submit(_work_batch, [jobs[i] for i in batch]))
-                       for batch in _batches(pending, sizes)]
+                       for batch in _batches(pending, sizes, per_task)]
             for batch, fut in futures:
                 try:
                     for i, outcome in zip(batch, fut.result()):
@@ -277,11 +281,10 @@ def run(jobs: Sequence[Job], settings: Settings, mode: Mode, n_jobs: int,
                         tick(outcome)
                 except BrokenProcessPool:
                     broken.append(batch)
-        # the batches in flight when the pool broke are the first unfinished ones (workers
-        # take tasks in order): run their files alone, the rest in a new pool
-        suspects = 2 * n_jobs + 2
-        isolate = [i for batch in broken[:suspects] for i in batch]
-        pending = [i for batch in broken[suspects:] for i in batch]
+        if broken:
+            in_flight = [i for batch in broken[:suspects] for i in batch]
+            rest = [i for batch in broken[suspects:] for i in batch]
+            queue[:0] = [(in_flight, 1 if per_task > 1 else 0)] + ([(rest, per_task)] if rest else [])
     return [results[i] for i in range(len(jobs))]
 
 
