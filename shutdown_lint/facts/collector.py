@@ -200,6 +200,22 @@ class _Collector(cst.CSTVisitor):
             self.scope.cls.attr_values.setdefault(target.attr.value, []).append((value, self.scope))
 
     # -- calls, awaits, main guard
+    def visit_Name(self, node: cst.Name) -> None:
+        table = self.f._names_by_value
+        found = table.get(node.value)
+        if found is None:
+            table[node.value] = [node]
+        else:
+            found.append(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        table = self.f._attributes_by_name
+        found = table.get(node.attr.value)
+        if found is None:
+            table[node.attr.value] = [node]
+        else:
+            found.append(node)
+
     def visit_Call(self, node: cst.Call) -> None:
         self.f.calls.append(node)
         self.f._call_scope[node] = self.scope

@@ -24,6 +24,25 @@ class TreeShape:
     def is_ancestor(self, ancestor: cst.CSTNode, node: cst.CSTNode) -> bool:
         return any(a is ancestor for a in self.ancestors(node))
 
+    def _within(self, region: cst.CSTNode, node: cst.CSTNode) -> bool:
+        return region is self.module or node is region or self.is_ancestor(region, node)
+
+    def names_in(self, region: cst.CSTNode, value: str) -> list[cst.Name]:
+        """The ``Name`` nodes spelled ``value`` in ``region``, in source order, leaving out the
+        attribute part of ``x.value`` (not a use of a variable)."""
+        out = []
+        for n in self._names_by_value.get(value, ()):
+            parent = self._parents.get(n)
+            if type(parent) is cst.Attribute and parent.attr is n:
+                continue
+            if self._within(region, n):
+                out.append(n)
+        return out
+
+    def attributes_in(self, region: cst.CSTNode, attr: str) -> list[cst.Attribute]:
+        """The ``Attribute`` nodes ``<anything>.attr`` in ``region``, in source order."""
+        return [n for n in self._attributes_by_name.get(attr, ()) if self._within(region, n)]
+
     def enclosing_function(self, node: cst.CSTNode) -> Optional[FunctionInfo]:
         """The innermost ``def``/``async def`` whose body contains ``node`` (a lambda does
         not count; use ``in_lambda``). A function's own node maps to its parent scope."""

@@ -1,0 +1,56 @@
+"""``ModuleFacts.names_in`` / ``attributes_in`` answer from the facts' one walk what rules
+used to find with a walk of their own (SHD102's uses of a task's name or attribute): the
+same nodes, in the same order, for every region of every source the tests know."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from shutdown_lint.facts import ModuleFacts
+from shutdown_lint.traversal import walk
+from tests.perf.test_walk import NESTED, _sources
+
+
+def _walked_names(region: cst.CSTNode, name: str) -> list[cst.Name]:
+    found: list[cst.Name] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            if n.value == name:
+                found.append(n)
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            walk(n.value, self)  # the `.attr` part is not a use of a variable
+            return False
+
+    walk(region, V())
+    return found
+
+
+def _walked_attributes(region: cst.CSTNode, attr: str) -> list[cst.Attribute]:
+    found: list[cst.Attribute] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Attribute(self, n: cst.Attribute) -> None:
+            if n.attr.value == attr:
+                found.append(n)
+
+    walk(region, V())
+    return found
+
+
+def test_name_and_attribute_index_match_a_walk():
+    checked = 0
+    for name, code in [*_sources(), ("nested", NESTED)]:
+        module = cst.parse_module(code)
+        facts = ModuleFacts.build(module)
+        values = sorted(facts._names_by_value)[:40]
+        attrs = sorted(facts._attributes_by_name)[:40]
+        regions = [module] + [fn.node.body for fn in facts.functions[:15]] + [c.node for c in facts.classes[:5]]
+        for region in regions:
+            for v in values:
+                assert facts.names_in(region, v) == _walked_names(region, v), (name, v)
+                checked += 1
+            for a in attrs:
+                assert facts.attributes_in(region, a) == _walked_attributes(region, a), (name, a)
+    assert checked > 1000
