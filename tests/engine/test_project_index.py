@@ -272,3 +272,19 @@ def test_import_statements_match_the_regex_findall():
         assert import_statements(src) == _IMPORT_STATEMENT.findall(src)
 
     check()
+
+
+def test_summary_walker_shortcuts_change_no_summary(monkeypatch):
+    """The summary walker skips leaves and caches method names; with ``ast.NodeVisitor``'s
+    own ``visit``/``generic_visit`` every summary comes out the same."""
+    import ast as _ast
+    from pathlib import Path
+
+    from shutdown_lint.index import summary
+
+    sources = [p.read_bytes() for p in sorted(Path(REPO).glob("*/**/*.py")) if "data" not in p.parts][:400]
+    fast = [summary.summarize(s) for s in sources]
+    monkeypatch.setattr(summary._FunctionWalker, "visit", _ast.NodeVisitor.visit)
+    monkeypatch.setattr(summary._FunctionWalker, "generic_visit", _ast.NodeVisitor.generic_visit)
+    assert [summary.summarize(s) for s in sources] == fast
+    assert sum(1 for s in fast if s and s["functions"]) > 50
