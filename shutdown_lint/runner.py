@@ -206,16 +206,26 @@ BATCH_BYTES = 1024 * 1024
 BATCH_FILES = 256
 
 
+#: The last files (the smallest) go in tasks of at most this many: a small file can still
+#: cost a second (a project-index search), and a big last task would leave a worker idle.
+TAIL_FILES = 1000
+TAIL_BATCH = 16
+
+
 def _batches(order: list[int], sizes: dict[int, int], most: int = BATCH_FILES) -> list[list[int]]:
     """``order`` (largest first) cut into tasks of at most ``most`` files: a big file alone,
-    small ones together."""
+    small ones together, the last ``TAIL_FILES`` in small tasks."""
     out: list[list[int]] = []
     cur: list[int] = []
     total = 0
-    for i in order:
+    tail_from = len(order) - TAIL_FILES
+    for n, i in enumerate(order):
+        if n == tail_from and cur:
+            out.append(cur)
+            cur, total = [], 0
         cur.append(i)
         total += sizes[i]
-        if total >= BATCH_BYTES or len(cur) >= most:
+        if total >= BATCH_BYTES or len(cur) >= (most if n < tail_from else min(most, TAIL_BATCH)):
             out.append(cur)
             cur, total = [], 0
     if cur:

@@ -151,3 +151,20 @@ def test_worker_that_dies_on_a_file_is_reported_and_the_run_goes_on(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert "boom.py:1:1: the analysis crashed its worker process; file skipped" in proc.stderr, proc.stderr
     assert len(_findings(proc)) == 6  # every other file was still analysed
+
+
+def test_batches_cover_every_file_once_largest_first_with_a_small_tail():
+    """Tasks for the pool: every file exactly once, in the largest-first order, at most
+    BATCH_BYTES or BATCH_FILES per task, and the last TAIL_FILES in tasks of TAIL_BATCH."""
+    from shutdown_lint import runner
+
+    sizes = {i: (i * 7919) % 50_000 + 10 for i in range(5000)}
+    order = sorted(sizes, key=lambda i: -sizes[i])
+    batches = runner._batches(order, sizes)
+    assert [i for b in batches for i in b] == order
+    assert all(len(b) <= runner.BATCH_FILES for b in batches)
+    assert all(len(b) == 1 or sum(sizes[i] for i in b[:-1]) < runner.BATCH_BYTES for b in batches)
+    tail = set(order[-runner.TAIL_FILES:])
+    assert all(len(b) <= runner.TAIL_BATCH for b in batches if tail.intersection(b))
+    assert all(not tail.intersection(b) or set(b) <= tail for b in batches)
+    assert runner._batches(order[:10], sizes, most=1) == [[i] for i in order[:10]]
