@@ -225,7 +225,7 @@ class Analysis:
                 from .edits import apply_fixes, text_edits
 
                 try:
-                    fixed = apply_fixes(self.module, [finding.fix]).code
+                    fixed = apply_fixes(self.module, [finding.fix], self.facts).code
                     edits = text_edits(self.text, fixed)
                 except Exception:  # a fix that cannot render is reported without edits
                     edits = []

@@ -48,7 +48,7 @@ def _valid_python(data: bytes, path: str) -> bool:
 def _try(analysis: Analysis, batch: list[Finding], settings: Settings, path: str):
     """Apply ``batch``; return (new bytes, new analysis) or None if it must be rejected."""
     try:
-        new_module = apply_fixes(analysis.module, [f.fix for f in batch])  # type: ignore[misc]
+        new_module = apply_fixes(analysis.module, [f.fix for f in batch], analysis.facts)  # type: ignore[misc]
         data = new_module.bytes
     except Exception:
         return None

@@ -79,3 +79,33 @@ def test_lint_source_leaves_the_collector_on():
                                   settings)
     assert result.diagnostics
     assert gc.isenabled()
+
+
+def test_fixes_applied_per_statement_equal_the_whole_transform():
+    """``edits.apply_fixes`` with the facts transforms only the top-level statements that
+    hold an edit: for every fix of every rule example and of the example project, the code is
+    the same as the whole module's transform."""
+    from pathlib import Path
+
+    from shutdown_lint import registry
+    from shutdown_lint.analyzer import analyze
+    from shutdown_lint.edits import apply_fixes
+    from shutdown_lint.settings import Settings
+
+    settings = Settings(selected=tuple(sorted(registry.rules_by_code())))
+    root = Path(__file__).resolve().parents[2]
+    sources = [ex.code for r in registry.all_rules() for ex in r.examples()[1]]
+    sources += [p.read_text() for p in sorted((root / "examples").rglob("*.py"))]
+    compared = 0
+    for code in sources:
+        analysis = analyze(code.encode(), "example.py", settings)
+        if analysis is None:
+            continue
+        fixes = [f.fix for f in analysis.findings if f.fix is not None]
+        for fix in fixes:
+            assert apply_fixes(analysis.module, [fix], analysis.facts).code == \
+                apply_fixes(analysis.module, [fix]).code
+            compared += 1
+        if len(fixes) > 1:
+            assert apply_fixes(analysis.module, fixes, analysis.facts).code == apply_fixes(analysis.module, fixes).code
+    assert compared > 50
