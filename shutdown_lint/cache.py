@@ -18,12 +18,14 @@ run sees the old index or the new one, never a mix.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from sys import intern as sys_intern
-from typing import Any, Optional
 
 from . import __version__
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 CACHE_DIR_NAME = ".shutdown_lint_cache"
 _FORMAT = 2
@@ -97,10 +99,24 @@ def write_atomic(path: str, data: bytes, cache_dir: str) -> Optional[str]:
 
 
 def settings_key(fingerprint: str) -> str:
-    return hashlib.sha256(f"{_FORMAT}|{__version__}|{fingerprint}".encode()).hexdigest()[:20]
+    """What an index is for: the format, the tool's version and the settings' fingerprint."""
+    return f"{_FORMAT}|{__version__}|{fingerprint}"
+
+
+def index_name(key: str) -> str:
+    """The index file of ``key``: named by a 64-bit checksum of it (CRC-32 and Adler-32; not a
+    digest, whose hashlib import would cost a warm run more than reading the index). The file
+    holds ``key`` itself and is used only when it matches: two keys with the same name (vanishingly
+    unlikely) would take turns with the file, never read each other's results."""
+    import zlib
+
+    data = key.encode()
+    return f"results-{zlib.crc32(data):08x}{zlib.adler32(data):08x}.bin"
 
 
 def sha256(data: bytes) -> str:
+    import hashlib
+
     return hashlib.sha256(data).hexdigest()
 
 
@@ -111,7 +127,8 @@ class Cache:
 
     def __init__(self, cache_dir: str, fingerprint: str) -> None:
         self.dir = cache_dir
-        self.path = os.path.join(cache_dir, f"results-{settings_key(fingerprint)}.bin")
+        self.key = settings_key(fingerprint)
+        self.path = os.path.join(cache_dir, index_name(self.key))
         self.entries: dict[str, Any] = {}
         self.warnings: list[str] = []
         self.dirty = False
@@ -135,6 +152,8 @@ class Cache:
                 or not isinstance(data.get("files"), dict)):
             self.warnings.append(f"warning: ignoring corrupt cache {self.path}")
             return
+        if data.get("key") != self.key:
+            return  # another configuration's index under the same name: start afresh (see index_name)
         self.entries = data["files"]
 
     def hit(self, abspath: str, mtime_ns: int, size: int) -> Any:
@@ -186,7 +205,7 @@ class Cache:
         live = live or set()
         files = {p: e for p, e in self.entries.items() if p in live or os.path.exists(p)}
         try:
-            data = pack({"format": _FORMAT, "version": __version__, "files": files})
+            data = pack({"format": _FORMAT, "version": __version__, "key": self.key, "files": files})
         except ValueError as e:  # a value marshal cannot write (a result is plain data: should not happen)
             return f"cache not written ({self.path}): {e}"
         return write_atomic(self.path, data, self.dir)

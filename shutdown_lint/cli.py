@@ -6,6 +6,11 @@ Exit status: 0 no findings, 1 findings remain (or ``--diff`` would change files)
 Startup is kept light: ``--version`` imports neither libcst nor rich, and a run whose
 files are all cached imports no rule and no libcst (the rule catalogue comes from the
 cache directory as well). Heavy modules are imported where they are needed.
+
+A warm run (everything cached) is measured against ruff's cached run, and most of it is
+interpreter start and imports. Its path imports no runner, analyzer, dataclasses, typing,
+hashlib, json, pathspec or tomllib (with ``--isolated``; a config file needs tomllib);
+``tests/engine/test_cache_format.py`` checks that. See docs/performance.md, "Warm run".
 """
 
 from __future__ import annotations
@@ -13,11 +18,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, Optional, Sequence
 
 from . import __version__
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Optional, Sequence
+
     from .diagnostic import FileResult
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -207,10 +214,8 @@ def _main(argv: list[str]) -> int:
         settings = resolver.settings(cfg.path)
     except SettingsError as e:
         raise UsageError(str(e)) from None
-    from .runner import Mode
-
-    mode = Mode(fix=args.fix and not args.diff, unsafe=args.unsafe_fixes, diff=args.diff,
-                edits=fmt in ("json", "sarif"))
+    mode = _Mode(fix=args.fix and not args.diff, unsafe=args.unsafe_fixes, diff=args.diff,
+                 edits=fmt in ("json", "sarif"))
     if stdin:
         return _run_stdin(args, settings, mode, fmt, cfg, catalogue)
     return _run_files(args, resolver, mode, fmt, cfg, catalogue, cache_dir if use_cache else None, code_key)
@@ -376,16 +381,14 @@ def _plan_group(files, settings, mode, cache_dir, results, notes, code_key=None,
     """Serve what the cache can for ``files`` (which share ``settings``: their cache index is keyed
     by them) into ``results`` (a file with nothing to report only counts in ``clean``, by stage);
     returns (settings, cache, jobs still to run, files)."""
-    from .runner import Job
-
     clean = {} if clean is None else clean
     if cache_dir is None:
-        return settings, None, [Job(f.display, f.abspath, None) for f in files], files
+        return settings, None, [_job(f.display, f.abspath) for f in files], files
     from .cache import Cache
 
     cache = Cache(cache_dir, _cache_fingerprint(settings, code_key))
     notes.extend(cache.warnings)
-    jobs: list[Job] = []
+    jobs: list = []
     hit_of = cache.hit
     for f in cache.count_clean(files, clean):  # most files of a warm run end there
         display, abspath, mtime_ns, size = f
@@ -393,7 +396,7 @@ def _plan_group(files, settings, mode, cache_dir, results, notes, code_key=None,
             try:
                 st = os.stat(abspath)
             except OSError:
-                jobs.append(Job(display, abspath, None))  # the runner reports it
+                jobs.append(_job(display, abspath))  # the runner reports it
                 continue
             mtime_ns, size = st.st_mtime_ns, st.st_size
         hit = hit_of(abspath, mtime_ns, size)
@@ -408,11 +411,9 @@ def _plan_group(files, settings, mode, cache_dir, results, notes, code_key=None,
 def _plan_file(f, hit, mode, cache, cache_dir, results, clean):
     """A cached result dict (or a miss, None) for ``f``: served into ``results`` / ``clean``
     (returns None), or the job that re-lints the file."""
-    from .runner import Job, has_applicable_fix
-
     if hit is not None and hit.get("deps") and _deps_changed(hit, f.abspath, cache, cache_dir):
-        return Job(f.display, f.abspath, None)  # another module it relied on changed
-    if hit is not None and not (mode.fixing and has_applicable_fix(hit, mode.unsafe)) \
+        return _job(f.display, f.abspath)  # another module it relied on changed
+    if hit is not None and not (mode.fixing and _has_applicable_fix(hit, mode.unsafe)) \
             and not (mode.edits and _lacks_edits(hit)):
         if hit.get("diagnostics") or hit.get("warnings") or hit.get("error"):
             from .cache import restore_path
@@ -428,7 +429,40 @@ def _plan_file(f, hit, mode, cache, cache_dir, results, clean):
     if entry is not None and not (mode.edits and _lacks_edits(entry[3])) \
             and not (entry[3].get("deps") and _deps_changed(entry[3], f.abspath, cache, cache_dir)):
         known = (entry[2], entry[3])
-    return Job(f.display, f.abspath, known)
+    return _job(f.display, f.abspath, known)
+
+
+def _job(display: str, abspath: str, known: Optional[tuple[str, dict]] = None):
+    """A file to analyse (``runner.Job``). The runner is imported only when there is one:
+    a fully cached run does without it."""
+    from .runner import Job
+
+    return Job(display, abspath, known)
+
+
+def _has_applicable_fix(result: dict, unsafe: bool) -> bool:
+    from .runner import has_applicable_fix
+
+    return has_applicable_fix(result, unsafe)
+
+
+class _Mode:
+    """What this run does with fixes: ``runner.Mode``'s fields, without importing the runner
+    (see ``_job``); ``runner()`` is the ``runner.Mode`` for the files analysed."""
+
+    __slots__ = ("fix", "unsafe", "diff", "edits")
+
+    def __init__(self, fix: bool = False, unsafe: bool = False, diff: bool = False, edits: bool = False) -> None:
+        self.fix, self.unsafe, self.diff, self.edits = fix, unsafe, diff, edits
+
+    @property
+    def fixing(self) -> bool:
+        return self.fix or self.diff
+
+    def runner(self):
+        from .runner import Mode
+
+        return Mode(fix=self.fix, unsafe=self.unsafe, diff=self.diff, edits=self.edits)
 
 
 def _run_group(settings, cache, jobs, mode, n_jobs, tick, results, notes, files=()) -> list:
@@ -437,7 +471,7 @@ def _run_group(settings, cache, jobs, mode, n_jobs, tick, results, notes, files=
     if jobs:
         from .runner import run
 
-        outcomes = run(jobs, settings, mode, n_jobs, on_done=tick)
+        outcomes = run(jobs, settings, mode.runner() if isinstance(mode, _Mode) else mode, n_jobs, on_done=tick)
     for job, outcome in zip(jobs, outcomes):
         results[job.abspath] = outcome.result
         if cache is not None and outcome.stamp is not None:

@@ -19,14 +19,16 @@ fully cached run can resolve ``--select`` without importing the rules (and libcs
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
-from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional
 
 from . import __version__
+from .record import FrozenRecord, Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Iterable, Optional
 
 CONFIG_FILES = ("shutdown-lint.toml", "pyproject.toml")
 
@@ -35,27 +37,35 @@ class ConfigError(Exception):
     """A one-line, user-facing configuration problem (exit status 2)."""
 
 
-@dataclass
-class Config:
-    #: the file the values came from (None: defaults only)
-    path: Optional[str] = None
-    #: the directory relative patterns and the cache are anchored to
-    root: str = "."
-    select: Optional[list[str]] = None
-    extend_select: list[str] = field(default_factory=list)
-    ignore: list[str] = field(default_factory=list)
-    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
-    exclude: list[str] = field(default_factory=list)
-    respect_gitignore: bool = True
-    target_version: Optional[str] = None
-    #: {selector as written: {option: value}}; validated in ``rule_options``
-    rules: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: ``[project] requires-python`` of the pyproject next to the config, if any
-    requires_python: Optional[str] = None
-    #: key as written (``select``, ``rules.SHD301``...) -> the file that set it (for --show-settings)
-    sources: dict[str, str] = field(default_factory=dict)
-    #: the files this one inherits from through ``extend``, nearest first
-    extends: list[str] = field(default_factory=list)
+class Config(Record):
+    FIELDS = ("path", "root", "select", "extend_select", "ignore", "per_file_ignores", "exclude",
+              "respect_gitignore", "target_version", "rules", "requires_python", "sources", "extends")
+
+    def __init__(self, path: Optional[str] = None, root: str = ".", select: Optional[list[str]] = None,
+                 extend_select: Optional[list[str]] = None, ignore: Optional[list[str]] = None,
+                 per_file_ignores: Optional[dict[str, list[str]]] = None, exclude: Optional[list[str]] = None,
+                 respect_gitignore: bool = True, target_version: Optional[str] = None,
+                 rules: Optional[dict[str, dict[str, Any]]] = None, requires_python: Optional[str] = None,
+                 sources: Optional[dict[str, str]] = None, extends: Optional[list[str]] = None) -> None:
+        #: the file the values came from (None: defaults only)
+        self.path = path
+        #: the directory relative patterns and the cache are anchored to
+        self.root = root
+        self.select = select
+        self.extend_select: list[str] = [] if extend_select is None else extend_select
+        self.ignore: list[str] = [] if ignore is None else ignore
+        self.per_file_ignores: dict[str, list[str]] = {} if per_file_ignores is None else per_file_ignores
+        self.exclude: list[str] = [] if exclude is None else exclude
+        self.respect_gitignore = respect_gitignore
+        self.target_version = target_version
+        #: {selector as written: {option: value}}; validated in ``rule_options``
+        self.rules: dict[str, dict[str, Any]] = {} if rules is None else rules
+        #: ``[project] requires-python`` of the pyproject next to the config, if any
+        self.requires_python = requires_python
+        #: key as written (``select``, ``rules.SHD301``...) -> the file that set it (for --show-settings)
+        self.sources: dict[str, str] = {} if sources is None else sources
+        #: the files this one inherits from through ``extend``, nearest first
+        self.extends: list[str] = [] if extends is None else extends
 
 
 _LIST_KEYS = {"select", "extend-select", "ignore", "exclude", "extend-exclude"}
@@ -290,12 +300,17 @@ def target_from_requires_python(spec: Optional[str]) -> Optional[str]:
 # ------------------------------------------------------------------ rule catalogue
 
 
-@dataclass(frozen=True)
-class RuleInfo:
-    code: str
-    name: str
-    summary: str
-    fixable: bool
+class RuleInfo(FrozenRecord):
+    FIELDS = ("code", "name", "summary", "fixable")
+
+    def __init__(self, code: str, name: str, summary: str, fixable: bool) -> None:
+        self._set(code=code, name=name, summary=summary, fixable=fixable)
+
+    if TYPE_CHECKING:
+        code: str
+        name: str
+        summary: str
+        fixable: bool
 
 
 def _rules_dir() -> Optional[str]:
@@ -342,20 +357,21 @@ def load_catalogue(cache_dir: Optional[str], key: Optional[str] = _UNSET) -> lis
         return catalogue_from_registry()
     if key is _UNSET:
         key = code_key()
-    path = os.path.join(cache_dir, "rules.json")
+    from .cache import pack, unpack, write_atomic
+
+    path = os.path.join(cache_dir, "rules.bin")  # framed marshal, as the result index (cache.pack)
     if key is not None:
         try:
-            with open(path, encoding="utf-8") as fh:
-                data = json.load(fh)
+            with open(path, "rb") as fh:
+                data = unpack(fh.read())
             if data.get("key") == key:
-                return [RuleInfo(**r) for r in data["rules"]]
-        except (OSError, ValueError, TypeError, KeyError):
+                return [RuleInfo(*r) for r in data["rules"]]
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
             pass
     rules = catalogue_from_registry()
     if key is not None:
-        from .cache import write_json_atomic
-
-        write_json_atomic(path, {"key": key, "rules": [r.__dict__ for r in rules]}, cache_dir)
+        write_atomic(path, pack({"key": key, "rules": [(r.code, r.name, r.summary, r.fixable) for r in rules]}),
+                     cache_dir)
     return rules
 
 

@@ -5,24 +5,30 @@ Unlike ``rule.Finding`` (which holds libcst nodes), these cross process boundari
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any, Optional
+from .record import Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 
-@dataclass
-class Diagnostic:
-    code: str
-    name: str
-    message: str
-    path: str
-    line: int  # 1-based
-    column: int  # 1-based
-    end_line: int
-    end_column: int
-    #: None, or {"applicability": "safe"|"unsafe", "message": str, "edits": [...]}
-    fix: Optional[dict[str, Any]] = None
-    #: the source text of ``line`` (stripped), for output context and baseline matching
-    line_text: str = ""
+class Diagnostic(Record):
+    FIELDS = ("code", "name", "message", "path", "line", "column", "end_line", "end_column", "fix", "line_text")
+
+    def __init__(self, code: str, name: str, message: str, path: str, line: int, column: int, end_line: int,
+                 end_column: int, fix: Optional[dict[str, Any]] = None, line_text: str = "") -> None:
+        self.code = code
+        self.name = name
+        self.message = message
+        self.path = path
+        self.line = line  # 1-based
+        self.column = column  # 1-based
+        self.end_line = end_line
+        self.end_column = end_column
+        #: None, or {"applicability": "safe"|"unsafe", "message": str, "edits": [...]}
+        self.fix = fix
+        #: the source text of ``line`` (stripped), for output context and baseline matching
+        self.line_text = line_text
 
     @property
     def fixable(self) -> bool:
@@ -32,41 +38,46 @@ class Diagnostic:
         return (self.path, self.line, self.column, self.code, self.message)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return self.as_dict()
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Diagnostic":
         return cls(**d)
 
 
-@dataclass
-class FileResult:
-    path: str
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    #: a one-line reason the file could not be analysed (``path:line:col: message``)
-    error: Optional[str] = None
-    #: non-fatal notes (unknown suppression codes, skipped fixes)
-    warnings: list[str] = field(default_factory=list)
-    #: number of fixes applied (fix mode)
-    fixed: int = 0
-    #: unified diff of the fixes (``--diff``)
-    diff: Optional[str] = None
-    #: True when the content came from the cache
-    cached: bool = False
-    #: True when the pre-filter let the file through and it was parsed
-    parsed: bool = False
-    #: True when fix mode wrote the file
-    written: bool = False
-    #: other modules of the project whose summaries the findings may depend on (project
-    #: index): abspath -> [mtime_ns, size, summary digest]; a change to one re-lints the file
-    deps: dict = field(default_factory=dict)
-    #: where the analysis stopped (``analyzer.STAGE_*``): "text"/"tree" (no rule can fire:
-    #: not parsed), "libcst", "newer-syntax" (parsed by libcst only); "" when unknown
-    stage: str = ""
+class FileResult(Record):
+    FIELDS = ("path", "diagnostics", "error", "warnings", "fixed", "diff", "cached", "parsed", "written", "deps",
+              "stage")
+
+    def __init__(self, path: str, diagnostics: Optional[list[Diagnostic]] = None, error: Optional[str] = None,
+                 warnings: Optional[list[str]] = None, fixed: int = 0, diff: Optional[str] = None,
+                 cached: bool = False, parsed: bool = False, written: bool = False, deps: Optional[dict] = None,
+                 stage: str = "") -> None:
+        self.path = path
+        self.diagnostics: list[Diagnostic] = [] if diagnostics is None else diagnostics
+        #: a one-line reason the file could not be analysed (``path:line:col: message``)
+        self.error = error
+        #: non-fatal notes (unknown suppression codes, skipped fixes)
+        self.warnings: list[str] = [] if warnings is None else warnings
+        #: number of fixes applied (fix mode)
+        self.fixed = fixed
+        #: unified diff of the fixes (``--diff``)
+        self.diff = diff
+        #: True when the content came from the cache
+        self.cached = cached
+        #: True when the pre-filter let the file through and it was parsed
+        self.parsed = parsed
+        #: True when fix mode wrote the file
+        self.written = written
+        #: other modules of the project whose summaries the findings may depend on (project
+        #: index): abspath -> [mtime_ns, size, summary digest]; a change to one re-lints the file
+        self.deps: dict = {} if deps is None else deps
+        #: where the analysis stopped (``analyzer.STAGE_*``): "text"/"tree" (no rule can fire:
+        #: not parsed), "libcst", "newer-syntax" (parsed by libcst only); "" when unknown
+        self.stage = stage
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        return d
+        return self.as_dict()
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "FileResult":

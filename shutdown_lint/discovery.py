@@ -15,8 +15,12 @@ from __future__ import annotations
 import os
 import stat
 from operator import itemgetter
-from dataclasses import dataclass, field
-from typing import Iterable, NamedTuple, Optional
+
+from .record import Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Iterable, Optional
 
 DEFAULT_EXCLUDED_DIRS = frozenset({
     ".git", ".hg", ".svn", ".bzr", ".venv", "venv", ".tox", ".nox", "__pycache__", ".mypy_cache",
@@ -25,27 +29,40 @@ DEFAULT_EXCLUDED_DIRS = frozenset({
 })
 
 
-class SourceFile(NamedTuple):
-    """One file to lint (a tuple: discovery makes one per file, thousands for pre-commit)."""
+class SourceFile(tuple):
+    """One file to lint: ``(display, abspath, mtime_ns, size)``, a tuple (discovery makes one
+    per file, thousands for pre-commit) with named fields."""
+
+    __slots__ = ()
+
+    def __new__(cls, display: str, abspath: str, mtime_ns: Optional[int] = None,
+                size: Optional[int] = None) -> "SourceFile":
+        return tuple.__new__(cls, (display, abspath, mtime_ns, size))
 
     #: what the user sees (relative to the working directory when inside it)
-    display: str
+    display: str = property(itemgetter(0))  # type: ignore[assignment]
     #: absolute, for the cache
-    abspath: str
+    abspath: str = property(itemgetter(1))  # type: ignore[assignment]
     #: its stat stamp when discovery took it (a file named on the command line): the warm
     #: path's cache check uses it instead of a second ``stat``. Only these two numbers are
     #: kept: thousands of retained ``os.stat_result`` objects (~16 values each) cost more
     #: than the ``stat`` calls themselves
-    mtime_ns: Optional[int] = None
-    size: Optional[int] = None
+    mtime_ns: Optional[int] = property(itemgetter(2))  # type: ignore[assignment]
+    size: Optional[int] = property(itemgetter(3))  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"SourceFile(display={self[0]!r}, abspath={self[1]!r}, mtime_ns={self[2]!r}, size={self[3]!r})"
 
 
-@dataclass
-class Discovery:
-    files: list[SourceFile] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    #: things skipped while walking that the user should hear about (broken symlinks)
-    warnings: list[str] = field(default_factory=list)
+class Discovery(Record):
+    FIELDS = ("files", "errors", "warnings")
+
+    def __init__(self, files: Optional[list[SourceFile]] = None, errors: Optional[list[str]] = None,
+                 warnings: Optional[list[str]] = None) -> None:
+        self.files: list[SourceFile] = [] if files is None else files
+        self.errors: list[str] = [] if errors is None else errors
+        #: things skipped while walking that the user should hear about (broken symlinks)
+        self.warnings: list[str] = [] if warnings is None else warnings
 
 
 def display_path(abspath: str, cwd: str) -> str:

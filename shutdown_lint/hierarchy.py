@@ -12,11 +12,14 @@ per config file: a run over a large tree reads each config once and stats two na
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from typing import Optional
 
 from . import config as C
+from .record import FrozenRecord, Record
 from .settings import DEFAULT_TARGET, Settings
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 
 class SettingsError(Exception):
@@ -30,16 +33,25 @@ def split(values: Optional[list[str]]) -> list[str]:
     return out
 
 
-@dataclass(frozen=True)
-class Overrides:
+class Overrides(FrozenRecord):
     """What the command line sets for every file (None / empty: not given)."""
 
-    select: Optional[tuple[str, ...]] = None
-    extend_select: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-    per_file_ignores: tuple[str, ...] = ()  # "GLOB:RULES" items
-    target_version: Optional[str] = None
-    prefilter: bool = True
+    FIELDS = ("select", "extend_select", "ignore", "per_file_ignores", "target_version", "prefilter")
+
+    def __init__(self, select: Optional[tuple[str, ...]] = None, extend_select: tuple[str, ...] = (),
+                 ignore: tuple[str, ...] = (), per_file_ignores: tuple[str, ...] = (),
+                 target_version: Optional[str] = None, prefilter: bool = True) -> None:
+        # per_file_ignores: "GLOB:RULES" items
+        self._set(select=select, extend_select=extend_select, ignore=ignore, per_file_ignores=per_file_ignores,
+                  target_version=target_version, prefilter=prefilter)
+
+    if TYPE_CHECKING:
+        select: Optional[tuple[str, ...]]
+        extend_select: tuple[str, ...]
+        ignore: tuple[str, ...]
+        per_file_ignores: tuple[str, ...]
+        target_version: Optional[str]
+        prefilter: bool
 
     @classmethod
     def from_args(cls, args) -> "Overrides":  # type: ignore[no-untyped-def]
@@ -89,17 +101,19 @@ def build(cfg: C.Config, overrides: Overrides, catalogue: list[C.RuleInfo]) -> S
     )
 
 
-@dataclass
-class Resolver:
+class Resolver(Record):
     """Nearest configuration and settings for any file; ``fixed`` uses ``base`` for every file."""
 
-    base: C.Config
-    overrides: Overrides
-    catalogue: list[C.RuleInfo]
-    fixed: bool = False
-    _dirs: dict[str, Optional[str]] = field(default_factory=dict)
-    _configs: dict[Optional[str], C.Config] = field(default_factory=dict)
-    _settings: dict[Optional[str], Settings] = field(default_factory=dict)
+    FIELDS = ("base", "overrides", "catalogue", "fixed")
+
+    def __init__(self, base: C.Config, overrides: Overrides, catalogue: list[C.RuleInfo], fixed: bool = False) -> None:
+        self.base = base
+        self.overrides = overrides
+        self.catalogue = catalogue
+        self.fixed = fixed
+        self._dirs: dict[str, Optional[str]] = {}
+        self._configs: dict[Optional[str], C.Config] = {}
+        self._settings: dict[Optional[str], Settings] = {}
 
     def config_path(self, abspath: str) -> Optional[str]:
         if self.fixed:

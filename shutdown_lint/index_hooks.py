@@ -9,7 +9,10 @@ index off (for benchmarks: with and without).
 from __future__ import annotations
 
 import os
-from typing import Optional, Sequence
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional, Sequence
 
 
 def enabled() -> bool:

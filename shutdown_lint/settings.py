@@ -6,13 +6,14 @@ processes) and has a stable fingerprint (it keys the result cache).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
+from .record import Record
+
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Optional
+
     from .rule import Rule
 
 TARGET_VERSIONS = ("py310", "py311", "py312", "py313", "py314")
@@ -26,17 +27,21 @@ def parse_target(value: str) -> tuple[int, int]:
     return (3, int(m.group(1)))
 
 
-@dataclass
-class Settings:
-    #: Codes of the rules that run, sorted.
-    selected: tuple[str, ...]
-    target_version: str = DEFAULT_TARGET
-    #: {rule code: {option: value}}; only explicitly set values.
-    rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: [(glob pattern, (codes...))]
-    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    #: Disable the text pre-filter (for measuring what it saves).
-    prefilter: bool = True
+class Settings(Record):
+    FIELDS = ("selected", "target_version", "rule_options", "per_file_ignores", "prefilter")
+
+    def __init__(self, selected: tuple[str, ...], target_version: str = DEFAULT_TARGET,
+                 rule_options: Optional[dict[str, dict[str, Any]]] = None,
+                 per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = (), prefilter: bool = True) -> None:
+        #: Codes of the rules that run, sorted.
+        self.selected = selected
+        self.target_version = target_version
+        #: {rule code: {option: value}}; only explicitly set values.
+        self.rule_options: dict[str, dict[str, Any]] = {} if rule_options is None else rule_options
+        #: [(glob pattern, (codes...))]
+        self.per_file_ignores = per_file_ignores
+        #: Disable the text pre-filter (for measuring what it saves).
+        self.prefilter = prefilter
 
     def target_at_least(self, minimum: str) -> bool:
         return parse_target(self.target_version) >= parse_target(minimum)
@@ -48,15 +53,12 @@ class Settings:
         return rule.options[key].default
 
     def fingerprint(self) -> str:
-        """Everything that changes findings for a given file content."""
-        payload = json.dumps(
-            {
-                "selected": self.selected,
-                "target": self.target_version,
-                "options": self.rule_options,
-                "prefilter": self.prefilter,
-            },
-            sort_keys=True,
-            default=str,
-        )
-        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+        """Everything that changes findings for a given file content, as text (it keys the
+        result cache; not digested: importing hashlib would cost every warm run ~2 ms)."""
+        options = "{}"
+        if self.rule_options:
+            import json
+
+            options = json.dumps(self.rule_options, sort_keys=True, default=str)
+        return f"selected={','.join(self.selected)}|target={self.target_version}|options={options}" \
+               f"|prefilter={self.prefilter}"

@@ -9,15 +9,22 @@ a changed stat with the same content hash reuses the summary. A result's depende
 
 from __future__ import annotations
 
-import json
 import os
-from typing import Optional
 
-from .summary import SUMMARY_VERSION, digest, summarize
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
+
+# ``.summary`` (ast, hashlib, json) is imported where a module is summarised or a store is
+# read: a warm run's dependency check (``stale``) only stats the dependencies
 
 
 class SummaryStore:
     def __init__(self, cache_dir: Optional[str]) -> None:
+        import json
+
+        from .summary import SUMMARY_VERSION
+
         self.dir = cache_dir
         self.path = os.path.join(cache_dir, f"index-v{SUMMARY_VERSION}.json") if cache_dir else None
         self.entries: dict[str, list] = {}
@@ -48,6 +55,7 @@ class SummaryStore:
 def load_summary(path: str, store: Optional[SummaryStore], new: dict) -> tuple[Optional[dict], list]:
     """(summary, dependency stamp) of one file, from the store when its content is unchanged."""
     from ..cache import sha256
+    from .summary import digest, summarize
 
     try:
         st = os.stat(path)

@@ -4,39 +4,50 @@ that a run printing concise or JSON output never imports rich."""
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
-from typing import IO, Callable, Optional
 
-from ..config import RuleInfo
-from ..diagnostic import Diagnostic
+from ..record import Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Callable, Optional
+
+    from ..config import RuleInfo
+    from ..diagnostic import Diagnostic
 
 FORMATS = ("full", "concise", "json", "sarif", "github", "junit")
 _MODULES = {"full": "full", "concise": "concise", "json": "json_", "sarif": "sarif", "github": "github",
             "junit": "junit"}
 
 
-@dataclass
-class Report:
-    #: sorted by path, line, column
-    diagnostics: list[Diagnostic]
-    #: ``path:line:col: message`` for files that could not be analysed
-    errors: list[str] = field(default_factory=list)
-    files: int = 0
-    #: fixes applied in this run
-    fixed: int = 0
-    #: (path, count) of files fixed, for --show-fixes
-    fixed_files: list[tuple[str, int]] = field(default_factory=list)
-    unsafe_fixes: bool = False
-    fix_mode: bool = False
-    show_fixes: bool = False
-    rules: list[RuleInfo] = field(default_factory=list)
-    #: path -> the file's lines (for source context); None when unavailable
-    source_lines: Callable[[str], Optional[list[str]]] = lambda _p: None
-    baselined: int = 0
-    #: findings only: no summary, no hints
-    quiet: bool = False
-    #: files per analysis stage ("text", "tree", "libcst", "newer-syntax", "error"), for --statistics
-    stages: dict[str, int] = field(default_factory=dict)
+class Report(Record):
+    FIELDS = ("diagnostics", "errors", "files", "fixed", "fixed_files", "unsafe_fixes", "fix_mode", "show_fixes",
+              "rules", "source_lines", "baselined", "quiet", "stages")
+
+    def __init__(self, diagnostics: list[Diagnostic], errors: Optional[list[str]] = None, files: int = 0,
+                 fixed: int = 0, fixed_files: Optional[list[tuple[str, int]]] = None, unsafe_fixes: bool = False,
+                 fix_mode: bool = False, show_fixes: bool = False, rules: Optional[list[RuleInfo]] = None,
+                 source_lines: Callable[[str], Optional[list[str]]] = lambda _p: None, baselined: int = 0,
+                 quiet: bool = False, stages: Optional[dict[str, int]] = None) -> None:
+        #: sorted by path, line, column
+        self.diagnostics = diagnostics
+        #: ``path:line:col: message`` for files that could not be analysed
+        self.errors: list[str] = [] if errors is None else errors
+        self.files = files
+        #: fixes applied in this run
+        self.fixed = fixed
+        #: (path, count) of files fixed, for --show-fixes
+        self.fixed_files: list[tuple[str, int]] = [] if fixed_files is None else fixed_files
+        self.unsafe_fixes = unsafe_fixes
+        self.fix_mode = fix_mode
+        self.show_fixes = show_fixes
+        self.rules: list[RuleInfo] = [] if rules is None else rules
+        #: path -> the file's lines (for source context); None when unavailable
+        self.source_lines = source_lines
+        self.baselined = baselined
+        #: findings only: no summary, no hints
+        self.quiet = quiet
+        #: files per analysis stage ("text", "tree", "libcst", "newer-syntax", "error"), for --statistics
+        self.stages: dict[str, int] = {} if stages is None else stages
 
     def fixable(self) -> int:
         return sum(1 for d in self.diagnostics if d.fix is not None)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import IO
-
 from . import Report, fix_hint, summary_line
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO
 
 
 def fix_marker(d, report: Report) -> str:
