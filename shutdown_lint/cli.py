@@ -109,14 +109,28 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
     of arguments that do not start with ``-`` is split: its first argument is parsed with the
     options (it may be the value of the option just before it), the others can only be paths
     (no option takes more than one value) and are appended to ``paths`` as they are."""
-    start = len(argv)
-    while start > 0 and not argv[start - 1].startswith("-"):
-        start -= 1
+    start = _trailing_run(argv)
     if len(argv) - start <= _LONG_TAIL:
         return parser.parse_args(argv)
     args = parser.parse_args(argv[:start + 1])
     args.paths = [*(args.paths or []), *argv[start + 1:]]
     return args
+
+
+def _trailing_run(argv: list[str]) -> int:
+    """The index where the trailing run of arguments not starting with ``-`` begins. Found
+    in the arguments joined by NUL (which no command-line argument holds): a Python loop
+    over thousands of paths costs a warm run ~2 ms."""
+    joined = "\0".join(argv)
+    if joined.count("\0") == len(argv) - 1:  # else an argument holds a NUL: count below would be off
+        last = joined.rfind("\0-")
+        if last >= 0:
+            return joined.count("\0", 0, last + 1) + 1  # the option is argument number count(NUL before it)
+        return 1 if argv and argv[0].startswith("-") else 0
+    start = len(argv)
+    while start > 0 and not argv[start - 1].startswith("-"):
+        start -= 1
+    return start
 
 
 class _MetavarCheckFormatter(argparse.RawDescriptionHelpFormatter):

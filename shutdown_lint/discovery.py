@@ -166,18 +166,16 @@ def discover(paths: Iterable[str], root: str, exclude: Iterable[str] = (), *, re
             seen_files.add(abspath)
             files.append(SourceFile(display_path(abspath, cwd), abspath))
 
+    paths = list(paths)
     prefix = cwd.rstrip(os.sep) + os.sep
-    # a relative name is stat'ed as given when it is relative to the process's directory (a
-    # shorter path to resolve); pre-commit and file lists pass thousands of names, so this
-    # loop is kept tight (it is most of a warm run after the stat calls themselves)
+    # pre-commit and file lists pass thousands of names: this loop is kept tight (it is most of
+    # a warm run after the stat calls themselves). A relative name is stat'ed as given when it
+    # is relative to the process's directory (a shorter path to resolve)
     here = cwd == os.getcwd()
-    sep, simple = os.sep, os.altsep is None
-    do_stat, new = os.stat, tuple.__new__
+    all_plain = _all_plain(paths)
+    do_stat, isdir, new = os.stat, stat.S_ISDIR, tuple.__new__
     for arg in paths:
-        # a normalised relative path (no normpath needed, and its display path is itself)?
-        # conservative: anything else takes the general way
-        if simple and arg and arg[0] != sep and arg[0] != "." and arg[-1] != sep and "//" not in arg \
-                and "/." not in arg:
+        if all_plain or _plain(arg):  # normalised and relative: its absolute path is cwd/arg, its display itself
             abspath, display = prefix + arg, arg
         else:
             abspath, display = os.path.abspath(os.path.join(cwd, arg)), None
@@ -186,7 +184,7 @@ def discover(paths: Iterable[str], root: str, exclude: Iterable[str] = (), *, re
         except (OSError, ValueError):
             out.errors.append(f"{arg}: no such file or directory")
             continue
-        if stat.S_ISDIR(st.st_mode):
+        if isdir(st.st_mode):
             if force_exclude and ignorer().ignored(abspath, True):
                 continue
             _walk(abspath, ignorer(), seen_dirs, add, out.warnings, cwd)
@@ -197,6 +195,27 @@ def discover(paths: Iterable[str], root: str, exclude: Iterable[str] = (), *, re
             files.append(new(SourceFile, (display or display_path(abspath, cwd), abspath, st.st_mtime_ns, st.st_size)))
     files.sort(key=_DISPLAY)
     return out
+
+
+def _plain(arg: str) -> bool:
+    """Is ``arg`` a relative path that ``normpath`` would leave alone (so ``cwd/arg`` is its
+    absolute path, and its display path is itself)? Conservative: a False takes the general way."""
+    return os.altsep is None and arg != "" and arg[0] != os.sep and arg[0] != "." and arg[-1] != os.sep \
+        and os.sep * 2 not in arg and os.sep + "." not in arg
+
+
+def _all_plain(paths: list[str]) -> bool:
+    """``_plain`` for every path at once: the same tests on the paths joined by NUL (which no
+    command-line argument holds), in C instead of a Python call per path."""
+    if not paths or os.altsep is not None:
+        return False
+    sep = os.sep
+    joined = "\0".join(paths)
+    if joined.count("\0") != len(paths) - 1:  # a path holds a NUL: the joined tests would be wrong
+        return False
+    bounded = "\0" + joined + "\0"  # every path between two NULs
+    return not ("\0\0" in bounded or "\0." in bounded or f"\0{sep}" in bounded or f"{sep}\0" in bounded
+                or sep * 2 in joined or f"{sep}." in joined)
 
 
 _DISPLAY = itemgetter(0)  # SourceFile.display

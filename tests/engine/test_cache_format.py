@@ -291,3 +291,21 @@ def test_a_fully_cached_run_imports_only_what_it_needs(project):
     assert "RC 1" in outs[0].stdout, outs[0].stderr
     assert "RC 1" in outs[1].stdout and "bad.py:7:5: SHD201" in outs[1].stdout, outs[1].stderr
     assert "LOADED []" in outs[1].stdout, outs[1].stdout
+
+
+def test_the_trailing_run_is_found_as_a_loop_would_find_it():
+    import random
+
+    from shutdown_lint.cli import _trailing_run
+
+    def loop(argv):
+        start = len(argv)
+        while start > 0 and not argv[start - 1].startswith("-"):
+            start -= 1
+        return start
+
+    rng = random.Random(7)
+    tokens = ["-a", "--x", "a.py", "b", "-", "", "x\0y", "\0-z", "c-d", "-\0", "--", "pkg/-odd.py"]
+    for _ in range(5000):
+        argv = [rng.choice(tokens) for _ in range(rng.randint(0, 9))]
+        assert _trailing_run(argv) == loop(argv), argv

@@ -98,3 +98,36 @@ def test_broken_symlink_is_skipped_with_a_warning(tmp_path):
     found = discover(["."], str(tmp_path), cwd=str(tmp_path))
     assert [f.display for f in found.files] == ["ok.py"]
     assert found.warnings == ["dangling.py: broken symlink, skipped"] and found.errors == []
+
+
+def test_the_bulk_plain_path_test_agrees_with_the_one_path_test():
+    """``discover`` joins a file list to test every path at once; it must agree with ``_plain``."""
+    import random
+
+    from shutdown_lint.discovery import _all_plain, _plain
+
+    rng = random.Random(3)
+    parts = ["a", "b.py", "/", ".", "..", "", "x\0y", "-", "py", "//"]
+    for _ in range(20000):
+        paths = ["".join(rng.choice(parts) for _ in range(rng.randint(0, 4))) for _ in range(rng.randint(0, 5))]
+        expected = bool(paths) and all(_plain(p) and "\0" not in p for p in paths)
+        assert _all_plain(paths) == expected, paths
+
+
+def test_files_named_in_any_spelling_get_the_same_display_and_absolute_path(tmp_path, monkeypatch):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "m.py").write_text("x = 1\n")
+    (tmp_path / "pkg" / "s.pyi").write_text("x: int\n")
+    monkeypatch.chdir(tmp_path)
+    expected = [("pkg/m.py", str(tmp_path / "pkg" / "m.py"))]
+    for names in (["pkg/m.py"], ["./pkg/m.py"], ["pkg//m.py"], ["pkg/../pkg/m.py"], [str(tmp_path / "pkg" / "m.py")],
+                  ["pkg/m.py", "pkg/s.pyi"], ["pkg/m.py", "./pkg/m.py", "pkg/m.py"], ["pkg"], ["pkg/"]):
+        found = discover(names, str(tmp_path))
+        assert [(f.display, f.abspath) for f in found.files] == expected, names
+        assert found.errors == []
+        if names[0] != "pkg" and names[0] != "pkg/":  # named files carry their stat stamp
+            st = os.stat(tmp_path / "pkg" / "m.py")
+            assert (found.files[0].mtime_ns, found.files[0].size) == (st.st_mtime_ns, st.st_size)
+    missing = discover(["pkg/nope.py", "./nope.py"], str(tmp_path))
+    assert missing.files == [] and missing.errors == ["pkg/nope.py: no such file or directory",
+                                                      "./nope.py: no such file or directory"]
