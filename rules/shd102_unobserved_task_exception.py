@@ -562,7 +562,7 @@ class UnobservedTaskException(Rule):
             fn_node = next((a for a in self.facts.ancestors(parent) if isinstance(a, (cst.FunctionDef, cst.Lambda))),
                            None)
             if isinstance(fn_node, cst.FunctionDef):
-                uses = [n for n in self.facts.names_in(fn_node.body, parent.name.value) if not self._is_store(n)]
+                uses = [n for n in self.facts.name_nodes(fn_node.body, parent.name.value) if not self._is_store(n)]
                 return self._uses_verdict(uses, mode, parent.name.value)
         return OBSERVED, None  # anything we do not model: assume the code knows
 
@@ -622,7 +622,7 @@ class UnobservedTaskException(Rule):
                 return True
             fn = self.facts.enclosing_function(call)
             region = fn.node if fn is not None else self.facts.module
-            return not [n for n in self.facts.names_in(region, name.value) if n is not name and not self._is_store(n)]
+            return not [n for n in self.facts.name_nodes(region, name.value) if n is not name and not self._is_store(n)]
         return False
 
     def _method_use(self, attr: cst.Attribute, mode: Mode) -> tuple[str, Optional[str]]:
@@ -659,7 +659,7 @@ class UnobservedTaskException(Rule):
         if not isinstance(target, cst.Name):
             return OBSERVED, None
         region = loop if isinstance(loop, cst.For) else self.facts.parent(loop)
-        uses = [n for n in self.facts.names_in(region, target.value) if n is not target]  # type: ignore[arg-type]
+        uses = [n for n in self.facts.name_nodes(region, target.value) if n is not target]  # type: ignore[arg-type]
         return self._uses_verdict(uses, "task", target.value)
 
     # ------------------------------------------------------------------ stored values
@@ -696,7 +696,7 @@ class UnobservedTaskException(Rule):
             region = b.scope.node if b.scope is not None else self.facts.module
         else:
             region = fn.node if fn is not None else self.facts.module
-        uses = [n for n in self.facts.names_in(region, name.value) if not self._is_store(n)]
+        uses = [n for n in self.facts.name_nodes(region, name.value) if not self._is_store(n)]
         return self._uses_verdict(uses, mode, name.value)
 
     def _attribute_uses(self, attr: cst.Attribute, mode: Mode) -> tuple[str, Optional[str]]:
@@ -707,7 +707,7 @@ class UnobservedTaskException(Rule):
         self._seen.add(key)
         if not (isinstance(attr.value, cst.Name) and attr.value.value in ("self", "cls")):
             return OBSERVED, None  # someone else's attribute: we cannot see its users
-        uses = [n for n in self.facts.attributes_in(self.facts.module, attr.attr.value) if not self._is_store(n)]
+        uses = [n for n in self.facts.attribute_nodes(self.facts.module, attr.attr.value) if not self._is_store(n)]
         return self._uses_verdict(uses, mode, label)
 
     def _uses_verdict(self, uses: list[cst.CSTNode], mode: Mode, label: str) -> tuple[str, Optional[str]]:

@@ -23,7 +23,7 @@ class ModuleFacts(TreeShape, Names, ExecutionQueries, ExitPathQueries):
         self.path = path
         self._parents: dict[cst.CSTNode, cst.CSTNode] = {}
         #: every ``Name`` by its value and every ``Attribute`` by its attribute, in source order
-        #: (``names_in``, ``attributes_in``: rules looking for uses need no walk of their own)
+        #: (``name_nodes``, ``attribute_nodes``: rules looking for uses need no walk of their own)
         self._names_by_value: dict[str, list[cst.Name]] = {}
         self._attributes_by_name: dict[str, list[cst.Attribute]] = {}
         self._module_bindings: dict[str, list[_Binding]] = {}

@@ -27,7 +27,7 @@ class TreeShape:
     def _within(self, region: cst.CSTNode, node: cst.CSTNode) -> bool:
         return region is self.module or node is region or self.is_ancestor(region, node)
 
-    def names_in(self, region: cst.CSTNode, value: str) -> list[cst.Name]:
+    def name_nodes(self, region: cst.CSTNode, value: str) -> list[cst.Name]:
         """The ``Name`` nodes spelled ``value`` in ``region``, in source order, leaving out the
         attribute part of ``x.value`` (not a use of a variable)."""
         out = []
@@ -39,7 +39,7 @@ class TreeShape:
                 out.append(n)
         return out
 
-    def attributes_in(self, region: cst.CSTNode, attr: str) -> list[cst.Attribute]:
+    def attribute_nodes(self, region: cst.CSTNode, attr: str) -> list[cst.Attribute]:
         """The ``Attribute`` nodes ``<anything>.attr`` in ``region``, in source order."""
         return [n for n in self._attributes_by_name.get(attr, ()) if self._within(region, n)]
 

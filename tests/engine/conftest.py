@@ -49,6 +49,22 @@ def write(path, text, mode="w", **kw):
 
 
 @pytest.fixture
+def count_lints(monkeypatch):
+    """The paths the analyzer lints during the test (cached files are not linted)."""
+    import shutdown_lint.analyzer as analyzer
+
+    calls = []
+    real = analyzer.lint_source
+
+    def counting(source, path, settings, **kw):
+        calls.append(path)
+        return real(source, path, settings, **kw)
+
+    monkeypatch.setattr(analyzer, "lint_source", counting)
+    return calls
+
+
+@pytest.fixture
 def project(tmp_path):
     write(tmp_path / "pyproject.toml", PYPROJECT)
     return tmp_path

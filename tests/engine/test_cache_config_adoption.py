@@ -10,22 +10,8 @@ import sys
 
 import pytest
 
-import shutdown_lint.analyzer as analyzer
 
 from .conftest import CLEAN, HAZARD, REPO, write
-
-
-@pytest.fixture
-def count_lints(monkeypatch):
-    calls = []
-    real = analyzer.lint_source
-
-    def counting(source, path, settings, **kw):
-        calls.append(path)
-        return real(source, path, settings, **kw)
-
-    monkeypatch.setattr(analyzer, "lint_source", counting)
-    return calls
 
 
 def test_second_run_is_served_from_cache(project, cli, count_lints):

@@ -14,23 +14,9 @@ import sys
 
 import pytest
 
-import shutdown_lint.analyzer as analyzer
 from shutdown_lint import cache as C
 
 from .conftest import CLEAN, HAZARD, REPO, write
-
-
-@pytest.fixture
-def count_lints(monkeypatch):
-    calls = []
-    real = analyzer.lint_source
-
-    def counting(source, path, settings, **kw):
-        calls.append(path)
-        return real(source, path, settings, **kw)
-
-    monkeypatch.setattr(analyzer, "lint_source", counting)
-    return calls
 
 
 def _index(project) -> str:

@@ -1,4 +1,4 @@
-"""``ModuleFacts.names_in`` / ``attributes_in`` answer from the facts' one walk what rules
+"""``ModuleFacts.name_nodes`` / ``attribute_nodes`` answer from the facts' one walk what rules
 used to find with a walk of their own (SHD102's uses of a task's name or attribute): the
 same nodes, in the same order, for every region of every source the tests know."""
 
@@ -49,8 +49,8 @@ def test_name_and_attribute_index_match_a_walk():
         regions = [module] + [fn.node.body for fn in facts.functions[:15]] + [c.node for c in facts.classes[:5]]
         for region in regions:
             for v in values:
-                assert facts.names_in(region, v) == _walked_names(region, v), (name, v)
+                assert facts.name_nodes(region, v) == _walked_names(region, v), (name, v)
                 checked += 1
             for a in attrs:
-                assert facts.attributes_in(region, a) == _walked_attributes(region, a), (name, a)
+                assert facts.attribute_nodes(region, a) == _walked_attributes(region, a), (name, a)
     assert checked > 1000

@@ -262,8 +262,6 @@ def test_shd503_tier2_drops_a_class_that_shuts_its_executor_in_close(variant, ca
     """SHD503's tier 2 drops a file only when the rule's own ``_released`` must find the
     release (a direct ``self.<attr>.shutdown()`` in a cleanup-named method of the class);
     each near miss stays a candidate, and linting agrees with the tier either way."""
-    from shutdown_lint.registry import rules_by_code
-
     code = _RELEASED_IN_CLOSE
     if variant == "released in a method that is not a cleanup":
         code = code.replace("def close(self):", "def flush(self):")
@@ -273,15 +271,9 @@ def test_shd503_tier2_drops_a_class_that_shuts_its_executor_in_close(variant, ca
         code = code.replace("self.pool.shutdown", "self.other.shutdown")
     elif variant == "a second close() defined later":
         code = code.replace("    def close(self):", "    def close(self):\n        pass\n\n    def close(self):")
-    rule = rules_by_code()["SHD503"]
-    assert rule.candidate_tree(tree_tier.parse(code.encode())) is candidate
-    settings = Settings(selected=("SHD503",))
-    with candidates.disabled():
-        without_tiers = [d.code for d in lint_source(code.encode(), "saver.py", settings).diagnostics]
-    with_tiers = [d.code for d in lint_source(code.encode(), "saver.py", settings).diagnostics]
-    assert with_tiers == without_tiers
+    found = _tier2_decides("SHD503", code, candidate)
     if not candidate:
-        assert without_tiers == []
+        assert found == []
 
 
 def test_prefilter_gates_change_nothing():
@@ -311,17 +303,21 @@ def test_shd104_tier2_drops_handlers_that_always_reraise(handler, candidate):
     """SHD104's tier 2 drops a handler whose every path reaches its final ``raise``; a
     conditional raise, an earlier return or a swallowing ``finally`` stay candidates, and
     the findings are the same with the tiers on and off."""
-    from shutdown_lint.registry import rules_by_code
-
     code = ("import asyncio\n\nasync def work():\n    try:\n        await asyncio.sleep(1)\n"
             "    except asyncio.CancelledError as e:\n" + handler)
-    rule = rules_by_code()["SHD104"]
-    assert rule.candidate_tree(tree_tier.parse(code.encode())) is candidate
-    settings = Settings(selected=("SHD104",))
+    _tier2_decides("SHD104", code, candidate)
+
+
+def _tier2_decides(code: str, source: str, candidate: bool) -> list[str]:
+    """Rule ``code``'s tier-2 condition on ``source`` is ``candidate``, and linting with the
+    tiers on finds what linting with them off does; returns those findings' codes."""
+    rule = registry.rules_by_code()[code]
+    assert rule.candidate_tree(tree_tier.parse(source.encode())) is candidate
+    settings = Settings(selected=(code,))
     with candidates.disabled():
-        without_tiers = [d.code for d in lint_source(code.encode(), "w.py", settings).diagnostics]
-    with_tiers = [d.code for d in lint_source(code.encode(), "w.py", settings).diagnostics]
-    assert with_tiers == without_tiers
+        without_tiers = [d.code for d in lint_source(source.encode(), "t.py", settings).diagnostics]
+    assert [d.code for d in lint_source(source.encode(), "t.py", settings).diagnostics] == without_tiers
+    return without_tiers
 
 
 @pytest.mark.parametrize("source,may", [

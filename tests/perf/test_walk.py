@@ -338,7 +338,7 @@ def test_leaves_have_nothing_under_them_but_layout():
 
 
 def test_the_rule_pass_sees_every_hooked_node_when_leaves_are_skipped():
-    from shutdown_lint.traversal import MultiRuleVisitor, TRIVIA
+    from shutdown_lint.traversal import MultiRuleVisitor
 
     class Seen:
         def __init__(self):
