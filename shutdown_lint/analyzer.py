@@ -63,19 +63,17 @@ def prefilter(source: bytes, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
             out.append(r)
             continue
         for t in triggers:
-            found = seen.get(t)
-            if found is None:
-                found = seen[t] = all(_present(g, source, seen) for g in _gates(t)) and t in source
-            if found:
+            if all(_present(g, source, seen) for g in _gates(t)) and _present(t, source, seen):
                 out.append(r)
                 break
     return out
 
 
-def _present(gate: bytes, source: bytes, seen: dict[bytes, bool]) -> bool:
-    found = seen.get(gate)
+def _present(word: bytes, source: bytes, seen: dict[bytes, bool]) -> bool:
+    """``word in source``, searched once per file (``seen``: the answers so far)."""
+    found = seen.get(word)
     if found is None:
-        found = seen[gate] = gate in source
+        found = seen[word] = word in source
     return found
 
 

@@ -15,6 +15,7 @@ from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 
 from .facts import ModuleFacts
+from .facts.tree import chain_from_top
 from .rule import AddImport, Edit, Fix, InsertAfter, InsertBefore, Replace
 
 
@@ -136,13 +137,10 @@ def _touched(module: cst.Module, fixes: Sequence[Fix], facts: ModuleFacts | None
             _, node = _targets(e)
             if node is None:
                 continue  # an import: added after the transform
-            top = node
-            parent = facts.parent(top)
-            while parent is not None and parent is not module:
-                top, parent = parent, facts.parent(parent)
-            if parent is not module or id(top) not in index:
+            chain = chain_from_top(module, facts.parent, node)
+            if chain is None or id(chain[0]) not in index:
                 return None  # not under a top-level statement (the module itself, its header)
-            out.add(index[id(top)])
+            out.add(index[id(chain[0])])
     return out
 
 

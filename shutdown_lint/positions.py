@@ -75,17 +75,9 @@ class Positions:
         return self._full
 
     def _chain(self, node: cst.CSTNode) -> list | None:
-        """``node``'s ancestors from the top-level statement down, ``node`` last; None when it
-        is not under a top-level statement."""
-        chain = [node]
-        parent = self._parent_of(node)
-        while parent is not None and parent is not self.module:
-            chain.append(parent)
-            parent = self._parent_of(parent)
-        if parent is not self.module:
-            return None
-        chain.reverse()
-        return chain
+        from .facts.tree import chain_from_top
+
+        return chain_from_top(self.module, self._parent_of, node)
 
     def _enclosing(self, chain: list):
         """(statement, first line, indents) for the statements of ``chain`` that the ``ast``

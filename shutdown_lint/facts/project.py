@@ -514,6 +514,8 @@ class ProjectIndex:
 #: an import statement: its line, and a parenthesised name list over several lines whole
 _IMPORT_STATEMENT = re.compile(rb"^[ \t]*(?:from|import)[ \t][^\n(]*(?:\([^)]*\))?[^\n]*", re.M)
 _RELATIVE = re.compile(rb"[ \t]*from[ \t]+\.")
+_WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+_SKIP_DIRS = {"__pycache__", "node_modules", "build", "dist", "site-packages", "venv", ".venv"}
 
 
 def import_statements(data: bytes) -> list[bytes]:
@@ -537,8 +539,6 @@ def import_statements(data: bytes) -> list[bytes]:
             out.append(m.group())
             end = m.end()
     return out
-_WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
-_SKIP_DIRS = {"__pycache__", "node_modules", "build", "dist", "site-packages", "venv", ".venv"}
 
 
 def _all_functions(s: dict) -> Iterator[dict]:

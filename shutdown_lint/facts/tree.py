@@ -9,6 +9,20 @@ import libcst as cst
 from .model import ClassInfo, FunctionInfo, Scope
 
 
+def chain_from_top(module: cst.Module, parent_of, node: cst.CSTNode) -> Optional[list[cst.CSTNode]]:
+    """``node``'s ancestors from the top-level statement of ``module`` down, ``node`` last
+    (``parent_of``: the facts' parent map); None when ``node`` is not under one."""
+    chain = [node]
+    parent = parent_of(node)
+    while parent is not None and parent is not module:
+        chain.append(parent)
+        parent = parent_of(parent)
+    if parent is not module:
+        return None
+    chain.reverse()
+    return chain
+
+
 class TreeShape:
     """Mixin of ``ModuleFacts``: questions about where a node sits in the tree."""
 
