@@ -113,7 +113,10 @@ class ProjectIndex:
         self._imports_text: dict[str, list[bytes]] = {}
         self._imported: dict[str, list[str]] = {}
         self._text_has: dict[tuple[str, tuple[str, ...]], bool] = {}
-        self._prefixes: dict[str, set[str]] = {}
+        #: import statement text -> the names it imports as written (``import
+        #: torch.distributed as dist`` recurs in hundreds of files)
+        self._statement_names: dict[bytes, list[str]] = {}
+        self._relative: dict[str, list[str]] = {}
         #: identifier word -> project files with an import statement naming it (built once)
         self._import_words: Optional[dict[bytes, list[str]]] = None
         #: summaries computed here that the store does not have yet (sent back by workers)
@@ -141,8 +144,13 @@ class ProjectIndex:
 
     def module_names(self, path: str) -> list[str]:
         """The dotted names ``path`` is importable as from the project's roots, best first."""
+        found = self._module_names.get(path)
+        if found is not None:
+            return found
+        given = path
         path = os.path.abspath(path)
         if path in self._module_names:
+            self._module_names[given] = self._module_names[path]
             return self._module_names[path]
         self._package_root(path)
         names: list[str] = []
@@ -164,7 +172,7 @@ class ProjectIndex:
                 names.append(name)
         # the package-chain name first (``pkg.sub.mod``), then shorter ones (``mod`` for scripts)
         names.sort(key=lambda n: -n.count("."))
-        self._module_names[path] = names
+        self._module_names[path] = self._module_names[given] = names
         return names
 
     def find(self, module: str) -> Optional[str]:
@@ -265,43 +273,8 @@ class ProjectIndex:
         (in vLLM two hops from ``parallel_state`` reach 1,900 of 3,231 files)."""
         if path in self._imported:
             return self._imported[path]
-        stmts = [st.strip() for st in self.import_lines(path)]
-        trees: list[ast.Module] = []
-        try:
-            trees.append(ast.parse(b"\n".join(stmts)))
-        except (SyntaxError, ValueError):
-            for st in stmts:  # one odd line (a backslash continuation, a `;`) loses only itself
-                try:
-                    trees.append(ast.parse(st))
-                except (SyntaxError, ValueError):
-                    continue
-        out: list[str] = []
-        for tree in trees:
-            for node in tree.body:
-                if isinstance(node, ast.Import):
-                    out += [a.name for a in node.names]
-                elif isinstance(node, ast.ImportFrom):
-                    base = "." * (node.level or 0) + (node.module or "")
-                    for a in node.names:
-                        out.append(base if a.name == "*" else
-                                   f"{base}.{a.name}" if base and not base.endswith(".") else f"{base}{a.name}")
-        self._imported[path] = out
+        out = self._imported[path] = _names_imported(self.import_lines(path))
         return out
-
-    def _import_prefixes(self, path: str) -> set[str]:
-        """Every dotted prefix of every absolute name the file imports (``a``, ``a.b``,
-        ``a.b.c`` for ``from a.b import c``): the file imports module ``m`` iff ``m`` is in it."""
-        found = self._prefixes.get(path)
-        if found is None:
-            names = self.module_names(path)
-            mod = names[0] if names else ""
-            is_pkg = path.endswith("__init__.py")
-            found = set()
-            for written in self.imported_names(path):
-                parts = self.absolute(written, mod, is_pkg).split(".")
-                found.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
-            self._prefixes[path] = found
-        return found
 
     def text_has(self, path: str, words: tuple[str, ...]) -> bool:
         """The file's text contains one of ``words`` (read again: the index keeps no text)."""
@@ -497,15 +470,52 @@ class ProjectIndex:
         top_level = any("." not in n for n in names)
         table = self._files_importing_word()
         candidates = sorted({f for w in words for f in table.get(w.encode(), ())})
+        encoded = [w.encode() for w in words]
+        modules = set(names)
+        below = tuple(n + "." for n in names)
         out = []
         for f in candidates:
-            if f == path or not any(pattern.search(stmt) and (top_level or _RELATIVE.match(stmt)
-                                                              or any(p in stmt for p in parents))
-                                    for stmt in self.import_lines(f)):
+            if f == path:
                 continue
-            if not self._import_prefixes(f).isdisjoint(names):
+            # statements that spell one of the words (``in`` first: a regex search per
+            # statement of every candidate file cost more than the rest of the search)
+            stmts = self.import_lines(f)
+            if len(encoded) == 1:
+                spelled = [st for st in stmts if encoded[0] in st]
+            else:
+                spelled = [st for st in stmts if any(w in st for w in encoded)]
+            spelled = [st for st in spelled if pattern.search(st)]
+            if not any(top_level or _RELATIVE.match(st) or any(p in st for p in parents) for st in spelled):
+                continue
+            # an absolute import names the module only if it spells its last word (``import
+            # pkg.mod``, ``from pkg import mod``); a relative one may import it as a parent
+            # package (``from ..x import y`` imports ``pkg``): those two kinds find the same
+            # importers as the file's whole import block, parsed once per statement text
+            if any(full in modules or full.startswith(below)
+                   for full in self._absolute_names(f, spelled) + self._relative_names(f)):
                 out.append(f)
         return out
+
+    def _absolute_names(self, path: str, stmts: list[bytes]) -> list[str]:
+        """The absolute names ``stmts`` (import statements of ``path``) import."""
+        names = self.module_names(path)
+        mod = names[0] if names else ""
+        is_pkg = path.endswith("__init__.py")
+        out = []
+        for stmt in stmts:
+            written_names = self._statement_names.get(stmt)
+            if written_names is None:
+                written_names = self._statement_names[stmt] = _names_imported([stmt])
+            out += [self.absolute(w, mod, is_pkg) for w in written_names]
+        return out
+
+    def _relative_names(self, path: str) -> list[str]:
+        """The absolute names the relative import statements of ``path`` import."""
+        found = self._relative.get(path)
+        if found is None:
+            found = self._relative[path] = self._absolute_names(
+                path, [st for st in self.import_lines(path) if _RELATIVE.match(st)])
+        return found
 
     def view(self, path: str) -> "ProjectView":
         return ProjectView(self, os.path.abspath(path))
@@ -538,6 +548,32 @@ def import_statements(data: bytes) -> list[bytes]:
         if m:
             out.append(m.group())
             end = m.end()
+    return out
+
+
+def _names_imported(statements: list[bytes]) -> list[str]:
+    """What import statements name, as written (``pkg.sub.mod``, ``.env.SandboxEnv``,
+    ``pkg.sub`` for a star import)."""
+    stmts = [st.strip() for st in statements]
+    trees: list[ast.Module] = []
+    try:
+        trees.append(ast.parse(b"\n".join(stmts)))
+    except (SyntaxError, ValueError):
+        for st in stmts:  # one odd line (a backslash continuation, a `;`) loses only itself
+            try:
+                trees.append(ast.parse(st))
+            except (SyntaxError, ValueError):
+                continue
+    out: list[str] = []
+    for tree in trees:
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                out += [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = "." * (node.level or 0) + (node.module or "")
+                for a in node.names:
+                    out.append(base if a.name == "*" else
+                               f"{base}.{a.name}" if base and not base.endswith(".") else f"{base}{a.name}")
     return out
 
 

@@ -288,3 +288,82 @@ def test_summary_walker_shortcuts_change_no_summary(monkeypatch):
     monkeypatch.setattr(summary._FunctionWalker, "generic_visit", _ast.NodeVisitor.generic_visit)
     assert [summary.summarize(s) for s in sources] == fast
     assert sum(1 for s in fast if s and s["functions"]) > 50
+
+
+def _reference_direct_importers(index: ProjectIndex, path: str) -> list[str]:
+    """Importers by the plain definition the fast search must match: a file with an import
+    statement spelling the module's last word (with its parent, or relative, or the module
+    is top-level), and whose whole import block, parsed at once, imports the module or a
+    module under it (every dotted prefix of every absolute name)."""
+    import re
+
+    from shutdown_lint.facts.project import _RELATIVE, _names_imported
+
+    names = index.module_names(path)
+    words = {n.rsplit(".", 1)[-1] for n in names}
+    pattern = re.compile(rb"\b(" + b"|".join(re.escape(w.encode()) for w in words) + rb")\b")
+    parents = [n.rsplit(".", 1)[0].encode() for n in names if "." in n]
+    top_level = any("." not in n for n in names)
+    out = []
+    for f in index.project_files():
+        stmts = index.import_lines(f)
+        if f == path or not any(pattern.search(s) and (top_level or _RELATIVE.match(s) or any(p in s for p in parents))
+                                for s in stmts):
+            continue
+        own = index.module_names(f)
+        prefixes = set()
+        for written in _names_imported(stmts):
+            parts = index.absolute(written, own[0] if own else "", f.endswith("__init__.py")).split(".")
+            prefixes.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+        if not prefixes.isdisjoint(names):
+            out.append(f)
+    return out
+
+
+def test_importers_match_the_whole_import_block_definition(tmp_path):
+    """The search parses only the statements that spell the module's word and the relative
+    ones (cached per statement text); it finds what parsing each file's whole import block
+    finds, including a file that imports a package only as the parent of a relative import
+    (``from ..x import y`` imports ``pkg``) and one whose word is in an unrelated import."""
+    files = {
+        "pkg/__init__.py": "from .core import run\n",
+        "pkg/core.py": "import os\n",
+        "pkg/util.py": "from .core import run as go, other\n",
+        "pkg/sub/__init__.py": "",
+        "pkg/sub/deep.py": "from ..util import x\nfrom other.pkg import y\n",  # imports pkg via '..'
+        "pkg/sub/star.py": "from pkg.core import *\n",
+        "pkg/sub/alias.py": "import pkg.core as c, json\n",
+        "pkg/sub/paren.py": "from pkg import (\n    util,\n    core,\n)\n",
+        "pkg/sub/mention.py": "core = 1  # pkg core\nfrom elsewhere.core import z\n",
+        "pkg/sub/odd.py": "from pkg import core; import os\nimport pkg.\\\n    util\n",
+        "app.py": "import pkg\nfrom pkg.sub import deep\n",
+        "tool.py": "from pkg.sub.deep import x\n",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    index = ProjectIndex([str(tmp_path)])
+    for rel in files:
+        target = str(tmp_path / rel)
+        fast = index._direct_importers(target, None)
+        assert fast == _reference_direct_importers(ProjectIndex([str(tmp_path)]), target), rel
+    pkg_importers = {os.path.relpath(p, tmp_path) for p in index._direct_importers(str(tmp_path / "pkg/__init__.py"), None)}
+    assert {"app.py", "pkg/sub/star.py", "pkg/sub/alias.py", "pkg/sub/paren.py", "tool.py"} <= pkg_importers
+    core = {os.path.relpath(p, tmp_path) for p in index._direct_importers(str(tmp_path / "pkg/core.py"), None)}
+    assert core == {"pkg/__init__.py", "pkg/util.py", "pkg/sub/star.py", "pkg/sub/alias.py", "pkg/sub/paren.py",
+                    "pkg/sub/odd.py"}
+
+
+def test_importers_on_the_installed_packages_match_the_definition():
+    """The same comparison over real packages: every module of ``libcst`` and of this project."""
+    import libcst
+
+    for root in (os.path.dirname(os.path.dirname(libcst.__file__)), REPO):
+        top = [os.path.join(os.path.dirname(libcst.__file__), "_nodes")] if "site-packages" in root else \
+            [os.path.join(REPO, "shutdown_lint")]
+        index = ProjectIndex(top)
+        reference = ProjectIndex(top)
+        targets = index.project_files()
+        assert len(targets) > 10
+        for target in targets:
+            assert index._direct_importers(target, None) == _reference_direct_importers(reference, target), target
