@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import ast
 from typing import Optional, Union
 
 import libcst as cst
 
 from shutdown_lint import candidates as C
 from shutdown_lint.facts import DRIVER, RETURN, STATUS_ZERO, TORCH_WORKER
+from shutdown_lint.facts.exit_paths import EXIT_FUNCTIONS
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule
 
 from ._exits import child_process_reason, rule_runs_here
@@ -125,6 +127,9 @@ class InterruptExitZero(Rule):
                          "runtime_guard.hard_exit", "runtime_guard.exit.hard_exit")
     candidate = C.AnyOf(C.All(C.Word("KeyboardInterrupt"), C.AnyOf(_EXITS, C.Word("__main__"))),
                         C.All(C.Word("SIGINT", "SIGTERM"), _EXITS))
+    # tier 2: an `except KeyboardInterrupt` with an exit in it, or in a module with a `__main__`
+    # block; or a SIGINT/SIGTERM handler installed in a module that exits somewhere
+    candidate_tree = staticmethod(lambda tree: _may_exit_zero_on_interrupt(tree))
     facts_needed = ("parents", "imports", "functions", "calls", "execution")
     options = {
         "exit_code": Option(_INTERRUPT_EXIT_CODE, int, "exit status the fix writes for an interrupted run"),
@@ -820,3 +825,43 @@ def _returns(body: cst.CSTNode) -> int:
 
 def _code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
+
+
+# ------------------------------------------------------------------ candidate tier 2 (ast)
+def _may_exit_zero_on_interrupt(tree) -> bool:
+    """What each report needs: ``visit_ExceptHandler`` an ``except KeyboardInterrupt`` and a
+    ``__main__`` block (``normal_return_to_entrypoint``); ``visit_Call``/``visit_Raise`` an
+    exit inside such a handler (``_interrupt_handler``) or inside a function or lambda
+    installed for SIGINT/SIGTERM (``signal_handler_of``: the first argument spelled
+    ``SIGINT``/``SIGTERM``), with an exit somewhere in the module."""
+    interrupts = [h for h in tree.handlers if h.type is not None and _names_interrupt(tree, h.type)]
+    if interrupts and tree.has_main_guard:
+        return True
+    if any(_exits(tree, n) for h in interrupts for n in ast.walk(h)):
+        return True
+    if any(_installs_handler(tree, c) for c in tree.all_calls()):
+        return any(_exits(tree, c) for c in tree.all_calls()) or any(
+            _exits(tree, r) for fn in tree.functions for r in fn.raises)
+    return False
+
+
+def _names_interrupt(tree, t: ast.AST) -> bool:
+    return any("KeyboardInterrupt" in tree.words(e) for e in (t.elts if type(t) is ast.Tuple else [t]))
+
+
+def _exits(tree, node: ast.AST) -> bool:
+    """An exit call (``EXIT_FUNCTIONS``, by last word through aliases) or ``raise SystemExit``."""
+    if type(node) is ast.Call:
+        return tree.may_call_any(node, EXIT_FUNCTIONS)
+    if type(node) is ast.Raise and node.exc is not None:
+        exc = node.exc.func if type(node.exc) is ast.Call else node.exc
+        return "SystemExit" in tree.words(exc)
+    return False
+
+
+def _installs_handler(tree, call: ast.Call) -> bool:
+    if len(call.args) < 2 or not (tree.may_call(call, "signal") or tree.may_call(call, "add_signal_handler")):
+        return False
+    first = call.args[0]
+    spelled = first.attr if type(first) is ast.Attribute else first.id if type(first) is ast.Name else None
+    return spelled in ("SIGINT", "SIGTERM")

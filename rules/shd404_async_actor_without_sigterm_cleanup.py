@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import ast
 from typing import Optional
 
 import libcst as cst
@@ -770,13 +771,63 @@ def _is_super_init(stmt: cst.BaseStatement) -> bool:
 
 # ------------------------------------------------------------------ candidate tier 2 (ast)
 _THREADED = ("max_concurrency", "concurrency_groups")
+_RUNNER_WORDS = ("run", "run_until_complete")  # last words of MAIN_RUNNERS
 
 
 def _may_be_async_actor(tree) -> bool:
+    """A class that may be a Ray actor (decorated with something named ``remote``, or named
+    in a call's arguments: ``ray.remote(Cls)``) with an async method that may own a resource
+    (``_owns_resource``); or, in a file that sets ``max_concurrency``/``concurrency_groups``
+    (a threaded actor), such a class with a method that may call a main runner while the
+    module has a coroutine that may own a resource (``_check_threaded``)."""
     threaded = any(k.arg in _THREADED for c in tree.all_calls() for k in c.keywords)
+    owning_coroutine = None
     for cls in tree.classes:
-        if not threaded and not any(m.is_async for m in tree.methods.get(id(cls), ())):
+        if not (cls.name in tree.argument_names or any("remote" in tree.words(d) for d in cls.decorator_list)):
             continue
-        if cls.name in tree.argument_names or any("remote" in tree.words(d) for d in cls.decorator_list):
+        methods = tree.methods.get(id(cls), ())
+        if any(m.is_async and _may_own_resource(m.node) for m in methods):
             return True
+        if threaded and any(_may_run_loop(tree, m.node) for m in methods):
+            if owning_coroutine is None:
+                owning_coroutine = any(f.is_async and _may_own_resource(f.node) for f in tree.functions)
+            if owning_coroutine:
+                return True
     return False
+
+
+def _may_own_resource(fn: ast.AST) -> bool:
+    """What ``_owns_resource`` needs somewhere under ``fn``: a ``finally``, an ``async
+    with``, a typed ``except``, or both a call whose name has a cleanup verb and one whose
+    name has a resource word (as substrings of its identifiers: words are substrings)."""
+    cleanup = resource = False
+    for n in ast.walk(fn):
+        t = type(n)
+        if t is ast.AsyncWith or (t is ast.ExceptHandler and n.type is not None) or (
+                t in _TRYS and n.finalbody):
+            return True
+        if t is ast.Call and not (cleanup and resource):
+            spelled = _spelled(n.func)
+            cleanup = cleanup or any(v in spelled for v in _CLEANUP_VERBS)
+            resource = resource or any(w in spelled for w in RESOURCE_WORDS)
+    return cleanup and resource
+
+
+_TRYS = (ast.Try, getattr(ast, "TryStar", ast.Try))
+
+
+def _spelled(func: ast.AST) -> str:
+    """The identifiers of a ``Name``/``Attribute`` chain, lower-cased (``_callee_name``'s
+    words are substrings of it); empty for any other callee."""
+    parts = []
+    while type(func) is ast.Attribute:
+        parts.append(func.attr)
+        func = func.value
+    if type(func) is not ast.Name:
+        return "" if not parts else " ".join(parts).lower()
+    parts.append(func.id)
+    return " ".join(parts).lower()
+
+
+def _may_run_loop(tree, fn: ast.AST) -> bool:
+    return any(type(n) is ast.Call and any(tree.may_call(n, w) for w in _RUNNER_WORDS) for n in ast.walk(fn))

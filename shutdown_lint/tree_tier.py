@@ -121,6 +121,8 @@ class Tree:
         #: names of functions defined directly in a class body (methods), by class
         self.methods: dict[int, list[Function]] = {}
         self.has_main_guard = False
+        #: every ``except`` handler (``except*`` ones too), wherever it is
+        self.handlers: list[ast.ExceptHandler] = []
         #: every identifier the module spells as a name, an attribute or an imported name's
         #: last word (``Tree.mentions``)
         self.mentioned: set[str] = set()
@@ -166,6 +168,8 @@ class Tree:
             elif t in trys:
                 if fn is not None:
                     fn.trys.append(node)
+            elif t is ast.ExceptHandler:
+                self.handlers.append(node)
             elif t is ast.Assign:
                 for target in node.targets:
                     self._bind(target, node.value if len(node.targets) == 1 else None)

@@ -340,3 +340,87 @@ def test_from_import_binds_only_what_it_names(source, may):
     from shutdown_lint.candidates import qualified
 
     assert qualified("ray.init").holds(FileText(source)) is may
+
+
+_ACTOR = '''
+import ray
+
+
+@ray.remote
+class Leases:
+    async def hold(self, k):
+BODY
+'''
+
+
+@pytest.mark.parametrize("body,candidate", [
+    ("        return await wait_for(k)\n", False),  # an async method that owns nothing
+    ("        try:\n            await wait_for(k)\n        finally:\n            await release_lease(k)\n", True),
+    ("        async with lease_sandbox(k) as box:\n            await box.wait()\n", True),
+    ("        try:\n            await wait_for(k)\n        except asyncio.CancelledError:\n            release(k)\n", True),
+    ("        tab = await open_tab(k)\n        await tab.close()\n", False),  # no resource word
+    ("        sess = await open_session(k)\n        await sess.close()\n", True),  # resource + cleanup
+    ("        def later():\n            try:\n                pass\n            finally:\n                close()\n"
+     "        return later\n", True),  # nested def: the rule's scan reaches it too
+])
+def test_shd404_tier2_needs_an_async_method_that_may_own_a_resource(body, candidate):
+    """SHD404's tier 2 keeps an actor only when an async method has what ``_owns_resource``
+    looks for (a ``finally``, an ``async with``, a typed ``except``, or a resource word and a
+    cleanup verb among its calls); findings agree with the tiers on and off."""
+    _tier2_decides("SHD404", _ACTOR.replace("BODY", body), candidate)
+
+
+_THREADED_ACTOR = '''
+import asyncio
+import ray
+
+
+async def hold(lease):
+    HOLD
+
+
+class Worker:
+    def serve(self, lease):
+        RUN(hold(lease))
+
+
+Remote = ray.remote(Worker)
+workers = [Remote.options(max_concurrency=2).remote() for _ in range(2)]
+'''
+
+
+@pytest.mark.parametrize("hold,run,candidate", [
+    ("async with lease_sandbox(lease) as box:\n        await box.wait()", "asyncio.run", True),
+    ("await asyncio.sleep(lease)", "asyncio.run", False),  # the coroutine owns nothing
+    ("async with lease_sandbox(lease) as box:\n        await box.wait()", "print", False),  # no runner
+    ("async with lease_sandbox(lease) as box:\n        await box.wait()", "asyncio.get_event_loop().run_until_complete",
+     True),
+])
+def test_shd404_tier2_threaded_actor_needs_a_runner_and_an_owning_coroutine(hold, run, candidate):
+    _tier2_decides("SHD404", _THREADED_ACTOR.replace("HOLD", hold).replace("RUN", run), candidate)
+
+
+@pytest.mark.parametrize("source,candidate", [
+    # an interrupt handler that exits
+    ("import sys\ntry:\n    work()\nexcept KeyboardInterrupt:\n    sys.exit(0)\n", True),
+    ("import sys\ntry:\n    work()\nexcept (ValueError, KeyboardInterrupt):\n    raise SystemExit\n", True),
+    ("from os import _exit as bye\ntry:\n    work()\nexcept KeyboardInterrupt:\n    bye(0)\n", True),
+    # returns normally: only a hazard at an entrypoint (a __main__ block)
+    ("def main():\n    try:\n        work()\n    except KeyboardInterrupt:\n        cleanup()\n", False),
+    ("def main():\n    try:\n        work()\n    except KeyboardInterrupt:\n        cleanup()\n\n"
+     "if __name__ == '__main__':\n    main()\n", True),
+    # an exit elsewhere does not make a non-exiting interrupt handler a candidate
+    ("import sys\ndef main():\n    try:\n        work()\n    except KeyboardInterrupt:\n        cleanup()\n"
+     "def other():\n    sys.exit(0)\n", False),
+    # a signal handler that exits 0
+    ("import signal, sys\ndef on_int(s, f):\n    stop()\n    sys.exit(0)\nsignal.signal(signal.SIGINT, on_int)\n",
+     True),
+    ("import signal, sys\nsignal.signal(signal.SIGTERM, lambda s, f: sys.exit(0))\n", True),
+    ("import signal, sys\ndef on_usr(s, f):\n    sys.exit(0)\nsignal.signal(signal.SIGUSR1, on_usr)\n", False),
+    ("import signal\ndef on_int(s, f):\n    stop()\nsignal.signal(signal.SIGINT, on_int)\n", False),
+])
+def test_shd202_tier2(source, candidate):
+    """SHD202's tier 2: an ``except KeyboardInterrupt`` with an exit in it or in a module with a
+    ``__main__`` block, or a SIGINT/SIGTERM handler in a module that exits; the findings
+    agree with the tiers on and off."""
+    _tier2_decides("SHD202", source, candidate)
