@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import ast
 import re
 import shlex
 from typing import Optional
@@ -96,6 +97,9 @@ class KillByName(Rule):
     summary = "Processes killed by name or pattern (`pkill`, `killall`, `psutil.process_iter`): hits other runs"
     triggers = ("pkill", "killall", "pgrep", "process_iter")
     candidate = Word("pkill", "killall", "pgrep", "process_iter")
+    # tier 2: a string naming pkill/killall/pgrep and a call that may run a command, or a
+    # process_iter() call and a call that may kill
+    candidate_tree = staticmethod(lambda tree: _may_kill_by_name(tree))
     facts_needed = ("imports", "calls", "parents")
 
     valid = [
@@ -390,3 +394,33 @@ def _is_sigkill(rule: Rule, call: cst.Call) -> bool:
         return True
     return any("SIGKILL" in cst.Module([]).code_for_node(a.value) or
                (isinstance(a.value, cst.Integer) and a.value.value == "9") for a in call.args)
+
+
+# ------------------------------------------------------------------ candidate tier 2 (ast)
+#: last words of COMMAND_CALLS
+_COMMAND_WORDS = frozenset(n.rsplit(".", 1)[-1] for n in COMMAND_CALLS)
+_TOOL_WORDS = ("pkill", "killall", "pgrep")
+
+
+def _may_kill_by_name(tree) -> bool:
+    """``_check_command`` reads the tool's name from string literals (``_literal``: a string, an
+    f-string's text, a list of them) in a command call; ``_check_process_iter`` needs a
+    ``process_iter()`` call and a kill call (``_is_kill``) in its loop."""
+    named = runs = iterates = kills = False
+    for n in ast.walk(tree.module):
+        t = type(n)
+        if t is ast.Constant:
+            v = n.value
+            if type(v) is bytes:
+                v = v.decode("latin-1")
+            if type(v) is str and any(w in v for w in _TOOL_WORDS):
+                named = True
+        elif t is ast.Call:
+            func = n.func
+            runs = runs or any(tree.may_call(n, w) for w in _COMMAND_WORDS)
+            iterates = iterates or tree.may_call(n, "process_iter")
+            kills = kills or (type(func) is ast.Attribute and func.attr in _KILL_METHODS) or tree.may_call(
+                n, "kill") or tree.may_call(n, "killpg")
+        if (named and runs) or (iterates and kills):
+            return True
+    return False
