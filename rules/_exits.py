@@ -4,6 +4,7 @@ gets one finding)."""
 
 from __future__ import annotations
 
+import ast
 from typing import Optional
 
 import libcst as cst
@@ -85,3 +86,9 @@ def child_process_reason(facts: ModuleFacts, node: cst.CSTNode) -> Optional[str]
             return "in a child process's target"
         cur = cur.scope
     return None
+
+
+def raises_system_exit(tree, node: ast.Raise) -> bool:
+    """Candidate tier 2: ``raise SystemExit`` / ``raise SystemExit(...)`` through aliases."""
+    exc = node.exc.func if type(node.exc) is ast.Call else node.exc
+    return exc is not None and "SystemExit" in tree.words(exc)

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import ast
 from typing import Optional, Sequence
 
 import libcst as cst
@@ -9,6 +8,7 @@ from shutdown_lint import candidates as C
 from shutdown_lint import facts as F
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
 
+from ._exits import raises_system_exit
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call, strip_trailing_comma
 
 _EXIT_CALLS = frozenset({"sys.exit", "builtins.exit", "builtins.quit"})
@@ -322,11 +322,7 @@ def _imp():
 def _exits(tree, fn) -> bool:
     if any(not lam and tree.may_call_any(c, _EXIT_CALLS) for c, _, lam in fn.calls):
         return True
-    for r in fn.raises:
-        exc = r.exc.func if isinstance(r.exc, ast.Call) else r.exc
-        if exc is not None and "SystemExit" in tree.words(exc):
-            return True
-    return False
+    return any(raises_system_exit(tree, r) for r in fn.raises)
 
 
 def _may_exit_in_task(tree) -> bool:

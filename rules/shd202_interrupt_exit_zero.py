@@ -10,7 +10,7 @@ from shutdown_lint.facts import DRIVER, RETURN, STATUS_ZERO, TORCH_WORKER
 from shutdown_lint.facts.exit_paths import EXIT_FUNCTIONS
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule
 
-from ._exits import child_process_reason, rule_runs_here
+from ._exits import child_process_reason, raises_system_exit, rule_runs_here
 from ._vocabulary import identifier_words
 
 _INTERRUPT_EXIT_CODE = 130  # 128 + SIGINT, what a shell reports for a Ctrl+C'd job
@@ -853,10 +853,7 @@ def _exits(tree, node: ast.AST) -> bool:
     """An exit call (``EXIT_FUNCTIONS``, by last word through aliases) or ``raise SystemExit``."""
     if type(node) is ast.Call:
         return tree.may_call_any(node, EXIT_FUNCTIONS)
-    if type(node) is ast.Raise and node.exc is not None:
-        exc = node.exc.func if type(node.exc) is ast.Call else node.exc
-        return "SystemExit" in tree.words(exc)
-    return False
+    return type(node) is ast.Raise and raises_system_exit(tree, node)
 
 
 def _installs_handler(tree, call: ast.Call) -> bool:

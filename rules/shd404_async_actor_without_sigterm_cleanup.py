@@ -9,6 +9,7 @@ from shutdown_lint import candidates as C
 from shutdown_lint.facts import ClassInfo, FunctionInfo
 from shutdown_lint.rule import Fix, InsertAfter, InsertBefore, Invalid, Option, Replace, Rule
 from shutdown_lint.traversal import walk
+from shutdown_lint.tree_tier import TRYS
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
 from ._vocabulary import RESOURCE_WORDS, identifier_words, mentions
@@ -804,16 +805,15 @@ def _may_own_resource(fn: ast.AST) -> bool:
     for n in ast.walk(fn):
         t = type(n)
         if t is ast.AsyncWith or (t is ast.ExceptHandler and n.type is not None) or (
-                t in _TRYS and n.finalbody):
+                t in TRYS and n.finalbody):
             return True
-        if t is ast.Call and not (cleanup and resource):
+        if t is ast.Call:
             spelled = _spelled(n.func)
             cleanup = cleanup or any(v in spelled for v in _CLEANUP_VERBS)
             resource = resource or any(w in spelled for w in RESOURCE_WORDS)
-    return cleanup and resource
-
-
-_TRYS = (ast.Try, getattr(ast, "TryStar", ast.Try))
+            if cleanup and resource:
+                return True
+    return False
 
 
 def _spelled(func: ast.AST) -> str:
@@ -823,9 +823,8 @@ def _spelled(func: ast.AST) -> str:
     while type(func) is ast.Attribute:
         parts.append(func.attr)
         func = func.value
-    if type(func) is not ast.Name:
-        return "" if not parts else " ".join(parts).lower()
-    parts.append(func.id)
+    if type(func) is ast.Name:
+        parts.append(func.id)
     return " ".join(parts).lower()
 
 

@@ -44,6 +44,10 @@ _trees: "OrderedDict[str, Optional[Tree]]" = OrderedDict()
 _rejected: dict[str, tuple[int, int, str]] = {}
 
 
+#: ``try`` statements (``try``/``except*`` included)
+TRYS = (ast.Try, getattr(ast, "TryStar", ast.Try))
+
+
 class TooDeep(Exception):
     """Python's own parser gives up on the file's nesting (libcst would crash on it)."""
 
@@ -136,7 +140,7 @@ class Tree:
         awaited: set[int] = set()
         FunctionDef, AsyncFunctionDef, ClassDef, Lambda = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda
         Call, Await, Raise, Name = ast.Call, ast.Await, ast.Raise, ast.Name
-        trys = (ast.Try, getattr(ast, "TryStar", ast.Try))
+        trys = TRYS
         AST, mentioned = ast.AST, self.mentioned
         while stack:
             node, fn, in_lambda, cls = stack.pop()
