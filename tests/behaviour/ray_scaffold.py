@@ -31,7 +31,9 @@ def rollout(lease_dir, n):
             os.remove(path)
 
     async def run():
-        await asyncio.gather(*[trajectory(i) for i in range(n)])
+        # return_exceptions=True: cancelled, the gather waits for every trajectory's cleanup
+        # (without it, asyncio.run cancels the rest when the first is done: SHD101)
+        await asyncio.gather(*[trajectory(i) for i in range(n)], return_exceptions=True)
 
     asyncio.run(run())
 '''

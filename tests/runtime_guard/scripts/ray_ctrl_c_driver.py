@@ -24,11 +24,14 @@ def entry(d):
         try:
             await asyncio.sleep(100)
         finally:
-            await asyncio.sleep(0.2)
+            # long enough that the test's SIGTERM, 0.3 s after its SIGINT, lands during the cleanup
+            await asyncio.sleep(1.0)
             os.remove(f"{d}/box{i}")
 
     async def main():
-        await asyncio.gather(*[child(i) for i in range(5)])
+        # return_exceptions=True: a cancelled gather then waits for every child's cleanup (without
+        # it, it returns when the first child is done and asyncio.run cancels the rest mid-cleanup)
+        await asyncio.gather(*[child(i) for i in range(5)], return_exceptions=True)
 
     asyncio.run(main())
 
