@@ -159,6 +159,44 @@ def _wait_cleanup(unique: List[Any], poll: float, cleanup_timeout: float) -> Non
             state["force"] = True
 
 
+#: After an interrupted get/wait has cleaned up, a SIGTERM within this many seconds is taken for
+#: the launcher's follow-up to the Ctrl+C and absorbed: it would land in ``ray.shutdown`` while the
+#: KeyboardInterrupt unwinds, where Ray's own handler aborts the driver (status -6 / -11) and leaves
+#: the local cluster's agent processes running.
+FOLLOW_UP_SIGTERM_GRACE = 5.0
+
+
+def _follow_up_absorber(prev: Any, grace: float) -> Callable[[int, Any], None]:
+    """A SIGTERM handler that absorbs signals for ``grace`` s, then behaves as ``prev`` did."""
+    until = time.monotonic() + grace
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        if time.monotonic() < until:
+            log.warning("runtime_guard: SIGTERM absorbed while the interrupted program exits")
+            return
+        if callable(prev):
+            prev(signum, frame)
+        elif prev != signal.SIG_IGN:  # SIG_DFL, or a handler not set from Python
+            signal.signal(signum, signal.SIG_DFL)
+            signal.raise_signal(signum)
+
+    return on_sigterm
+
+
+def _restore_handlers(prev_int: Any, prev_term: Any, cleaned_up: bool) -> None:
+    """Put back the SIGINT/SIGTERM handlers a get/wait replaced. After a Ctrl+C cleanup the
+    program is on its way out: SIGTERM keeps being absorbed for FOLLOW_UP_SIGTERM_GRACE s."""
+    term = prev_term if prev_term is not None else signal.SIG_DFL
+    if cleaned_up:
+        term = _follow_up_absorber(term, FOLLOW_UP_SIGTERM_GRACE)
+    for sig, handler in ((signal.SIGINT, prev_int if prev_int is not None else signal.SIG_DFL),
+                         (signal.SIGTERM, term)):
+        try:
+            signal.signal(sig, handler)
+        except Exception:
+            pass
+
+
 def interruptible_get(refs: Refs, *, timeout: Optional[float] = None, poll: float = DEFAULT_POLL,
                       cleanup_timeout: float = DEFAULT_CLEANUP_TIMEOUT) -> Any:
     """``ray.get`` that reacts to Ctrl+C by cancelling the work and waiting for its cleanup.
@@ -193,6 +231,7 @@ def interruptible_get(refs: Refs, *, timeout: Optional[float] = None, poll: floa
         signal.signal(signal.SIGINT, signal.default_int_handler)  # undo SIG_IGN / Ray's own handler
     deadline = None if timeout is None else time.monotonic() + timeout
     values: "dict[Any, Any]" = {}
+    cleaned_up = False
     try:
         try:
             while not _collect_ready(unique, values):
@@ -206,15 +245,12 @@ def interruptible_get(refs: Refs, *, timeout: Optional[float] = None, poll: floa
                     time.sleep(poll)
         except KeyboardInterrupt:
             _wait_cleanup(unique, poll, cleanup_timeout)
+            cleaned_up = True
             raise
         return values[ref_list[0]] if single else [values[r] for r in ref_list]
     finally:
         if main:
-            for sig, prev in ((signal.SIGINT, prev_int), (signal.SIGTERM, prev_term)):
-                try:
-                    signal.signal(sig, prev if prev is not None else signal.SIG_DFL)
-                except Exception:
-                    pass
+            _restore_handlers(prev_int, prev_term, cleaned_up)
 
 
 def interruptible_wait(refs: Sequence[Any], *, num_returns: int = 1, timeout: Optional[float] = None,
@@ -241,6 +277,7 @@ def interruptible_wait(refs: Sequence[Any], *, num_returns: int = 1, timeout: Op
         prev_term = signal.getsignal(signal.SIGTERM)
         signal.signal(signal.SIGINT, signal.default_int_handler)  # undo SIG_IGN / Ray's own handler
     deadline = None if timeout is None else time.monotonic() + timeout
+    cleaned_up = False
     try:
         expired = False
         try:
@@ -263,6 +300,7 @@ def interruptible_wait(refs: Sequence[Any], *, num_returns: int = 1, timeout: Op
                 pending = ref_list
             if pending:
                 _wait_cleanup(pending, poll, cleanup_timeout)
+            cleaned_up = True
             raise
         # the answer in ray.wait's own order and with its fetch_local behaviour (the refs are ready:
         # without a timeout this returns once they are fetched)
@@ -270,11 +308,7 @@ def interruptible_wait(refs: Sequence[Any], *, num_returns: int = 1, timeout: Op
                          fetch_local=fetch_local)
     finally:
         if main:
-            for sig, prev in ((signal.SIGINT, prev_int), (signal.SIGTERM, prev_term)):
-                try:
-                    signal.signal(sig, prev if prev is not None else signal.SIG_DFL)
-                except Exception:
-                    pass
+            _restore_handlers(prev_int, prev_term, cleaned_up)
 
 
 async def interruptible_get_async(refs: Refs, *, timeout: Optional[float] = None, poll: float = DEFAULT_POLL,

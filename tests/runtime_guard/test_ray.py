@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import pytest
@@ -181,3 +182,66 @@ def test_interruptible_get_ctrl_c_cancels_remote_work(tmp_path, mode) -> None:
     assert p.returncode == 130, out
     assert "SIGTERM absorbed" in out and "KeyboardInterrupt after cleanup" in out
     assert os.listdir(box_dir) == []
+
+
+def _lines_until(stream, marker: str, timeout: float) -> str:
+    """Read ``stream`` in a thread until a line contains ``marker`` (or EOF / ``timeout``)."""
+    seen: list = []
+    found = threading.Event()
+
+    def read() -> None:
+        for line in stream:
+            seen.append(line)
+            if marker in line:
+                found.set()
+                return
+        found.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    found.wait(timeout)
+    return "".join(seen)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("mode", ["guarded", "wait-guarded"])
+def test_follow_up_sigterm_while_the_interrupted_driver_exits(tmp_path, mode) -> None:
+    # The launcher's SIGTERM can come after the cleanup, while the KeyboardInterrupt unwinds
+    # through ray.shutdown. Measured without the follow-up absorber: Ray's own SIGTERM handler
+    # fires inside shutdown, the driver aborts (status -6 or -11) or exits with an "Exception
+    # ignored in atexit" traceback, and its cluster's agent processes outlive it by a minute.
+    box_dir = tempfile.mkdtemp(dir=tmp_path)
+    p = subprocess.Popen([sys.executable, str(SCRIPTS / "ray_ctrl_c_driver.py"), box_dir, mode],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env(),
+                         cwd=str(REPO), start_new_session=True)
+    try:
+        end = time.time() + 90
+        while len(os.listdir(box_dir)) < 5 and time.time() < end and p.poll() is None:
+            time.sleep(0.1)
+        assert len(os.listdir(box_dir)) == 5
+        p.send_signal(signal.SIGINT)
+        head = _lines_until(p.stdout, "KeyboardInterrupt after cleanup", 60)
+        assert "KeyboardInterrupt after cleanup" in head, head
+        p.send_signal(signal.SIGTERM)  # the driver is in sys.exit -> ray.shutdown now
+        tail, _ = p.communicate(timeout=90)
+        out = head + tail
+        end = time.time() + 20  # a clean ray.shutdown leaves nothing in the driver's group
+        while _group_alive(p.pid) and time.time() < end:
+            time.sleep(0.2)
+        alive = _group_alive(p.pid)
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert p.returncode == 130, out
+    assert "Exception ignored in atexit" not in out, out
+    assert os.listdir(box_dir) == []
+    assert not alive, "processes of the driver's local Ray cluster outlived it"
+    assert "SIGTERM absorbed while the interrupted program exits" in out, out
