@@ -162,16 +162,25 @@ def test_setup_worker_called_in_async_actor_init() -> None:
     assert res["actor_boxes_before"] == 5 and res["actor_boxes_leaked"] == 0, res
 
 
-@pytest.mark.parametrize("mode", ["guarded", "wait-guarded"])
-def test_interruptible_get_ctrl_c_cancels_remote_work(tmp_path, mode) -> None:
+def _ctrl_c_driver(tmp_path, mode: str, **popen_kw) -> "tuple[subprocess.Popen, str]":
+    """Start ray_ctrl_c_driver.py in ``mode``; return once its task holds its 5 boxes."""
     box_dir = tempfile.mkdtemp(dir=tmp_path)
     p = subprocess.Popen([sys.executable, str(SCRIPTS / "ray_ctrl_c_driver.py"), box_dir, mode],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env(), cwd=str(REPO))
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env(),
+                         cwd=str(REPO), **popen_kw)
+    end = time.time() + 90
+    while len(os.listdir(box_dir)) < 5 and time.time() < end and p.poll() is None:
+        time.sleep(0.1)
+    if len(os.listdir(box_dir)) != 5:
+        p.kill()
+        pytest.fail(f"the driver's task never held its 5 boxes: {p.communicate()[0]}")
+    return p, box_dir
+
+
+@pytest.mark.parametrize("mode", ["guarded", "wait-guarded"])
+def test_interruptible_get_ctrl_c_cancels_remote_work(tmp_path, mode) -> None:
+    p, box_dir = _ctrl_c_driver(tmp_path, mode)
     try:
-        end = time.time() + 90
-        while len(os.listdir(box_dir)) < 5 and time.time() < end and p.poll() is None:
-            time.sleep(0.1)
-        assert len(os.listdir(box_dir)) == 5
         p.send_signal(signal.SIGINT)
         time.sleep(0.3)
         p.send_signal(signal.SIGTERM)  # the launcher's follow-up SIGTERM is absorbed
@@ -216,15 +225,8 @@ def test_follow_up_sigterm_while_the_interrupted_driver_exits(tmp_path, mode) ->
     # through ray.shutdown. Measured without the follow-up absorber: Ray's own SIGTERM handler
     # fires inside shutdown, the driver aborts (status -6 or -11) or exits with an "Exception
     # ignored in atexit" traceback, and its cluster's agent processes outlive it by a minute.
-    box_dir = tempfile.mkdtemp(dir=tmp_path)
-    p = subprocess.Popen([sys.executable, str(SCRIPTS / "ray_ctrl_c_driver.py"), box_dir, mode],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env(),
-                         cwd=str(REPO), start_new_session=True)
+    p, box_dir = _ctrl_c_driver(tmp_path, mode, start_new_session=True)
     try:
-        end = time.time() + 90
-        while len(os.listdir(box_dir)) < 5 and time.time() < end and p.poll() is None:
-            time.sleep(0.1)
-        assert len(os.listdir(box_dir)) == 5
         p.send_signal(signal.SIGINT)
         head = _lines_until(p.stdout, "KeyboardInterrupt after cleanup", 60)
         assert "KeyboardInterrupt after cleanup" in head, head
