@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from rg_testutil import REPO, SCRIPTS, child_env
+from rg_testutil import REPO, SCRIPTS, child_env, run_code
 
 import ray  # noqa: E402  (the test extra installs it: a missing ray must fail, not skip)
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(240)]
@@ -247,3 +247,30 @@ def test_follow_up_sigterm_while_the_interrupted_driver_exits(tmp_path, mode) ->
     assert os.listdir(box_dir) == []
     assert not alive, "processes of the driver's local Ray cluster outlived it"
     assert "SIGTERM absorbed while the interrupted program exits" in out, out
+
+
+def test_follow_up_absorber_hands_back_to_the_previous_handler_after_the_grace() -> None:
+    # real signals, in a child: absorbed inside the grace; after it, a Python handler is called
+    # and SIG_DFL kills the process with SIGTERM, as if the absorber had never been there
+    r = run_code("""
+        import os, signal, time
+        from runtime_guard.ray import _follow_up_absorber
+        hits = []
+        signal.signal(signal.SIGTERM, _follow_up_absorber(lambda s, f: hits.append(s), 0.5))
+        os.kill(os.getpid(), signal.SIGTERM); time.sleep(0.05)
+        print('inside the grace', hits, flush=True)
+        time.sleep(0.6)
+        os.kill(os.getpid(), signal.SIGTERM); time.sleep(0.05)
+        print('after the grace', hits, flush=True)
+        signal.signal(signal.SIGTERM, _follow_up_absorber(signal.SIG_IGN, 0.0))
+        os.kill(os.getpid(), signal.SIGTERM); time.sleep(0.05)
+        print('ignored stays ignored', flush=True)
+        signal.signal(signal.SIGTERM, _follow_up_absorber(signal.SIG_DFL, 0.0))
+        os.kill(os.getpid(), signal.SIGTERM); time.sleep(2)
+        print('not reached', flush=True)
+    """)
+    assert "inside the grace []" in r.stdout, r.stdout + r.stderr
+    assert f"after the grace [{int(signal.SIGTERM)}]" in r.stdout
+    assert "ignored stays ignored" in r.stdout
+    assert "not reached" not in r.stdout
+    assert r.returncode == -signal.SIGTERM
