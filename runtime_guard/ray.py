@@ -183,18 +183,37 @@ def _follow_up_absorber(prev: Any, grace: float) -> Callable[[int, Any], None]:
     return on_sigterm
 
 
-def _restore_handlers(prev_int: Any, prev_term: Any, cleaned_up: bool) -> None:
-    """Put back the SIGINT/SIGTERM handlers a get/wait replaced. After a Ctrl+C cleanup the
-    program is on its way out: SIGTERM keeps being absorbed for FOLLOW_UP_SIGTERM_GRACE s."""
-    term = prev_term if prev_term is not None else signal.SIG_DFL
-    if cleaned_up:
-        term = _follow_up_absorber(term, FOLLOW_UP_SIGTERM_GRACE)
-    for sig, handler in ((signal.SIGINT, prev_int if prev_int is not None else signal.SIG_DFL),
-                         (signal.SIGTERM, term)):
-        try:
-            signal.signal(sig, handler)
-        except Exception:
-            pass
+class _PollingSignals:
+    """Signal handlers around a sync get/wait on the main thread (elsewhere it does nothing).
+
+    Inside: SIGINT raises KeyboardInterrupt (undoing a launcher's SIG_IGN or Ray's own handler).
+    On the way out the previous SIGINT/SIGTERM handlers come back; after a Ctrl+C cleanup
+    (``cleaned_up`` set) the program is on its way out, so SIGTERM keeps being absorbed for
+    FOLLOW_UP_SIGTERM_GRACE s first."""
+
+    def __init__(self) -> None:
+        self.cleaned_up = False
+        self._prev: Optional["tuple[Any, Any]"] = None
+
+    def __enter__(self) -> "_PollingSignals":
+        if in_main_thread():
+            self._prev = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._prev is None:
+            return
+        prev_int, prev_term = self._prev
+        term = prev_term if prev_term is not None else signal.SIG_DFL
+        if self.cleaned_up:
+            term = _follow_up_absorber(term, FOLLOW_UP_SIGTERM_GRACE)
+        for sig, handler in ((signal.SIGINT, prev_int if prev_int is not None else signal.SIG_DFL),
+                             (signal.SIGTERM, term)):
+            try:
+                signal.signal(sig, handler)
+            except Exception:
+                pass
 
 
 def interruptible_get(refs: Refs, *, timeout: Optional[float] = None, poll: float = DEFAULT_POLL,
@@ -223,16 +242,9 @@ def interruptible_get(refs: Refs, *, timeout: Optional[float] = None, poll: floa
 
     ref_list, single = _as_list(refs)
     unique = _unique(ref_list)
-    main = in_main_thread()
-    prev_int = prev_term = None
-    if main:
-        prev_int = signal.getsignal(signal.SIGINT)
-        prev_term = signal.getsignal(signal.SIGTERM)
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # undo SIG_IGN / Ray's own handler
     deadline = None if timeout is None else time.monotonic() + timeout
     values: "dict[Any, Any]" = {}
-    cleaned_up = False
-    try:
+    with _PollingSignals() as handlers:
         try:
             while not _collect_ready(unique, values):
                 if deadline is not None:
@@ -245,12 +257,9 @@ def interruptible_get(refs: Refs, *, timeout: Optional[float] = None, poll: floa
                     time.sleep(poll)
         except KeyboardInterrupt:
             _wait_cleanup(unique, poll, cleanup_timeout)
-            cleaned_up = True
+            handlers.cleaned_up = True
             raise
         return values[ref_list[0]] if single else [values[r] for r in ref_list]
-    finally:
-        if main:
-            _restore_handlers(prev_int, prev_term, cleaned_up)
 
 
 def interruptible_wait(refs: Sequence[Any], *, num_returns: int = 1, timeout: Optional[float] = None,
@@ -270,15 +279,8 @@ def interruptible_wait(refs: Sequence[Any], *, num_returns: int = 1, timeout: Op
     if not ref_list:
         return [], []
     _ray.wait(ref_list, num_returns=num_returns, timeout=0, fetch_local=False)  # ray.wait's own argument errors
-    main = in_main_thread()
-    prev_int = prev_term = None
-    if main:
-        prev_int = signal.getsignal(signal.SIGINT)
-        prev_term = signal.getsignal(signal.SIGTERM)
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # undo SIG_IGN / Ray's own handler
     deadline = None if timeout is None else time.monotonic() + timeout
-    cleaned_up = False
-    try:
+    with _PollingSignals() as handlers:
         expired = False
         try:
             while True:
@@ -300,15 +302,12 @@ def interruptible_wait(refs: Sequence[Any], *, num_returns: int = 1, timeout: Op
                 pending = ref_list
             if pending:
                 _wait_cleanup(pending, poll, cleanup_timeout)
-            cleaned_up = True
+            handlers.cleaned_up = True
             raise
         # the answer in ray.wait's own order and with its fetch_local behaviour (the refs are ready:
         # without a timeout this returns once they are fetched)
         return _ray.wait(ref_list, num_returns=num_returns, timeout=0 if expired else None,
                          fetch_local=fetch_local)
-    finally:
-        if main:
-            _restore_handlers(prev_int, prev_term, cleaned_up)
 
 
 async def interruptible_get_async(refs: Refs, *, timeout: Optional[float] = None, poll: float = DEFAULT_POLL,
