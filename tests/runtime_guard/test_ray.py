@@ -8,12 +8,11 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 import pytest
 
-from rg_testutil import REPO, SCRIPTS, child_env, run_code
+from rg_testutil import REPO, SCRIPTS, child_env, run_code, wait_for_line
 
 import ray  # noqa: E402  (the test extra installs it: a missing ray must fail, not skip)
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(240)]
@@ -193,24 +192,6 @@ def test_interruptible_get_ctrl_c_cancels_remote_work(tmp_path, mode) -> None:
     assert os.listdir(box_dir) == []
 
 
-def _lines_until(stream, marker: str, timeout: float) -> str:
-    """Read ``stream`` in a thread until a line contains ``marker`` (or EOF / ``timeout``)."""
-    seen: list = []
-    found = threading.Event()
-
-    def read() -> None:
-        for line in stream:
-            seen.append(line)
-            if marker in line:
-                found.set()
-                return
-        found.set()
-
-    threading.Thread(target=read, daemon=True).start()
-    found.wait(timeout)
-    return "".join(seen)
-
-
 def _group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
@@ -228,8 +209,7 @@ def test_follow_up_sigterm_while_the_interrupted_driver_exits(tmp_path, mode) ->
     p, box_dir = _ctrl_c_driver(tmp_path, mode, start_new_session=True)
     try:
         p.send_signal(signal.SIGINT)
-        head = _lines_until(p.stdout, "KeyboardInterrupt after cleanup", 60)
-        assert "KeyboardInterrupt after cleanup" in head, head
+        head = "".join(wait_for_line(p, "KeyboardInterrupt after cleanup", 60))
         p.send_signal(signal.SIGTERM)  # the driver is in sys.exit -> ray.shutdown now
         tail, _ = p.communicate(timeout=90)
         out = head + tail
