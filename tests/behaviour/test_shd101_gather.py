@@ -136,12 +136,17 @@ asyncio.run(generate(%d))
 ''' % N
 
 
-def _interrupted(program: str, tmp_path: Path, name: str) -> tuple[int, int]:
-    """Run ``program``, send it SIGINT once every sandbox is up; (exit status, sandboxes left)."""
+def _written(program: str, tmp_path: Path, name: str) -> tuple[Path, Path]:
+    """``program`` written to ``<name>.py``, and the empty folder its sandboxes mark."""
     script = tmp_path / f"{name}.py"
     script.write_text(program)
     markers = tmp_path / f"{name}_markers"
     markers.mkdir()
+    return script, markers
+
+def _interrupted(program: str, tmp_path: Path, name: str) -> tuple[int, int]:
+    """Run ``program``, send it SIGINT once every sandbox is up; (exit status, sandboxes left)."""
+    script, markers = _written(program, tmp_path, name)
     proc = subprocess.Popen([sys.executable, str(script), str(markers)], cwd=REPO,
                             env=dict(os.environ, PYTHONPATH=str(REPO)),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -159,10 +164,7 @@ def _interrupted(program: str, tmp_path: Path, name: str) -> tuple[int, int]:
 
 
 def _run(program: str, tmp_path: Path, name: str) -> tuple[subprocess.CompletedProcess, int]:
-    script = tmp_path / f"{name}.py"
-    script.write_text(program)
-    markers = tmp_path / f"{name}_markers"
-    markers.mkdir()
+    script, markers = _written(program, tmp_path, name)
     env = dict(os.environ, PYTHONPATH=str(REPO), TQDM_DISABLE="1")
     proc = subprocess.run(
         [sys.executable, str(script), str(markers)],
