@@ -10,6 +10,8 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from .facts.tree import chain_from_top
+
 
 def positions_of(module: cst.Module):
     """``{node: CodeRange}`` for every node, as ``MetadataWrapper.resolve(PositionProvider)``
@@ -60,7 +62,7 @@ class Positions:
         found = self._known.get(node)
         if found is not None:
             return found
-        chain = self._chain(node)
+        chain = chain_from_top(self.module, self._parent_of, node)
         if chain is not None and self._tree is not None:
             for stmt, line, indents in self._enclosing(chain):
                 if id(stmt) not in self._done and self._render(stmt, line, indents):
@@ -73,11 +75,6 @@ class Positions:
         if self._full is None:
             self._full = positions_of(self.module)
         return self._full
-
-    def _chain(self, node: cst.CSTNode) -> list | None:
-        from .facts.tree import chain_from_top
-
-        return chain_from_top(self.module, self._parent_of, node)
 
     def _enclosing(self, chain: list):
         """(statement, first line, indents) for the statements of ``chain`` that the ``ast``
