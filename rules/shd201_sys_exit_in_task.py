@@ -325,9 +325,25 @@ def _exits(tree, fn) -> bool:
     return any(raises_system_exit(tree, r) for r in fn.raises)
 
 
+#: calls that make a sync function a thread target or an executor job (facts' THREAD and
+#: EXECUTOR contexts are given only to the function such a call is handed)
+_HANDED_TO = (*F.EXECUTOR_SUBMITTERS, "threading.Thread", "threading.Timer")
+
+
 def _may_exit_in_task(tree) -> bool:
+    """``_reason`` reports an exit in a coroutine, or in a sync function with the THREAD or
+    EXECUTOR context: the facts give those only to the function that ``resolve_function``
+    finds in the arguments of a ``threading.Thread``/``Timer`` call or an executor
+    submission (``f``, ``self.m``, ``Cls.m``, ``partial(f, ...)``), so its name is spelled
+    in the arguments of a call that may be one of those."""
+    handed: Optional[set[str]] = None
     for fn in tree.functions:
-        # a sync function runs in a thread or executor only when passed as an argument
-        if (fn.is_async or fn.name in tree.argument_names) and _exits(tree, fn):
-            return True
+        if fn.is_async:
+            if _exits(tree, fn):
+                return True
+        elif fn.name in tree.argument_names and _exits(tree, fn):
+            if handed is None:
+                handed = tree.names_handed_to(_HANDED_TO)
+            if fn.name in handed:
+                return True
     return False

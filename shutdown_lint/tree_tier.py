@@ -320,6 +320,22 @@ class Tree:
                         out.add(n.attr)
         return out
 
+    def names_handed_to(self, callees: Iterable[str]) -> set[str]:
+        """Identifiers used inside the arguments of calls that may be one of the dotted
+        ``callees`` (``may_call_any``): what ``Thread(target=self.run)`` or
+        ``pool.submit(partial(work, x))`` can hand over. A subset of ``argument_names``."""
+        names = tuple(callees)
+        out: set[str] = set()
+        for call in self.all_calls():
+            if (call.args or call.keywords) and self.may_call_any(call, names):
+                for a in [*call.args, *(k.value for k in call.keywords)]:
+                    for n in ast.walk(a):
+                        if isinstance(n, ast.Name):
+                            out.add(n.id)
+                        elif isinstance(n, ast.Attribute):
+                            out.add(n.attr)
+        return out
+
     def all_calls(self) -> Iterator[ast.Call]:
         for c, _, _ in self.module_calls:
             yield c

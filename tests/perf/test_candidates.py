@@ -441,3 +441,30 @@ def test_shd601_tier2(source, candidate):
     """SHD601's tier 2: a string naming pkill/killall/pgrep and a call that may run a command,
     or ``process_iter()`` and a call that may kill; findings agree with the tiers on and off."""
     _tier2_decides("SHD601", source, candidate)
+
+
+@pytest.mark.parametrize("source,candidate", [
+    ("import sys, threading\ndef work():\n    sys.exit(1)\nthreading.Thread(target=work).start()\n", True),
+    ("from threading import Thread as T\nimport sys\ndef work():\n    sys.exit(1)\nT(target=work).start()\n", True),
+    ("import sys, threading, functools\ndef job(x):\n    raise SystemExit(x)\n"
+     "threading.Thread(target=functools.partial(job, 1)).start()\n", True),
+    ("import sys\nfrom concurrent.futures import ThreadPoolExecutor\ndef job():\n    sys.exit(2)\n"
+     "with ThreadPoolExecutor() as ex:\n    ex.submit(job)\n", True),
+    ("import asyncio, sys\ndef job():\n    sys.exit(2)\nasync def main():\n"
+     "    loop = asyncio.get_running_loop()\n    await loop.run_in_executor(None, job)\n", True),
+    ("import sys, threading\nclass W:\n    def start(self):\n        threading.Thread(target=self._run).start()\n"
+     "    def _run(self):\n        sys.exit(0)\n", True),
+    ("import sys, threading\ndef t():\n    threading.Timer(5, fire).start()\ndef fire():\n    sys.exit(3)\n", True),
+    # handed to calls that run it on the calling thread, or at exit: SystemExit does end the process
+    ("import sys\ndef work(x):\n    sys.exit(1)\nsorted([], key=work)\n", False),
+    ("import atexit, sys\ndef bye():\n    sys.exit(0)\natexit.register(bye)\n", False),
+    ("import sys, threading\ndef work():\n    sys.exit(1)\ndef other():\n    pass\n"
+     "threading.Thread(target=other).start()\nprint(work)\n", False),
+    # a coroutine with an exit stays a candidate as before
+    ("import sys\nasync def work():\n    sys.exit(1)\n", True),
+])
+def test_shd201_tier2_needs_a_thread_or_executor_target(source, candidate):
+    """SHD201's tier 2: a coroutine that exits, or a sync function that exits and is handed to a
+    ``threading.Thread``/``Timer`` call or an executor submission (the only sync functions the
+    facts give the THREAD/EXECUTOR context); findings agree with the tiers on and off."""
+    _tier2_decides("SHD201", source, candidate)
