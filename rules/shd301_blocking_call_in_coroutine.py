@@ -1280,10 +1280,19 @@ for _name in [*_VOCAB, *LAZY_CALLS]:
 _FILE_HINTS = _type_hints(FILE)
 
 
+#: receivers that are literals and displays (``_type_of`` and ``qualified_name`` know none)
+_LITERALS = (ast.Constant, ast.JoinedStr, ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.SetComp,
+             ast.DictComp)
+
+
 def _may_be_blocking(tree, call: ast.Call) -> bool:
     """The call's qualified name may be in the vocabulary: a module function by its receiver,
     a typed receiver's method when the module spells a word that can give that type."""
     func = call.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, _LITERALS):
+        # ``" ".join(cmd)``, ``"{}".format(x)``: the facts give a literal neither a type nor a
+        # qualified name, so only the save methods matched by name alone can report
+        return func.attr in SAVE_METHOD_NAMES
     if isinstance(func, ast.Attribute):
         aliased = tree.aliases_of_attr(func.attr)  # self.saver = torch.save; self.saver()
         if func.attr in SAVE_METHOD_NAMES or aliased & (_FUNCTION_WORDS | set(_METHOD_HINTS)):

@@ -468,3 +468,21 @@ def test_shd201_tier2_needs_a_thread_or_executor_target(source, candidate):
     ``threading.Thread``/``Timer`` call or an executor submission (the only sync functions the
     facts give the THREAD/EXECUTOR context); findings agree with the tiers on and off."""
     _tier2_decides("SHD201", source, candidate)
+
+
+@pytest.mark.parametrize("source,candidate", [
+    # a thread in the module: `.join()` on a name may be Thread.join
+    ("import threading\nasync def f():\n    t = threading.Thread(target=print)\n    t.start()\n    t.join()\n",
+     True),
+    # on a literal it is str.join: the facts type no literal
+    ("import threading\nT = threading.Thread(target=print)\nasync def f(cmd):\n    return ' '.join(cmd)\n", False),
+    ("import threading\nT = threading.Thread(target=print)\nasync def f(x):\n    return f'{x}'.join(['a'])\n",
+     False),
+    ("import queue\nQ = queue.Queue()\nasync def f(d):\n    return {'a': 1}.get('a')\n", False),
+    ("import queue\nQ = queue.Queue()\nasync def f():\n    return Q.get()\n", True),
+])
+def test_shd301_tier2_literal_receivers_are_not_typed(source, candidate):
+    """SHD301's tier 2: a method called on a literal or a display (``" ".join``) cannot be in
+    the vocabulary (only save methods are matched by name alone); findings agree with the
+    tiers on and off."""
+    _tier2_decides("SHD301", source, candidate)
