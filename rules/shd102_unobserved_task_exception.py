@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import ast
 from typing import Optional, Union
 
 import libcst as cst
@@ -128,6 +129,8 @@ class UnobservedTaskException(Rule):
     triggers = ("create_task", "ensure_future")
     # tier 1: create_task (any receiver named like a loop) / ensure_future
     candidate = C.AnyOf(C.Word("create_task"), C.qualified("asyncio.ensure_future"))
+    # tier 2: a spawn whose task does not go straight to an await or a call that takes it
+    candidate_tree = staticmethod(lambda tree: _may_lose_a_task(tree))
     facts_needed = ("functions", "calls")
     options = {
         "flag-reference-only": Option(
@@ -881,3 +884,56 @@ def _only_forgets(callback: cst.BaseExpression) -> bool:
 
 def _code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
+
+
+# ---------------------------------------------------------------------- candidate tier 2 (ast)
+# (the spawns are shared with SHD105 and SHD106)
+_SPAWN_WORDS = ("create_task", "ensure_future")
+#: calls that take a task without handing it over, as ``_as_argument`` reads them (``extend``
+#: too: it follows a collection)
+_KEEPS_OR_DROPS = _ADDERS | {"extend", "discard", "remove"}
+
+
+def spawns(tree) -> list[tuple[ast.Call, object]]:
+    """(call, its ``tree_tier.Function`` or None) for every call that may make a task
+    (``is_task_spawn``: its last word, through aliases, is ``create_task``/``ensure_future``)."""
+    out = []
+    for fn, calls in ((None, tree.module_calls), *((fn, fn.calls) for fn in tree.functions)):
+        for c, _, _ in calls:
+            if (c.args or c.keywords) and any(tree.may_call(c, w) for w in _SPAWN_WORDS):
+                out.append((c, fn))
+    return out
+
+
+def _may_lose_a_task(tree) -> bool:
+    """``_follow`` reports a spawn unless it finds the task observed; here a spawn is ruled
+    out only where ``_follow`` says OBSERVED at its first step: the task (or a list, tuple
+    or set display holding it) is awaited, returned, yielded, a lambda's result, or an
+    argument of a call that is not an adder/remover (``_ADDERS``, ``extend``, ``discard``,
+    ``remove``), a neutral builtin (``_NEUTRAL_FUNCS``) or a gather told
+    ``return_exceptions``."""
+    for call, fn in spawns(tree):
+        parents = tree.parents(fn.node if fn is not None else tree.module)
+        holder = parents.get(id(call))
+        if isinstance(holder, (ast.List, ast.Tuple, ast.Set)):
+            if not _handed_over(holder, parents):
+                return True
+        elif not _handed_over(call, parents):
+            return True
+    return False
+
+
+def _handed_over(node: ast.AST, parents: dict) -> bool:
+    parent = parents.get(id(node))
+    if isinstance(parent, (ast.Await, ast.Return, ast.Yield, ast.YieldFrom, ast.Lambda)):
+        return True
+    if isinstance(parent, ast.keyword):
+        parent = parents.get(id(parent))
+    elif not (isinstance(parent, ast.Call) and any(a is node for a in parent.args)):
+        return False
+    func = parent.func
+    if isinstance(func, ast.Attribute) and func.attr in _KEEPS_OR_DROPS:
+        return False
+    if isinstance(func, ast.Name) and func.id in _NEUTRAL_FUNCS:
+        return False
+    return not any(k.arg == "return_exceptions" for k in parent.keywords)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import ast
 from typing import Optional
 
 import libcst as cst
@@ -108,6 +109,10 @@ class CancelWithoutAwait(Rule):
     triggers = ("cancel",)
     candidate = All(Word("async"), Word("cancel"),
                     AnyOf(Word("create_task", "ensure_future")))
+    # tier 2: a ``.cancel()`` called directly in a coroutine (not in a lambda or a nested def)
+    candidate_tree = staticmethod(lambda tree: any(
+        fn.is_async and any(not lam and isinstance(c.func, ast.Attribute) and c.func.attr == "cancel"
+                            for c, _, lam in fn.calls) for fn in tree.functions))
     facts_needed = ("functions", "calls")
     options = {
         "cleanup_timeout": Option(

@@ -1,12 +1,15 @@
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 from shutdown_lint.candidates import AnyOf, All, Word, qualified
+from shutdown_lint.tree_tier import callee_name
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
-from .shd102_unobserved_task_exception import handles_own_errors, is_task_spawn
+from .shd102_unobserved_task_exception import handles_own_errors, is_task_spawn, spawns
 
 
 class TaskNotRetained(Rule):
@@ -89,6 +92,8 @@ class TaskNotRetained(Rule):
     summary = "A dropped task whose coroutine handles its own errors can be garbage-collected mid-run"
     triggers = ("create_task", "ensure_future")
     candidate = All(Word("async"), AnyOf(Word("create_task"), qualified("asyncio.ensure_future")))
+    # tier 2: a dropped spawn of a same-module coroutine that may handle its own errors
+    candidate_tree = staticmethod(lambda tree: _may_drop_a_self_handling_task(tree))
     facts_needed = ("functions", "calls")
 
     valid = [
@@ -369,3 +374,29 @@ def _reads(region: cst.CSTNode, name: str) -> bool:
 
     region.visit(V())
     return bool(found)
+
+
+# ------------------------------------------------------------------ candidate tier 2 (ast)
+def _may_drop_a_self_handling_task(tree) -> bool:
+    """A report needs ``_dropped`` (the spawn is a statement of its own, or the value of a
+    one-name assignment in a function) and ``handles_own_errors`` (an argument makes a
+    coroutine of a same-module ``async def`` that catches every ``Exception``, which needs
+    a ``try``, or whose body is only expression statements and ``pass``)."""
+    for call, fn in spawns(tree):
+        if not any(_may_handle_own_errors(tree, a) for a in [*call.args, *(k.value for k in call.keywords)]):
+            continue
+        parent = tree.parents(fn.node if fn is not None else tree.module).get(id(call))
+        if isinstance(parent, ast.Expr):
+            return True
+        if fn is not None and isinstance(parent, ast.Assign) and len(parent.targets) == 1 \
+                and isinstance(parent.targets[0], ast.Name):
+            return True
+    return False
+
+
+def _may_handle_own_errors(tree, coro: ast.AST) -> bool:
+    if not isinstance(coro, ast.Call):
+        return False
+    name = callee_name(coro)
+    return any(fn.is_async and fn.name == name and (
+        fn.trys or all(isinstance(st, (ast.Expr, ast.Pass)) for st in fn.node.body)) for fn in tree.functions)

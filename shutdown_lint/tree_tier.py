@@ -130,6 +130,7 @@ class Tree:
         #: every identifier the module spells as a name, an attribute or an imported name's
         #: last word (``Tree.mentions``)
         self.mentioned: set[str] = set()
+        self._parent_maps: dict[int, dict[int, ast.AST]] = {}
         self._collect()
 
     # ------------------------------------------------------------------ the one walk
@@ -335,6 +336,19 @@ class Tree:
                         elif isinstance(n, ast.Attribute):
                             out.add(n.attr)
         return out
+
+    def parents(self, root: ast.AST) -> dict[int, ast.AST]:
+        """``id(node) -> parent`` for the nodes under ``root`` (a function's node or the
+        module), built once per root: the summary walk keeps no parents, and only a few
+        conditions ask where a value goes (``await create_task(...)``)."""
+        maps = self._parent_maps
+        found = maps.get(id(root))
+        if found is None:
+            found = maps[id(root)] = {}
+            for node in ast.walk(root):
+                for child in ast.iter_child_nodes(node):
+                    found[id(child)] = node
+        return found
 
     def all_calls(self) -> Iterator[ast.Call]:
         for c, _, _ in self.module_calls:

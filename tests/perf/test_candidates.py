@@ -486,3 +486,63 @@ def test_shd301_tier2_literal_receivers_are_not_typed(source, candidate):
     the vocabulary (only save methods are matched by name alone); findings agree with the
     tiers on and off."""
     _tier2_decides("SHD301", source, candidate)
+
+
+_WORK = "import asyncio\nasync def work():\n    await asyncio.sleep(1)\n    raise RuntimeError('x')\n"
+
+
+@pytest.mark.parametrize("source,candidate", [
+    (_WORK + "async def main():\n    asyncio.create_task(work())\n", True),
+    (_WORK + "async def main():\n    t = asyncio.create_task(work())\n    await asyncio.sleep(2)\n", True),
+    (_WORK + "async def main(tasks):\n    tasks.append(asyncio.create_task(work()))\n", True),
+    (_WORK + "async def main():\n    print(asyncio.create_task(work()))\n", True),
+    (_WORK + "async def main():\n    await asyncio.gather(asyncio.create_task(work()), return_exceptions=True)\n",
+     True),
+    (_WORK + "from asyncio import ensure_future as spawn\nasync def main():\n    spawn(work())\n", True),
+    # the task goes straight to an await or a call that takes it
+    (_WORK + "async def main():\n    await asyncio.create_task(work())\n", False),
+    (_WORK + "async def main():\n    return asyncio.create_task(work())\n", False),
+    (_WORK + "async def main():\n    await asyncio.wait([asyncio.create_task(work()), asyncio.create_task(work())])\n",
+     False),
+    (_WORK + "async def main():\n    await asyncio.shield(asyncio.ensure_future(work()))\n", False),
+])
+def test_shd102_tier2_needs_a_task_that_is_not_handed_over_at_once(source, candidate):
+    """SHD102's tier 2: a spawn whose task (or a display holding it) is not awaited, returned,
+    yielded or passed to a call other than an adder, a neutral builtin or a gather told
+    ``return_exceptions``; findings agree with the tiers on and off."""
+    _tier2_decides("SHD102", source, candidate)
+
+
+_BEAT = ("import asyncio\nasync def beat(q=None):\n    while True:\n        try:\n            await q.get()\n"
+         "            ping()\n        except Exception:\n            pass\n")
+_SERVE = "import asyncio\nasync def serve(q):\n    try:\n        await q.get()\n    finally:\n        close()\n"
+
+
+@pytest.mark.parametrize("source,candidate", [
+    (_BEAT + "async def main():\n    asyncio.create_task(beat())\n", True),
+    (_BEAT + "async def main():\n    t = asyncio.create_task(beat())\n", True),
+    (_BEAT + "async def main():\n    asyncio.create_task(coro=beat())\n", True),
+    # its errors are not handled in the coroutine (SHD102's case), or the task is kept
+    (_WORK + "async def main():\n    asyncio.create_task(work())\n", False),
+    (_BEAT + "class S:\n    async def start(self):\n        self.t = asyncio.create_task(beat())\n", False),
+    (_BEAT + "T = set()\nasync def main():\n    T.add(asyncio.create_task(beat()))\n", False),
+])
+def test_shd106_tier2_needs_a_dropped_task_of_a_self_handling_coroutine(source, candidate):
+    """SHD106's tier 2: a spawn that is a statement of its own (or bound to one name in a
+    function) of a same-module coroutine with a ``try`` (or only expression statements);
+    findings agree with the tiers on and off."""
+    _tier2_decides("SHD106", source, candidate)
+
+
+@pytest.mark.parametrize("source,candidate", [
+    (_SERVE + "class S:\n    async def start(self, q):\n        self.t = asyncio.create_task(serve(q))\n"
+     "    async def stop(self):\n        self.t.cancel()\n", True),
+    (_SERVE + "class S:\n    async def start(self, q):\n        self.t = asyncio.create_task(serve(q))\n"
+     "    def stop(self):\n        self.t.cancel()\n", False),
+    (_SERVE + "class S:\n    async def start(self, q):\n        self.t = asyncio.create_task(serve(q))\n"
+     "        return lambda: self.t.cancel()\n", False),
+])
+def test_shd105_tier2_needs_a_cancel_in_a_coroutine(source, candidate):
+    """SHD105's tier 2: a ``.cancel()`` called directly in an ``async def``; findings agree with
+    the tiers on and off."""
+    _tier2_decides("SHD105", source, candidate)
