@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import ast
 from typing import Iterable, Optional
 
 import libcst as cst
@@ -7,6 +8,7 @@ import libcst as cst
 from shutdown_lint.candidates import All, Word
 from shutdown_lint.facts import reachable
 from shutdown_lint.rule import AddImport, Fix, Invalid, Replace, Rule, Valid
+from shutdown_lint.tree_tier import function_names
 
 from ._fixes import dotted
 
@@ -127,6 +129,8 @@ class SignalHandlerTouchesLoop(Rule):
     summary = "`signal.signal` handler touches asyncio objects: the loop is not woken and they are not safe there"
     triggers = ("signal",)
     candidate = All(Word("signal"), Word("asyncio", "uvloop"))
+    # tier 2: a signal.signal handler that may reach a call touching the loop
+    candidate_tree = staticmethod(lambda tree: _may_touch_loop_in_handler(tree))
     facts_needed = ("imports", "functions", "calls", "parents")
 
     valid = [
@@ -404,3 +408,111 @@ def _calls_in(node: cst.CSTNode) -> Iterable[cst.Call]:
 def _code(node: cst.CSTNode) -> str:
     text = cst.Module([]).code_for_node(node)
     return text if len(text) <= 50 else text[:47] + "..."
+
+
+# ------------------------------------------------------------------ candidate tier 2 (ast)
+_LOOP_TYPE = "AbstractEventLoop"
+
+
+def _may_touch_loop_in_handler(tree) -> bool:
+    """The one report path, ``visit_Call``: a call the facts name ``signal.signal`` (``may_call``,
+    through aliases) with exactly two positional arguments as libcst counts them (``*a`` and
+    ``**kw`` included); ``_touch`` then needs the handler (args[1]) to be a lambda or to resolve
+    (``resolve_function``: a name, ``self.m``/``Cls.m``, ``partial(f, ..)``) to a same-module
+    sync function, and ``_first_touch`` a touching call among the lambda's own calls and the
+    non-lambda calls of the sync functions reachable from it (``_handler_calls``: by name, through
+    every call, lambdas and ``partial`` included): a ``LOOP_TOUCHING_METHODS`` call
+    (``may_call_any``), an event-loop method other than the safe ones (``_may_call_loop_method``),
+    or an ``all_tasks()``/``current_task()`` call together with an ``x.cancel()`` call."""
+    loop_methods = None
+    for call in tree.all_calls():
+        if len(call.args) + sum(k.arg is None for k in call.keywords) != 2:
+            continue
+        if not tree.may_call_any(call, ("signal.signal",)):
+            continue
+        handler = [*call.args, *(k.value for k in call.keywords if k.arg is None)][1]
+        if type(handler) is ast.Starred:
+            handler = handler.value
+        calls = _handler_calls(tree, handler)
+        if not calls:
+            continue
+        if any(tree.may_call_any(c, LOOP_TOUCHING_METHODS) for c in calls):
+            return True
+        if any(tree.may_call_any(c, _TASK_LISTS) for c in calls) and any(
+                type(c.func) is ast.Attribute and c.func.attr == "cancel" for c in calls):
+            return True
+        if loop_methods is None:
+            loop_methods = _loop_method_words(tree)
+        if any(_may_call_loop_method(tree, c, loop_methods) for c in calls):
+            return True
+    return False
+
+
+def _handler_calls(tree, handler: ast.AST) -> list:
+    """A superset of the calls ``_touch`` hands to ``_first_touch``: a lambda's own calls (not
+    those of lambdas nested in it), and the calls outside lambdas of every sync function whose
+    name the handler (or a call of the lambda) or, transitively, a call of such a function may
+    resolve to (``_names``)."""
+    direct: list = []
+    if type(handler) is ast.Lambda:
+        todo = [handler.body]
+        while todo:
+            n = todo.pop()
+            if type(n) is ast.Lambda:
+                continue  # runs later, if ever
+            if type(n) is ast.Call:
+                direct.append(n)
+            todo.extend(ast.iter_child_nodes(n))
+        roots: set = set()
+        for c in direct:
+            roots |= function_names(c.func)
+    else:
+        roots = function_names(handler)
+    by_name: dict = {}
+    for fn in tree.functions:
+        if not fn.is_async:  # ``_touch`` does not follow into ``async def``
+            by_name.setdefault(fn.name, []).append(fn)
+    calls = list(direct)
+    seen, todo = set(), [n for n in roots if n in by_name]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for fn in by_name[name]:
+            for c, _awaited, in_lambda in fn.calls:
+                if not in_lambda:  # a lambda there runs later: not a touch...
+                    calls.append(c)
+                todo.extend(n for n in function_names(c.func) if n in by_name and n not in seen)  # ...but followed
+    return calls
+
+def _loop_method_words(tree) -> set:
+    """Every ``m`` (not a safe method) that a qualified name ``asyncio.AbstractEventLoop.m`` can
+    end with: such a name is built from an attribute ``X.m`` whose ``X`` may be an event loop
+    (its words meet ``AbstractEventLoop``: the factories' result type included), or from an
+    import whose dotted path passes through ``AbstractEventLoop``."""
+    out = set()
+    for n in ast.walk(tree.module):
+        t = type(n)
+        if t is ast.Attribute:
+            if n.attr not in LOOP_SAFE_METHODS and _LOOP_TYPE in tree.words(n.value):
+                out.add(n.attr)
+        elif t is ast.ImportFrom or t is ast.Import:
+            for alias in n.names:
+                full = f"{n.module or ''}.{alias.name}" if t is ast.ImportFrom else alias.name
+                parts = full.split(".")
+                if _LOOP_TYPE in parts[:-1]:
+                    out.add(parts[-1])
+    return out - LOOP_SAFE_METHODS
+
+
+def _may_call_loop_method(tree, call: ast.Call, loop_methods: set) -> bool:
+    """``call``'s qualified name may be ``asyncio.AbstractEventLoop.m`` with ``m`` not safe:
+    ``x.m()`` with ``x`` possibly a loop, or a callee (``stop()``, ``self.stop()``) that may be
+    bound to one of the loop methods the module spells (``loop_methods``)."""
+    func = call.func
+    if type(func) is ast.Attribute:
+        if func.attr not in LOOP_SAFE_METHODS and _LOOP_TYPE in tree.words(func.value):
+            return True
+        return not tree.aliases_of_attr(func.attr).isdisjoint(loop_methods)
+    return not tree.words(func).isdisjoint(loop_methods)

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import ast
 from typing import Optional
 
 import libcst as cst
 
 from shutdown_lint.candidates import AnyOf, All, Word, qualified
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
+from shutdown_lint.tree_tier import function_names, keyword
 
 from ._fixes import IMPORT_RUNTIME_GUARD, dotted
 
@@ -91,6 +93,8 @@ class EventLoopInDaemonThread(Rule):
     triggers = ("Thread",)
     candidate = All(Word("Thread"), AnyOf(Word("daemon", "setDaemon")),
                     AnyOf(qualified("asyncio.run", "uvloop.run"), Word("run_forever", "run_until_complete", "Runner")))
+    # tier 2: a Thread call that may make a daemon whose target may run a loop
+    candidate_tree = staticmethod(lambda tree: _may_run_loop_in_daemon_thread(tree))
     facts_needed = ("functions", "calls")
 
     valid = [
@@ -389,3 +393,115 @@ def _calls(node: cst.CSTNode) -> list[cst.Call]:
 
 def _code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
+
+
+# ------------------------------------------------------------------ candidate tier 2 (ast)
+def _may_run_loop_in_daemon_thread(tree) -> bool:
+    """The one report path, ``visit_Call``: a call the facts name ``threading.Thread``
+    (``may_call``, through aliases) with a target (the ``target=`` keyword, else its second
+    positional argument as libcst counts them, ``*a``/``**kw`` included) that is a daemon
+    (``_daemon``: ``daemon=True`` spelled so; without a ``daemon=`` keyword, the call is the value
+    of a one-target assignment and the module sets some ``x.daemon = True`` or calls
+    ``x.setDaemon(..True..)``: ``_sets_daemon``, the holder and the region not compared), and
+    whose target may run a loop (``_runs_loop``: ``_may_be_runner``). ``_scoped_to_one_call``
+    only removes reports: not checked."""
+    assigned = None
+    sets_daemon = None
+    for call in tree.all_calls():
+        if not tree.may_call_any(call, _THREAD_CLASSES):
+            continue
+        target = keyword(call, "target")
+        if target is None:
+            positional = [*call.args, *(k.value for k in call.keywords if k.arg is None)]
+            if len(positional) < 2:
+                continue
+            target = positional[1]
+            if type(target) is ast.Starred:
+                target = target.value
+        if not _may_be_runner(tree, target):
+            continue
+        flag = keyword(call, "daemon")
+        if flag is not None:
+            if type(flag) is ast.Constant and flag.value is True:
+                return True
+            continue
+        if assigned is None:  # ``t = Thread(...)`` (one target): ``t.daemon = True`` may follow
+            assigned = {id(value) for _target, value, _fn in tree.assigns}
+        if id(call) not in assigned:
+            continue
+        if sets_daemon is None:
+            sets_daemon = _sets_daemon(tree)
+        if sets_daemon:
+            return True
+    return False
+
+
+
+
+def _may_be_runner(tree, target: ast.AST, depth: int = 0) -> bool:
+    """``_runs_loop``: the target may be a loop runner itself (``_LOOP_RUNNERS`` through aliases,
+    or an attribute ``run_forever``/``run_until_complete``), ``partial(..)`` of one (every argument
+    tried), a lambda with a runner call anywhere in its body (``_may_call_runner``), or a function
+    whose name it may resolve to with a runner call among the calls of the functions reachable from
+    it within three calls (by name: a name's distance is at most the resolved function's)."""
+    t = type(target)
+    if t is ast.Starred:
+        return _may_be_runner(tree, target.value, depth)
+    if tree.may_call_any(ast.Call(func=target, args=[], keywords=[]), _LOOP_RUNNERS) or (
+            t is ast.Attribute and target.attr in _LOOP_METHODS):
+        return True
+    if t is ast.Lambda:
+        return any(type(n) is ast.Call and _may_call_runner(tree, n) for n in ast.walk(target.body))
+    if t is ast.Call:
+        if depth > 20:
+            return True  # absurd nesting: keep
+        return any(_may_be_runner(tree, a, depth + 1) for a in [*target.args, *(k.value for k in target.keywords)])
+    if t is ast.Name:
+        roots = {target.id}
+    elif t is ast.Attribute:
+        roots = {target.attr}
+    else:
+        return False  # ``resolve_function`` gives None
+    by_name: dict = {}
+    for fn in tree.functions:  # async ones too: ``_runs_loop`` follows every callee
+        by_name.setdefault(fn.name, []).append(fn)
+    frontier = [n for n in roots if n in by_name]
+    seen = set(frontier)
+    for level in range(4):  # the target (0) and callees up to three calls deep
+        nxt = []
+        for name in frontier:
+            for fn in by_name[name]:
+                for c, _awaited, _in_lambda in fn.calls:  # lambdas' calls included
+                    if _may_call_runner(tree, c):
+                        return True
+                    if level < 3:
+                        for n in function_names(c.func):
+                            if n in by_name and n not in seen:
+                                seen.add(n)
+                                nxt.append(n)
+        frontier = nxt
+    return False
+
+
+def _may_call_runner(tree, call: ast.Call) -> bool:
+    """``_loop_call``: the callee may be a ``_LOOP_RUNNERS`` name, or is ``x.run_forever``/
+    ``x.run_until_complete``."""
+    func = call.func
+    return (type(func) is ast.Attribute and func.attr in _LOOP_METHODS) or tree.may_call_any(call, _LOOP_RUNNERS)
+
+
+def _sets_daemon(tree) -> bool:
+    """What ``_daemon``'s visitor finds somewhere in the module: an assignment with a target
+    ``x.daemon`` and the value ``True``, or a call ``x.setDaemon(..)`` with ``True`` as an argument
+    (libcst's first argument may be a keyword one)."""
+    for n in ast.walk(tree.module):
+        t = type(n)
+        if t is ast.Assign:
+            if type(n.value) is ast.Constant and n.value.value is True and any(
+                    type(x) is ast.Attribute and x.attr == "daemon" for x in n.targets):
+                return True
+        elif t is ast.Call:
+            if type(n.func) is ast.Attribute and n.func.attr == "setDaemon" and any(
+                    type(a) is ast.Constant and a.value is True for a in [*n.args, *(k.value for k in n.keywords)]):
+                return True
+    return False

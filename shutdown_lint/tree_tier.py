@@ -415,6 +415,25 @@ def callee_name(call: ast.Call) -> Optional[str]:
     return None
 
 
+def function_names(expr: ast.AST) -> set[str]:
+    """Names of the same-module functions the facts' ``resolve_function(expr)`` could
+    return: ``f``, the attribute of ``x.m``, and for a call (``functools.partial(f, ...)``)
+    those of every argument (libcst's first argument may be a ``*a`` or a keyword one)."""
+    t = type(expr)
+    if t is ast.Name:
+        return {expr.id}
+    if t is ast.Attribute:
+        return {expr.attr}
+    if t is ast.Starred:
+        return function_names(expr.value)
+    if t is ast.Call:
+        out: set[str] = set()
+        for a in [*expr.args, *(k.value for k in expr.keywords)]:
+            out |= function_names(a)
+        return out
+    return set()
+
+
 def keyword(call: ast.Call, name: str) -> Optional[ast.AST]:
     for k in call.keywords:
         if k.arg == name:

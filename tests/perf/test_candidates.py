@@ -8,6 +8,7 @@ example is ruled out by its own declaration is a bug in the declaration.
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -546,3 +547,185 @@ def test_shd105_tier2_needs_a_cancel_in_a_coroutine(source, candidate):
     """SHD105's tier 2: a ``.cancel()`` called directly in an ``async def``; findings agree with
     the tiers on and off."""
     _tier2_decides("SHD105", source, candidate)
+
+
+@pytest.mark.parametrize("source,candidate", [
+    (textwrap.dedent("""
+    import asyncio, signal
+    ev = asyncio.Event()
+    def _really_stop():
+        ev.set()
+    def _stop():
+        _really_stop()
+    def on_term(signum, frame):
+        _stop()
+    signal.signal(signal.SIGTERM, on_term)
+    """), True),
+    (textwrap.dedent("""
+    import asyncio, signal
+    ev = asyncio.Event()
+    flags = {"stop": False}
+    async def stopper():
+        ev.set()
+    def on_term(signum, frame):
+        flags["stop"] = True
+    signal.signal(signal.SIGTERM, on_term)
+    """), False),
+    (textwrap.dedent("""
+    import asyncio, signal
+    ev = asyncio.Event()
+    async def on_term(signum, frame):
+        ev.set()
+    signal.signal(signal.SIGTERM, on_term)
+    """), False),
+    (textwrap.dedent("""
+    import asyncio, signal
+    loop = asyncio.new_event_loop()
+    ev = asyncio.Event()
+    signal.signal(signal.SIGTERM, lambda s, f: loop.call_soon(ev.set))
+    """), True),
+    (textwrap.dedent("""
+    import asyncio
+    from signal import signal as install, SIGINT
+    loop = asyncio.get_event_loop()
+    halt = loop.stop
+    def on_int(signum, frame):
+        halt()
+    install(SIGINT, on_int)
+    """), True),
+    (textwrap.dedent("""
+    import asyncio
+    from signal import signal as install, SIGINT
+    loop = asyncio.get_event_loop()
+    check = loop.is_running
+    def on_int(signum, frame):
+        print(check())
+    install(SIGINT, on_int)
+    """), False),
+    (textwrap.dedent("""
+    import asyncio, functools, signal
+    class W:
+        def __init__(self):
+            self.q = asyncio.Queue()
+            signal.signal(signal.SIGTERM, functools.partial(self.on_term, 1))
+        def on_term(self, n, signum, frame):
+            self.q.put_nowait(n)
+    """), True),
+    (textwrap.dedent("""
+    import asyncio, signal
+    def on_term(signum, frame):
+        for t in asyncio.all_tasks():
+            t.cancel()
+    signal.signal(signal.SIGTERM, on_term)
+    """), True),
+    (textwrap.dedent("""
+    import asyncio, signal
+    TASKS = []
+    def on_term(signum, frame):
+        for t in TASKS:
+            t.cancel()
+    signal.signal(signal.SIGTERM, on_term)
+    """), False),
+    (textwrap.dedent("""
+    import asyncio, signal
+    async def main():
+        ev = asyncio.Event()
+        def on_term():
+            ev.set()
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, on_term)
+    """), False),
+])
+def test_shd405_tier2_needs_a_handler_that_may_touch_the_loop(source, candidate):
+    """SHD405's tier 2: a ``signal.signal`` call with two arguments whose handler (a lambda, or the
+    sync functions it reaches by name) may call a loop-touching method, a loop method that is
+    not thread-safe, or cancel the tasks of ``all_tasks()``; findings agree with the tiers on
+    and off."""
+    _tier2_decides("SHD405", source, candidate)
+
+
+@pytest.mark.parametrize("source,candidate", [
+    (textwrap.dedent("""
+    import asyncio, threading
+    def c():
+        asyncio.run(serve())
+    def b():
+        c()
+    def a():
+        b()
+    def target():
+        a()
+    threading.Thread(target=target, daemon=True).start()
+    """), True),
+    (textwrap.dedent("""
+    import asyncio, threading
+    def d():
+        asyncio.run(serve())
+    def c():
+        d()
+    def b():
+        c()
+    def a():
+        b()
+    def target():
+        a()
+    threading.Thread(target=target, daemon=True).start()
+    """), False),
+    (textwrap.dedent("""
+    import asyncio, threading
+    loop = asyncio.new_event_loop()
+    threading.Thread(target=loop.run_forever, daemon=False).start()
+    """), False),
+    (textwrap.dedent("""
+    import asyncio
+    from threading import Thread
+    def run_loop():
+        asyncio.run(serve())
+    t = Thread(target=run_loop)
+    t.daemon = True
+    t.start()
+    """), True),
+    (textwrap.dedent("""
+    import asyncio
+    from threading import Thread
+    def run_loop():
+        asyncio.run(serve())
+    t = Thread(target=run_loop)
+    t.daemon = False
+    t.start()
+    """), False),
+    (textwrap.dedent("""
+    import asyncio, threading, time
+    def beat():
+        while True:
+            time.sleep(1)
+    threading.Thread(target=beat, daemon=True).start()
+    asyncio.run(main())
+    """), False),
+    (textwrap.dedent("""
+    import asyncio as aio, functools, threading
+    loop = aio.new_event_loop()
+    threading.Thread(target=functools.partial(loop.run_until_complete, main()), daemon=True).start()
+    """), True),
+    (textwrap.dedent("""
+    import asyncio, threading
+    def run_loop():
+        asyncio.run(serve())
+    threading.Thread(target=lambda: run_loop(), daemon=True).start()
+    """), False),
+    (textwrap.dedent("""
+    import asyncio, threading
+    loop = asyncio.new_event_loop()
+    opts = {"daemon": True}
+    threading.Thread(target=loop.run_forever, **opts).start()
+    """), False),
+    (textwrap.dedent("""
+    import asyncio, runtime_guard
+    loop = asyncio.new_event_loop()
+    runtime_guard.LoopThread(target=loop.run_forever, daemon=True).start()
+    """), False),
+])
+def test_shd407_tier2_needs_a_daemon_thread_that_may_run_a_loop(source, candidate):
+    """SHD407's tier 2: a ``threading.Thread`` call that may make a daemon (``daemon=True``, or an
+    assigned thread in a module that sets ``.daemon = True``/``setDaemon(True)``) with a target
+    that may run a loop within three calls; findings agree with the tiers on and off."""
+    _tier2_decides("SHD407", source, candidate)
