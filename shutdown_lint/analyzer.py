@@ -185,6 +185,11 @@ class Analysis:
     warnings: list[str] = field(default_factory=list)
 
     @cached_property
+    def _import_heads(self) -> dict:
+        """The import block with each set of fix imports added (``edits.fixed_code``)."""
+        return {}
+
+    @cached_property
     def lines(self) -> list[str]:
         return self.text.splitlines()
 
@@ -220,11 +225,11 @@ class Analysis:
             if with_edits:
                 # edits imports libcst.codemod, whose libcst.matchers import costs ~0.9 s:
                 # paid only by a process that renders a fix
-                from .edits import apply_fixes, text_edits
+                from .edits import fix_text_edits
 
                 try:
-                    fixed = apply_fixes(self.module, [finding.fix], self.facts).code
-                    edits = text_edits(self.text, fixed)
+                    edits = fix_text_edits(self.module, self.text, [finding.fix], self.facts, self.positions,
+                                           self._import_heads)
                 except Exception:  # a fix that cannot render is reported without edits
                     edits = []
             fix = {

@@ -72,6 +72,10 @@ class _Apply(cst.CSTTransformer):
                 elif isinstance(e, InsertAfter):
                     self.after.setdefault(e.anchor, []).extend(e.statements)
 
+    def pending(self, root: cst.CSTNode) -> bool:
+        """Some edit targets ``root`` itself (it must be transformed from its parent)."""
+        return root in self.replace or root in self.before or root in self.after
+
     def on_leave(self, original_node, updated_node):  # type: ignore[override]
         result = self.replace.get(original_node, updated_node)
         if result is not updated_node:
@@ -180,20 +184,153 @@ def _add_imports(module: cst.Module, context: CodemodContext) -> cst.Module:
     return done.with_changes(body=[*done.body, *tail])
 
 
+def fixed_code(module: cst.Module, text: str, fixes: Sequence[Fix], facts: ModuleFacts, positions,
+               heads: dict | None = None) -> str:
+    """The module's text with ``fixes`` applied: ``apply_fixes(...).code``, computed by
+    rendering only what changes when it can. A fix's edits sit in one function or block of
+    a large file, yet the whole transform and render cost ~0.7 s per finding on a
+    4,700-line file (the JSON and SARIF output and the language server render every fix).
+    Here the innermost compound statement holding every edited node is transformed and
+    rendered alone, in its place in the source text (``Positions.span`` checks the place),
+    and imports are added to the import block with a stand-in for the statement after it
+    (``heads``: the new import blocks of this module by the imports added, kept by the
+    caller across the findings of one file). Anything it cannot place takes the
+    whole-module path."""
+    patches = _patches(module, text, fixes, facts, positions, {} if heads is None else heads)
+    if patches is None:
+        return apply_fixes(module, fixes, facts).code
+    out, at = [], 0
+    for start, end, new in patches:
+        out += [text[at:start], new]
+        at = end
+    return "".join(out) + text[at:]
+
+
+def fix_text_edits(module: cst.Module, text: str, fixes: Sequence[Fix], facts: ModuleFacts, positions,
+                   heads: dict | None = None) -> list[dict]:
+    """``text_edits(text, fixed_code(...))``: when the fix is rendered in place, each changed
+    region is diffed alone (the diff of a 4,700-line text cost more than the render)."""
+    patches = _patches(module, text, fixes, facts, positions, {} if heads is None else heads)
+    if patches is None:
+        return text_edits(text, apply_fixes(module, fixes, facts).code)
+    out: list[dict] = []
+    for start, end, new in patches:
+        before = text.count("\n", 0, start)  # the regions start at line starts
+        for e in text_edits(text[start:end], new):
+            e["location"]["row"] += before
+            e["end_location"]["row"] += before
+            out.append(e)
+    return out
+
+
+def _patches(module, text, fixes, facts, positions, heads: dict) -> list[tuple[int, int, str]] | None:
+    """(start, end, new text) of the regions of ``text`` the fixes change, in order, each
+    from a line start to a line start; None when they cannot be placed."""
+    edits = [e for fix in fixes for e in fix.edits]
+    nodes = [n for e in edits if (n := _targets(e)[1]) is not None]
+    imports = [e for e in edits if isinstance(e, AddImport)]
+    if not nodes or positions is None or not hasattr(positions, "span"):
+        return None
+    unit = None
+    for candidate in _units(module, facts, nodes):
+        found = positions.span(candidate)
+        if found is not None:
+            unit, (start, end, indents) = candidate, found
+            break
+    if unit is None:
+        return None
+    apply = _Apply(fixes)
+    new_unit = unit.with_changes(leading_lines=()).visit(apply)
+    if not isinstance(new_unit, cst.CSTNode) or apply.pending(unit):
+        return None
+    from .positions import render
+
+    patches = [(start, end, render(module, new_unit, indents))]
+    if imports:
+        key = tuple(sorted({(i.module, i.obj or "", i.asname or "") for i in imports}))
+        if key not in heads:
+            heads[key] = _import_head(module, text, imports)
+        found_head = heads[key]
+        if found_head is None:
+            return None
+        head_end, head = found_head
+        if head_end > start:
+            return None
+        patches.insert(0, (0, head_end, head))
+    return patches
+
+
+def _units(module: cst.Module, facts: ModuleFacts, nodes: list) -> list:
+    """Compound statements that hold every edited node (none of them edited itself),
+    innermost first."""
+    chains = []
+    for node in nodes:
+        chain = chain_from_top(module, facts.parent, node)
+        if chain is None:
+            return []
+        chains.append(chain)
+    common = []
+    for level in zip(*chains):
+        if any(n is not level[0] for n in level):
+            break
+        common.append(level[0])
+    edited = {id(n) for n in nodes}
+    return [n for n in reversed(common) if isinstance(n, cst.BaseCompoundStatement) and id(n) not in edited]
+
+
+def _import_head(module: cst.Module, text: str, imports: list) -> tuple[int, str] | None:
+    """(end, new text) of the module's import block with ``imports`` added: what
+    ``_add_imports`` does to ``text[:end]``, computed with a ``pass`` standing in for the
+    statement after the block (its leading lines kept), which AddImportsVisitor only reads
+    as the first statement that is not an import (and gives an empty line above)."""
+    body = list(module.body)
+    k = 0
+    while k < len(body) and _is_header_statement(body[k]):
+        k += 1
+    if k >= len(body):
+        return None
+    after = body[k]
+    leading = tuple(getattr(after, "leading_lines", ()))
+    # (``has_trailing_newline``: a file whose last line has no newline must not shorten the block)
+    block = module.with_changes(body=body[:k], footer=(), has_trailing_newline=True)
+    old = block.code + "".join(module.code_for_node(x) for x in leading)
+    if not text.startswith(old):
+        return None
+    stand_in = cst.SimpleStatementLine([cst.Pass()], leading_lines=leading)
+    context = CodemodContext()
+    for imp in imports:
+        AddImportsVisitor.add_needed_import(context, imp.module, imp.obj, imp.asname)
+    done = AddImportsVisitor(context).transform_module(block.with_changes(body=[*body[:k], stand_in]))
+    last = done.body[-1] if done.body else None
+    if not isinstance(last, cst.SimpleStatementLine) or not last.with_changes(leading_lines=()).deep_equals(
+            stand_in.with_changes(leading_lines=())):
+        return None
+    new = done.with_changes(body=done.body[:-1]).code + "".join(module.code_for_node(x) for x in last.leading_lines)
+    return len(old), new
+
+
 def text_edits(old: str, new: str) -> list[dict]:
     """Line-granular text edits turning ``old`` into ``new`` (1-based, end exclusive at
-    column 1 of ``end_line``), for JSON/SARIF output."""
+    column 1 of ``end_line``), for JSON/SARIF output. Lines common to both ends are
+    skipped before the diff (on a large file the diff of the whole text cost ~0.15 s)."""
     a = old.splitlines(keepends=True)
     b = new.splitlines(keepends=True)
+    lo = 0
+    while lo < len(a) and lo < len(b) and a[lo] == b[lo]:
+        lo += 1
+    hi = 0
+    while hi < len(a) - lo and hi < len(b) - lo and a[-1 - hi] == b[-1 - hi]:
+        hi += 1
     out = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    matcher = difflib.SequenceMatcher(None, a[lo:len(a) - hi], b[lo:len(b) - hi], autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             continue
         out.append(
             {
-                "content": "".join(b[j1:j2]),
-                "location": {"row": i1 + 1, "column": 1},
-                "end_location": {"row": i2 + 1, "column": 1},
+                "content": "".join(b[lo + j1:lo + j2]),
+                "location": {"row": lo + i1 + 1, "column": 1},
+                "end_location": {"row": lo + i2 + 1, "column": 1},
             }
         )
     return out

@@ -129,6 +129,31 @@ class Positions:
         self._done.add(id(stmt))
         return True
 
+    def span(self, stmt: cst.CSTNode) -> tuple[int, int, list[str]] | None:
+        """(start, end, indents) of ``stmt`` in the source text, its leading blank and comment
+        lines excluded, and the indent tokens of its block: where a rendering of a changed
+        ``stmt`` goes (the JSON edits of a fix). None when the ``ast`` cannot place it (then
+        render the whole module)."""
+        chain = chain_from_top(self.module, self._parent_of, stmt)
+        if chain is None or self._tree is None:
+            return None
+        for found, line, indents in self._enclosing(chain):
+            if found is not stmt:
+                continue
+            offsets = self._offsets()
+            if line < 1 or line - 1 >= len(offsets):
+                return None
+            whole = render(self.module, stmt, indents)
+            start = offsets[line - 1]
+            if not self.text.startswith(whole, start):
+                return None
+            own = render(self.module, stmt.with_changes(leading_lines=()), indents)
+            end = start + len(whole)
+            if not whole.endswith(own):
+                return None
+            return end - len(own), end, indents
+        return None
+
     def _offsets(self) -> list[int]:
         if self._line_offsets is None:
             offsets, pos = [0], 0
@@ -137,6 +162,16 @@ class Positions:
                 offsets.append(pos)
             self._line_offsets = offsets
         return self._line_offsets
+
+
+def render(module: cst.Module, node: cst.CSTNode, indents: list[str]) -> str:
+    """``node``'s code as ``module`` writes it inside blocks indented by ``indents``."""
+    from libcst._nodes.internal import CodegenState
+
+    state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
+    state.indent_tokens.extend(indents)
+    node._codegen(state)
+    return "".join(state.tokens)
 
 
 def _locate(statements, ast_statements, target):
