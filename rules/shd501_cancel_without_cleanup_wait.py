@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import ast
 from typing import Optional
 
 import libcst as cst
 
 from shutdown_lint import candidates as C
+from shutdown_lint import tree_tier as T
 from shutdown_lint.facts import RAY_REMOTE
+from shutdown_lint.facts.exit_paths import EXIT_FUNCTIONS
 from shutdown_lint.rule import Fix, InsertAfter, InsertBefore, Invalid, Option, Replace, Rule
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
@@ -94,7 +97,7 @@ class CancelWithoutCleanupWait(Rule):
     # tier 1: ray.cancel then exit
     candidate = C.qualified("ray.cancel")
     # tier 2: a call that may be ``ray.cancel`` with a positional argument (the refs)
-    candidate_tree = staticmethod(lambda tree: _may_cancel_refs(tree))
+    candidate_tree = staticmethod(lambda tree: _may_cancel_then_exit(tree))
     facts_needed = ("functions", "calls", "execution")
     options = {
         "cleanup_timeout": Option(
@@ -654,6 +657,158 @@ def _wait_statement(refs: cst.BaseExpression, timeout_arg: cst.Arg) -> cst.Simpl
     return cst.SimpleStatementLine([cst.Expr(guard_call("ray.wait_for_cleanup", [_first_arg(refs), timeout_arg]))])
 
 
-def _may_cancel_refs(tree) -> bool:
-    """Tier 2 (``tree_tier``): the rule reports only a ``ray.cancel(refs...)`` call."""
-    return any(c.args and tree.may_call_any(c, ("ray.cancel",)) for c in tree.all_calls())
+# ------------------------------------------------------------------ candidate tier 2 (ast)
+_CANCEL = ("ray.cancel",)
+_REMOTE = ("ray.remote", "ray.actor.remote")
+#: last words of rules.shd403's ``_INTERRUPT_TYPES`` (builtins.KeyboardInterrupt / BaseException)
+_INTERRUPT_WORDS = frozenset({"KeyboardInterrupt", "BaseException"})
+
+
+def _cooperative_cancels(tree, calls):
+    """``ray.cancel`` candidates the rule's ``visit_Call`` goes past: a call that may be
+    ``ray.cancel``, not in a lambda, with a positional argument (``*refs`` and ``**kw`` too:
+    libcst gives those ``keyword=None``), not forced (the first ``force=`` keyword is absent
+    or the literal ``False``; ``0``/``None`` count as forced there too; a ``force`` keyword not
+    provably written so is ignored, see ``_written_force``)."""
+    out = []
+    for c, _, lam in calls:
+        if lam or not (c.args or any(k.arg is None for k in c.keywords)):
+            continue
+        force = next((k for k in c.keywords if k.arg == "force"), None)
+        if force is not None and _written_force(force) and not (
+                isinstance(force.value, ast.Constant) and force.value.value is False):
+            continue
+        if tree.may_call_any(c, _CANCEL):
+            out.append(c)
+    return out
+
+
+def _written_force(k: ast.keyword) -> bool:
+    """The keyword is written ``force=`` exactly: ``ast`` NFKC-normalises identifiers while
+    libcst (the rule's ``_forced``) compares them as written (``ｆorce=True`` is not ``force``);
+    ``force`` holds no character sequence a non-ASCII identifier character of equal UTF-8
+    length normalises to, so a span of exactly ``len("force=")`` bytes is ASCII ``force=``."""
+    return k.lineno == k.value.lineno and k.value.col_offset - k.col_offset == len("force=")
+
+
+def _remote_roots(tree) -> set[str]:
+    """Names of functions the facts may give ``RAY_REMOTE``: decorated with something that
+    may be ``ray.remote`` (called or not), methods of a class so decorated, and anything
+    named inside the arguments of a call that may be ``ray.remote`` / ``ray.remote(...)(x)``
+    (a function, or a class whose methods then count)."""
+    def remote_decorator(node) -> bool:
+        for d in node.decorator_list:
+            if "remote" in tree.words(d.func if isinstance(d, ast.Call) else d):
+                return True
+        return False
+
+    roots = {fn.name for fn in tree.functions if remote_decorator(fn.node)}
+    handed: set[str] = set()
+    for c in tree.all_calls():
+        if tree.may_call_any(c, _REMOTE) or (isinstance(c.func, ast.Call) and tree.may_call_any(c.func, _REMOTE)):
+            for a in [*c.args, *(k.value for k in c.keywords)]:
+                for n in ast.walk(a):
+                    if isinstance(n, ast.Name):
+                        handed.add(n.id)
+                    elif isinstance(n, ast.Attribute):
+                        handed.add(n.attr)
+    roots |= {fn.name for fn in tree.functions if fn.name in handed}
+    for cls in tree.classes:
+        if cls.name in handed or remote_decorator(cls):
+            roots |= {m.name for m in tree.methods.get(id(cls), ())}
+    return roots
+
+
+def _covers(start: int, end: int, line: int) -> bool:
+    return start <= line <= end
+
+
+def _may_cancel_then_exit(tree) -> bool:
+    """Tier 2 for SHD501: a cooperative ``ray.cancel(refs)`` that may be followed, in its own
+    code, by an exit the rule counts.
+
+    The rule reports a cancel (``visit_Call``) only when ``_after`` finds, climbing from the
+    cancel's statement through enclosing blocks but never past its ``def``/class body:
+    - the end of the module (``the end of the driver``): only for module-level code -> clause
+      (a): any candidate outside every ``def`` (module or class-body code) keeps the file;
+    - an exit-call statement (``sys.exit``... ``is_exit``: ``EXIT_FUNCTIONS``), counted
+      whatever ``ends_process`` is, unless in a worker -> clause (b): an exit call in the same
+      function at or after the cancel's line;
+    - a ``raise`` when ``ends_process`` (in a Ray worker with a remote entry, in an interrupt
+      handler / ``finally``, or in driver code) -> clause (c): a ``raise`` of the same function
+      at or after the cancel's line, and the function may be a worker (reachable by name from
+      a possible ``RAY_REMOTE`` root), or the cancel's line lies in a ``finally``/interrupt
+      handler of the function, or the function may be driver code (``driver_names``);
+    - a ``return`` in a handler (``in_handler``) when ``ends_process`` and not in a worker ->
+      clause (d): a ``return`` in the function at or after the cancel's line, and the cancel
+      lies in a ``finally``/interrupt handler or the function may be driver code.
+    Everything else returns None before ``self.report``. No clause reads other modules: the
+    facts the rule uses (contexts, driver, qualified names) are all of this module.
+    """
+    module_cancels = _cooperative_cancels(tree, tree.module_calls)
+    if module_cancels:
+        return True  # (a)
+    todo = []
+    for fn in tree.functions:
+        cancels = _cooperative_cancels(tree, fn.calls)
+        if cancels:
+            todo.append((fn, min(c.lineno for c in cancels), cancels))
+    if not todo:
+        return False
+    drivers = workers = None
+    for fn, first, cancels in todo:
+        # (b) an exit call after the first cancel
+        if any(c.lineno >= first and tree.may_call_any(c, EXIT_FUNCTIONS) for c, _, _ in fn.calls):
+            return True
+        if any(_in_handler(fn, c.lineno) for c in cancels):
+            return True  # (e) in a handler: see _in_handler
+        raises = any(r.lineno >= first for r in fn.raises)
+        returns = bool(fn.trys) and any(
+            isinstance(n, ast.Return) and n.lineno >= first for n in ast.walk(fn.node))
+        if not raises and not returns:
+            continue
+        if any(_in_interrupt_block(tree, fn, c.lineno) for c in cancels):
+            return True  # (c)/(d) in an interrupt handler or finally
+        if drivers is None:
+            drivers = T.driver_names(tree)
+        if fn.name in drivers:
+            return True  # (c)/(d) driver code
+        if raises:
+            if workers is None:
+                roots = _remote_roots(tree)
+                workers = tree.reachable_names(roots) if roots else set()
+            if fn.name in workers:
+                return True  # (c) in a Ray worker
+    return False
+
+
+def _in_interrupt_block(tree, fn, line: int) -> bool:
+    """The call at ``line`` may sit in a ``finally`` or in an interrupt handler (bare
+    ``except``, or a type that may be ``KeyboardInterrupt``/``BaseException``) of ``fn``."""
+    for t in fn.trys:
+        if t.finalbody and _covers(t.finalbody[0].lineno, t.finalbody[-1].end_lineno, line):
+            return True
+        for h in t.handlers:
+            if not _covers(h.lineno, h.end_lineno, line):
+                continue
+            if h.type is None:
+                return True
+            types = h.type.elts if isinstance(h.type, ast.Tuple) else [h.type]
+            for typ in types:
+                if isinstance(typ, ast.Starred):
+                    typ = typ.value
+                if tree.words(typ) & _INTERRUPT_WORDS:
+                    return True
+    return False
+
+
+def _in_handler(fn, line: int) -> bool:
+    """The call at ``line`` may sit in an ``except`` or ``finally`` block of ``fn``. (e): not
+    needed by ``_after`` as written (its branch for the end of an entry function is never
+    reached), kept so that this condition stays sound if that branch comes back."""
+    for t in fn.trys:
+        if t.finalbody and _covers(t.finalbody[0].lineno, t.finalbody[-1].end_lineno, line):
+            return True
+        if any(_covers(h.lineno, h.end_lineno, line) for h in t.handlers):
+            return True
+    return False

@@ -729,3 +729,18 @@ def test_shd407_tier2_needs_a_daemon_thread_that_may_run_a_loop(source, candidat
     assigned thread in a module that sets ``.daemon = True``/``setDaemon(True)``) with a target
     that may run a loop within three calls; findings agree with the tiers on and off."""
     _tier2_decides("SHD407", source, candidate)
+
+
+def _near_misses():
+    from tests.perf.tier2_cases import CASES
+
+    for code, cases in CASES.items():
+        for i, (source, candidate) in enumerate(cases):
+            yield pytest.param(code, source, candidate, id=f"{code}-{i}")
+
+
+@pytest.mark.parametrize("code,source,candidate", list(_near_misses()))
+def test_tier2_near_misses(code, source, candidate):
+    """Each rule's tier-2 condition on its near misses (``tier2_cases.py``); findings agree
+    with the tiers on and off."""
+    _tier2_decides(code, source, candidate)
