@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import ast
 from typing import Optional, Union
 
 import libcst as cst
@@ -7,6 +8,7 @@ import libcst as cst
 from shutdown_lint.candidates import qualified
 from shutdown_lint.facts import FunctionInfo, reachable
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
+from shutdown_lint.tree_tier import positional_args
 
 from ._exits import child_process_reason, rule_runs_here
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call, strip_trailing_comma
@@ -106,6 +108,8 @@ class OsExitSkipsCleanup(Rule):
     summary = "`os._exit()` on an interrupt, signal or error path skips `finally`, `atexit` and buffered writes"
     triggers = ("_exit",)
     candidate = qualified("os._exit")
+    # tier 2: an os._exit in an except/finally block or reached from a signal handler
+    candidate_tree = staticmethod(lambda tree: _may_os_exit_on_cleanup_path(tree))
     facts_needed = ("functions", "calls", "parents")
 
     valid = [
@@ -428,3 +432,75 @@ def _is_zero(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.Attribute):
         return expr.attr.value in ("EX_OK", "EXIT_SUCCESS")
     return False
+
+
+# ------------------------------------------------------------------ candidate tier 2 (ast)
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_TRYS = (ast.Try, getattr(ast, "TryStar", ast.Try))
+
+
+def _may_os_exit_on_cleanup_path(tree) -> bool:
+    """The one report path (``visit_Call``) needs a call whose ``call_name`` is ``os._exit``
+    (``may_call_any``: last word ``_exit`` through every alias) for which ``_path`` is not None:
+
+    1. ``in_cleanup_block``: it sits in an ``except`` handler's body or a ``finally`` block
+       with no ``def``/``lambda`` in between (a class body does not stop it);
+    2. ``_in_signal_handler``: it sits (at any depth) in a lambda given as the second
+       positional argument (``*x``/``**x`` counted as libcst does) of a ``signal``/
+       ``add_signal_handler`` call, or its function (not in a lambda) is reached by calls, by
+       name, from a function named in that argument (``resolve_function``: a name,
+       ``self.m``/``Cls.m``, ``partial(f)``; then ``reachable`` over ``callees``).
+
+    The exclusions (``child_process_reason``, ``_in_deadline_timer``) are not used: keeping a
+    file is always sound."""
+    exits = {id(c) for c in tree.all_calls() if tree.may_call_any(c, ("os._exit",))}
+    if not exits:
+        return False
+    # 1. an except handler's body or a finally block, up to the innermost def/lambda
+    blocks = [h.body for h in tree.handlers]
+    blocks += [n.finalbody for n in ast.walk(tree.module) if type(n) in _TRYS and n.finalbody]
+    stop = (*_DEFS, ast.Lambda)
+    for body in blocks:
+        todo = [s for s in body if not isinstance(s, stop)]
+        while todo:
+            n = todo.pop()
+            if type(n) is ast.Call and id(n) in exits:
+                return True
+            todo.extend(c for c in ast.iter_child_nodes(n) if not isinstance(c, stop))
+    # 2. a signal handler and what it calls
+    names: set[str] = set()
+    for call in tree.all_calls():
+        args = positional_args(call)
+        if len(args) < 2 or not (tree.may_call(call, "signal") or tree.may_call(call, "add_signal_handler")):
+            continue
+        handler = args[1]
+        if type(handler) is ast.Lambda:
+            if any(type(n) is ast.Call and id(n) in exits for n in ast.walk(handler)):
+                return True
+            continue
+        names |= _words_in(handler)
+    if not names:
+        return False
+    seen: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for fn in tree.functions:
+            if fn.name in names and id(fn) not in seen:
+                seen.add(id(fn))
+                changed = True
+                for c, _, in_lambda in fn.calls:
+                    if not in_lambda and id(c) in exits:
+                        return True
+                    names |= _words_in(c.func)
+    return False
+
+
+def _words_in(expr: ast.AST) -> set[str]:
+    out = set()
+    for n in ast.walk(expr):
+        if type(n) is ast.Name:
+            out.add(n.id)
+        elif type(n) is ast.Attribute:
+            out.add(n.attr)
+    return out

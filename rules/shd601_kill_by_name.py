@@ -397,30 +397,98 @@ def _is_sigkill(rule: Rule, call: cst.Call) -> bool:
 
 
 # ------------------------------------------------------------------ candidate tier 2 (ast)
-#: last words of COMMAND_CALLS
-_COMMAND_WORDS = frozenset(n.rsplit(".", 1)[-1] for n in COMMAND_CALLS)
 _TOOL_WORDS = ("pkill", "killall", "pgrep")
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+#: what a shell escape in an f-string's raw text (libcst keeps it raw) reads as in shlex
+_UNESCAPE = str.maketrans({"\a": "a", "\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t", "\v": "v",
+                           "'": None, '"': None, "\\": None})
 
 
 def _may_kill_by_name(tree) -> bool:
-    """``_check_command`` reads the tool's name from string literals (``_literal``: a string, an
-    f-string's text, a list of them) in a command call; ``_check_process_iter`` needs a
-    ``process_iter()`` call and a kill call (``_is_kill``) in its loop."""
-    named = runs = iterates = kills = False
-    for n in ast.walk(tree.module):
+    """True unless neither report path of SHD601 can fire:
+
+    1. ``_check_command``: a call that may be one of ``COMMAND_CALLS`` (``may_call_any``) whose
+       command (the first positional argument, ``*x``/``**x`` included as libcst counts them,
+       else ``args=``) holds a string literal naming ``pkill``/``killall``/``pgrep``: every word
+       ``_command_words`` reads comes from a string (``_literal``) inside that expression, and
+       a shell word ``pkill`` (``shlex`` drops quotes and backslashes) is in the literal's text
+       once quotes and backslashes are dropped (``_named``).
+    2. ``_check_process_iter``: a ``for`` loop whose iterator holds a ``process_iter()`` call and
+       whose body (not a nested def) holds a call ``_is_kill`` may accept (``.kill()``,
+       ``.terminate()``, ``.send_signal()``, ``os.kill``/``os.killpg`` through aliases); unless
+       the iterator is a comprehension (the name test is its ``if``), the kill must sit under
+       an ``if`` whose test spells ``name``/``cmdline``/``exe`` (``_matches_name``).
+    """
+    for call in tree.all_calls():
+        if (call.args or call.keywords) and _command_names_tool(call) and tree.may_call_any(call, COMMAND_CALLS):
+            return True
+    if not tree.mentions(("process_iter",)):
+        return False
+    for node in ast.walk(tree.module):
+        if type(node) in (ast.For, ast.AsyncFor) and any(
+                type(c) is ast.Call and tree.may_call(c, "process_iter") for c in ast.walk(node.iter)):
+            if _kills_in(tree, node.body, matched=type(node.iter) in _COMPREHENSIONS):
+                return True
+    return False
+
+
+# ------------------------------------------------------------------ path 1
+def _command_names_tool(call: ast.Call) -> bool:
+    args = [a.value if type(a) is ast.Starred else a for a in call.args]
+    args += [k.value for k in call.keywords if k.arg is None]
+    cmd = args[0] if args else next((k.value for k in call.keywords if k.arg == "args"), None)
+    if cmd is None:
+        return False
+    for n in ast.walk(cmd):
+        t = type(n)
+        if t is ast.Constant and type(n.value) is str and _named(n.value):
+            return True
+        if t is ast.JoinedStr:  # libcst's text: the parts, each placeholder as "{}"
+            text = "".join(v.value if type(v) is ast.Constant and type(v.value) is str else "{}" for v in n.values)
+            if _named(text):
+                return True
+    return False
+
+
+def _named(text: str) -> bool:
+    text = text.translate(_UNESCAPE)
+    return any(w in text for w in _TOOL_WORDS)
+
+
+# ------------------------------------------------------------------ path 2
+def _kills_in(tree, body: list, matched: bool) -> bool:
+    """A kill call under ``body`` (not in a nested def), under an ``if`` testing a process's
+    name unless ``matched``."""
+    todo = [(s, matched) for s in body if type(s) not in _DEFS]
+    while todo:
+        node, ok = todo.pop()
+        t = type(node)
+        if t is ast.If and not ok:
+            ok = _tests_name(node.test)
+        elif t is ast.Call and ok:
+            func = node.func
+            if (type(func) is ast.Attribute and func.attr in _KILL_METHODS) or tree.may_call(node, "kill") \
+                    or tree.may_call(node, "killpg"):
+                return True
+        for child in ast.iter_child_nodes(node):
+            if type(child) not in _DEFS:
+                todo.append((child, ok))
+    return False
+
+
+def _tests_name(test: ast.AST) -> bool:
+    """libcst's ``_mentions(test, {"name", "cmdline", "exe"})``: a ``Name`` node (an identifier,
+    an attribute, a keyword or a parameter) or a string containing one of them."""
+    for n in ast.walk(test):
         t = type(n)
         if t is ast.Constant:
-            v = n.value
-            if type(v) is bytes:
-                v = v.decode("latin-1")
-            if type(v) is str and any(w in v for w in _TOOL_WORDS):
-                named = True
-        elif t is ast.Call:
-            func = n.func
-            runs = runs or any(tree.may_call(n, w) for w in _COMMAND_WORDS)
-            iterates = iterates or tree.may_call(n, "process_iter")
-            kills = kills or (type(func) is ast.Attribute and func.attr in _KILL_METHODS) or tree.may_call(
-                n, "kill") or tree.may_call(n, "killpg")
-        if (named and runs) or (iterates and kills):
+            # a libcst ``SimpleString`` piece of an implicit concatenation is a part of the value
+            if type(n.value) is str and any(w in n.value for w in _NAME_ACCESSORS):
+                return True
+            continue
+        word = n.id if t is ast.Name else n.attr if t is ast.Attribute else n.arg if t in (ast.keyword, ast.arg) \
+            else None
+        if word in _NAME_ACCESSORS:
             return True
     return False

@@ -434,6 +434,15 @@ def function_names(expr: ast.AST) -> set[str]:
     return set()
 
 
+def positional_args(call: ast.Call) -> list[ast.AST]:
+    """The arguments libcst gives no keyword (``[a.value for a in call.args if a.keyword is
+    None]``): the positional ones, ``*x`` and ``**x`` included (as ``x``), in source order
+    (``**x`` comes last)."""
+    out = [a.value if type(a) is ast.Starred else a for a in call.args]
+    out += [k.value for k in call.keywords if k.arg is None]
+    return out
+
+
 def keyword(call: ast.Call, name: str) -> Optional[ast.AST]:
     for k in call.keywords:
         if k.arg == name:

@@ -428,23 +428,6 @@ def test_shd202_tier2(source, candidate):
 
 
 @pytest.mark.parametrize("source,candidate", [
-    ("import subprocess\nsubprocess.run(['pkill', '-f', 'vllm'])\n", True),
-    ("import os\nos.system(f'pkill -9 -f {name}')\n", True),
-    ("from subprocess import check_output as co\nco('kill $(pgrep -f x)', shell=True)\n", True),
-    ("import subprocess\nHELP = 'use pkill to stop it'\nprint(HELP)\n", False),  # named, never run
-    ("import subprocess\nsubprocess.run(['ls'])\n# pkill\n", False),  # run, never named
-    ("import psutil\nfor p in psutil.process_iter():\n    if 'x' in p.name():\n        p.kill()\n", True),
-    ("import psutil, os\nfor p in psutil.process_iter():\n    if 'x' in p.name():\n        os.kill(p.pid, 9)\n",
-     True),
-    ("import psutil\nnames = [p.name() for p in psutil.process_iter()]\n", False),  # iterates, never kills
-])
-def test_shd601_tier2(source, candidate):
-    """SHD601's tier 2: a string naming pkill/killall/pgrep and a call that may run a command,
-    or ``process_iter()`` and a call that may kill; findings agree with the tiers on and off."""
-    _tier2_decides("SHD601", source, candidate)
-
-
-@pytest.mark.parametrize("source,candidate", [
     ("import sys, threading\ndef work():\n    sys.exit(1)\nthreading.Thread(target=work).start()\n", True),
     ("from threading import Thread as T\nimport sys\ndef work():\n    sys.exit(1)\nT(target=work).start()\n", True),
     ("import sys, threading, functools\ndef job(x):\n    raise SystemExit(x)\n"

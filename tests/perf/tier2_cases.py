@@ -128,3 +128,54 @@ def stop(ref):
 """, True),
 ]
 
+CASES["SHD601"] = [
+    # --- tests/perf/test_candidates.py::test_shd601_tier2 (same values)
+    ("import subprocess\nsubprocess.run(['pkill', '-f', 'vllm'])\n", True),
+    ("import os\nos.system(f'pkill -9 -f {name}')\n", True),
+    ("from subprocess import check_output as co\nco('kill $(pgrep -f x)', shell=True)\n", True),
+    ("import subprocess\nHELP = 'use pkill to stop it'\nprint(HELP)\n", False),
+    ("import subprocess\nsubprocess.run(['ls'])\n# pkill\n", False),
+    ("import psutil\nfor p in psutil.process_iter():\n    if 'x' in p.name():\n        p.kill()\n", True),
+    ("import psutil, os\nfor p in psutil.process_iter():\n    if 'x' in p.name():\n        os.kill(p.pid, 9)\n", True),
+    ("import psutil\nnames = [p.name() for p in psutil.process_iter()]\n", False),
+    # --- new near misses
+    # the tool named outside the command of a command call
+    ("import subprocess\nHELP = 'pkill -f x'\nsubprocess.run(['ls'])\n", False),
+    ("import subprocess\nsubprocess.run(['ls'], env={'HINT': 'pkill'})\n", False),
+    ("pool.run(['pkill', '-f', 'x'])\n", False),  # not a command call
+    ("import subprocess\nsubprocess.run(args=['pkill', '-f', 'x'])\n", True),
+        # process_iter loops
+    ("import psutil\nprocs = [p for p in psutil.process_iter() if 'x' in p.name()]\nfor p in procs:\n    p.kill()\n",
+     False),
+    ("import psutil\nfor p in psutil.process_iter():\n    if p.pid in mine:\n        p.kill()\n", False),
+    ("import psutil\nfor p in [p for p in psutil.process_iter() if 'x' in p.name()]:\n    p.kill()\n", True),
+    ("import psutil\nfor p in psutil.process_iter():\n    if 'x' in p.name():\n        def later():\n"
+     "            p.kill()\n        hooks.append(later)\n", False),
+    ("import psutil\nfor p in sorted(psutil.process_iter(['cmdline'])):\n    if 'vllm' in ' '.join(p.info['cmd' 'line']):\n"
+     "        p.terminate()\n", True),
+    ("import psutil\nfor p in psutil.process_iter():\n    print(p.name())\nelse:\n    if p.name() == 'x':\n        p.kill()\n",
+     False),  # the for's else is not its body
+]
+
+CASES["SHD204"] = [
+    # the normal path, and a deadline after a graceful shutdown: no handler, no finally, no signal
+    ("import os\nrc = main()\nos._exit(rc)\n", False),
+    ("import os\ndef stop(pending):\n    if pending:\n        os._exit(1)\n", False),
+    # except / finally of the same function
+    ("import os\ntry:\n    run()\nexcept Exception:\n    os._exit(1)\n", True),
+    ("from os import _exit as die\ndef f():\n    try:\n        run()\n    finally:\n        die(0)\n", True),
+    # a def or a lambda inside the handler: not on its path
+    ("import os\ntry:\n    run()\nexcept Exception:\n    def later():\n        os._exit(1)\n    hooks.append(later)\n", False),
+    ("import os, atexit\ntry:\n    run()\nexcept Exception:\n    atexit.register(lambda: os._exit(1))\n", False),
+    # not os._exit
+    ("import sys\ntry:\n    run()\nexcept Exception:\n    sys.exit(1)\n", False),
+    # signal handlers: a lambda, a function, a callee of a handler (any signal)
+    ("import os, signal\nsignal.signal(signal.SIGUSR1, lambda *_: os._exit(1))\n", True),
+    ("import os, signal\ndef die():\n    os._exit(1)\ndef on_term(s, f):\n    flush()\n    die()\n"
+     "signal.signal(signal.SIGTERM, on_term)\n", True),
+    ("import os, signal\ndef die():\n    os._exit(1)\ndef on_term(s, f):\n    flush()\n"
+     "signal.signal(signal.SIGTERM, on_term)\n", False),  # the exiting helper is never called from the handler
+    ("import os, signal\nclass S:\n    def start(self):\n        signal.signal(signal.SIGTERM, self.stop)\n"
+     "    def stop(self, s, f):\n        os._exit(143)\n", True),
+]
+
