@@ -9,6 +9,7 @@ from shutdown_lint import candidates as C
 from shutdown_lint.facts import DRIVER, RETURN, STATUS_ZERO, TORCH_WORKER
 from shutdown_lint.facts.exit_paths import EXIT_FUNCTIONS
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule
+from shutdown_lint.tree_tier import is_main_guard, positional_args
 
 from ._exits import child_process_reason, raises_system_exit, rule_runs_here
 from ._vocabulary import identifier_words
@@ -828,37 +829,304 @@ def _code(node: cst.CSTNode) -> str:
 
 
 # ------------------------------------------------------------------ candidate tier 2 (ast)
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
 def _may_exit_zero_on_interrupt(tree) -> bool:
-    """What each report needs: ``visit_ExceptHandler`` an ``except KeyboardInterrupt`` and a
-    ``__main__`` block (``normal_return_to_entrypoint``); ``visit_Call``/``visit_Raise`` an
-    exit inside such a handler (``_interrupt_handler``) or inside a function or lambda
-    installed for SIGINT/SIGTERM (``signal_handler_of``: the first argument spelled
-    ``SIGINT``/``SIGTERM``), with an exit somewhere in the module."""
+    """True unless no report path of SHD202 can fire. The three paths to ``self.report``:
+
+    1. ``visit_Call``/``visit_Raise`` with ``_interrupt_handler``: an exit (call or ``raise
+       SystemExit``) whose status may be 0 (``_zero_status``: ``exit_status`` reads only
+       literals) in the body of an ``except`` naming ``KeyboardInterrupt``, not inside a
+       def/lambda/class nested in that body (``_interrupt_handler`` stops there).
+    2. ``visit_Call``/``visit_Raise`` with ``signal_handler_of``: an exit with status maybe 0 in
+       the own body of a function (not in a lambda in it) whose name is spelled in the arguments
+       of a ``signal``/``add_signal_handler`` call for ``SIGINT``/``SIGTERM``
+       (``resolve_function``: a name, ``self.m``/``Cls.m``, ``partial(f)``), or in a lambda given
+       there; a ``raise SystemExit`` there needs call arguments (``visit_Raise``); and the
+       handler makes some other call (``_shuts_down``: a call other than the exit itself).
+    3. ``visit_ExceptHandler``: a ``KeyboardInterrupt`` handler whose normal exit ends the
+       entrypoint (``normal_return_to_entrypoint``): it sits at module level inside a
+       ``__name__ == ...`` block, or in a non-method function reached by name from calls in such
+       a block (``_entrypoint_of``: called there, or its coroutine run by ``asyncio.run`` in a
+       function that is itself such an entrypoint).
+    """
     interrupts = [h for h in tree.handlers if h.type is not None and _names_interrupt(tree, h.type)]
+    # path 1
+    for h in interrupts:
+        for node in _own_nodes(h.body, stop=(*_DEFS, ast.Lambda, ast.ClassDef)):
+            if _zero_exit(tree, node, in_signal_handler=False):
+                return True
+    # path 2
+    if _signal_handler_exits(tree):
+        return True
+    # path 3
     if interrupts and tree.has_main_guard:
-        return True
-    if any(_exits(tree, n) for h in interrupts for n in ast.walk(h)):
-        return True
-    if any(_installs_handler(tree, c) for c in tree.all_calls()):
-        return any(_exits(tree, c) for c in tree.all_calls()) or any(
-            _exits(tree, r) for fn in tree.functions for r in fn.raises)
+        return _interrupt_at_entrypoint(tree)
     return False
 
 
+# ------------------------------------------------------------------ exits with status 0
+def _zero_exit(tree, node: ast.AST, in_signal_handler: bool) -> bool:
+    """``node`` may be an exit the facts give status 0 (``exit_status``)."""
+    t = type(node)
+    if t is ast.Call:
+        return _zero_status(node) and tree.may_call_any(node, EXIT_FUNCTIONS)
+    if t is ast.Raise and node.exc is not None and raises_system_exit(tree, node):
+        exc = node.exc
+        if type(exc) is not ast.Call:
+            return not in_signal_handler  # bare `raise SystemExit` in a signal handler: never reported
+        if in_signal_handler and not (exc.args or exc.keywords):
+            return False
+        return _zero_status(exc)
+    return False
+
+
+
+
+def _zero_status(call: ast.Call) -> bool:
+    """``_status_of_args`` may give 0: no positional argument (the default; ``hard_exit()`` and
+    ``os._exit()`` are not 0 but kept), or one that ``literal_status`` reads as 0."""
+    args = positional_args(call)
+    if not args:
+        return True
+    if len(args) > 1:
+        return False  # STATUS_UNKNOWN
+    return _zero_literal(args[0])
+
+
+def _zero_literal(e: ast.AST) -> bool:
+    """``literal_status(e) == 0``: an integer literal 0, ``None``/``False``/``EXIT_SUCCESS``,
+    ``x.EX_OK``/``x.EXIT_SUCCESS``."""
+    t = type(e)
+    if t is ast.Constant:
+        v = e.value
+        return v is None or v is False or (type(v) is int and v == 0)
+    if t is ast.Name:
+        return e.id in ("None", "False", "EXIT_SUCCESS")
+    if t is ast.Attribute:
+        return e.attr in ("EX_OK", "EXIT_SUCCESS")
+    return False
+
+
+# ------------------------------------------------------------------ path 1
 def _names_interrupt(tree, t: ast.AST) -> bool:
-    return any("KeyboardInterrupt" in tree.words(e) for e in (t.elts if type(t) is ast.Tuple else [t]))
+    elts = t.elts if type(t) is ast.Tuple else [t]
+    return any("KeyboardInterrupt" in tree.words(e.value if type(e) is ast.Starred else e) for e in elts)
 
 
-def _exits(tree, node: ast.AST) -> bool:
-    """An exit call (``EXIT_FUNCTIONS``, by last word through aliases) or ``raise SystemExit``."""
-    if type(node) is ast.Call:
-        return tree.may_call_any(node, EXIT_FUNCTIONS)
-    return type(node) is ast.Raise and raises_system_exit(tree, node)
+def _own_nodes(stmts, stop):
+    """Every node under ``stmts``, not entering nodes of the ``stop`` types."""
+    todo = [s for s in stmts if not isinstance(s, stop)]
+    while todo:
+        node = todo.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, stop):
+                todo.append(child)
 
 
-def _installs_handler(tree, call: ast.Call) -> bool:
-    if len(call.args) < 2 or not (tree.may_call(call, "signal") or tree.may_call(call, "add_signal_handler")):
+# ------------------------------------------------------------------ path 2
+def _signal_handler_exits(tree) -> bool:
+    names: set[str] = set()
+    lambdas: list[ast.Lambda] = []
+    for call in tree.all_calls():
+        args = positional_args(call)
+        if len(args) < 2 or not (tree.may_call(call, "signal") or tree.may_call(call, "add_signal_handler")):
+            continue
+        first = args[0]
+        spelled = first.attr if type(first) is ast.Attribute else first.id if type(first) is ast.Name else None
+        if spelled not in ("SIGINT", "SIGTERM"):
+            continue
+        handler = args[1]
+        if type(handler) is ast.Lambda:
+            lambdas.append(handler)
+            continue
+        for n in ast.walk(handler):
+            if type(n) is ast.Name:
+                names.add(n.id)
+            elif type(n) is ast.Attribute:
+                names.add(n.attr)
+    for lam in lambdas:
+        body = list(_own_nodes(ast.iter_child_nodes(lam), stop=(ast.Lambda,)))  # defaults too
+        if any(_zero_exit(tree, n, True) and _other_call(lam, n) for n in body):
+            return True
+    if not names:
         return False
-    first = call.args[0]
-    spelled = first.attr if type(first) is ast.Attribute else first.id if type(first) is ast.Name else None
-    return spelled in ("SIGINT", "SIGTERM")
+    for fn in tree.functions:
+        if fn.name not in names:
+            continue
+        for c, _, in_lambda in fn.calls:
+            if not in_lambda and _zero_exit(tree, c, True) and _other_call(fn.node, c):
+                return True
+        for r in fn.raises:
+            if _zero_exit(tree, r, True) and _other_call(fn.node, r.exc):
+                return True
+    return False
+
+
+def _other_call(handler: ast.AST, exit_node: ast.AST) -> bool:
+    """``_shuts_down`` needs a call in the handler other than the exit (``raise SystemExit(0)``'s
+    own ``SystemExit(0)`` is skipped there as ``builtins.SystemExit``)."""
+    return any(type(n) is ast.Call and n is not exit_node for n in ast.walk(handler))
+
+
+# ------------------------------------------------------------------ path 3
+def _interrupt_at_entrypoint(tree) -> bool:
+    guards, top_defs = _module_level(tree.module)
+    direct: set[str] = set()  # callees spelled in the __main__ block ("call" references)
+    for g in guards:
+        for n in ast.walk(g):
+            if type(n) is ast.Call:
+                direct |= _func_words(n)
+    # coroutines run by a runner (``asyncio.run(f())``: the first argument is a call) in an
+    # entrypoint ("main" references, ``_entrypoint_of``'s recursion); a superset by name
+    entries, seen = set(direct), set()
+    changed = True
+    while changed:
+        changed = False
+        for fn in tree.functions:
+            if fn.name in entries and id(fn) not in seen:
+                seen.add(id(fn))
+                changed = True
+                for c, _, _ in fn.calls:
+                    args = positional_args(c)
+                    if args and type(args[0]) is ast.Call:
+                        entries |= _func_words(args[0])
+    ctx = _Context(tree)
+    for g in guards:  # a handler at module level in the __main__ block
+        if _handler_may_return_to_entry(ctx, [g], needs_cancellation=False):
+            return True
+    for fn in tree.functions:
+        if id(fn.node) in top_defs and fn.name in entries and _handler_may_return_to_entry(
+                ctx, fn.node.body, needs_cancellation=fn.name not in direct):
+            return True
+    return False
+
+
+class _Context:
+    def __init__(self, tree) -> None:
+        self.tree = tree
+        self._bound = None
+
+    def interrupt_bound(self) -> bool:
+        """Some binding of the name ``KeyboardInterrupt`` in the module (the collector's
+        bindings: defs, classes, imports, assignment/for/with/walrus targets, ``except ... as``):
+        without one, ``KeyboardInterrupt`` is ``builtins.KeyboardInterrupt`` everywhere."""
+        if self._bound is None:
+            self._bound = _binds(self.tree.module, "KeyboardInterrupt")
+        return self._bound
+
+
+def _binds(module: ast.Module, name: str) -> bool:
+    for n in ast.walk(module):
+        t = type(n)
+        if t is ast.Name:
+            if n.id == name and type(n.ctx) is not ast.Load:
+                return True
+        elif t in _DEFS or t is ast.ClassDef:
+            if n.name == name:
+                return True
+        elif t is ast.alias:
+            if name in (n.asname, n.name, n.name.split(".")[0], n.name.rsplit(".", 1)[-1]):
+                return True
+        elif t is ast.ExceptHandler:
+            if n.name == name:
+                return True
+        elif t is ast.arg:
+            if n.arg == name:
+                return True
+        elif t in (ast.Global, ast.Nonlocal):
+            if name in n.names:
+                return True
+        elif t in _MATCH_BINDERS:
+            if name in (getattr(n, "name", None), getattr(n, "rest", None)):
+                return True
+    return False
+
+
+_MATCH_BINDERS = tuple(getattr(ast, k) for k in ("MatchAs", "MatchStar", "MatchMapping") if hasattr(ast, k))
+
+
+def _handler_may_return_to_entry(ctx, stmts, needs_cancellation: bool) -> bool:
+    """Some ``except`` naming ``KeyboardInterrupt`` in ``stmts`` (not in nested defs) may leave
+    normally (``normal_return_to_entrypoint``'s ``leaves``) and is not excluded for sure."""
+    tree = ctx.tree
+    todo = [(s, False) for s in stmts]
+    while todo:
+        node, in_loop = todo.pop()
+        t = type(node)
+        if t in _TRYS:
+            for h in node.handlers:
+                if h.type is not None and _names_interrupt(tree, h.type) and _may_leave(
+                        ctx, node, h, in_loop, needs_cancellation):
+                    return True
+        child_loop = (in_loop or t in _LOOPS) and t is not ast.ClassDef
+        for child in ast.iter_child_nodes(node):
+            if type(child) not in _DEFS:
+                todo.append((child, child_loop))
+    return False
+
+
+def _may_leave(ctx, tr, h: ast.ExceptHandler, in_loop: bool, needs_cancellation: bool) -> bool:
+    tree = ctx.tree
+    returns = any(type(n) is ast.Return for n in _own_nodes(h.body, stop=(*_DEFS, ast.ClassDef, ast.Lambda)))
+    if not returns:
+        if in_loop:
+            return False  # no RETURN way, and FALL_THROUGH does not count inside a loop
+        if type(h.body[-1]) is ast.Raise:
+            return False  # never falls through (the walker stops at the last statement at the latest)
+    if needs_cancellation:
+        # only a "main" reference (asyncio.run) can make this function an entrypoint: the
+        # handler must also catch CancelledError or BaseException (``_CANCELLATION``)
+        elts = h.type.elts if type(h.type) is ast.Tuple else [h.type]
+        if not any(tree.words(e.value if type(e) is ast.Starred else e) & {"CancelledError", "BaseException"}
+                   for e in elts):
+            return False
+    if not ctx.interrupt_bound():
+        # ``_raises_interrupt_itself``: the try body raises builtins.KeyboardInterrupt
+        for n in _own_nodes(tr.body, stop=()):
+            if type(n) is ast.Raise and n.exc is not None:
+                exc = n.exc.func if type(n.exc) is ast.Call else n.exc
+                if type(exc) is ast.Name and exc.id == "KeyboardInterrupt":
+                    return False
+    return True
+
+
+_TRYS = (ast.Try, getattr(ast, "TryStar", ast.Try))
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def _func_words(call: ast.Call) -> set[str]:
+    """Names and attributes spelled in the callee (``f``, ``self.f``, ``partial(f, x)``)."""
+    out = set()
+    for n in ast.walk(call.func):
+        if type(n) is ast.Name:
+            out.add(n.id)
+        elif type(n) is ast.Attribute:
+            out.add(n.attr)
+    return out
+
+
+def _module_level(module: ast.Module) -> tuple[list[ast.If], set[int]]:
+    """The ``if __name__ == ...`` statements outside any def or class (a superset of the facts'
+    ``main_guards``), and the ids of the defs outside any def or class (``scope``/``cls`` None)."""
+    guards, defs = [], set()
+    todo = list(module.body)
+    while todo:
+        st = todo.pop()
+        t = type(st)
+        if t in _DEFS:
+            defs.add(id(st))
+            continue
+        if t is ast.ClassDef:
+            continue
+        if t is ast.If and is_main_guard(st.test):
+            guards.append(st)
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            for child in getattr(st, field, ()) or ():
+                if isinstance(child, ast.stmt):
+                    todo.append(child)
+                elif isinstance(child, (ast.excepthandler, ast.match_case)):
+                    todo.extend(child.body)
+    return guards, defs

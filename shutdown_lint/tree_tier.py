@@ -450,6 +450,11 @@ def keyword(call: ast.Call, name: str) -> Optional[ast.AST]:
     return None
 
 
+def is_main_guard(test: ast.AST) -> bool:
+    """``test`` is ``__name__ == ...`` (an ``if __name__ == "__main__":`` block)."""
+    return _is_main_guard(test)
+
+
 def _is_main_guard(test: ast.AST) -> bool:
     return (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
             and any(isinstance(s, ast.Name) and s.id == "__name__" for s in (test.left, *test.comparators)))

@@ -402,32 +402,6 @@ def test_shd404_tier2_threaded_actor_needs_a_runner_and_an_owning_coroutine(hold
 
 
 @pytest.mark.parametrize("source,candidate", [
-    # an interrupt handler that exits
-    ("import sys\ntry:\n    work()\nexcept KeyboardInterrupt:\n    sys.exit(0)\n", True),
-    ("import sys\ntry:\n    work()\nexcept (ValueError, KeyboardInterrupt):\n    raise SystemExit\n", True),
-    ("from os import _exit as bye\ntry:\n    work()\nexcept KeyboardInterrupt:\n    bye(0)\n", True),
-    # returns normally: only a hazard at an entrypoint (a __main__ block)
-    ("def main():\n    try:\n        work()\n    except KeyboardInterrupt:\n        cleanup()\n", False),
-    ("def main():\n    try:\n        work()\n    except KeyboardInterrupt:\n        cleanup()\n\n"
-     "if __name__ == '__main__':\n    main()\n", True),
-    # an exit elsewhere does not make a non-exiting interrupt handler a candidate
-    ("import sys\ndef main():\n    try:\n        work()\n    except KeyboardInterrupt:\n        cleanup()\n"
-     "def other():\n    sys.exit(0)\n", False),
-    # a signal handler that exits 0
-    ("import signal, sys\ndef on_int(s, f):\n    stop()\n    sys.exit(0)\nsignal.signal(signal.SIGINT, on_int)\n",
-     True),
-    ("import signal, sys\nsignal.signal(signal.SIGTERM, lambda s, f: sys.exit(0))\n", True),
-    ("import signal, sys\ndef on_usr(s, f):\n    sys.exit(0)\nsignal.signal(signal.SIGUSR1, on_usr)\n", False),
-    ("import signal\ndef on_int(s, f):\n    stop()\nsignal.signal(signal.SIGINT, on_int)\n", False),
-])
-def test_shd202_tier2(source, candidate):
-    """SHD202's tier 2: an ``except KeyboardInterrupt`` with an exit in it or in a module with a
-    ``__main__`` block, or a SIGINT/SIGTERM handler in a module that exits; the findings
-    agree with the tiers on and off."""
-    _tier2_decides("SHD202", source, candidate)
-
-
-@pytest.mark.parametrize("source,candidate", [
     ("import sys, threading\ndef work():\n    sys.exit(1)\nthreading.Thread(target=work).start()\n", True),
     ("from threading import Thread as T\nimport sys\ndef work():\n    sys.exit(1)\nT(target=work).start()\n", True),
     ("import sys, threading, functools\ndef job(x):\n    raise SystemExit(x)\n"

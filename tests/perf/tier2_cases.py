@@ -179,3 +179,51 @@ CASES["SHD204"] = [
      "    def stop(self, s, f):\n        os._exit(143)\n", True),
 ]
 
+CASES["SHD202"] = [
+    # --- tests/perf/test_candidates.py::test_shd202_tier2 (same values except the marked one)
+    ("import sys\ntry:\n    work()\nexcept KeyboardInterrupt:\n    sys.exit(0)\n", True),
+    ("import sys\ntry:\n    work()\nexcept (ValueError, KeyboardInterrupt):\n    raise SystemExit\n", True),
+    ("from os import _exit as bye\ntry:\n    work()\nexcept KeyboardInterrupt:\n    bye(0)\n", True),
+    ("def main():\n    try:\n        work()\n    except KeyboardInterrupt:\n        cleanup()\n", False),
+    ("def main():\n    try:\n        work()\n    except KeyboardInterrupt:\n        cleanup()\n\n"
+     "if __name__ == '__main__':\n    main()\n", True),
+    ("import sys\ndef main():\n    try:\n        work()\n    except KeyboardInterrupt:\n        cleanup()\n"
+     "def other():\n    sys.exit(0)\n", False),
+    ("import signal, sys\ndef on_int(s, f):\n    stop()\n    sys.exit(0)\nsignal.signal(signal.SIGINT, on_int)\n", True),
+    ("import signal, sys\nsignal.signal(signal.SIGTERM, lambda s, f: sys.exit(0))\n", False),  # CHANGED (was True): only exits
+    ("import signal, sys\ndef on_usr(s, f):\n    sys.exit(0)\nsignal.signal(signal.SIGUSR1, on_usr)\n", False),
+    ("import signal\ndef on_int(s, f):\n    stop()\nsignal.signal(signal.SIGINT, on_int)\n", False),
+    # --- new near misses
+    # exit status: a non-zero literal or a computed status is never status 0
+    ("import sys\ntry:\n    work()\nexcept KeyboardInterrupt:\n    sys.exit(1)\n", False),
+    ("import sys\ntry:\n    work()\nexcept KeyboardInterrupt:\n    sys.exit(status)\n", False),
+    ("import os, sys\ntry:\n    work()\nexcept KeyboardInterrupt:\n    sys.exit(os.EX_OK)\n", True),
+    # an exit in a def inside the handler does not run there
+    ("import sys\ntry:\n    work()\nexcept KeyboardInterrupt:\n    def later():\n        sys.exit(0)\n    raise\n", False),
+    # signal handlers: bare `raise SystemExit` is the unwinding idiom; `raise SystemExit(0)` is not
+    ("import signal\ndef on_int(s, f):\n    stop()\n    raise SystemExit\nsignal.signal(signal.SIGINT, on_int)\n", False),
+    ("import signal\ndef on_int(s, f):\n    stop()\n    raise SystemExit(0)\nsignal.signal(signal.SIGINT, on_int)\n", True),
+    ("import signal, sys\ndef on_int(s, f):\n    sys.exit(0)\nsignal.signal(signal.SIGINT, on_int)\n", False),  # only exits
+    ("import signal, sys\ndef on_int(s, f):\n    stop()\n    sys.exit(0)\ndef other():\n    pass\n"
+     "signal.signal(signal.SIGINT, other)\n", False),  # the exiting function is not the one installed
+    ("import signal, sys\nsignal.signal(signal.SIGINT, lambda s, f, _=sys.exit(0): stop())\n", True),  # a lambda's default
+    # entrypoints: the handler's function must be called from __main__ or run by asyncio.run from there
+    ("def run_app():\n    try:\n        work()\n    except KeyboardInterrupt:\n        pass\n"
+     "def main():\n    run_app()\nif __name__ == '__main__':\n    main()\n", False),
+    ("import asyncio\nasync def amain():\n    try:\n        await work()\n    except KeyboardInterrupt:\n        return\n"
+     "def main():\n    asyncio.run(amain())\nif __name__ == '__main__':\n    main()\n", False),
+    ("import asyncio\nasync def amain():\n    try:\n        await work()\n    except (KeyboardInterrupt, asyncio.CancelledError):\n"
+     "        return\ndef main():\n    asyncio.run(amain())\nif __name__ == '__main__':\n    main()\n", True),
+    # handlers that never leave normally, or a try that raises KeyboardInterrupt itself
+    ("def main():\n    while True:\n        try:\n            work()\n        except KeyboardInterrupt:\n            pass\n"
+     "if __name__ == '__main__':\n    main()\n", False),
+    ("def main():\n    try:\n        work()\n    except KeyboardInterrupt:\n        cleanup()\n        raise\n"
+     "if __name__ == '__main__':\n    main()\n", False),
+    ("def main():\n    try:\n        if idle():\n            raise KeyboardInterrupt()\n    except KeyboardInterrupt:\n"
+     "        stop()\nif __name__ == '__main__':\n    main()\n", False),
+    ("from errors import Stop as KeyboardInterrupt\ndef main():\n    try:\n        if idle():\n"
+     "            raise KeyboardInterrupt()\n    except KeyboardInterrupt:\n        stop()\n"
+     "if __name__ == '__main__':\n    main()\n", True),  # the name is bound: kept
+    ("if __name__ == '__main__':\n    try:\n        work()\n    except KeyboardInterrupt:\n        print('bye')\n", True),
+]
+
