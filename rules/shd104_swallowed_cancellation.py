@@ -8,6 +8,7 @@ import libcst as cst
 from shutdown_lint import candidates as C
 from shutdown_lint.rule import AddImport, Fix, Invalid, Replace, Rule
 from shutdown_lint.traversal import walk
+from shutdown_lint.tree_tier import TRYS
 
 _CANCELLED = frozenset({"asyncio.CancelledError", "asyncio.exceptions.CancelledError"})
 _BROAD = frozenset({"builtins.BaseException"})
@@ -700,33 +701,209 @@ def _may_catch_cancellation(tree, handler: ast.excepthandler) -> bool:
     return any(tree.words(e) & _CATCHES for e in exprs)
 
 
+_RAISE, _RETURN, _BREAK, _CONTINUE = "raise", "return", "break", "continue"
+_SKIP = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+def _walk_own(nodes, skip=_SKIP):
+    """Nodes under ``nodes``, not entering the node types in ``skip``."""
+    stack = list(nodes)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, skip):
+            continue
+        yield n
+        stack.extend(ast.iter_child_nodes(n))
+
+
 def _suspends(body) -> bool:
-    for stmt in body:
-        for n in ast.walk(stmt):
-            if isinstance(n, (ast.Await, ast.AsyncFor, ast.AsyncWith)) or isinstance(
-                    n, ast.comprehension) and n.is_async:
-                return True
+    """The rule's ``_awaits``: an ``await``/``async for``/``async with``/async comprehension,
+    not in a nested def or lambda."""
+    for n in _walk_own(body):
+        if isinstance(n, (ast.Await, ast.AsyncFor, ast.AsyncWith)) or (
+                type(n) is ast.comprehension and n.is_async):
+            return True
     return False
 
 
-#: statements after which a handler's body always goes on to the next one (the exit-path
-#: facts find no way out in them, or only an exit, which propagates)
-_GOES_ON = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Pass, ast.Delete, ast.Import,
-            ast.ImportFrom, ast.Global, ast.Nonlocal, ast.Assert)
+class _Ways:
+    """``exit_paths._Walker`` on ``ast``, except that an exit call (``sys.exit()``) is a plain
+    statement here: where the facts stop at it with EXIT (a propagating way), this walk goes
+    on. So this walk's ways, or the facts' ways, hold EXIT, or they are the same: a ``raise``
+    found here means ``ExitPaths.propagates`` holds. (``raise SystemExit`` is EXIT there and
+    a raise here: propagating both ways.)"""
+
+    def block(self, stmts, depth: int):
+        ways: set = set()
+        for st in stmts:
+            w, falls = self.statement(st, depth)
+            ways |= w
+            if not falls:
+                return ways, False
+        return ways, True
+
+    def statement(self, st, depth: int):
+        t = type(st)
+        if t is ast.Raise:
+            return {_RAISE}, False
+        if t is ast.Return:
+            return {_RETURN}, False
+        if t is ast.Break:
+            return (set() if depth else {_BREAK}), False
+        if t is ast.Continue:
+            return (set() if depth else {_CONTINUE}), False
+        if t is ast.If:
+            ways, falls = self.block(st.body, depth)
+            if not st.orelse:
+                return ways, True
+            w, f = self.block(st.orelse, depth)  # `elif` / `else: if` alike
+            return ways | w, falls or f
+        if t in (ast.For, ast.AsyncFor, ast.While):
+            ways, _ = self.block(st.body, depth + 1)
+            if st.orelse:
+                w, _ = self.block(st.orelse, depth)
+                ways |= w
+            endless = t is ast.While and _is_true(st.test) and not _breaks(st.body)
+            return ways, not endless
+        if t in TRYS:
+            ways, falls = self.block(st.body, depth)
+            for h in st.handlers:
+                w, f = self.block(h.body, depth)
+                ways |= w
+                falls = falls or f
+            if st.orelse:
+                w, f = self.block(st.orelse, depth)
+                ways |= w
+                falls = falls or f
+            if not st.finalbody:
+                return ways, falls
+            fin_ways, fin_falls = self.block(st.finalbody, depth)
+            if not fin_falls:
+                return fin_ways, False
+            return ways | fin_ways, falls
+        if t is ast.With or t is ast.AsyncWith:
+            return self.block(st.body, depth)
+        if t is ast.Match:
+            ways = set()
+            for case in st.cases:
+                w, _ = self.block(case.body, depth)
+                ways |= w
+            return ways, True
+        return set(), True  # expressions, assignments, defs, classes...
 
 
-def _surely_reraises(handler: ast.excepthandler) -> bool:
-    """The handler ends in a ``raise`` that every path reaches (only plain statements before
-    it): its exit paths propagate, so ``_check`` returns before reporting."""
-    body = handler.body
-    return isinstance(body[-1], ast.Raise) and all(isinstance(st, _GOES_ON) for st in body[:-1])
+def _is_true(test) -> bool:
+    """``while True`` / ``while 1`` (the facts' ``_is_true``)."""
+    return type(test) is ast.Constant and type(test.value) in (bool, int) and test.value != 0
+
+
+def _breaks(body) -> bool:
+    """A ``break`` of this loop (the facts' ``_breaks``: nested loops and defs skipped)."""
+    return any(type(n) is ast.Break for n in _walk_own(body, (*_SKIP, ast.For, ast.AsyncFor, ast.While)))
+
+
+def _surely_propagates(handler) -> bool:
+    """Some way out of the handler raises: ``ExitPaths.propagates`` (see ``_Ways``)."""
+    ways, _ = _Ways().block(handler.body, 0)
+    return _RAISE in ways
+
+
+def _may_swallow_in_finally(handler) -> bool:
+    """A nested ``finally`` with a ``return``/``break``/``continue``: may be the facts'
+    ``swallowing_finally`` (the report path that ignores the other exceptions)."""
+    for n in _walk_own(handler.body, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+        if type(n) in TRYS and n.finalbody and any(
+                type(x) in (ast.Return, ast.Break, ast.Continue) for x in _walk_own(n.finalbody)):
+            return True
+    return False
+
+
+def _books(handler) -> bool:
+    """``_reraises_or_books``' second half: an ``x.uncancel()`` / ``x.cancelling()`` call in the
+    handler (nested defs, lambdas and classes skipped)."""
+    for n in _walk_own(handler.body, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+        if type(n) is ast.Call and type(n.func) is ast.Attribute and n.func.attr in ("uncancel", "cancelling"):
+            return True
+    return False
+
+
+def _types(handler) -> list:
+    t = handler.type
+    return [] if t is None else list(t.elts) if type(t) is ast.Tuple else [t]
+
+
+def _surely_not_cancelled_kind(tree, handler) -> bool:
+    """``_catch_kind`` cannot be "cancelled" (exactly one type, asyncio's CancelledError)."""
+    types = _types(handler)
+    return len(types) != 1 or "CancelledError" not in tree.words(types[0])
+
+
+def _hands_on(handler) -> bool:
+    """``ExitPaths.hands_on``: the bound exception is used in the handler (an ``ast.Name`` of
+    it is a libcst ``Name`` of it; libcst also counts attribute and keyword names)."""
+    return handler.name is not None and any(
+        type(n) is ast.Name and n.id == handler.name for st in handler.body for n in ast.walk(st))
+
+
+def _surely_cancel_then_await(fn, tr) -> bool:
+    """``_cancel_then_await``: the function calls ``.cancel()`` and the try awaits a name, an
+    attribute or a subscript (the wrapper case, ``await asyncio.gather(task)``, needs a
+    qualified name: not used)."""
+    if not any(type(c.func) is ast.Attribute and c.func.attr == "cancel" for c, _, _ in fn.calls):
+        return False
+    return any(type(n) is ast.Await and type(n.value) in (ast.Name, ast.Attribute, ast.Subscript)
+               for n in _walk_own(tr.body))
+
+
+def _surely_not_catching_everything(tree, handler) -> bool:
+    """``not _catches_everything``: a typed handler none of whose types may be BaseException."""
+    types = _types(handler)
+    return bool(types) and not any("BaseException" in tree.words(e) for e in types)
+
+
+def _may_report(tree, fn, tr, handler) -> bool:
+    """The ways ``_check`` can reach ``self.report`` for ``handler``:
+
+    - both report paths need ``not paths.propagates``: a handler with a way out that surely
+      raises is never reported (``_surely_propagates``);
+    - the first path (a ``finally`` that swallows) needs a nested ``finally`` with a
+      ``return``/``break``/``continue``: then keep;
+    - the second path needs, in order: no ``uncancel()``/``cancelling()`` call; for a handler
+      that is not only ``CancelledError``, no use of the bound exception (``hands_on``); and,
+      when the function cancels something and the try awaits an existing task, a handler
+      that catches everything (bare / ``BaseException``).
+    """
+    if _surely_propagates(handler):
+        return False
+    if _may_swallow_in_finally(handler):
+        return True
+    if _books(handler):
+        return False
+    if _surely_not_cancelled_kind(tree, handler) and _hands_on(handler):
+        return False
+    if _surely_cancel_then_await(fn, tr) and _surely_not_catching_everything(tree, handler):
+        return False
+    return True
 
 
 def _may_swallow(tree) -> bool:
+    """In a coroutine, a ``try`` whose body suspends (not counting nested defs and lambdas)
+    with a handler that may catch cancellation (bare, or a type that may be CancelledError /
+    BaseException) and that ``_may_report`` keeps."""
     for fn in tree.functions:
         if fn.is_async:
             for tr in fn.trys:
-                if any(_may_catch_cancellation(tree, h) and not _surely_reraises(h) for h in tr.handlers) \
-                        and _suspends(tr.body):
+                handlers = [h for h in tr.handlers if _may_catch_cancellation(tree, h)]
+                if handlers and _suspends(tr.body) and any(_may_report(tree, fn, tr, h) for h in handlers):
                     return True
     return False
+
+
+# ---------------------------------------------------------------------- near-miss cases
+def _h(handler: str, catch: str = "asyncio.CancelledError as e", pre: str = "") -> str:
+    return ("import asyncio\n\nasync def work(task):\n" + pre + "    try:\n        await asyncio.sleep(1)\n"
+            f"    except {catch}:\n" + handler)
+
+
+#: tests/perf/test_candidates.py's test_shd104_tier2_drops_handlers_that_always_reraise
+#: params, with this condition's values (the third flips: True before)

@@ -227,3 +227,22 @@ CASES["SHD202"] = [
     ("if __name__ == '__main__':\n    try:\n        work()\n    except KeyboardInterrupt:\n        print('bye')\n", True),
 ]
 
+CASES["SHD104"] = [
+    # a raise on one branch of if/else, in a loop of the handler, in a match arm: propagates
+    ('import asyncio\n\nasync def work(task):\n    try:\n        await asyncio.sleep(1)\n    except asyncio.CancelledError as e:\n        if e:\n            log(e)\n        else:\n            raise\n', False),
+    ('import asyncio\n\nasync def work(task):\n    try:\n        await asyncio.sleep(1)\n    except asyncio.CancelledError as e:\n        for i in range(3):\n            log(i)\n        raise\n', False),
+    # ... but not after an endless loop (no way past it), nor after a break out of it
+    ('import asyncio\n\nasync def work(task):\n    try:\n        await asyncio.sleep(1)\n    except asyncio.CancelledError as e:\n        while True:\n            log(e)\n        raise\n', True),
+    ('import asyncio\n\nasync def work(task):\n    try:\n        await asyncio.sleep(1)\n    except asyncio.CancelledError as e:\n        while True:\n            break\n        raise\n', False),
+    # a raise in a nested def does not leave the handler
+    ('import asyncio\n\nasync def work(task):\n    try:\n        await asyncio.sleep(1)\n    except asyncio.CancelledError as e:\n        def f():\n            raise\n        f()\n', True),
+    # uncancel() bookkeeping: skipped, unless a finally may swallow
+    ('import asyncio\n\nasync def work(task):\n    try:\n        await asyncio.sleep(1)\n    except asyncio.CancelledError as e:\n        asyncio.current_task().uncancel()\n', False),
+    ('import asyncio\n\nasync def work(task):\n    try:\n        await asyncio.sleep(1)\n    except asyncio.CancelledError as e:\n        asyncio.current_task().uncancel()\n        try:\n            log(e)\n        finally:\n            return\n', True),
+    # a broad handler that hands the exception on; a CancelledError handler that uses it is flagged
+    ('import asyncio\n\nasync def work(task):\n    try:\n        await asyncio.sleep(1)\n    except BaseException as e:\n        errors.append(e)\n', False),
+    ('import asyncio\n\nasync def work(task):\n    try:\n        await asyncio.sleep(1)\n    except asyncio.CancelledError as e:\n        log(e)\n', True),
+    # cancel-then-await: `except CancelledError: pass` is fine, `except BaseException: pass` is not
+    ('import asyncio\nasync def stop(self):\n    self.task.cancel()\n    try:\n        await self.task\n    except asyncio.CancelledError:\n        pass\n', False),
+    ('import asyncio\nasync def stop(self):\n    self.task.cancel()\n    try:\n        await self.task\n    except BaseException:\n        pass\n', True),
+]
