@@ -415,7 +415,7 @@ def filter_rules(source: bytes, rules: Sequence["type[Rule]"], settings: "Settin
 def filter_rules_by_tree(tree, rules: Sequence["type[Rule]"], settings: "Settings") -> list["type[Rule]"]:
     """Tier 2: the rules whose ``candidate_tree`` holds on ``tree`` (order kept).
     ``tree`` is None when ``ast`` could not parse the file: every rule stays (libcst judges)."""
-    if not enabled or not tree_enabled or tree is None:
+    if not enabled or not tree_enabled or tree is None or not tree.exact_names:
         return list(rules)
     out = []
     for rule in rules:

@@ -72,12 +72,49 @@ def parse(source: bytes) -> Optional["Tree"]:
         module = None
         _rejected[key] = (1, 1, str(e))
     tree = Tree(module) if module is not None else None
+    if tree is not None and not source.isascii():
+        tree.exact_names = not _normalises_a_name(source)
     _trees[key] = tree
     while len(_trees) > _KEEP:
         _trees.popitem(last=False)
     while len(_rejected) > _KEEP:
         del _rejected[next(iter(_rejected))]
     return tree
+
+
+#: runs of characters that are not ASCII
+_NON_ASCII = None
+
+
+def _normalises_a_name(source: bytes) -> bool:
+    """Python's parser may have changed an identifier of ``source``: it normalises them
+    (NFKC: ``ｃlose`` is ``close`` in the ``ast``) while libcst, and so the rules, keep them
+    as written. A superset: a text already in NFKC changes nothing; else each run of
+    non-ASCII characters that holds an identifier character and changes under NFKC (with
+    its neighbours: a combining accent changes the letter before it) counts, in strings
+    and comments too."""
+    global _NON_ASCII
+    import unicodedata
+
+    try:
+        text = source.decode("utf-8")
+    except UnicodeDecodeError:
+        return True  # another encoding: do not guess
+    if unicodedata.is_normalized("NFKC", text):
+        return False
+    if _NON_ASCII is None:
+        import re
+
+        _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+    normalize = unicodedata.normalize
+    for m in _NON_ASCII.finditer(text):
+        run = m.group()
+        if not any(("a" + c).isidentifier() for c in run):
+            continue  # punctuation, symbols: never in a name
+        around = text[max(0, m.start() - 1):m.end() + 1]
+        if normalize("NFKC", around) != around:
+            return True
+    return False
 
 
 def rejection(source: bytes) -> Optional[tuple[int, int, str]]:
@@ -130,6 +167,9 @@ class Tree:
         #: every identifier the module spells as a name, an attribute or an imported name's
         #: last word (``Tree.mentions``)
         self.mentioned: set[str] = set()
+        #: the ``ast``'s names are spelled as in the source: False when Python's NFKC
+        #: normalisation changed one (``parse``); conditions then decide nothing
+        self.exact_names = True
         self._parent_maps: dict[int, dict[int, ast.AST]] = {}
         self._collect()
 

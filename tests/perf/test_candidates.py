@@ -701,3 +701,24 @@ def test_tier2_near_misses(code, source, candidate):
     """Each rule's tier-2 condition on its near misses (``tier2_cases.py``); findings agree
     with the tiers on and off."""
     _tier2_decides(code, source, candidate)
+
+
+@pytest.mark.parametrize("code,source", [
+    # SHD503: ``ｃlose`` is ``close`` to Python's parser (NFKC), not to libcst: the executor is
+    # never shut down by a cleanup method as the rule reads it
+    ("SHD503", "from concurrent.futures import ThreadPoolExecutor\nclass W:\n    def __init__(self):\n"
+               "        self.pool = ThreadPoolExecutor(4)\n    def ｃlose(self):\n        self.pool.shutdown()\n"),
+    ("SHD502", "import torch.distributed as dist\nclass Worker:\n    def setup(self, rank):\n"
+               "        dist.init_process_group('nccl', rank=rank)\n    def ｃlose(self):\n"
+               "        dist.destroy_process_group()\n"),
+])
+def test_names_python_normalises_turn_the_tree_tier_off(code, source):
+    """Python's parser normalises identifiers (NFKC), libcst keeps them as written: a file
+    with such a name is not judged on its ``ast``, and the findings are those of the tiers off."""
+    assert tree_tier.parse(source.encode()).exact_names is False
+    assert tree_tier.parse("# café, naïve\nx = 'déjà vu'\n".encode()).exact_names is True  # none changes
+    settings = Settings(selected=(code,))
+    with candidates.disabled():
+        without_tiers = [d.code for d in lint_source(source.encode(), "t.py", settings).diagnostics]
+    assert without_tiers == [code]
+    assert [d.code for d in lint_source(source.encode(), "t.py", settings).diagnostics] == without_tiers
