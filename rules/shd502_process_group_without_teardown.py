@@ -1,12 +1,15 @@
 from __future__ import annotations
 
+import ast
 from typing import Optional
 
 import libcst as cst
 
 from shutdown_lint import candidates as C
 from shutdown_lint import facts as F
+from shutdown_lint import tree_tier as T
 from shutdown_lint.facts import FunctionInfo, reachable
+from shutdown_lint.facts.vocabulary import _BUILTINS
 from shutdown_lint.rule import Fix, InsertAfter, Invalid, Option, Rule
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
@@ -102,10 +105,8 @@ class ProcessGroupWithoutTeardown(Rule):
     }
     # tier 1: the init calls (the option's default; a rule with options set always runs)
     candidate = C.qualified(*options["init_calls"].default)
-    # tier 2: a call that may be one of the init calls (the option's default; set options bypass)
-    candidate_tree = staticmethod(lambda tree: any(
-        tree.may_call_any(c, ProcessGroupWithoutTeardown.options["init_calls"].default)
-        for c in tree.all_calls()))
+    # tier 2: an init call (the option's default; set options bypass) the file does not cover itself
+    candidate_tree = staticmethod(lambda tree: _may_init_without_teardown(tree))
 
     valid = [
         # destroy in a finally
@@ -401,3 +402,182 @@ def _last_name(expr: cst.BaseExpression) -> Optional[str]:
     return None
 
 
+# ------------------------------------------------------------------ candidate tier 2 (ast)
+_INIT_CALLS = tuple(ProcessGroupWithoutTeardown.options["init_calls"].default)
+
+
+def _written(node: ast.AST) -> str:
+    """The identifier of a ``Name`` or the attribute of an ``Attribute``, else ''."""
+    t = type(node)
+    return node.id if t is ast.Name else node.attr if t is ast.Attribute else ""
+
+
+def _mentions_word(root: ast.AST, words) -> bool:
+    """An identifier with one of ``words`` in it anywhere under ``root``:
+    then the rule's ``code_for_node`` text of ``root`` holds ``word``."""
+    for n in ast.walk(root):
+        written = _written(n)
+        if written and any(w in written for w in words):
+            return True
+    return False
+
+
+def _module_level_teardown(tree) -> bool:
+    """The rule's ``_module_level_teardown``: its text of the top-level statements that are
+    not a def, a class or an import line holds ``destroy_process_group`` or
+    ``install_distributed_teardown`` (here: an identifier in one of the ast statements that is
+    not a def/class/import, a subset of that text)."""
+    for stmt in tree.module.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+            continue
+        if _mentions_word(stmt, (_DESTROY, *_GUARD_WORDS)):
+            return True
+    return False
+
+
+def _cleanup_named_destroyer(tree) -> bool:
+    """A function whose name has a cleanup word (``CLEANUP_WORDS``) and that calls ``<x>.destroy_process_group(...)`` / ``destroy_process_group(...)``
+    itself: the rule's ``_teardown_sites`` holds it (a ``destroyer`` with a cleanup name),
+    and ``_has_teardown`` then accepts every init call inside a function."""
+    for fn in tree.functions:
+        if not mentions(fn.name, CLEANUP_WORDS):
+            continue
+        if any(_written(c.func) == _DESTROY for c, _, _ in fn.calls):
+            return True
+    return False
+
+
+def _destroys_in_cleanup_block(fn) -> bool:
+    """``fn`` calls ``destroy_process_group`` itself in a ``finally`` or an ``except`` body
+    (not in a nested def or lambda): the rule's ``in_cleanup_block`` makes ``fn`` a teardown
+    site, and ``fn`` is in its own area."""
+    stack = [(s, False) for s in fn.node.body]
+    while stack:
+        node, cleanup = stack.pop()
+        t = type(node)
+        if t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
+            continue
+        if cleanup and t is ast.Call and _written(node.func) == _DESTROY:
+            return True
+        if t in T.TRYS:
+            stack.extend((s, cleanup) for s in node.body)
+            stack.extend((s, cleanup) for s in node.orelse)
+            stack.extend((s, True) for s in node.finalbody)
+            for h in node.handlers:
+                if h.type is not None:
+                    stack.append((h.type, cleanup))
+                stack.extend((s, True) for s in h.body)
+            continue
+        stack.extend((c, cleanup) for c in ast.iter_child_nodes(node))
+    return False
+
+
+def _guarded_area(tree, fn) -> bool:
+    """``install_distributed_teardown`` written in ``fn`` (its code, decorators and nested
+    defs included) or in a method of ``fn``'s class that the facts know (the first def of
+    each name in the class body): both are in the rule's ``area``."""
+    if _mentions_word(fn.node, _GUARD_WORDS):
+        return True
+    if fn.in_class:
+        for methods in tree.methods.values():
+            if any(m is fn for m in methods):
+                seen: set[str] = set()
+                for m in methods:
+                    if m.name not in seen:
+                        seen.add(m.name)
+                        if _mentions_word(m.node, _GUARD_WORDS):
+                            return True
+                break
+    return False
+
+
+def _unnamed(call: ast.Call, bound: set) -> bool:
+    """The facts cannot name the callee: ``<N>.a.b(...)`` whose root ``N`` (not ``self``, not a
+    builtin) has no binding of kind import/def/class/value anywhere in the module (only
+    tuple-unpacking, ``for``, ``except as``, augmented targets, or none: ``torch, _ =
+    try_import_torch()``), so the facts' lookup gives None or "other" and ``qualified_name``
+    None, whatever the scope."""
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return False
+    while isinstance(func, ast.Attribute):
+        func = func.value
+    if not isinstance(func, ast.Name) or func.id in ("self",) or func.id in _BUILTINS:
+        return False
+    return func.id not in bound
+
+
+def _named_bindings(tree) -> set[str]:
+    """Names given an import/def/class/value binding somewhere: a superset of the facts'
+    collector's kinds other than "other" (every import alias wherever it is, every def and
+    class, and the ``Tree``'s ``name = value`` bindings: one-target ``=``, ``: T = v``,
+    ``:=``, ``with ... as name``, which is what the collector binds as "value")."""
+    out = {fn.name for fn in tree.functions} | {c.name for c in tree.classes}
+    out.update(name for name, _ in tree.value_bindings)
+    stack = list(tree.module.body)
+    while stack:  # statements only: imports are statements
+        st = stack.pop()
+        t = type(st)
+        if t is ast.Import:
+            out.update(a.asname or a.name.split(".")[0] for a in st.names)
+        elif t is ast.ImportFrom:
+            out.update(a.asname or a.name for a in st.names)
+        else:
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(st, field, None)
+                if type(block) is list:
+                    stack.extend(block)
+            for h in getattr(st, "handlers", ()):
+                stack.extend(h.body)
+            for case in getattr(st, "cases", ()):
+                stack.extend(case.body)
+    return out
+
+
+def _may_init_without_teardown(tree) -> bool:
+    """Tier 2 for SHD502: an init call (the ``init_calls`` default) that the file itself does
+    not prove covered.
+
+    The rule reports an init call only when ``_has_teardown`` is False and the project index
+    finds nothing (``_teardown_in_project`` can only suppress: a local proof is enough). A file
+    is ruled out when every call that may be an init call (``may_call_any``) is one of:
+    - not an init call for the facts (``_unnamed``: its root name is never bound to anything
+      the facts can name);
+    - covered by ``_module_level_teardown`` (first test of ``_has_teardown``, any call);
+    - in a function, and the module has a cleanup-named function that calls
+      ``destroy_process_group`` itself (``_cleanup_named_destroyer``: the "sites with a cleanup
+      name" acceptance, any call in a function);
+    - in a function ``fn`` that writes ``install_distributed_teardown`` or whose class's method
+      does (``_guarded_area``), or that calls ``destroy_process_group`` in its own ``finally``/
+      ``except`` body (``_destroys_in_cleanup_block``): ``fn`` is in its own area.
+    A module-level init call not covered by the module-level teardown keeps the file.
+    """
+    inits = [(c, fn) for fn in tree.functions for c, _, _ in fn.calls if tree.may_call_any(c, _INIT_CALLS)]
+    inits += [(c, None) for c, _, _ in tree.module_calls if tree.may_call_any(c, _INIT_CALLS)]
+    if not inits:
+        return False
+    # identifiers holding the words at all (``mentioned`` has every Name and attribute)
+    destroy_words = any(_DESTROY in w for w in tree.mentioned)
+    guard_words = any(g in w for g in _GUARD_WORDS for w in tree.mentioned)
+    if (destroy_words or guard_words) and _module_level_teardown(tree):
+        return False
+    destroyer = bound = None
+    covered: dict[int, bool] = {}
+    for c, fn in inits:
+        if isinstance(c.func, ast.Attribute):
+            if bound is None:
+                bound = _named_bindings(tree)
+            if _unnamed(c, bound):
+                continue
+        if fn is None:
+            return True
+        if destroyer is None:
+            destroyer = destroy_words and _cleanup_named_destroyer(tree)
+        if destroyer:
+            continue
+        if id(fn) not in covered:
+            covered[id(fn)] = (guard_words and _guarded_area(tree, fn)) or (
+                destroy_words and _destroys_in_cleanup_block(fn))
+        if not covered[id(fn)]:
+            return True
+    return False

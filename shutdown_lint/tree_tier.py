@@ -289,6 +289,12 @@ class Tree:
                             changed = True
         return names, attrs
 
+    @property
+    def value_bindings(self) -> list[tuple[str, ast.AST]]:
+        """``name = value`` bindings (one target, ``: T = v``, ``:=``, ``with ... as name``):
+        what the facts bind as values."""
+        return self._bindings
+
     def words(self, expr: ast.AST) -> set[str]:
         """Every last word the facts' qualified name of ``expr`` could end with."""
         names, attrs = self._aliases

@@ -246,3 +246,105 @@ CASES["SHD104"] = [
     ('import asyncio\nasync def stop(self):\n    self.task.cancel()\n    try:\n        await self.task\n    except asyncio.CancelledError:\n        pass\n', False),
     ('import asyncio\nasync def stop(self):\n    self.task.cancel()\n    try:\n        await self.task\n    except BaseException:\n        pass\n', True),
 ]
+
+CASES["SHD502"] = [
+    # 0 a cleanup-named method destroys the group: every init in a function is covered
+    ("""
+import torch.distributed as dist
+
+class Worker:
+    def setup(self, rank):
+        dist.init_process_group("nccl", rank=rank)
+
+    def close(self):
+        dist.destroy_process_group()
+""", False),
+    # 2 an init at module level is not covered by a cleanup-named destroyer
+    ("""
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+
+def shutdown(code):
+    dist.destroy_process_group()
+""", True),
+    # 3 the fix's output: the guard installed right after the init
+    ("""
+import torch.distributed as dist
+import runtime_guard
+
+def init(rank):
+    dist.init_process_group("nccl", rank=rank)
+    runtime_guard.torch.install_distributed_teardown()
+""", False),
+    # 4 the guard installed by another method of the same class
+    ("""
+import torch.distributed as dist
+from runtime_guard.torch import install_distributed_teardown
+
+class Trainer:
+    def __init__(self, cfg):
+        dist.init_process_group(cfg.backend)
+        self.arm()
+
+    def arm(self):
+        install_distributed_teardown()
+""", False),
+    # 5 the guard only in the second def of `arm`: the facts know the first -> reported
+    ("""
+import torch.distributed as dist
+import runtime_guard
+
+class Trainer:
+    def __init__(self, cfg):
+        dist.init_process_group(cfg.backend)
+
+    def arm(self):
+        pass
+
+    def arm(self):
+        runtime_guard.torch.install_distributed_teardown()
+""", True),
+    # 6 `torch` is only ever bound by tuple unpacking: the facts cannot name the call
+    ("""
+from ray.rllib.utils.framework import try_import_torch
+
+torch, _ = try_import_torch()
+
+def join(url, rank, world):
+    torch.distributed.init_process_group(backend="gloo", init_method=url, rank=rank, world_size=world)
+""", False),
+    # 7 the same with an `import torch` in the init function itself -> reported
+    ("""
+from ray.rllib.utils.framework import try_import_torch
+
+torch, _ = try_import_torch()
+
+def join(url, rank, world):
+    import torch
+    torch.distributed.init_process_group(backend="gloo", init_method=url, rank=rank, world_size=world)
+""", True),
+    # 8 destroy in the init function's finally, but inside a lambda: not a teardown site
+    ("""
+import torch.distributed as dist
+
+def run(rank):
+    dist.init_process_group("gloo", rank=rank)
+    try:
+        train()
+    finally:
+        later = lambda: dist.destroy_process_group()
+""", True),
+    # 9 destroy in the init function's except body: covered
+    ("""
+import torch.distributed as dist
+
+def run(rank):
+    dist.init_process_group("gloo", rank=rank)
+    try:
+        train()
+    except BaseException:
+        dist.destroy_process_group()
+        raise
+""", False),
+]
