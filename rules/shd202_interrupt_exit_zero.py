@@ -9,7 +9,7 @@ from shutdown_lint import candidates as C
 from shutdown_lint.facts import DRIVER, RETURN, STATUS_ZERO, TORCH_WORKER
 from shutdown_lint.facts.exit_paths import EXIT_FUNCTIONS
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule
-from shutdown_lint.tree_tier import is_main_guard, positional_args
+from shutdown_lint.tree_tier import identifiers, is_main_guard, positional_args
 
 from ._exits import child_process_reason, raises_system_exit, rule_runs_here
 from ._vocabulary import identifier_words
@@ -942,11 +942,7 @@ def _signal_handler_exits(tree) -> bool:
         if type(handler) is ast.Lambda:
             lambdas.append(handler)
             continue
-        for n in ast.walk(handler):
-            if type(n) is ast.Name:
-                names.add(n.id)
-            elif type(n) is ast.Attribute:
-                names.add(n.attr)
+        names |= identifiers(handler)
     for lam in lambdas:
         body = list(_own_nodes(ast.iter_child_nodes(lam), stop=(ast.Lambda,)))  # defaults too
         if any(_zero_exit(tree, n, True) and _other_call(lam, n) for n in body):
@@ -978,7 +974,7 @@ def _interrupt_at_entrypoint(tree) -> bool:
     for g in guards:
         for n in ast.walk(g):
             if type(n) is ast.Call:
-                direct |= _func_words(n)
+                direct |= identifiers(n.func)
     # coroutines run by a runner (``asyncio.run(f())``: the first argument is a call) in an
     # entrypoint ("main" references, ``_entrypoint_of``'s recursion); a superset by name
     entries, seen = set(direct), set()
@@ -992,7 +988,7 @@ def _interrupt_at_entrypoint(tree) -> bool:
                 for c, _, _ in fn.calls:
                     args = positional_args(c)
                     if args and type(args[0]) is ast.Call:
-                        entries |= _func_words(args[0])
+                        entries |= identifiers(args[0].func)
     ctx = _Context(tree)
     for g in guards:  # a handler at module level in the __main__ block
         if _handler_may_return_to_entry(ctx, [g], needs_cancellation=False):
@@ -1095,17 +1091,6 @@ def _may_leave(ctx, tr, h: ast.ExceptHandler, in_loop: bool, needs_cancellation:
 
 _TRYS = (ast.Try, getattr(ast, "TryStar", ast.Try))
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
-
-
-def _func_words(call: ast.Call) -> set[str]:
-    """Names and attributes spelled in the callee (``f``, ``self.f``, ``partial(f, x)``)."""
-    out = set()
-    for n in ast.walk(call.func):
-        if type(n) is ast.Name:
-            out.add(n.id)
-        elif type(n) is ast.Attribute:
-            out.add(n.attr)
-    return out
 
 
 def _module_level(module: ast.Module) -> tuple[list[ast.If], set[int]]:

@@ -8,7 +8,7 @@ import libcst as cst
 from shutdown_lint.candidates import qualified
 from shutdown_lint.facts import FunctionInfo, reachable
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
-from shutdown_lint.tree_tier import positional_args
+from shutdown_lint.tree_tier import identifiers, positional_args
 
 from ._exits import child_process_reason, rule_runs_here
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call, strip_trailing_comma
@@ -478,7 +478,7 @@ def _may_os_exit_on_cleanup_path(tree) -> bool:
             if any(type(n) is ast.Call and id(n) in exits for n in ast.walk(handler)):
                 return True
             continue
-        names |= _words_in(handler)
+        names |= identifiers(handler)
     if not names:
         return False
     seen: set[int] = set()
@@ -492,15 +492,5 @@ def _may_os_exit_on_cleanup_path(tree) -> bool:
                 for c, _, in_lambda in fn.calls:
                     if not in_lambda and id(c) in exits:
                         return True
-                    names |= _words_in(c.func)
+                    names |= identifiers(c.func)
     return False
-
-
-def _words_in(expr: ast.AST) -> set[str]:
-    out = set()
-    for n in ast.walk(expr):
-        if type(n) is ast.Name:
-            out.add(n.id)
-        elif type(n) is ast.Attribute:
-            out.add(n.attr)
-    return out

@@ -5,7 +5,7 @@ from typing import Optional
 
 import libcst as cst
 
-from shutdown_lint.candidates import AnyOf, All, Word, qualified
+from shutdown_lint.candidates import All, AnyOf, Word, qualified
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
 from shutdown_lint.tree_tier import function_names, keyword
 

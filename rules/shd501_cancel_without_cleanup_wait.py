@@ -707,11 +707,7 @@ def _remote_roots(tree) -> set[str]:
     for c in tree.all_calls():
         if tree.may_call_any(c, _REMOTE) or (isinstance(c.func, ast.Call) and tree.may_call_any(c.func, _REMOTE)):
             for a in [*c.args, *(k.value for k in c.keywords)]:
-                for n in ast.walk(a):
-                    if isinstance(n, ast.Name):
-                        handed.add(n.id)
-                    elif isinstance(n, ast.Attribute):
-                        handed.add(n.attr)
+                handed |= T.identifiers(a)
     roots |= {fn.name for fn in tree.functions if fn.name in handed}
     for cls in tree.classes:
         if cls.name in handed or remote_decorator(cls):

@@ -360,11 +360,7 @@ class Tree:
         out: set[str] = set()
         for call in self.all_calls():
             for a in [*call.args, *(k.value for k in call.keywords)]:
-                for n in ast.walk(a):
-                    if isinstance(n, ast.Name):
-                        out.add(n.id)
-                    elif isinstance(n, ast.Attribute):
-                        out.add(n.attr)
+                out |= identifiers(a)
         return out
 
     def names_handed_to(self, callees: Iterable[str]) -> set[str]:
@@ -376,11 +372,7 @@ class Tree:
         for call in self.all_calls():
             if (call.args or call.keywords) and self.may_call_any(call, names):
                 for a in [*call.args, *(k.value for k in call.keywords)]:
-                    for n in ast.walk(a):
-                        if isinstance(n, ast.Name):
-                            out.add(n.id)
-                        elif isinstance(n, ast.Attribute):
-                            out.add(n.attr)
+                    out |= identifiers(a)
         return out
 
     def parents(self, root: ast.AST) -> dict[int, ast.AST]:
@@ -459,6 +451,19 @@ def callee_name(call: ast.Call) -> Optional[str]:
     if isinstance(func, ast.Attribute):
         return func.attr
     return None
+
+
+def identifiers(node: ast.AST) -> set[str]:
+    """Every name and attribute spelled under ``node`` (``self.run`` gives ``self`` and
+    ``run``; ``partial(work, x)`` gives ``partial``, ``work`` and ``x``)."""
+    out: set[str] = set()
+    for n in ast.walk(node):
+        t = type(n)
+        if t is ast.Name:
+            out.add(n.id)
+        elif t is ast.Attribute:
+            out.add(n.attr)
+    return out
 
 
 def function_names(expr: ast.AST) -> set[str]:
