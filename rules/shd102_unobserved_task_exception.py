@@ -907,20 +907,73 @@ def spawns(tree) -> list[tuple[ast.Call, object]]:
 
 def _may_lose_a_task(tree) -> bool:
     """``_follow`` reports a spawn unless it finds the task observed; here a spawn is ruled
-    out only where ``_follow`` says OBSERVED at its first step: the task (or a list, tuple
-    or set display holding it) is awaited, returned, yielded, a lambda's result, or an
-    argument of a call that is not an adder/remover (``_ADDERS``, ``extend``, ``discard``,
-    ``remove``), a neutral builtin (``_NEUTRAL_FUNCS``) or a gather told
-    ``return_exceptions``."""
+    out only where ``_follow`` surely says OBSERVED: the task (or a list, tuple or set
+    display holding it) is handed over at once (``_handed_over``), or it is assigned to
+    names one of which is used so (``_stored_and_observed``)."""
     for call, fn in spawns(tree):
         parents = tree.parents(fn.node if fn is not None else tree.module)
         holder = parents.get(id(call))
         if isinstance(holder, (ast.List, ast.Tuple, ast.Set)):
             if not _handed_over(holder, parents):
                 return True
-        elif not _handed_over(call, parents):
+        elif not _handed_over(call, parents) and not _stored_and_observed(tree, call, fn, parents):
             return True
     return False
+
+
+def _stored_and_observed(tree, call: ast.Call, fn, parents: dict) -> bool:
+    """``_stored``: the best verdict of the assignment's targets. A ``self``/``cls``
+    attribute is looked at through every attribute of that name in the module
+    (``_attribute_uses``), another object's attribute counts as observed, and a name
+    through its loads in the function that binds it (``_name_uses``' region holds that
+    function). A subset of the rule's uses: a use that observes here observes there."""
+    p = parents.get(id(call))
+    if isinstance(p, ast.Assign) and p.value is call:
+        targets = p.targets
+    elif isinstance(p, ast.AnnAssign) and p.value is call:
+        targets = [p.target]
+    else:
+        return False
+    for t in targets:
+        if isinstance(t, ast.Attribute):
+            if not (isinstance(t.value, ast.Name) and t.value.id in ("self", "cls")):
+                return True  # someone else's attribute: the rule cannot see its users either
+            region = tree.module
+            found = [n for n in ast.walk(region) if type(n) is ast.Attribute and n.attr == t.attr]
+        elif isinstance(t, ast.Name):
+            region = fn.node if fn is not None else tree.module
+            found = [n for n in ast.walk(region) if type(n) is ast.Name and n.id == t.id]
+        else:
+            continue
+        where = tree.parents(region)
+        if any(type(n.ctx) is ast.Load and _observes(n, where) for n in found):
+            return True
+    return False
+
+
+def _observes(use: ast.AST, parents: dict) -> bool:
+    """``_follow(use, "task")`` says OBSERVED at its first step: handed over at once, or a
+    method of the task that looks at it (``_method_use``: not a neutral one; a done
+    callback that does more than forget the task)."""
+    if _handed_over(use, parents):
+        return True
+    p = parents.get(id(use))
+    if not (isinstance(p, ast.Attribute) and p.value is use):
+        return False
+    call = parents.get(id(p))
+    if not (isinstance(call, ast.Call) and call.func is p):
+        return p.attr not in _NEUTRAL_TASK_METHODS  # e.g. ``task.result`` handed over as a callback
+    if p.attr == "add_done_callback":
+        first = call.args[0] if call.args else (call.keywords[0].value if call.keywords else None)
+        return first is None or not _only_forgets_ast(first)
+    return p.attr in _OBSERVING_METHODS or p.attr not in _NEUTRAL_TASK_METHODS
+
+
+def _only_forgets_ast(callback: ast.AST) -> bool:
+    """``_only_forgets`` on the ``ast``."""
+    if isinstance(callback, ast.Lambda) and isinstance(callback.body, ast.Call):
+        callback = callback.body.func
+    return isinstance(callback, ast.Attribute) and callback.attr in ("discard", "remove", "pop")
 
 
 def _handed_over(node: ast.AST, parents: dict) -> bool:

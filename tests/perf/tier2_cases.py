@@ -348,3 +348,29 @@ def run(rank):
         raise
 """, False),
 ]
+
+_WORK = "import asyncio\nasync def work():\n    await asyncio.sleep(1)\n    raise RuntimeError('x')\n"
+CASES["SHD102"] = [
+    # kept on self and awaited in another method (any attribute of that name in the module counts)
+    (_WORK + "class S:\n    def start(self):\n        self._task = asyncio.create_task(work())\n"
+     "    async def stop(self):\n        self._task.cancel()\n        await self._task\n", False),
+    # kept on self, only cancelled: never looked at
+    (_WORK + "class S:\n    def start(self):\n        self._task = asyncio.create_task(work())\n"
+     "    def stop(self):\n        self._task.cancel()\n", True),
+    # its result asked for; a done callback that does more than forget it
+    (_WORK + "class S:\n    def start(self):\n        self._task = asyncio.create_task(work())\n"
+     "    def check(self):\n        return self._task.result()\n", False),
+    (_WORK + "class S:\n    def start(self):\n        self._task = asyncio.create_task(work())\n"
+     "        self._task.add_done_callback(self._on_done)\n", False),
+    # a done callback that only forgets it
+    (_WORK + "T = set()\nasync def main():\n    t = asyncio.create_task(work())\n    T.add(t)\n"
+     "    t.add_done_callback(T.discard)\n", True),
+    # a local name awaited later, or handed to wait_for
+    (_WORK + "async def main():\n    t = asyncio.create_task(work())\n    await asyncio.sleep(1)\n    await t\n", False),
+    (_WORK + "async def main():\n    t: asyncio.Task = asyncio.ensure_future(work())\n"
+     "    await asyncio.wait_for(t, 5)\n", False),
+    # a local name only tested
+    (_WORK + "async def main():\n    t = asyncio.create_task(work())\n    if t.done():\n        print('done')\n", True),
+    # another object's attribute: the rule cannot see its users and assumes they look
+    (_WORK + "async def main(holder):\n    holder.task = asyncio.create_task(work())\n", False),
+]
