@@ -977,18 +977,7 @@ def _interrupt_at_entrypoint(tree) -> bool:
                 direct |= identifiers(n.func)
     # coroutines run by a runner (``asyncio.run(f())``: the first argument is a call) in an
     # entrypoint ("main" references, ``_entrypoint_of``'s recursion); a superset by name
-    entries, seen = set(direct), set()
-    changed = True
-    while changed:
-        changed = False
-        for fn in tree.functions:
-            if fn.name in entries and id(fn) not in seen:
-                seen.add(id(fn))
-                changed = True
-                for c, _, _ in fn.calls:
-                    args = positional_args(c)
-                    if args and type(args[0]) is ast.Call:
-                        entries |= identifiers(args[0].func)
+    entries = direct | {fn.name for fn in tree.reached_by_name(direct, _runs_coroutines_of)}
     ctx = _Context(tree)
     for g in guards:  # a handler at module level in the __main__ block
         if _handler_may_return_to_entry(ctx, [g], needs_cancellation=False):
@@ -998,6 +987,17 @@ def _interrupt_at_entrypoint(tree) -> bool:
                 ctx, fn.node.body, needs_cancellation=fn.name not in direct):
             return True
     return False
+
+
+def _runs_coroutines_of(fn) -> set[str]:
+    """Names spelled in the callees of calls handed to a call as its first argument
+    (``asyncio.run(amain())``)."""
+    out: set[str] = set()
+    for c, _, _ in fn.calls:
+        args = positional_args(c)
+        if args and type(args[0]) is ast.Call:
+            out |= identifiers(args[0].func)
+    return out
 
 
 class _Context:

@@ -479,18 +479,7 @@ def _may_os_exit_on_cleanup_path(tree) -> bool:
                 return True
             continue
         names |= identifiers(handler)
-    if not names:
-        return False
-    seen: set[int] = set()
-    changed = True
-    while changed:
-        changed = False
-        for fn in tree.functions:
-            if fn.name in names and id(fn) not in seen:
-                seen.add(id(fn))
-                changed = True
-                for c, _, in_lambda in fn.calls:
-                    if not in_lambda and id(c) in exits:
-                        return True
-                    names |= identifiers(c.func)
-    return False
+    # the handler's function and what it calls, by the names spelled in each callee (lambdas'
+    # calls too: the facts' callees follow them), with an os._exit outside a lambda
+    reached = tree.reached_by_name(names, lambda fn: {n for c, _, _ in fn.calls for n in identifiers(c.func)})
+    return any(not in_lambda and id(c) in exits for fn in reached for c, _, in_lambda in fn.calls)

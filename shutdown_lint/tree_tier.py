@@ -408,6 +408,23 @@ class Tree:
             found |= more
         return found
 
+    def reached_by_name(self, roots: Iterable[str], step) -> list[Function]:
+        """The functions named in ``roots`` and, transitively, in ``step(fn)`` of a function
+        reached (names: a superset of what the facts resolve)."""
+        by_name: dict[str, list[Function]] = {}
+        for fn in self.functions:
+            by_name.setdefault(fn.name, []).append(fn)
+        names = set(roots)
+        todo, out = list(names), []
+        while todo:
+            for fn in by_name.get(todo.pop(), ()):
+                out.append(fn)
+                for name in step(fn):
+                    if name not in names:
+                        names.add(name)
+                        todo.append(name)
+        return out
+
     def reachable_names(self, roots: set[str]) -> set[str]:
         """Function names reachable from ``roots`` by calls (by name: a superset of the
         facts' same-module closure)."""
