@@ -8,7 +8,7 @@ import libcst as cst
 from shutdown_lint import candidates as C
 from shutdown_lint.rule import AddImport, Fix, Invalid, Replace, Rule
 from shutdown_lint.traversal import walk
-from shutdown_lint.tree_tier import TRYS
+from shutdown_lint.tree_tier import DEFS, TRYS, walk_within
 
 _CANCELLED = frozenset({"asyncio.CancelledError", "asyncio.exceptions.CancelledError"})
 _BROAD = frozenset({"builtins.BaseException"})
@@ -702,24 +702,13 @@ def _may_catch_cancellation(tree, handler: ast.excepthandler) -> bool:
 
 
 _RAISE, _RETURN, _BREAK, _CONTINUE = "raise", "return", "break", "continue"
-_SKIP = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
-
-
-def _walk_own(nodes, skip=_SKIP):
-    """Nodes under ``nodes``, not entering the node types in ``skip``."""
-    stack = list(nodes)
-    while stack:
-        n = stack.pop()
-        if isinstance(n, skip):
-            continue
-        yield n
-        stack.extend(ast.iter_child_nodes(n))
+_SKIP = (*DEFS, ast.Lambda)
 
 
 def _suspends(body) -> bool:
     """The rule's ``_awaits``: an ``await``/``async for``/``async with``/async comprehension,
     not in a nested def or lambda."""
-    for n in _walk_own(body):
+    for n in walk_within(body, _SKIP):
         if isinstance(n, (ast.Await, ast.AsyncFor, ast.AsyncWith)) or (
                 type(n) is ast.comprehension and n.is_async):
             return True
@@ -799,7 +788,7 @@ def _is_true(test) -> bool:
 
 def _breaks(body) -> bool:
     """A ``break`` of this loop (the facts' ``_breaks``: nested loops and defs skipped)."""
-    return any(type(n) is ast.Break for n in _walk_own(body, (*_SKIP, ast.For, ast.AsyncFor, ast.While)))
+    return any(type(n) is ast.Break for n in walk_within(body, (*_SKIP, ast.For, ast.AsyncFor, ast.While)))
 
 
 def _surely_propagates(handler) -> bool:
@@ -811,9 +800,9 @@ def _surely_propagates(handler) -> bool:
 def _may_swallow_in_finally(handler) -> bool:
     """A nested ``finally`` with a ``return``/``break``/``continue``: may be the facts'
     ``swallowing_finally`` (the report path that ignores the other exceptions)."""
-    for n in _walk_own(handler.body, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+    for n in walk_within(handler.body, (*_SKIP, ast.ClassDef)):
         if type(n) in TRYS and n.finalbody and any(
-                type(x) in (ast.Return, ast.Break, ast.Continue) for x in _walk_own(n.finalbody)):
+                type(x) in (ast.Return, ast.Break, ast.Continue) for x in walk_within(n.finalbody, _SKIP)):
             return True
     return False
 
@@ -821,7 +810,7 @@ def _may_swallow_in_finally(handler) -> bool:
 def _books(handler) -> bool:
     """``_reraises_or_books``' second half: an ``x.uncancel()`` / ``x.cancelling()`` call in the
     handler (nested defs, lambdas and classes skipped)."""
-    for n in _walk_own(handler.body, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+    for n in walk_within(handler.body, (*_SKIP, ast.ClassDef)):
         if type(n) is ast.Call and type(n.func) is ast.Attribute and n.func.attr in ("uncancel", "cancelling"):
             return True
     return False
@@ -852,7 +841,7 @@ def _surely_cancel_then_await(fn, tr) -> bool:
     if not any(type(c.func) is ast.Attribute and c.func.attr == "cancel" for c, _, _ in fn.calls):
         return False
     return any(type(n) is ast.Await and type(n.value) in (ast.Name, ast.Attribute, ast.Subscript)
-               for n in _walk_own(tr.body))
+               for n in walk_within(tr.body, _SKIP))
 
 
 def _surely_not_catching_everything(tree, handler) -> bool:
@@ -897,13 +886,3 @@ def _may_swallow(tree) -> bool:
                 if handlers and _suspends(tr.body) and any(_may_report(tree, fn, tr, h) for h in handlers):
                     return True
     return False
-
-
-# ---------------------------------------------------------------------- near-miss cases
-def _h(handler: str, catch: str = "asyncio.CancelledError as e", pre: str = "") -> str:
-    return ("import asyncio\n\nasync def work(task):\n" + pre + "    try:\n        await asyncio.sleep(1)\n"
-            f"    except {catch}:\n" + handler)
-
-
-#: tests/perf/test_candidates.py's test_shd104_tier2_drops_handlers_that_always_reraise
-#: params, with this condition's values (the third flips: True before)

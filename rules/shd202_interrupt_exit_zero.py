@@ -9,7 +9,8 @@ from shutdown_lint import candidates as C
 from shutdown_lint.facts import DRIVER, RETURN, STATUS_ZERO, TORCH_WORKER
 from shutdown_lint.facts.exit_paths import EXIT_FUNCTIONS
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule
-from shutdown_lint.tree_tier import identifiers, is_main_guard, positional_args
+from shutdown_lint.tree_tier import (DEFS, TRYS, identifiers, is_main_guard, nested_statements, positional_args,
+                                     walk_within)
 
 from ._exits import child_process_reason, raises_system_exit, rule_runs_here
 from ._vocabulary import identifier_words
@@ -829,7 +830,6 @@ def _code(node: cst.CSTNode) -> str:
 
 
 # ------------------------------------------------------------------ candidate tier 2 (ast)
-_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def _may_exit_zero_on_interrupt(tree) -> bool:
@@ -854,7 +854,7 @@ def _may_exit_zero_on_interrupt(tree) -> bool:
     interrupts = [h for h in tree.handlers if h.type is not None and _names_interrupt(tree, h.type)]
     # path 1
     for h in interrupts:
-        for node in _own_nodes(h.body, stop=(*_DEFS, ast.Lambda, ast.ClassDef)):
+        for node in walk_within(h.body, stop=(*DEFS, ast.Lambda, ast.ClassDef)):
             if _zero_exit(tree, node, in_signal_handler=False):
                 return True
     # path 2
@@ -880,8 +880,6 @@ def _zero_exit(tree, node: ast.AST, in_signal_handler: bool) -> bool:
             return False
         return _zero_status(exc)
     return False
-
-
 
 
 def _zero_status(call: ast.Call) -> bool:
@@ -915,25 +913,11 @@ def _names_interrupt(tree, t: ast.AST) -> bool:
     return any("KeyboardInterrupt" in tree.words(e.value if type(e) is ast.Starred else e) for e in elts)
 
 
-def _own_nodes(stmts, stop):
-    """Every node under ``stmts``, not entering nodes of the ``stop`` types."""
-    todo = [s for s in stmts if not isinstance(s, stop)]
-    while todo:
-        node = todo.pop()
-        yield node
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, stop):
-                todo.append(child)
-
-
 # ------------------------------------------------------------------ path 2
 def _signal_handler_exits(tree) -> bool:
     names: set[str] = set()
     lambdas: list[ast.Lambda] = []
-    for call in tree.all_calls():
-        args = positional_args(call)
-        if len(args) < 2 or not (tree.may_call(call, "signal") or tree.may_call(call, "add_signal_handler")):
-            continue
+    for call, args in tree.signal_handler_installs():
         first = args[0]
         spelled = first.attr if type(first) is ast.Attribute else first.id if type(first) is ast.Name else None
         if spelled not in ("SIGINT", "SIGTERM"):
@@ -944,7 +928,7 @@ def _signal_handler_exits(tree) -> bool:
             continue
         names |= identifiers(handler)
     for lam in lambdas:
-        body = list(_own_nodes(ast.iter_child_nodes(lam), stop=(ast.Lambda,)))  # defaults too
+        body = list(walk_within(ast.iter_child_nodes(lam), stop=(ast.Lambda,)))  # defaults too
         if any(_zero_exit(tree, n, True) and _other_call(lam, n) for n in body):
             return True
     if not names:
@@ -1020,7 +1004,7 @@ def _binds(module: ast.Module, name: str) -> bool:
         if t is ast.Name:
             if n.id == name and type(n.ctx) is not ast.Load:
                 return True
-        elif t in _DEFS or t is ast.ClassDef:
+        elif t in DEFS or t is ast.ClassDef:
             if n.name == name:
                 return True
         elif t is ast.alias:
@@ -1052,21 +1036,21 @@ def _handler_may_return_to_entry(ctx, stmts, needs_cancellation: bool) -> bool:
     while todo:
         node, in_loop = todo.pop()
         t = type(node)
-        if t in _TRYS:
+        if t in TRYS:
             for h in node.handlers:
                 if h.type is not None and _names_interrupt(tree, h.type) and _may_leave(
                         ctx, node, h, in_loop, needs_cancellation):
                     return True
         child_loop = (in_loop or t in _LOOPS) and t is not ast.ClassDef
         for child in ast.iter_child_nodes(node):
-            if type(child) not in _DEFS:
+            if type(child) not in DEFS:
                 todo.append((child, child_loop))
     return False
 
 
 def _may_leave(ctx, tr, h: ast.ExceptHandler, in_loop: bool, needs_cancellation: bool) -> bool:
     tree = ctx.tree
-    returns = any(type(n) is ast.Return for n in _own_nodes(h.body, stop=(*_DEFS, ast.ClassDef, ast.Lambda)))
+    returns = any(type(n) is ast.Return for n in walk_within(h.body, stop=(*DEFS, ast.ClassDef, ast.Lambda)))
     if not returns:
         if in_loop:
             return False  # no RETURN way, and FALL_THROUGH does not count inside a loop
@@ -1081,7 +1065,7 @@ def _may_leave(ctx, tr, h: ast.ExceptHandler, in_loop: bool, needs_cancellation:
             return False
     if not ctx.interrupt_bound():
         # ``_raises_interrupt_itself``: the try body raises builtins.KeyboardInterrupt
-        for n in _own_nodes(tr.body, stop=()):
+        for n in walk_within(tr.body, stop=()):
             if type(n) is ast.Raise and n.exc is not None:
                 exc = n.exc.func if type(n.exc) is ast.Call else n.exc
                 if type(exc) is ast.Name and exc.id == "KeyboardInterrupt":
@@ -1089,7 +1073,6 @@ def _may_leave(ctx, tr, h: ast.ExceptHandler, in_loop: bool, needs_cancellation:
     return True
 
 
-_TRYS = (ast.Try, getattr(ast, "TryStar", ast.Try))
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 
@@ -1097,21 +1080,9 @@ def _module_level(module: ast.Module) -> tuple[list[ast.If], set[int]]:
     """The ``if __name__ == ...`` statements outside any def or class (a superset of the facts'
     ``main_guards``), and the ids of the defs outside any def or class (``scope``/``cls`` None)."""
     guards, defs = [], set()
-    todo = list(module.body)
-    while todo:
-        st = todo.pop()
-        t = type(st)
-        if t in _DEFS:
+    for st in nested_statements(module.body, enter=lambda st: not isinstance(st, (*DEFS, ast.ClassDef))):
+        if isinstance(st, DEFS):
             defs.add(id(st))
-            continue
-        if t is ast.ClassDef:
-            continue
-        if t is ast.If and is_main_guard(st.test):
+        elif type(st) is ast.If and is_main_guard(st.test):
             guards.append(st)
-        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
-            for child in getattr(st, field, ()) or ():
-                if isinstance(child, ast.stmt):
-                    todo.append(child)
-                elif isinstance(child, (ast.excepthandler, ast.match_case)):
-                    todo.extend(child.body)
     return guards, defs

@@ -8,7 +8,7 @@ import libcst as cst
 from shutdown_lint.candidates import qualified
 from shutdown_lint.facts import FunctionInfo, reachable
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
-from shutdown_lint.tree_tier import identifiers, positional_args
+from shutdown_lint.tree_tier import DEFS, TRYS, identifiers, walk_within
 
 from ._exits import child_process_reason, rule_runs_here
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call, strip_trailing_comma
@@ -435,8 +435,6 @@ def _is_zero(expr: cst.BaseExpression) -> bool:
 
 
 # ------------------------------------------------------------------ candidate tier 2 (ast)
-_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_TRYS = (ast.Try, getattr(ast, "TryStar", ast.Try))
 
 
 def _may_os_exit_on_cleanup_path(tree) -> bool:
@@ -458,21 +456,12 @@ def _may_os_exit_on_cleanup_path(tree) -> bool:
         return False
     # 1. an except handler's body or a finally block, up to the innermost def/lambda
     blocks = [h.body for h in tree.handlers]
-    blocks += [n.finalbody for n in ast.walk(tree.module) if type(n) in _TRYS and n.finalbody]
-    stop = (*_DEFS, ast.Lambda)
-    for body in blocks:
-        todo = [s for s in body if not isinstance(s, stop)]
-        while todo:
-            n = todo.pop()
-            if type(n) is ast.Call and id(n) in exits:
-                return True
-            todo.extend(c for c in ast.iter_child_nodes(n) if not isinstance(c, stop))
+    blocks += [n.finalbody for n in ast.walk(tree.module) if type(n) in TRYS and n.finalbody]
+    if any(type(n) is ast.Call and id(n) in exits for body in blocks for n in walk_within(body, (*DEFS, ast.Lambda))):
+        return True
     # 2. a signal handler and what it calls
     names: set[str] = set()
-    for call in tree.all_calls():
-        args = positional_args(call)
-        if len(args) < 2 or not (tree.may_call(call, "signal") or tree.may_call(call, "add_signal_handler")):
-            continue
+    for _call, args in tree.signal_handler_installs():
         handler = args[1]
         if type(handler) is ast.Lambda:
             if any(type(n) is ast.Call and id(n) in exits for n in ast.walk(handler)):

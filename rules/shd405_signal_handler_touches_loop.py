@@ -8,7 +8,7 @@ import libcst as cst
 from shutdown_lint.candidates import All, Word
 from shutdown_lint.facts import reachable
 from shutdown_lint.rule import AddImport, Fix, Invalid, Replace, Rule, Valid
-from shutdown_lint.tree_tier import function_names
+from shutdown_lint.tree_tier import function_names, positional_args, walk_within
 
 from ._fixes import dotted
 
@@ -426,14 +426,10 @@ def _may_touch_loop_in_handler(tree) -> bool:
     or an ``all_tasks()``/``current_task()`` call together with an ``x.cancel()`` call."""
     loop_methods = None
     for call in tree.all_calls():
-        if len(call.args) + sum(k.arg is None for k in call.keywords) != 2:
+        args = positional_args(call)
+        if len(args) != 2 or not tree.may_call_any(call, ("signal.signal",)):
             continue
-        if not tree.may_call_any(call, ("signal.signal",)):
-            continue
-        handler = [*call.args, *(k.value for k in call.keywords if k.arg is None)][1]
-        if type(handler) is ast.Starred:
-            handler = handler.value
-        calls = _handler_calls(tree, handler)
+        calls = _handler_calls(tree, args[1])
         if not calls:
             continue
         if any(tree.may_call_any(c, LOOP_TOUCHING_METHODS) for c in calls):
@@ -455,36 +451,17 @@ def _handler_calls(tree, handler: ast.AST) -> list:
     resolve to (``_names``)."""
     direct: list = []
     if type(handler) is ast.Lambda:
-        todo = [handler.body]
-        while todo:
-            n = todo.pop()
-            if type(n) is ast.Lambda:
-                continue  # runs later, if ever
-            if type(n) is ast.Call:
-                direct.append(n)
-            todo.extend(ast.iter_child_nodes(n))
-        roots: set = set()
-        for c in direct:
-            roots |= function_names(c.func)
+        # a lambda nested in it runs later, if ever
+        direct = [n for n in walk_within([handler.body], (ast.Lambda,)) if type(n) is ast.Call]
+        roots = {name for c in direct for name in function_names(c.func)}
     else:
         roots = function_names(handler)
-    by_name: dict = {}
-    for fn in tree.functions:
-        if not fn.is_async:  # ``_touch`` does not follow into ``async def``
-            by_name.setdefault(fn.name, []).append(fn)
-    calls = list(direct)
-    seen, todo = set(), [n for n in roots if n in by_name]
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        for fn in by_name[name]:
-            for c, _awaited, in_lambda in fn.calls:
-                if not in_lambda:  # a lambda there runs later: not a touch...
-                    calls.append(c)
-                todo.extend(n for n in function_names(c.func) if n in by_name and n not in seen)  # ...but followed
-    return calls
+    # ``_touch`` does not follow into ``async def``; a lambda's calls in a function run later
+    # (not a touch) but are followed
+    reached = tree.reached_by_name(roots, lambda fn: {n for c, _, _ in fn.calls for n in function_names(c.func)},
+                                   only=lambda fn: not fn.is_async)
+    return direct + [c for fn in reached for c, _, in_lambda in fn.calls if not in_lambda]
+
 
 def _loop_method_words(tree) -> set:
     """Every ``m`` (not a safe method) that a qualified name ``asyncio.AbstractEventLoop.m`` can

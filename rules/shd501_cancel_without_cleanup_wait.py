@@ -660,35 +660,23 @@ def _wait_statement(refs: cst.BaseExpression, timeout_arg: cst.Arg) -> cst.Simpl
 # ------------------------------------------------------------------ candidate tier 2 (ast)
 _CANCEL = ("ray.cancel",)
 _REMOTE = ("ray.remote", "ray.actor.remote")
-#: last words of rules.shd403's ``_INTERRUPT_TYPES`` (builtins.KeyboardInterrupt / BaseException)
-_INTERRUPT_WORDS = frozenset({"KeyboardInterrupt", "BaseException"})
 
 
 def _cooperative_cancels(tree, calls):
     """``ray.cancel`` candidates the rule's ``visit_Call`` goes past: a call that may be
     ``ray.cancel``, not in a lambda, with a positional argument (``*refs`` and ``**kw`` too:
     libcst gives those ``keyword=None``), not forced (the first ``force=`` keyword is absent
-    or the literal ``False``; ``0``/``None`` count as forced there too; a ``force`` keyword not
-    provably written so is ignored, see ``_written_force``)."""
+    or the literal ``False``; ``0``/``None`` count as forced there too)."""
     out = []
     for c, _, lam in calls:
         if lam or not (c.args or any(k.arg is None for k in c.keywords)):
             continue
         force = next((k for k in c.keywords if k.arg == "force"), None)
-        if force is not None and _written_force(force) and not (
-                isinstance(force.value, ast.Constant) and force.value.value is False):
+        if force is not None and not (isinstance(force.value, ast.Constant) and force.value.value is False):
             continue
         if tree.may_call_any(c, _CANCEL):
             out.append(c)
     return out
-
-
-def _written_force(k: ast.keyword) -> bool:
-    """The keyword is written ``force=`` exactly: ``ast`` NFKC-normalises identifiers while
-    libcst (the rule's ``_forced``) compares them as written (``ｆorce=True`` is not ``force``);
-    ``force`` holds no character sequence a non-ASCII identifier character of equal UTF-8
-    length normalises to, so a span of exactly ``len("force=")`` bytes is ASCII ``force=``."""
-    return k.lineno == k.value.lineno and k.value.col_offset - k.col_offset == len("force=")
 
 
 def _remote_roots(tree) -> set[str]:
@@ -757,14 +745,12 @@ def _may_cancel_then_exit(tree) -> bool:
         if any(c.lineno >= first and tree.may_call_any(c, EXIT_FUNCTIONS) for c, _, _ in fn.calls):
             return True
         if any(_in_handler(fn, c.lineno) for c in cancels):
-            return True  # (e) in a handler: see _in_handler
+            return True  # (c)/(d) in an interrupt handler or finally, and (e): see _in_handler
         raises = any(r.lineno >= first for r in fn.raises)
         returns = bool(fn.trys) and any(
             isinstance(n, ast.Return) and n.lineno >= first for n in ast.walk(fn.node))
         if not raises and not returns:
             continue
-        if any(_in_interrupt_block(tree, fn, c.lineno) for c in cancels):
-            return True  # (c)/(d) in an interrupt handler or finally
         if drivers is None:
             drivers = T.driver_names(tree)
         if fn.name in drivers:
@@ -778,30 +764,11 @@ def _may_cancel_then_exit(tree) -> bool:
     return False
 
 
-def _in_interrupt_block(tree, fn, line: int) -> bool:
-    """The call at ``line`` may sit in a ``finally`` or in an interrupt handler (bare
-    ``except``, or a type that may be ``KeyboardInterrupt``/``BaseException``) of ``fn``."""
-    for t in fn.trys:
-        if t.finalbody and _covers(t.finalbody[0].lineno, t.finalbody[-1].end_lineno, line):
-            return True
-        for h in t.handlers:
-            if not _covers(h.lineno, h.end_lineno, line):
-                continue
-            if h.type is None:
-                return True
-            types = h.type.elts if isinstance(h.type, ast.Tuple) else [h.type]
-            for typ in types:
-                if isinstance(typ, ast.Starred):
-                    typ = typ.value
-                if tree.words(typ) & _INTERRUPT_WORDS:
-                    return True
-    return False
-
-
 def _in_handler(fn, line: int) -> bool:
-    """The call at ``line`` may sit in an ``except`` or ``finally`` block of ``fn``. (e): not
-    needed by ``_after`` as written (its branch for the end of an entry function is never
-    reached), kept so that this condition stays sound if that branch comes back."""
+    """The call at ``line`` may sit in an ``except`` or ``finally`` block of ``fn``: a superset
+    of the interrupt handlers and ``finally`` blocks that (c) and (d) need, and (e) any handler,
+    which ``_after`` as written does not need (its branch for the end of an entry function is
+    never reached): this condition stays sound if that branch comes back."""
     for t in fn.trys:
         if t.finalbody and _covers(t.finalbody[0].lineno, t.finalbody[-1].end_lineno, line):
             return True

@@ -436,8 +436,8 @@ def _module_level_teardown(tree) -> bool:
 
 
 def _cleanup_named_destroyer(tree) -> bool:
-    """A function whose name has a cleanup word (``CLEANUP_WORDS``) and that calls ``<x>.destroy_process_group(...)`` / ``destroy_process_group(...)``
-    itself: the rule's ``_teardown_sites`` holds it (a ``destroyer`` with a cleanup name),
+    """A function whose name has a cleanup word (``CLEANUP_WORDS``) and that calls
+    ``<x>.destroy_process_group(...)`` / ``destroy_process_group(...)`` itself: the rule's ``_teardown_sites`` holds it (a ``destroyer`` with a cleanup name),
     and ``_has_teardown`` then accepts every init call inside a function."""
     for fn in tree.functions:
         if not mentions(fn.name, CLEANUP_WORDS):
@@ -514,23 +514,11 @@ def _named_bindings(tree) -> set[str]:
     ``:=``, ``with ... as name``, which is what the collector binds as "value")."""
     out = {fn.name for fn in tree.functions} | {c.name for c in tree.classes}
     out.update(name for name, _ in tree.value_bindings)
-    stack = list(tree.module.body)
-    while stack:  # statements only: imports are statements
-        st = stack.pop()
-        t = type(st)
-        if t is ast.Import:
+    for st in T.nested_statements(tree.module.body):  # imports are statements
+        if type(st) is ast.Import:
             out.update(a.asname or a.name.split(".")[0] for a in st.names)
-        elif t is ast.ImportFrom:
+        elif type(st) is ast.ImportFrom:
             out.update(a.asname or a.name for a in st.names)
-        else:
-            for field in ("body", "orelse", "finalbody"):
-                block = getattr(st, field, None)
-                if type(block) is list:
-                    stack.extend(block)
-            for h in getattr(st, "handlers", ()):
-                stack.extend(h.body)
-            for case in getattr(st, "cases", ()):
-                stack.extend(case.body)
     return out
 
 

@@ -9,6 +9,7 @@ import libcst as cst
 
 from shutdown_lint.candidates import Word
 from shutdown_lint.rule import Invalid, Rule
+from shutdown_lint.tree_tier import DEFS, positional_args
 
 #: Calls that run a command: the command is the first positional argument or ``args=``.
 COMMAND_CALLS = frozenset({
@@ -398,7 +399,6 @@ def _is_sigkill(rule: Rule, call: cst.Call) -> bool:
 
 # ------------------------------------------------------------------ candidate tier 2 (ast)
 _TOOL_WORDS = ("pkill", "killall", "pgrep")
-_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 #: what a shell escape in an f-string's raw text (libcst keeps it raw) reads as in shlex
 _UNESCAPE = str.maketrans({"\a": "a", "\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t", "\v": "v",
@@ -435,8 +435,7 @@ def _may_kill_by_name(tree) -> bool:
 
 # ------------------------------------------------------------------ path 1
 def _command_names_tool(call: ast.Call) -> bool:
-    args = [a.value if type(a) is ast.Starred else a for a in call.args]
-    args += [k.value for k in call.keywords if k.arg is None]
+    args = positional_args(call)
     cmd = args[0] if args else next((k.value for k in call.keywords if k.arg == "args"), None)
     if cmd is None:
         return False
@@ -460,7 +459,7 @@ def _named(text: str) -> bool:
 def _kills_in(tree, body: list, matched: bool) -> bool:
     """A kill call under ``body`` (not in a nested def), under an ``if`` testing a process's
     name unless ``matched``."""
-    todo = [(s, matched) for s in body if type(s) not in _DEFS]
+    todo = [(s, matched) for s in body if type(s) not in DEFS]
     while todo:
         node, ok = todo.pop()
         t = type(node)
@@ -472,7 +471,7 @@ def _kills_in(tree, body: list, matched: bool) -> bool:
                     or tree.may_call(node, "killpg"):
                 return True
         for child in ast.iter_child_nodes(node):
-            if type(child) not in _DEFS:
+            if type(child) not in DEFS:
                 todo.append((child, ok))
     return False
 

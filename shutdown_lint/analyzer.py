@@ -186,7 +186,7 @@ class Analysis:
 
     @cached_property
     def _import_heads(self) -> dict:
-        """The import block with each set of fix imports added (``edits.fixed_code``)."""
+        """The import block with each set of fix imports added (``edits.fix_text_edits``)."""
         return {}
 
     @cached_property

@@ -171,45 +171,36 @@ def _is_header_statement(stmt: cst.CSTNode) -> bool:
                for s in stmt.body)
 
 
+def _header_end(body: list) -> int:
+    """Index of the first statement after the leading docstring/import block."""
+    k = 0
+    while k < len(body) and _is_header_statement(body[k]):
+        k += 1
+    return k
+
+
 def _add_imports(module: cst.Module, context: CodemodContext) -> cst.Module:
     # AddImportsVisitor only reads the leading docstring/import block and inserts right
     # after it, but copies and walks the whole module (a minute on a 50k-line file):
     # run it on the head (that block and the statement after it) and splice the tail back.
     body = list(module.body)
-    k = 0
-    while k < len(body) and _is_header_statement(body[k]):
-        k += 1
+    k = _header_end(body)
     head, tail = body[: k + 1], body[k + 1:]
     done = AddImportsVisitor(context).transform_module(module.with_changes(body=head))
     return done.with_changes(body=[*done.body, *tail])
 
 
-def fixed_code(module: cst.Module, text: str, fixes: Sequence[Fix], facts: ModuleFacts, positions,
-               heads: dict | None = None) -> str:
-    """The module's text with ``fixes`` applied: ``apply_fixes(...).code``, computed by
-    rendering only what changes when it can. A fix's edits sit in one function or block of
-    a large file, yet the whole transform and render cost ~0.7 s per finding on a
-    4,700-line file (the JSON and SARIF output and the language server render every fix).
-    Here the innermost compound statement holding every edited node is transformed and
-    rendered alone, in its place in the source text (``Positions.span`` checks the place),
-    and imports are added to the import block with a stand-in for the statement after it
-    (``heads``: the new import blocks of this module by the imports added, kept by the
-    caller across the findings of one file). Anything it cannot place takes the
-    whole-module path."""
-    patches = _patches(module, text, fixes, facts, positions, {} if heads is None else heads)
-    if patches is None:
-        return apply_fixes(module, fixes, facts).code
-    out, at = [], 0
-    for start, end, new in patches:
-        out += [text[at:start], new]
-        at = end
-    return "".join(out) + text[at:]
-
-
 def fix_text_edits(module: cst.Module, text: str, fixes: Sequence[Fix], facts: ModuleFacts, positions,
                    heads: dict | None = None) -> list[dict]:
-    """``text_edits(text, fixed_code(...))``: when the fix is rendered in place, each changed
-    region is diffed alone (the diff of a 4,700-line text cost more than the render)."""
+    """``text_edits(text, apply_fixes(...).code)``, rendering only what changes when it can.
+    A fix's edits sit in one function or block of a large file, yet the whole transform,
+    render and diff cost ~0.7 s per finding on a 4,700-line file (the JSON and SARIF output
+    and the language server render every fix). Here the innermost compound statement
+    holding every edited node is transformed and rendered alone, in its place in the source
+    text (``Positions.span`` checks the place), imports are added to the import block with a
+    stand-in for the statement after it (``heads``: the new import blocks of this module by
+    the imports added, kept by the caller across the findings of one file), and each changed
+    region is diffed alone. Anything it cannot place takes the whole-module path."""
     patches = _patches(module, text, fixes, facts, positions, {} if heads is None else heads)
     if patches is None:
         return text_edits(text, apply_fixes(module, fixes, facts).code)
@@ -284,9 +275,7 @@ def _import_head(module: cst.Module, text: str, imports: list) -> tuple[int, str
     statement after the block (its leading lines kept), which AddImportsVisitor only reads
     as the first statement that is not an import (and gives an empty line above)."""
     body = list(module.body)
-    k = 0
-    while k < len(body) and _is_header_statement(body[k]):
-        k += 1
+    k = _header_end(body)
     if k >= len(body):
         return None
     after = body[k]

@@ -46,6 +46,8 @@ _rejected: dict[str, tuple[int, int, str]] = {}
 
 #: ``try`` statements (``try``/``except*`` included)
 TRYS = (ast.Try, getattr(ast, "TryStar", ast.Try))
+#: function definitions
+DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 class TooDeep(Exception):
@@ -235,7 +237,7 @@ class Tree:
                 for alias in node.names:
                     if alias.asname:
                         self._imports.append((alias.asname, alias.name))
-            elif t is ast.If and fn is None and cls is None and _is_main_guard(node.test):
+            elif t is ast.If and fn is None and cls is None and is_main_guard(node.test):
                 self.has_main_guard = True
             # ``cls`` reaches everything under a class body (an ``if`` in it too) until a
             # def resets it, as in the facts' collector. Children are pushed in reverse
@@ -375,6 +377,16 @@ class Tree:
                     out |= identifiers(a)
         return out
 
+    def signal_handler_installs(self) -> list[tuple[ast.Call, list[ast.AST]]]:
+        """(call, its positional arguments) of the calls that may be ``signal.signal`` or
+        ``loop.add_signal_handler`` (by last word) with a signal and a handler."""
+        out = []
+        for call in self.all_calls():
+            args = positional_args(call)
+            if len(args) >= 2 and (self.may_call(call, "signal") or self.may_call(call, "add_signal_handler")):
+                out.append((call, args))
+        return out
+
     def parents(self, root: ast.AST) -> dict[int, ast.AST]:
         """``id(node) -> parent`` for the nodes under ``root`` (a function's node or the
         module), built once per root: the summary walk keeps no parents, and only a few
@@ -408,12 +420,23 @@ class Tree:
             found |= more
         return found
 
-    def reached_by_name(self, roots: Iterable[str], step) -> list[Function]:
+    def reached_by_name(self, roots: Iterable[str], step, only=None) -> list[Function]:
         """The functions named in ``roots`` and, transitively, in ``step(fn)`` of a function
-        reached (names: a superset of what the facts resolve)."""
+        reached (names: a superset of what the facts resolve); with ``only``, the functions
+        for which ``only(fn)`` holds (the others are neither reached nor followed)."""
+        return self._reach(roots, step, only)[0]
+
+    def reachable_names(self, roots: set[str]) -> set[str]:
+        """Function names reachable from ``roots`` by calls (by name: a superset of the
+        facts' same-module closure)."""
+        return self._reach(roots, lambda fn: (n for c, _, _ in fn.calls if (n := callee_name(c)) is not None))[1]
+
+    def _reach(self, roots: Iterable[str], step, only=None) -> tuple[list[Function], set[str]]:
+        """(functions reached, every name seen) for ``reached_by_name``."""
         by_name: dict[str, list[Function]] = {}
         for fn in self.functions:
-            by_name.setdefault(fn.name, []).append(fn)
+            if only is None or only(fn):
+                by_name.setdefault(fn.name, []).append(fn)
         names = set(roots)
         todo, out = list(names), []
         while todo:
@@ -423,23 +446,7 @@ class Tree:
                     if name not in names:
                         names.add(name)
                         todo.append(name)
-        return out
-
-    def reachable_names(self, roots: set[str]) -> set[str]:
-        """Function names reachable from ``roots`` by calls (by name: a superset of the
-        facts' same-module closure)."""
-        by_name: dict[str, list[Function]] = {}
-        for fn in self.functions:
-            by_name.setdefault(fn.name, []).append(fn)
-        seen, todo = set(roots), list(roots)
-        while todo:
-            for fn in by_name.get(todo.pop(), ()):
-                for c, _, _ in fn.calls:
-                    name = callee_name(c)
-                    if name is not None and name not in seen:
-                        seen.add(name)
-                        todo.append(name)
-        return seen
+        return out, names
 
 
 @functools.lru_cache(maxsize=None)
@@ -468,6 +475,37 @@ def callee_name(call: ast.Call) -> Optional[str]:
     if isinstance(func, ast.Attribute):
         return func.attr
     return None
+
+
+def walk_within(nodes: Iterable[ast.AST], stop: tuple = ()) -> Iterator[ast.AST]:
+    """``nodes`` and every node under them, never entering (nor giving) a node of a ``stop``
+    type: the body of a handler without the defs and lambdas nested in it."""
+    todo = list(nodes)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, stop):
+            continue
+        yield node
+        todo.extend(ast.iter_child_nodes(node))
+
+
+def nested_statements(stmts: Iterable[ast.stmt], enter=lambda st: True) -> Iterator[ast.stmt]:
+    """``stmts`` and the statements in their blocks (bodies, ``else``, handlers, ``finally``,
+    ``case``s), for the statements ``enter(st)`` lets in: no expression is walked."""
+    todo = list(stmts)
+    while todo:
+        st = todo.pop()
+        yield st
+        if not enter(st):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(st, field, None)
+            if type(block) is list:
+                todo.extend(block)
+        for h in getattr(st, "handlers", ()):
+            todo.extend(h.body)
+        for case in getattr(st, "cases", ()):
+            todo.extend(case.body)
 
 
 def identifiers(node: ast.AST) -> set[str]:
@@ -520,10 +558,6 @@ def keyword(call: ast.Call, name: str) -> Optional[ast.AST]:
 
 def is_main_guard(test: ast.AST) -> bool:
     """``test`` is ``__name__ == ...`` (an ``if __name__ == "__main__":`` block)."""
-    return _is_main_guard(test)
-
-
-def _is_main_guard(test: ast.AST) -> bool:
     return (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
             and any(isinstance(s, ast.Name) and s.id == "__name__" for s in (test.left, *test.comparators)))
 

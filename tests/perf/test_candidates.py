@@ -711,6 +711,8 @@ def test_tier2_near_misses(code, source, candidate):
     ("SHD502", "import torch.distributed as dist\nclass Worker:\n    def setup(self, rank):\n"
                "        dist.init_process_group('nccl', rank=rank)\n    def ｃlose(self):\n"
                "        dist.destroy_process_group()\n"),
+    # SHD501: ``ｆorce=True`` is ``force=True`` to the ``ast``; to the rule it is no force keyword
+    ("SHD501", "import ray, sys\n\ndef stop(ref):\n    ray.cancel(ref, ｆorce=True)\n    sys.exit(1)\n"),
 ])
 def test_names_python_normalises_turn_the_tree_tier_off(code, source):
     """Python's parser normalises identifiers (NFKC), libcst keeps them as written: a file

@@ -117,15 +117,6 @@ def work(refs):
 
 task = ray.remote(work)
 """, True),
-    # 10 `force` spelled with a fullwidth letter: ast reads `force=True`, libcst (the rule) does
-    # not see a force keyword -> reported, must stay a candidate
-    ("""
-import ray, sys
-
-def stop(ref):
-    ray.cancel(ref, \uff46orce=True)
-    sys.exit(1)
-""", True),
 ]
 
 CASES["SHD601"] = [
