@@ -2,8 +2,15 @@
 just on either side of a condition, ``(source, the condition's value)``. ``test_candidates.py``
 checks each value and that linting with the tiers on and off finds the same."""
 
+import textwrap
+
 # fmt: off
 CASES: dict[str, list[tuple[str, bool]]] = {}
+
+_WORK = "import asyncio\nasync def work():\n    await asyncio.sleep(1)\n    raise RuntimeError('x')\n"
+_BEAT = ("import asyncio\nasync def beat(q=None):\n    while True:\n        try:\n            await q.get()\n"
+         "            ping()\n        except Exception:\n            pass\n")
+_SERVE = "import asyncio\nasync def serve(q):\n    try:\n        await q.get()\n    finally:\n        close()\n"
 
 CASES["SHD501"] = [
     # 0 server coroutine forwarding its own cancellation: not interrupt, not driver, not worker;
@@ -340,7 +347,6 @@ def run(rank):
 """, False),
 ]
 
-_WORK = "import asyncio\nasync def work():\n    await asyncio.sleep(1)\n    raise RuntimeError('x')\n"
 CASES["SHD102"] = [
     # kept on self and awaited in another method (any attribute of that name in the module counts)
     (_WORK + "class S:\n    def start(self):\n        self._task = asyncio.create_task(work())\n"
@@ -364,4 +370,262 @@ CASES["SHD102"] = [
     (_WORK + "async def main():\n    t = asyncio.create_task(work())\n    if t.done():\n        print('done')\n", True),
     # another object's attribute: the rule cannot see its users and assumes they look
     (_WORK + "async def main(holder):\n    holder.task = asyncio.create_task(work())\n", False),
+]
+
+# SHD201's tier 2: a coroutine that exits, or a sync function that exits and is handed to a
+# ``threading.Thread``/``Timer`` call or an executor submission (the only sync functions the
+# facts give the THREAD/EXECUTOR context); findings agree with the tiers on and off.
+CASES["SHD201"] = [
+    ("import sys, threading\ndef work():\n    sys.exit(1)\nthreading.Thread(target=work).start()\n", True),
+    ("from threading import Thread as T\nimport sys\ndef work():\n    sys.exit(1)\nT(target=work).start()\n", True),
+    ("import sys, threading, functools\ndef job(x):\n    raise SystemExit(x)\n"
+     "threading.Thread(target=functools.partial(job, 1)).start()\n", True),
+    ("import sys\nfrom concurrent.futures import ThreadPoolExecutor\ndef job():\n    sys.exit(2)\n"
+     "with ThreadPoolExecutor() as ex:\n    ex.submit(job)\n", True),
+    ("import asyncio, sys\ndef job():\n    sys.exit(2)\nasync def main():\n"
+     "    loop = asyncio.get_running_loop()\n    await loop.run_in_executor(None, job)\n", True),
+    ("import sys, threading\nclass W:\n    def start(self):\n        threading.Thread(target=self._run).start()\n"
+     "    def _run(self):\n        sys.exit(0)\n", True),
+    ("import sys, threading\ndef t():\n    threading.Timer(5, fire).start()\ndef fire():\n    sys.exit(3)\n", True),
+    # handed to calls that run it on the calling thread, or at exit: SystemExit does end the process
+    ("import sys\ndef work(x):\n    sys.exit(1)\nsorted([], key=work)\n", False),
+    ("import atexit, sys\ndef bye():\n    sys.exit(0)\natexit.register(bye)\n", False),
+    ("import sys, threading\ndef work():\n    sys.exit(1)\ndef other():\n    pass\n"
+     "threading.Thread(target=other).start()\nprint(work)\n", False),
+    # a coroutine with an exit stays a candidate as before
+    ("import sys\nasync def work():\n    sys.exit(1)\n", True),
+]
+
+# SHD301's tier 2: a method called on a literal or a display (``" ".join``) cannot be in
+# the vocabulary (only save methods are matched by name alone); findings agree with the
+# tiers on and off.
+CASES["SHD301"] = [
+    # a thread in the module: `.join()` on a name may be Thread.join
+    ("import threading\nasync def f():\n    t = threading.Thread(target=print)\n    t.start()\n    t.join()\n",
+     True),
+    # on a literal it is str.join: the facts type no literal
+    ("import threading\nT = threading.Thread(target=print)\nasync def f(cmd):\n    return ' '.join(cmd)\n", False),
+    ("import threading\nT = threading.Thread(target=print)\nasync def f(x):\n    return f'{x}'.join(['a'])\n",
+     False),
+    ("import queue\nQ = queue.Queue()\nasync def f(d):\n    return {'a': 1}.get('a')\n", False),
+    ("import queue\nQ = queue.Queue()\nasync def f():\n    return Q.get()\n", True),
+]
+
+# SHD102's tier 2: a spawn whose task (or a display holding it) is not awaited, returned,
+# yielded or passed to a call other than an adder, a neutral builtin or a gather told
+# ``return_exceptions``; findings agree with the tiers on and off.
+CASES["SHD102"] += [
+    (_WORK + "async def main():\n    asyncio.create_task(work())\n", True),
+    (_WORK + "async def main():\n    t = asyncio.create_task(work())\n    await asyncio.sleep(2)\n", True),
+    (_WORK + "async def main(tasks):\n    tasks.append(asyncio.create_task(work()))\n", True),
+    (_WORK + "async def main():\n    print(asyncio.create_task(work()))\n", True),
+    (_WORK + "async def main():\n    await asyncio.gather(asyncio.create_task(work()), return_exceptions=True)\n",
+     True),
+    (_WORK + "from asyncio import ensure_future as spawn\nasync def main():\n    spawn(work())\n", True),
+    # the task goes straight to an await or a call that takes it
+    (_WORK + "async def main():\n    await asyncio.create_task(work())\n", False),
+    (_WORK + "async def main():\n    return asyncio.create_task(work())\n", False),
+    (_WORK + "async def main():\n    await asyncio.wait([asyncio.create_task(work()), asyncio.create_task(work())])\n",
+     False),
+    (_WORK + "async def main():\n    await asyncio.shield(asyncio.ensure_future(work()))\n", False),
+]
+
+# SHD106's tier 2: a spawn that is a statement of its own (or bound to one name in a
+# function) of a same-module coroutine with a ``try`` (or only expression statements);
+# findings agree with the tiers on and off.
+CASES["SHD106"] = [
+    (_BEAT + "async def main():\n    asyncio.create_task(beat())\n", True),
+    (_BEAT + "async def main():\n    t = asyncio.create_task(beat())\n", True),
+    (_BEAT + "async def main():\n    asyncio.create_task(coro=beat())\n", True),
+    # its errors are not handled in the coroutine (SHD102's case), or the task is kept
+    (_WORK + "async def main():\n    asyncio.create_task(work())\n", False),
+    (_BEAT + "class S:\n    async def start(self):\n        self.t = asyncio.create_task(beat())\n", False),
+    (_BEAT + "T = set()\nasync def main():\n    T.add(asyncio.create_task(beat()))\n", False),
+]
+
+# SHD105's tier 2: a ``.cancel()`` called directly in an ``async def``; findings agree with
+# the tiers on and off.
+CASES["SHD105"] = [
+    (_SERVE + "class S:\n    async def start(self, q):\n        self.t = asyncio.create_task(serve(q))\n"
+     "    async def stop(self):\n        self.t.cancel()\n", True),
+    (_SERVE + "class S:\n    async def start(self, q):\n        self.t = asyncio.create_task(serve(q))\n"
+     "    def stop(self):\n        self.t.cancel()\n", False),
+    (_SERVE + "class S:\n    async def start(self, q):\n        self.t = asyncio.create_task(serve(q))\n"
+     "        return lambda: self.t.cancel()\n", False),
+]
+
+# SHD405's tier 2: a ``signal.signal`` call with two arguments whose handler (a lambda, or the
+# sync functions it reaches by name) may call a loop-touching method, a loop method that is
+# not thread-safe, or cancel the tasks of ``all_tasks()``; findings agree with the tiers on
+# and off.
+CASES["SHD405"] = [
+    (textwrap.dedent("""
+    import asyncio, signal
+    ev = asyncio.Event()
+    def _really_stop():
+        ev.set()
+    def _stop():
+        _really_stop()
+    def on_term(signum, frame):
+        _stop()
+    signal.signal(signal.SIGTERM, on_term)
+    """), True),
+    (textwrap.dedent("""
+    import asyncio, signal
+    ev = asyncio.Event()
+    flags = {"stop": False}
+    async def stopper():
+        ev.set()
+    def on_term(signum, frame):
+        flags["stop"] = True
+    signal.signal(signal.SIGTERM, on_term)
+    """), False),
+    (textwrap.dedent("""
+    import asyncio, signal
+    ev = asyncio.Event()
+    async def on_term(signum, frame):
+        ev.set()
+    signal.signal(signal.SIGTERM, on_term)
+    """), False),
+    (textwrap.dedent("""
+    import asyncio, signal
+    loop = asyncio.new_event_loop()
+    ev = asyncio.Event()
+    signal.signal(signal.SIGTERM, lambda s, f: loop.call_soon(ev.set))
+    """), True),
+    (textwrap.dedent("""
+    import asyncio
+    from signal import signal as install, SIGINT
+    loop = asyncio.get_event_loop()
+    halt = loop.stop
+    def on_int(signum, frame):
+        halt()
+    install(SIGINT, on_int)
+    """), True),
+    (textwrap.dedent("""
+    import asyncio
+    from signal import signal as install, SIGINT
+    loop = asyncio.get_event_loop()
+    check = loop.is_running
+    def on_int(signum, frame):
+        print(check())
+    install(SIGINT, on_int)
+    """), False),
+    (textwrap.dedent("""
+    import asyncio, functools, signal
+    class W:
+        def __init__(self):
+            self.q = asyncio.Queue()
+            signal.signal(signal.SIGTERM, functools.partial(self.on_term, 1))
+        def on_term(self, n, signum, frame):
+            self.q.put_nowait(n)
+    """), True),
+    (textwrap.dedent("""
+    import asyncio, signal
+    def on_term(signum, frame):
+        for t in asyncio.all_tasks():
+            t.cancel()
+    signal.signal(signal.SIGTERM, on_term)
+    """), True),
+    (textwrap.dedent("""
+    import asyncio, signal
+    TASKS = []
+    def on_term(signum, frame):
+        for t in TASKS:
+            t.cancel()
+    signal.signal(signal.SIGTERM, on_term)
+    """), False),
+    (textwrap.dedent("""
+    import asyncio, signal
+    async def main():
+        ev = asyncio.Event()
+        def on_term():
+            ev.set()
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, on_term)
+    """), False),
+]
+
+# SHD407's tier 2: a ``threading.Thread`` call that may make a daemon (``daemon=True``, or an
+# assigned thread in a module that sets ``.daemon = True``/``setDaemon(True)``) with a target
+# that may run a loop within three calls; findings agree with the tiers on and off.
+CASES["SHD407"] = [
+    (textwrap.dedent("""
+    import asyncio, threading
+    def c():
+        asyncio.run(serve())
+    def b():
+        c()
+    def a():
+        b()
+    def target():
+        a()
+    threading.Thread(target=target, daemon=True).start()
+    """), True),
+    (textwrap.dedent("""
+    import asyncio, threading
+    def d():
+        asyncio.run(serve())
+    def c():
+        d()
+    def b():
+        c()
+    def a():
+        b()
+    def target():
+        a()
+    threading.Thread(target=target, daemon=True).start()
+    """), False),
+    (textwrap.dedent("""
+    import asyncio, threading
+    loop = asyncio.new_event_loop()
+    threading.Thread(target=loop.run_forever, daemon=False).start()
+    """), False),
+    (textwrap.dedent("""
+    import asyncio
+    from threading import Thread
+    def run_loop():
+        asyncio.run(serve())
+    t = Thread(target=run_loop)
+    t.daemon = True
+    t.start()
+    """), True),
+    (textwrap.dedent("""
+    import asyncio
+    from threading import Thread
+    def run_loop():
+        asyncio.run(serve())
+    t = Thread(target=run_loop)
+    t.daemon = False
+    t.start()
+    """), False),
+    (textwrap.dedent("""
+    import asyncio, threading, time
+    def beat():
+        while True:
+            time.sleep(1)
+    threading.Thread(target=beat, daemon=True).start()
+    asyncio.run(main())
+    """), False),
+    (textwrap.dedent("""
+    import asyncio as aio, functools, threading
+    loop = aio.new_event_loop()
+    threading.Thread(target=functools.partial(loop.run_until_complete, main()), daemon=True).start()
+    """), True),
+    (textwrap.dedent("""
+    import asyncio, threading
+    def run_loop():
+        asyncio.run(serve())
+    threading.Thread(target=lambda: run_loop(), daemon=True).start()
+    """), False),
+    (textwrap.dedent("""
+    import asyncio, threading
+    loop = asyncio.new_event_loop()
+    opts = {"daemon": True}
+    threading.Thread(target=loop.run_forever, **opts).start()
+    """), False),
+    (textwrap.dedent("""
+    import asyncio, runtime_guard
+    loop = asyncio.new_event_loop()
+    runtime_guard.LoopThread(target=loop.run_forever, daemon=True).start()
+    """), False),
 ]
