@@ -183,6 +183,18 @@ class Analysis:
     #: the module's code (the parsed bytes decoded, ``_decoded``)
     text: str
     warnings: list[str] = field(default_factory=list)
+    #: the rule instances that ran (``release`` empties them)
+    rules: list[Rule] = field(default_factory=list)
+
+    def release(self) -> None:
+        """Break the reference cycles of a finished analysis (rules hold their findings, which
+        hold them; facts, ``ModuleFacts.release``), so that reference counting frees the tree
+        and the garbage collector has nothing of it to walk. Unusable afterwards."""
+        for rule in self.rules:
+            rule.__dict__.clear()
+        self.findings.clear()
+        self.facts.release()
+        self.__dict__.clear()
 
     @cached_property
     def _import_heads(self) -> dict:
@@ -325,7 +337,7 @@ def analyze(source: bytes, path: str, settings: Settings, rules: Optional[Sequen
         walk(module, visitor, visitor.skip)  # same hooks and order as module.visit, no rebuild
     except RecursionError:
         raise AnalysisError(f"{path}:1:1: file too deeply nested to analyse (recursion limit)") from None
-    return Analysis(path, module, facts, findings, settings, text)
+    return Analysis(path, module, facts, findings, settings, text, rules=instances)
 
 
 def _decoded(source: bytes, module: cst.Module) -> str:
@@ -384,6 +396,8 @@ def _lint_source(source: bytes, path: str, settings: Settings, fix_edits: bool) 
         _collect(analysis, result, path, fix_edits)
     except RecursionError:  # positions and rendering recurse over the tree (libcst codegen)
         return FileResult(path, error=f"{path}:1:1: file too deeply nested to analyse (recursion limit)")
+    finally:
+        analysis.release()
     return result
 
 

@@ -49,6 +49,11 @@ class _Collector(cst.CSTVisitor):
             hook(original_node)
         self.stack.pop()
 
+    def release(self) -> None:
+        # the hook tables hold bound methods of this collector (a cycle through the facts)
+        self._visit_hooks.clear()
+        self._leave_hooks.clear()
+
     @property
     def scope(self) -> Scope:
         return self.scopes[-1] if self.scopes else None

@@ -52,13 +52,26 @@ class ModuleFacts(TreeShape, Names, ExecutionQueries, ExitPathQueries):
 
         # = module.visit(...) without rebuilding nodes, and without layout nodes (traversal.py);
         # the collector overrides on_visit (parents), so its skip set is named here
-        walk(module, _Collector(facts), skippable(own_hooks(_Collector)))
+        collector = _Collector(facts)
+        walk(module, collector, skippable(own_hooks(_Collector)))
+        collector.release()
         # decorators were recorded before all imports were seen; resolve them now
         for fn, exprs in facts._decorator_exprs.items():
             fn.decorators = [d for d in (facts._decorator_name(e, fn.scope) for e in exprs) if d]
         for c, exprs in facts._class_decorator_exprs.items():
             c.decorators = [d for d in (facts._decorator_name(e, c.scope) for e in exprs) if d]
         return facts
+
+    def release(self) -> None:
+        """Break the reference cycles the facts hold (functions and their bindings point at
+        each other; cached queries point back at the facts), so that reference counting frees
+        the module's tree when the analysis is dropped: the garbage collector walking every
+        node of it again cost ~10% of a cold run. The facts are unusable afterwards."""
+        for fn in self.functions:
+            fn.__dict__.clear()
+        for c in self.classes:
+            c.__dict__.clear()
+        self.__dict__.clear()
 
     @cached_property
     def _positions(self):
