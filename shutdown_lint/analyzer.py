@@ -355,9 +355,10 @@ def gc_paused():
 
     A libcst tree is millions of container objects that live until the file is done; each
     automatic collection of the oldest generation walks all of them again, ~20% of a
-    file's analysis. Everything the analysis leaves behind is collected by the first
-    automatic collection after it (the trees are freed that way anyway: rules and facts
-    hold cycles), so memory stays bounded by one file's analysis."""
+    file's analysis. ``lint_source`` releases the analysis (``Analysis.release``), so its
+    tree is freed by reference counting; what a caller that does not release leaves behind
+    (the fixer, the language server) is collected by the first automatic collection after
+    it, so memory stays bounded by one file's analysis."""
     if not gc.isenabled():
         yield
         return
