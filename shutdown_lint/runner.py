@@ -14,6 +14,7 @@ report that file, and go on with the rest.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import sys
 from dataclasses import dataclass
@@ -152,10 +153,8 @@ def _init_worker(settings: Settings, mode: Mode) -> None:
     global _worker_settings, _worker_mode
     _worker_settings, _worker_mode = settings, mode
     _exit_with_parent()
-    import gc
-
     gc.freeze()  # the engine, rules and libcst imported before the fork: never garbage
-    gc.set_threshold(FEW_COLLECTIONS, *gc.get_threshold()[1:])
+    _collect_less()
 
 
 #: The cyclic collector's first threshold while files are analysed. An analysis frees its
@@ -166,12 +165,16 @@ def _init_worker(settings: Settings, mode: Mode) -> None:
 FEW_COLLECTIONS = 100_000
 
 
-@contextlib.contextmanager
-def _few_collections():
-    import gc
-
+def _collect_less() -> tuple[int, int, int]:
+    """Set the first threshold to ``FEW_COLLECTIONS``; returns the thresholds it replaced."""
     old = gc.get_threshold()
     gc.set_threshold(FEW_COLLECTIONS, *old[1:])
+    return old
+
+
+@contextlib.contextmanager
+def _few_collections():
+    old = _collect_less()
     try:
         yield
     finally:
