@@ -98,16 +98,36 @@ class SignalHandlerTouchesLoop(Rule):
     action over: `loop.call_soon_threadsafe(stop_event.set)`.
 
     ## Fix safety
-    Offered when the registration is a statement of its own (its return value, the previous
-    handler, is not used), the signal is a name or attribute, and a loop is at hand: the
-    registration sits in a coroutine (`asyncio.get_running_loop()`) or a variable of its
-    function or module holds an event loop. The fix calls `loop.add_signal_handler(sig,
-    handler, sig, None)`, so the handler still receives `(signum, frame)`, with `frame` now
-    `None`. Unsafe: `add_signal_handler` is Unix-only and needs the main thread; the
-    handler now runs as a loop callback (after the current step of the loop rather than
-    between two bytecodes), an exception it raises other than `SystemExit`/
-    `KeyboardInterrupt` goes to the loop's exception handler, and `signal.getsignal()`
-    no longer returns the handler. When the loop closes, the handler is removed with it.
+    Unsafe (a fix is safe only if the program does exactly what it did on every path where
+    the hazard does not occur, and this one changes when and how the handler runs).
+    The fix calls `loop.add_signal_handler(sig, handler, sig, None)` on the loop that runs
+    the program's code when the signal comes, so the handler still receives `(signum,
+    frame)`, with `frame` now `None`. It is offered only when that loop is known:
+    - the registration sits in a coroutine (not in a lambda): the loop running that
+      coroutine, `asyncio.get_running_loop()`;
+    - in sync code (a function or the module body), a plain name that holds an event loop
+      and that the same code runs after the registration (`loop.run_until_complete(...)` /
+      `loop.run_forever()`, the first run that follows, nothing rebinding the name in
+      between): that loop.
+
+    A loop merely held in a variable gets no fix: a helper loop kept for sync code, or the
+    legacy module-level `loop = asyncio.get_event_loop()` of a program that then calls
+    `asyncio.run()`. `add_signal_handler` turns the Python handler into a no-op and points
+    the wake-up fd at that loop, which never runs: the signal would be swallowed for the
+    life of the program (measured in `tests/behaviour/test_shd405_signal_handler_touches_loop.py`:
+    the handler runs before, never after such a binding). Also needs: the registration is
+    a statement of its own (its return value, the previous handler, is not used) and the
+    signal is a name or attribute.
+
+    What changes on every path, hence unsafe: `add_signal_handler` is Unix-only and
+    needs the main thread (a `RuntimeError` instead of `signal.signal`'s `ValueError`
+    elsewhere); the handler runs as a loop callback (after the current step of the loop
+    rather than between two bytecodes), so while the loop is not running (before
+    `run_until_complete`, after it returns) the signal waits for the next run; an exception
+    it raises other than `SystemExit`/`KeyboardInterrupt` goes to the loop's exception
+    handler; `signal.getsignal()` no longer returns the handler; when the loop closes the
+    handler is removed with it (SIGTERM then ends the process by default, SIGINT raises
+    `KeyboardInterrupt`).
 
     ## Known limits
     - Handlers and asyncio objects defined in another module are not seen; an object
@@ -226,7 +246,7 @@ class SignalHandlerTouchesLoop(Rule):
             """,
             message_contains="asyncio.Event",
         ),
-        # through a callee that creates a task on a loop at hand (verifiers' environment)
+        # through a callee that creates a task on a loop that the module then runs
         Invalid(
             """
             import asyncio as aio
@@ -241,6 +261,7 @@ class SignalHandlerTouchesLoop(Rule):
                 teardown()
 
             signal(SIGINT, on_int)
+            loop.run_until_complete(serve())
             """,
             fixed="""
             import asyncio as aio
@@ -255,8 +276,70 @@ class SignalHandlerTouchesLoop(Rule):
                 teardown()
 
             loop.add_signal_handler(SIGINT, on_int, SIGINT, None)
+            loop.run_until_complete(serve())
             """,
             message_contains="creates a task",
+        ),
+        # a module-level loop that never runs: asyncio.run runs another one, no fix
+        # (add_signal_handler on `helper_loop` would swallow SIGTERM for good)
+        Invalid(
+            """
+            import asyncio, signal
+
+            helper_loop = asyncio.new_event_loop()
+            stop = asyncio.Event()
+
+            def on_term(signum, frame):
+                stop.set()
+
+            signal.signal(signal.SIGTERM, on_term)
+            asyncio.run(main())
+            """,
+            fixed=None,
+        ),
+        # the legacy module-level get_event_loop(), then asyncio.run: no fix either
+        Invalid(
+            """
+            import asyncio, signal
+
+            loop = asyncio.get_event_loop()
+
+            def on_term(signum, frame):
+                loop.stop()
+
+            def main():
+                signal.signal(signal.SIGTERM, on_term)
+                asyncio.run(serve())
+            """,
+            fixed=None,
+            message_contains="loop.stop",
+        ),
+        # a sync function that runs its own loop after the registration: that loop
+        Invalid(
+            """
+            import asyncio, signal
+
+            def main():
+                loop = asyncio.new_event_loop()
+                stop = asyncio.Event()
+                signal.signal(signal.SIGTERM, lambda s, f: stop.set())
+                try:
+                    loop.run_until_complete(serve(stop))
+                finally:
+                    loop.close()
+            """,
+            fixed="""
+            import asyncio, signal
+
+            def main():
+                loop = asyncio.new_event_loop()
+                stop = asyncio.Event()
+                loop.add_signal_handler(signal.SIGTERM, lambda s, f: stop.set(), signal.SIGTERM, None)
+                try:
+                    loop.run_until_complete(serve(stop))
+                finally:
+                    loop.close()
+            """,
         ),
         # a method handler cancelling tasks; a queue; no loop at hand: no fix
         Invalid(
@@ -286,10 +369,6 @@ class SignalHandlerTouchesLoop(Rule):
             message_contains="loop.stop",
         ),
     ]
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self._probes: list[cst.Name] = []
 
     # ------------------------------------------------------------------ visitors
     def visit_Call(self, node: cst.Call) -> None:
@@ -351,19 +430,22 @@ class SignalHandlerTouchesLoop(Rule):
         parent = self.facts.parent(call)
         if not isinstance(parent, cst.Expr) or not isinstance(sig, (cst.Name, cst.Attribute)):
             return None
-        if any(a.keyword is not None or a.star for a in call.args):
+        if any(a.keyword is not None or a.star for a in call.args) or self.facts.in_lambda(call):
             return None
-        loop = self._loop_at_hand(call)
         edits = []
-        if loop is None:
-            fn = self.facts.enclosing_function(call)
-            if fn is None or not fn.is_async or self.facts.in_lambda(call):
-                return None
+        fn = self.facts.enclosing_function(call)
+        if fn is not None and fn.is_async:
+            # the loop that runs this coroutine is the one that runs the handler
             alias = self.facts.module_import_name("asyncio")
             if alias is None:
                 alias = "asyncio"
                 edits.append(AddImport("asyncio"))
-            loop = cst.Call(func=dotted(f"{alias}.get_running_loop"))
+            loop: cst.BaseExpression = cst.Call(func=dotted(f"{alias}.get_running_loop"))
+        else:
+            name = self._loop_run_after(call, fn)
+            if name is None:
+                return None  # which loop will run (if any) is not known here
+            loop = cst.Name(name)
         new = cst.Call(
             func=cst.Attribute(value=loop, attr=cst.Name("add_signal_handler")),
             args=[cst.Arg(sig), cst.Arg(handler), cst.Arg(sig), cst.Arg(cst.Name("None"))],
@@ -371,21 +453,75 @@ class SignalHandlerTouchesLoop(Rule):
         return Fix.unsafe(Replace(call, new), *edits,
                           message="Install the handler with `loop.add_signal_handler()`")
 
-    def _loop_at_hand(self, call: cst.Call) -> Optional[cst.BaseExpression]:
-        """A plain name of this function (or the module) that holds an event loop."""
-        fn = self.facts.enclosing_function(call)
-        names = sorted(fn.bindings) if fn is not None else []
-        for stmt in self.facts.module.body:  # module-level ``loop = asyncio.new_event_loop()``
-            if isinstance(stmt, cst.SimpleStatementLine):
-                for small in stmt.body:
-                    if isinstance(small, cst.Assign):
-                        names += [t.target.value for t in small.targets if isinstance(t.target, cst.Name)]
-        for name in names:
-            probe = cst.Name(name)
-            self._probes.append(probe)  # the facts cache names by id(): keep the probe alive
-            if self.facts.qualified_name(probe, call) == "asyncio.AbstractEventLoop":
-                return cst.Name(name)
+    def _loop_run_after(self, call: cst.Call, fn) -> Optional[str]:
+        """In sync code (a function or the module body): the plain name of the event loop that
+        the first ``X.run_until_complete(...)``/``X.run_forever()`` after the registration (in
+        its block or an enclosing one, same function) runs, when nothing rebinds it in between;
+        else None. A loop merely held in a variable may never run (a helper loop, the legacy
+        ``loop = asyncio.get_event_loop()`` before ``asyncio.run``): its wake-up fd would take
+        the signal and nothing would ever handle it."""
+        stmt = self.facts.enclosing_statement(call)
+        stop = fn.node if fn is not None else None
+        rebound: set[str] = set()
+        for later in _statements_after(self.facts, stmt, stop):
+            for node in _own_nodes(later):
+                if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                        and node.func.attr.value in _LOOP_RUNNERS:
+                    target = node.func.value
+                    if not isinstance(target, cst.Name) or target.value in rebound:
+                        return None
+                    if self.facts.qualified_name(target, node) != "asyncio.AbstractEventLoop":
+                        return None
+                    return target.value
+                if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.AsName,
+                                     cst.NamedExpr)):
+                    rebound |= _target_names(node)
         return None
+
+
+#: Event-loop methods that run the loop in the calling thread.
+_LOOP_RUNNERS = frozenset({"run_until_complete", "run_forever"})
+
+
+def _statements_after(facts, stmt: Optional[cst.CSTNode], stop: Optional[cst.CSTNode]) -> Iterable[cst.CSTNode]:
+    """The statements that run after ``stmt`` in its block, then after the compound statement
+    holding that block, and so on up to (not past) ``stop`` (the function) or the module."""
+    cur = stmt
+    while cur is not None and cur is not stop:
+        block = facts.parent(cur)
+        if isinstance(block, (cst.IndentedBlock, cst.Module)):
+            body = list(block.body)
+            idx = next((i for i, s in enumerate(body) if s is cur), None)
+            if idx is not None:
+                yield from body[idx + 1:]
+        if block is None or block is stop or isinstance(block, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return
+        cur = block
+
+
+def _own_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """``node`` and its descendants in source order, not inside nested defs, classes or lambdas."""
+    found: list[cst.CSTNode] = []
+
+    class _V(cst.CSTVisitor):
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            if n is not node and isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                return False
+            found.append(n)
+            return True
+
+    node.visit(_V())
+    return found
+
+
+def _target_names(node: cst.CSTNode) -> set[str]:
+    target = getattr(node, "target", None) or getattr(node, "name", None)
+    out: set[str] = set()
+    if target is not None:
+        for n in _own_nodes(target):
+            if isinstance(n, cst.Name):
+                out.add(n.value)
+    return out
 
 
 def _calls_in(node: cst.CSTNode) -> Iterable[cst.Call]:
