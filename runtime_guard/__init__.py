@@ -10,6 +10,9 @@ import importlib
 import os
 from typing import TYPE_CHECKING, Any
 
+# the same version as shutdown_lint (one repository, two distributions; a test keeps them equal)
+__version__ = "0.1.0"
+
 __all__ = [
     "supervise", "set_default_policy", "get_default_policy",
     "hard_exit", "sigterm_as_keyboard_interrupt", "on_interrupt", "shutdown_executor",

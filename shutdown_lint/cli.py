@@ -283,6 +283,11 @@ def _run_files(args, resolver, mode, fmt, cfg, catalogue, cache_dir, code_key=No
     errors = [r.error for r in ordered if r.error]
     notes.extend(w if w.startswith("warning") else f"warning: {w}" for r in ordered for w in r.warnings)
     failed = bool(errors or found.errors)
+    if mode.fix:
+        from . import deployment
+
+        notes.extend(deployment.notices(f.abspath for f in found.files
+                                        if f.abspath in results and results[f.abspath].written))
 
     if args.write_baseline:
         from . import baseline

@@ -34,7 +34,7 @@ def test_setup_commands_are_the_ones_ci_runs():
     commands = re.findall(r"^python -m pip install .*$", text, re.M)
     assert commands[:2] == [
         "python -m pip install -e . && shutdown-lint examples/rollout_project",
-        'python -m pip install -e ".[test]" && python -m pytest',
+        'python -m pip install -e ./packaging/runtime -e ".[test]" && python -m pytest',
     ]
     ci = (ROOT / ".ci" / "run").read_text()
     assert commands[1] in ci

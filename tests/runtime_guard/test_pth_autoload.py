@@ -88,17 +88,13 @@ sys.exit(3)
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("editable", [False, True], ids=["wheel", "editable"])
 def test_fresh_install_runtime_guard_env_and_launcher(tmp_path: Path, editable: bool) -> None:
-    # Install a copy of the project (the build writes build/ and *.egg-info next to the sources) into
-    # a throwaway venv that reuses the base interpreter's packages; then use it the three documented
-    # ways: RUNTIME_GUARD=1, python -m runtime_guard script.py, python -m runtime_guard -m module.
+    # Install a copy of the runtime distribution (packaging/runtime, its link to runtime_guard copied as
+    # files; the build writes build/ and *.egg-info next to the sources) into a throwaway venv; then
+    # use it the three documented ways: RUNTIME_GUARD=1, python -m runtime_guard script.py,
+    # python -m runtime_guard -m module.
     src = tmp_path / "src"
-    src.mkdir()
-    for name in ("pyproject.toml", "setup.py", "README.md"):
-        if (REPO / name).exists():
-            shutil.copy(REPO / name, src / name)
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for pkg in ("shutdown_lint", "rules", "runtime_guard"):
-        shutil.copytree(REPO / pkg, src / pkg, ignore=ignore)
+    shutil.copytree(REPO / "packaging" / "runtime", src, symlinks=False,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "build", "*.egg-info"))
     venv = tmp_path / "venv"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RUNTIME_GUARD")}
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=120,

@@ -1,4 +1,4 @@
-"""Only what pyproject.toml cannot say: install ``runtime_guard-autoload.pth`` at the top of
+"""The runtime distribution (``shutdown-lint-runtime``): only what its pyproject.toml cannot say: install ``runtime_guard-autoload.pth`` at the top of
 site-packages, so ``RUNTIME_GUARD=1`` activates the loop-stall watchdog with no code change.
 (``data-files`` would land under ``sys.prefix``, not site-packages.)
 
