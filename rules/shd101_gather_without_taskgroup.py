@@ -148,16 +148,14 @@ class GatherWithoutTaskGroup(Rule):
     tasks, opaque iterables, gathers in lambdas or inside larger expressions, or tqdm's
     `timeout=`.
 
-    The results keep their order (`[t.result() for t in tasks]`). What changes: the
-    siblings of a failed child are cancelled, and the failure arrives as an
-    `ExceptionGroup` instead of the bare exception. The fix is therefore *unsafe* when the
-    gather sits in a `try` of the same function with a handler that would catch the
-    child's exception (any handler except one for cancellation/exit exceptions, or a broad
-    `except Exception`/`BaseException`/bare `except` whose body ends with a bare `raise`);
-    use `except*` there. It is also unsafe when a child's callee could not be seen
-    (`tg.create_task` needs a real coroutine, not any awaitable). Otherwise it is safe.
-    Callers in other functions that catch a specific exception type also see the
-    `ExceptionGroup`: review them.
+    Unsafe. When every child succeeds nothing changes: the results keep their order and
+    type (`[t.result() for t in tasks]`, a list). When a child fails (the hazard's path)
+    the siblings are cancelled and awaited, which is the point, but the failure reaches the
+    callers as an `ExceptionGroup` instead of the bare exception: a handler for the
+    child's exception type, here or in any caller (other modules included), no longer
+    catches it, and the traceback changes. A gather whose callee could not be seen is also
+    a risk (`tg.create_task` needs a real coroutine, not any awaitable). Review the
+    handlers around the gather and its callers (`except*`). See docs/fix-safety.md.
 
     ## References
     - SkyRL #1160: asyncio.gather to TaskGroup to stop leaking sandboxes on Ctrl+C
@@ -750,9 +748,12 @@ class GatherWithoutTaskGroup(Rule):
                 trailing_whitespace=line.trailing_whitespace,
             ))
         edits.insert(0, Replace(line, cst.FlattenSentinel(new)))
-        certain = all(c.certain for c in children.items)
-        if certain and not self._catching_try(node):
-            return Fix.safe(*edits, message="Rewrite into `asyncio.TaskGroup`")
+        # Always unsafe (docs/fix-safety.md): on the failure path the exception that reaches the
+        # callers becomes an ExceptionGroup, which their handlers (even in other modules) and the
+        # traceback see; the promise is only "siblings cancelled and awaited".
+        if self._catching_try(node):
+            return Fix.unsafe(*edits, message="Rewrite into `asyncio.TaskGroup` (failures arrive as ExceptionGroup: "
+                                              "the handler around it needs `except*`)")
         return Fix.unsafe(*edits, message="Rewrite into `asyncio.TaskGroup` (failures arrive as ExceptionGroup)")
 
     def _catching_try(self, node: cst.CSTNode) -> bool:

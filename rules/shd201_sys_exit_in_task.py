@@ -64,11 +64,21 @@ class SysExitInTask(Rule):
     ```
 
     ## Fix safety
-    Safe: only the exit path changes. `runtime_guard.hard_exit(code)` flushes stdout,
-    stderr and logging handlers and calls `os._exit(code)` from any thread. Unlike
-    `sys.exit`, it does not run `finally` blocks of other tasks or `atexit` handlers; if
-    the program depends on those for its exit (e.g. a metrics flush), call them before
-    the exit. The fix adds `import runtime_guard`.
+    The fix replaces the exit with `runtime_guard.hard_exit(code)` (same status; a message
+    argument is printed to stderr and gives status 1, as with `sys.exit`), which flushes
+    stdio and logging, runs the `atexit` handlers (bounded, 5 s) and ends the process from
+    any thread. The fix adds `import runtime_guard` (see docs/fix-safety.md).
+
+    Safe in a `threading.Thread`/`Timer` target, a Ray actor or remote coroutine, and a
+    coroutine whose loop runs in another thread: there `SystemExit` can never end the
+    process, so every run that reaches the exit is the hazard's run, and a run that does
+    not reach it is unchanged.
+
+    Unsafe in a coroutine run as a task (or not known to be), and in a function run in an
+    executor: when the loop runs in the main thread, or the future is awaited there,
+    `SystemExit` does end the process and unwinds it first (other tasks' `finally` blocks,
+    the main coroutine's `finally`); `hard_exit` skips that unwinding (measured in
+    tests/behaviour/test_shd201_sys_exit.py).
 
     ## References
     - SkyRL #1691: process hang when vLLM engine dies during async generation
@@ -245,7 +255,7 @@ class SysExitInTask(Rule):
         reason = self._reason(node)
         if reason is None:
             return
-        fix = Fix.safe(
+        fix = self._fix_of(node)(
             Replace(node, guard_call("hard_exit", _exit_args(node.args))),
             _imp(),
             message="Replace with `runtime_guard.hard_exit()`",
@@ -266,7 +276,7 @@ class SysExitInTask(Rule):
         fix = None
         parent = self.facts.parent(node)
         if isinstance(parent, cst.SimpleStatementLine):
-            fix = Fix.safe(
+            fix = self._fix_of(node)(
                 Replace(node, cst.Expr(guard_call("hard_exit", args))),
                 _imp(),
                 message="Replace with `runtime_guard.hard_exit()`",
@@ -274,6 +284,21 @@ class SysExitInTask(Rule):
         self.report(node, f"`raise SystemExit` {reason}", fix=fix)
 
     # ------------------------------------------------------------------ context
+    def _fix_of(self, node: cst.CSTNode):
+        """``Fix.safe`` where the exit can never end the process as written (a thread target, a
+        coroutine whose loop runs in another thread): every run that reaches it is the hazard's
+        run. ``Fix.unsafe`` where it may (a task whose loop may be the main thread's, an
+        executor job whose future may be awaited there): there ``SystemExit`` unwinds the
+        program, its ``finally`` blocks run, and ``hard_exit`` would skip them
+        (docs/fix-safety.md)."""
+        fn = self.facts.enclosing_function(node)
+        ctx = self.facts.contexts(fn) if fn is not None else set()
+        if fn is not None and fn.is_async:
+            never_main = bool(ctx & {F.RAY_ASYNC_ACTOR, F.RAY_REMOTE, F.LOOP_THREAD})
+        else:
+            never_main = F.THREAD in ctx and F.EXECUTOR not in ctx
+        return Fix.safe if never_main else Fix.unsafe
+
     def _reason(self, node: cst.CSTNode) -> Optional[str]:
         if self.facts.in_lambda(node):
             return None

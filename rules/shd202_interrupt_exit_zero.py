@@ -102,12 +102,18 @@ class InterruptExitZero(Rule):
     ```
 
     ## Fix safety
-    Safe: only the exit status of an interrupted run changes (to the `exit_code`
-    option, 130 by default; 143 in a SIGTERM handler; `128 + signum` in a handler installed
-    for both signals). Comments around the call are kept. A handler that falls through or
-    ends in a bare `return` gets `sys.exit(130)` as its last statement (replacing a trailing
-    `pass`/`return`; `import sys` is added if needed); no fix when it returns from several
-    places.
+    Safe when the fix changes the status of an exit call or `raise SystemExit` that is
+    already there (to the `exit_code` option, 130 by default; 143 in a SIGTERM handler;
+    `128 + signum` in a handler installed for both signals): the exit runs where it ran,
+    only its status on the interrupt's path changes; a run that is not interrupted is
+    unchanged. Comments around the call are kept.
+
+    Unsafe when a handler that falls through or ends in a bare `return` gets `sys.exit(130)`
+    as its last statement (replacing a trailing `pass`/`return`; `import sys` is added if
+    needed): after Ctrl+C the original went on with the code after the handler (the rest of
+    the function and of its callers up to the end of the entrypoint), which the exit now
+    skips. Move that code into a `finally` if it must run. No fix when the handler returns
+    from several places. See docs/fix-safety.md.
 
     ## Options
     - `exit_code` (int, default 130): the status the fix writes.
@@ -748,7 +754,9 @@ class InterruptExitZero(Rule):
         edits.append(Replace(body, body.with_changes(body=stmts)))
         if alias is None:
             edits.append(AddImport("sys"))
-        return Fix.safe(*edits, message=f"End the handler with `sys.exit({self.config['exit_code']})`")
+        # Unsafe: the code after the handler (the rest of the function, its callers up to the
+        # entrypoint) ran after Ctrl+C and no longer does (docs/fix-safety.md).
+        return Fix.unsafe(*edits, message=f"End the handler with `sys.exit({self.config['exit_code']})`")
 
     # ------------------------------------------------------------------ helpers
     def _interrupt_handler(self, node: cst.CSTNode) -> Optional[_Handler]:

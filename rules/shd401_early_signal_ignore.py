@@ -105,14 +105,17 @@ class EarlySignalIgnore(Rule):
 
     ## Fix safety
     The fix moves the SIG_IGN statement(s), with the comments above them, to just before
-    the statement that holds the protected call. It is safe when the statements in
-    between neither touch signals nor start child processes: only how the setup reacts
-    to Ctrl+C/SIGTERM changes. It is unsafe when they visibly start child processes
-    (`subprocess`, `multiprocessing`, `ray.init()`): children inherit an ignored signal,
-    so after the fix they no longer ignore it. No fix is offered when the statements in
+    the statement that holds the protected call. No fix is offered when the statements in
     between call signal functions, use the saved old handler, or when the SIG_IGN shares
-    its line with other statements. A process started inside an opaque helper is not
-    seen; review such moves.
+    its line with other statements.
+
+    Unsafe. In this process only the reaction to Ctrl+C/SIGTERM during the setup changes
+    (the hazard's path), and a run that gets no signal is unchanged. But a process started
+    in between (`subprocess`, `multiprocessing`, `ray.init()`, or any helper the rule
+    cannot see into) no longer inherits the ignore: its fate under Ctrl+C (sent to the
+    whole process group) or SIGTERM changes for the rest of its life, long after the
+    setup. The fix's message says so when such a start is visible. See
+    docs/fix-safety.md.
 
     ## Options
     - `protected-calls` (list of str): more qualified names of calls a SIG_IGN protects.
@@ -542,7 +545,10 @@ class EarlySignalIgnore(Rule):
         message = "Move the SIG_IGN just before the call it protects"
         if any(self._spawns(w) for w in window.work):
             return Fix.unsafe(*edits, message=message + " (child processes started in between no longer inherit it)")
-        return Fix.safe(*edits, message=message)
+        # Unsafe too (docs/fix-safety.md): a helper called in between may start a process the
+        # rule cannot see; it would no longer inherit the ignore and would die on the Ctrl+C
+        # or SIGTERM it used to survive (children's fate under signals is part of the contract).
+        return Fix.unsafe(*edits, message=message)
 
 
 def _is_logger_call(call: cst.Call) -> bool:

@@ -68,12 +68,21 @@ class AsyncioRunWithoutSigterm(Rule):
     ```
 
     ## Fix safety
-    Safe: inserts `runtime_guard.sigterm_as_keyboard_interrupt()` on the line before the
-    statement that runs the loop (and `import runtime_guard`). Only the SIGTERM path
-    changes: SIGTERM raises `KeyboardInterrupt` in the main thread, so `asyncio.run`
-    cancels every task and their cleanup runs; the process then exits with status 130
-    unless the program catches the interrupt. No fix when the call sits on the same line
-    as a compound statement (`if ...: asyncio.run(...)`).
+    The fix inserts `runtime_guard.sigterm_as_keyboard_interrupt()` on the line before the
+    statement that runs the loop (and `import runtime_guard`, which the project must then
+    depend on). No fix when the call sits on the same line as a compound statement
+    (`if ...: asyncio.run(...)`).
+
+    Unsafe. In this process a run that gets no SIGTERM is unchanged, and on SIGTERM (the
+    hazard's path) `asyncio.run` cancels every task and their cleanup runs; the process
+    then exits with status 130 unless the program catches the interrupt. But the helper
+    *replaces* the SIGTERM handler (it does not chain): a handler that other code installed
+    before, which the rule cannot see, stops running. And a child forked afterwards
+    (`multiprocessing` with `fork`, a `ProcessPoolExecutor` on Linux before Python 3.14)
+    inherits the new handler: `terminate()` no longer kills it with SIGTERM (-15) but raises
+    `KeyboardInterrupt` in it (traceback, exit status 1; a child that catches
+    `KeyboardInterrupt` survives it). Measured in
+    tests/behaviour/test_shd402_asyncio_run_without_sigterm.py. See docs/fix-safety.md.
 
     ## Options
     - `sigterm_aware_calls` (list of qualified names): calls that install their own
@@ -301,7 +310,9 @@ class AsyncioRunWithoutSigterm(Rule):
         fix = None
         if isinstance(stmt, cst.SimpleStatementLine):
             line = cst.SimpleStatementLine([cst.Expr(guard_call("sigterm_as_keyboard_interrupt"))])
-            fix = Fix.safe(InsertBefore(stmt, (line,)), IMPORT_RUNTIME_GUARD,
+            # Unsafe (docs/fix-safety.md): the helper replaces any SIGTERM handler other code
+            # installed, and children forked later inherit it (measured in the behaviour test).
+            fix = Fix.unsafe(InsertBefore(stmt, (line,)), IMPORT_RUNTIME_GUARD,
                            message="Make SIGTERM cancel the tasks like Ctrl+C")
         runner = cst.Module([]).code_for_node(node.func)
         self.report(

@@ -98,12 +98,20 @@ class SignalIgnoredUntilExit(Rule):
     Offered when the ignore is a statement of its own (one signal), some statements sit
     between it and the first statement of the same block that can hang, and the rest is
     in that block: the ignore keeps the previous handler (`_prev_sigterm = signal.signal(
-    ...)`), the statements in between go into a `try:` whose `finally:` restores it, and
-    the statement that can hang, and what follows, run with the previous handler again.
-    Unsafe: Ctrl+C and SIGTERM can now interrupt what follows, which is the point, but
-    changes behaviour; restoring fails with `TypeError` if the previous handler was
-    installed outside Python (`signal.signal` returned None). No fix when the hanging call
-    comes right after the ignore (bound it with a timeout, or drop the ignore).
+    ...)`), the statements in between go into a `try:` whose `finally:` restores it
+    (`if _prev_sigterm is not None:`, since `signal.signal` returns None for a handler
+    installed outside Python, and restoring None would raise `TypeError`), and the
+    statement that can hang, and what follows, run with the previous handler again. No
+    fix when the hanging call comes right after the ignore (bound it with a timeout, or
+    drop the ignore).
+
+    Unsafe. A run that gets no signal is unchanged (same statements, same order, same
+    values). But a signal that arrives after the protected window no longer waits: the
+    work after it (the call that can hang, and what follows) can now be ended by Ctrl+C or
+    SIGTERM also when it would have finished, which is the point but not only the hazard's
+    path; and when a statement of the window raises, the handler is restored for the
+    rest of the program, where the original left the signal ignored. See
+    docs/fix-safety.md.
 
     ## Known limits
     - Only calls in the same function are seen: an ignore in a signal handler that raises
@@ -220,7 +228,8 @@ class SignalIgnoredUntilExit(Rule):
                     trainer.save_checkpoint()
                     trainer.flush_metrics()
                 finally:
-                    signal.signal(signal.SIGTERM, _prev_sigterm)
+                    if _prev_sigterm is not None:
+                        signal.signal(signal.SIGTERM, _prev_sigterm)
                 ray.get(refs)
                 ray.shutdown()
             """,
@@ -244,7 +253,8 @@ class SignalIgnoredUntilExit(Rule):
                 try:
                     self.running = False
                 finally:
-                    signal(SIGINT, _prev_sigint)
+                    if _prev_sigint is not None:
+                        signal(SIGINT, _prev_sigint)
                 self.pump.join()
             """,
         ),
@@ -448,8 +458,14 @@ class SignalIgnoredUntilExit(Rule):
             sig_arg = [a for a in call.args if a.keyword is None][0]
             assign = cst.Assign(targets=[cst.AssignTarget(cst.Name(var))], value=call)
             edits.append(Replace(r.stmt.body[0], assign))
-            restores.append(cst.SimpleStatementLine([cst.Expr(cst.Call(
-                func=call.func, args=[cst.Arg(sig_arg.value), cst.Arg(cst.Name(var))]))]))
+            restore = cst.SimpleStatementLine([cst.Expr(cst.Call(
+                func=call.func, args=[cst.Arg(sig_arg.value), cst.Arg(cst.Name(var))]))])
+            # None: the previous handler was not installed from Python; signal.signal(sig, None)
+            # would raise TypeError in the finally and replace the exception in flight (audit 5.2)
+            restores.append(cst.If(
+                test=cst.Comparison(cst.Name(var), [cst.ComparisonTarget(cst.IsNot(), cst.Name("None"))]),
+                body=cst.IndentedBlock(body=[restore]),
+            ))
         inner = [window[0].with_changes(leading_lines=())] + list(window[1:]) if hasattr(
             window[0], "leading_lines") else list(window)
         guarded = cst.Try(

@@ -79,12 +79,28 @@ class ProcessGroupWithoutTeardown(Rule):
     ```
 
     ## Fix safety
-    Safe: inserts `runtime_guard.torch.install_distributed_teardown()` right after the
-    statement that initialises the group (and `import runtime_guard`). It installs a
-    SIGTERM handler that runs `torch.cuda.synchronize()` when CUDA is available and
-    `destroy_process_group()` when initialised, each step guarded, inside a 25 s grace
-    period, then exits; the normal path is unchanged. No fix when the call is part of a
-    one-line compound statement.
+    The fix inserts `runtime_guard.torch.install_distributed_teardown()` right after the
+    statement that initialises the group (and `import runtime_guard`, which the project must
+    then depend on). No fix when the call is part of a one-line compound statement.
+
+    Safe. A run that gets no SIGTERM is unchanged: the helper only installs a SIGTERM
+    handler (and a faulthandler hook on SIGTERM read by one idle daemon thread); it
+    registers nothing with `atexit`, and a child forked afterwards (DataLoader workers,
+    `multiprocessing` with `fork`) gets the previous SIGTERM handler back, so its fate
+    under SIGTERM is unchanged (measured in
+    tests/behaviour/test_shd502_process_group_without_teardown.py). On SIGTERM (the
+    hazard's path) it runs `torch.cuda.synchronize()` when CUDA is initialised and
+    `destroy_process_group()` when the group is initialised, each step guarded, inside a
+    25 s grace period, calls the previous Python handler if there was one (Ray's,
+    torchrun's), then exits with status 143.
+
+    Unsafe when the file installs a SIGTERM handler itself: that handler is still called,
+    but the process ends right after it, so a handler that only asks the program to stop
+    gracefully (finish the step, save a checkpoint) loses that stop. A Python handler
+    installed by other code is chained the same way (it runs, then the process ends, as
+    promised above); one installed outside Python (`signal.getsignal` gives None) is not
+    called. A `faulthandler.register(SIGTERM)` made earlier by the program is replaced.
+    See docs/fix-safety.md.
 
     ## Options
     - `init_calls` (list of qualified names): calls that create a process group.
@@ -278,8 +294,12 @@ class ProcessGroupWithoutTeardown(Rule):
         if isinstance(stmt, cst.SimpleStatementLine) and isinstance(
                 self.facts.parent(stmt), (cst.IndentedBlock, cst.Module)):
             line = cst.SimpleStatementLine([cst.Expr(guard_call("torch.install_distributed_teardown"))])
-            fix = Fix.safe(InsertAfter(stmt, (line,)), IMPORT_RUNTIME_GUARD,
-                           message="Install the SIGTERM teardown right after the init")
+            # The file's own SIGTERM handler is chained, but the teardown then ends the process:
+            # a handler that only asks the program to stop gracefully loses that stop
+            # (docs/fix-safety.md), so the fix is unsafe there.
+            make = Fix.unsafe if self._installs_sigterm_handler() else Fix.safe
+            fix = make(InsertAfter(stmt, (line,)), IMPORT_RUNTIME_GUARD,
+                       message="Install the SIGTERM teardown right after the init")
         self.report(
             node,
             "process group created with no teardown path (`destroy_process_group` in a finally, cleanup "
@@ -287,6 +307,16 @@ class ProcessGroupWithoutTeardown(Rule):
             "collective until the timeout" + F.looked_in(looked, "teardown"),
             fix=fix,
         )
+
+    def _installs_sigterm_handler(self) -> bool:
+        """The module installs a SIGTERM handler of its own (``signal.signal(SIGTERM, ...)`` or a
+        loop's ``add_signal_handler(SIGTERM, ...)``)."""
+        for call in self.facts.calls:
+            name = self.facts.call_name(call) or ""
+            if name == "signal.signal" or name.endswith("add_signal_handler"):
+                if call.args and "SIGTERM" in cst.Module([]).code_for_node(call.args[0].value):
+                    return True
+        return False
 
     # ------------------------------------------------------------------ teardown paths
     def _has_teardown(self, call: cst.Call) -> bool:

@@ -32,6 +32,42 @@ _state = {"running": False, "done": False, "deadline": False}
 _lock = threading.Lock()
 #: Pipe ends that faulthandler writes to on SIGTERM (kept open for the life of the process).
 _delivery_pipe: List[int] = []
+#: What install_distributed_teardown put in place in this process: the handler it installed and the
+#: one it replaced, so a forked child can be given back the handler it would have had.
+_installed: dict = {}
+
+
+def _forget_in_child() -> None:
+    """After fork: the child is not the rank. Without this it inherits the SIGTERM handler (it would
+    run destroy_process_group on the parent's group, which aborts) and faulthandler's C hook, which
+    writes into the pipe the PARENT's helper thread reads: SIGTERM to a DataLoader or multiprocessing
+    child tore down and ended the parent rank (measured: parent exit 143, child -6). Give the child
+    the SIGTERM disposition it had before the install and drop the hook and the pipe."""
+    if not _installed:
+        return
+    try:
+        faulthandler.unregister(signal.SIGTERM)
+    except (AttributeError, OSError, RuntimeError, ValueError):
+        pass
+    try:
+        if signal.getsignal(signal.SIGTERM) is _installed.get("handler"):
+            previous = _installed.get("previous")
+            # None: the previous handler was not installed from Python and cannot be put back.
+            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+    except (OSError, RuntimeError, ValueError, TypeError):
+        pass
+    for fd in _delivery_pipe:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _delivery_pipe[:] = []
+    _installed.clear()
+    _state.update(running=False, done=False, deadline=False)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def _run_bounded(name: str, fn: Callable[[], Any], budget: float) -> bool:
@@ -150,6 +186,14 @@ def install_distributed_teardown(grace: float = 25.0, *, exit_code: int = 143,
     and exits from the helper thread. A later ``signal.signal(SIGTERM, ...)`` by other code removes
     that C-level hook (the Python handler, if chained, still runs).
 
+    What it does to the rest of the program: it replaces the SIGTERM handler (chaining to the
+    previous Python one as above), registers faulthandler for SIGTERM and starts one daemon
+    thread that blocks SIGINT/SIGTERM and only reads a pipe; it starts no process. A child
+    forked afterwards (DataLoader workers, ``multiprocessing`` with ``fork``) gets the previous
+    SIGTERM handler back and no faulthandler hook, so its fate under SIGTERM is what it was
+    without this call. Nothing is registered with ``atexit``: a run that gets no SIGTERM ends as it
+    did before.
+
     Off the main thread ``signal.signal`` is impossible: then the teardown is registered with
     ``atexit`` (Ray workers turn SIGTERM into SystemExit in the main thread, which runs it), a
     RuntimeWarning is emitted and None is returned.
@@ -186,6 +230,8 @@ def install_distributed_teardown(grace: float = 25.0, *, exit_code: int = 143,
         hard_exit(exit_code)
 
     signal.signal(signal.SIGTERM, on_sigterm)
+    _installed.update(handler=on_sigterm, previous=previous)
     _on_delivery_in_c(signal.SIGTERM, on_delivery)  # after signal.signal: faulthandler chains to it
-    atexit.register(teardown, budget)  # normal exits (sys.exit, Ray's SystemExit path) tear down too
+    # No atexit teardown here: a program that ends without SIGTERM ends exactly as it did without
+    # this call (docs/fix-safety.md); SIGTERM's own path tears down above, before chaining.
     return previous

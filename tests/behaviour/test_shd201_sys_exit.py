@@ -128,9 +128,17 @@ def _codes(source: str) -> list[str]:
     return [d.code for d in result.diagnostics]
 
 
-def _fixed(source: str) -> str:
-    out = fix_source(source.encode(), "prog.py", SETTINGS).source.decode()  # a safe fix
-    assert "runtime_guard.hard_exit(1)" in out and "sys.exit" not in out
+def _label(source: str) -> str:
+    (found,) = lint_source(source.encode(), "prog.py", SETTINGS).diagnostics
+    return found.fix["applicability"]
+
+
+def _fixed(source: str, status: int = 1) -> str:
+    # safe where SystemExit can never end the process (a thread target), unsafe where it may
+    # (a task, or a coroutine not known to run on another thread's loop): docs/fix-safety.md
+    unsafe = _label(source) == "unsafe"
+    out = fix_source(source.encode(), "prog.py", SETTINGS, unsafe=unsafe).source.decode()
+    assert f"runtime_guard.hard_exit({status})" in out and "sys.exit" not in out
     assert "import runtime_guard" in out
     assert _codes(out) == []
     return out
@@ -171,6 +179,38 @@ def test_sys_exit_off_the_main_thread_hangs_and_hard_exit_ends_it(tmp_path, prog
     killed, status, _ = _run(fixed, wait=20)
     assert not killed
     assert status == 1
+
+
+def test_labels_follow_where_the_exit_can_end_the_process():
+    assert _label(THREAD_TARGET) == "safe"
+    assert _label(MAIN_THREAD) == "unsafe"  # below: the fix skips main()'s finally there
+    assert _label(LOOP_THREAD) == "unsafe"  # run_coroutine_threadsafe: the loop's thread is not proven
+
+
+RAISE_IN_THREAD = THREAD_TARGET.replace("sys.exit(1)", "raise SystemExit(2)")
+NORMAL_THREAD = THREAD_TARGET.replace("results = []", "results = [1]")
+
+
+@pytest.mark.timeout(90)
+def test_raise_system_exit_shape_and_the_normal_path(tmp_path):
+    # shape 2: `raise SystemExit(code)` -> `runtime_guard.hard_exit(code)` (a statement)
+    assert _label(RAISE_IN_THREAD) == "safe"
+    hazard = tmp_path / "raise_hazard.py"
+    hazard.write_text(RAISE_IN_THREAD)
+    killed, _, _ = _run(hazard, wait=3)
+    assert killed
+    fixed = tmp_path / "raise_fixed.py"
+    fixed.write_text(_fixed(RAISE_IN_THREAD, status=2))
+    killed, status, _ = _run(fixed, wait=20)
+    assert not killed and status == 2
+
+    # normal path: the exit is not reached, so the fixed program ends as the original did
+    outcomes = []
+    for name, text in (("normal.py", NORMAL_THREAD), ("normal_fixed.py", _fixed(NORMAL_THREAD))):
+        path = tmp_path / name
+        path.write_text(text)
+        outcomes.append(_run(path, wait=20))
+    assert outcomes[0] == outcomes[1] == (False, 0, "")
 
 
 @pytest.mark.timeout(60)

@@ -119,8 +119,9 @@ def test_early_sig_ign_hides_ctrl_c_and_the_fix_restores_it(tmp_path):
         "    signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
         "    asyncio.run(serve())\n"
     ) in fixed_src
-    # applied by the safe fixes alone (nothing in between touches signals or spawns processes)
-    assert fix_source(HAZARD.encode(), "prog.py", SETTINGS, unsafe=False).source.decode() == fixed_src
+    # unsafe (docs/fix-safety.md): a process started in between would no longer inherit the
+    # ignore (test_a_child_started_in_between_now_dies_on_sigterm); safe fixes leave it alone
+    assert fix_source(HAZARD.encode(), "prog.py", SETTINGS, unsafe=False).source.decode() == HAZARD
     fixed = tmp_path / "fixed.py"
     fixed.write_text(fixed_src)
 
@@ -142,3 +143,70 @@ def test_fixed_program_still_protects_the_serving_call(tmp_path):
     done = subprocess.run([sys.executable, str(fixed)], cwd=str(REPO), env=ENV, capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["SETUP", "STARTED", "SETUP", "DONE", "SERVED"]
+
+
+CHILD_IN_WINDOW = textwrap.dedent(
+    '''
+    import asyncio
+    import signal
+    import subprocess
+    import sys
+
+
+    async def serve():
+        await asyncio.sleep(0.1)
+        print("SERVED", flush=True)
+
+
+    def start_helper():
+        # stands for a helper that starts a process the rule cannot see into
+        return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+
+
+    def main():
+        # the serving loop must not be stopped half-way
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        helper = start_helper()
+        print(helper.pid, flush=True)
+        print("HELPER EXIT", helper.wait(), flush=True)
+        asyncio.run(serve())
+
+
+    if __name__ == "__main__":
+        main()
+    '''
+).lstrip()
+
+
+def _helper_fate(path: Path) -> str:
+    """Start ``path``, SIGTERM the process its setup started (not the program itself), and
+    report what became of that child within 3 s."""
+    proc = _start(path)
+    try:
+        child = int(proc.stdout.readline())
+        os.kill(child, signal.SIGTERM)
+        try:
+            out, _ = proc.communicate(timeout=3)
+        except subprocess.TimeoutExpired:
+            os.kill(child, signal.SIGKILL)
+            out, _ = proc.communicate(timeout=10)
+            return "survived SIGTERM"
+        return out.splitlines()[0]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+@pytest.mark.timeout(60)
+def test_a_child_started_in_between_now_dies_on_sigterm(tmp_path):
+    """Why SHD401's fix is unsafe even when the rule sees no process start: the child of an
+    opaque helper inherited the ignore before the fix and does not after it."""
+    (found,) = lint_source(CHILD_IN_WINDOW.encode(), "prog.py", SETTINGS).diagnostics
+    assert found.fix["applicability"] == "unsafe"
+    hazard = tmp_path / "child_hazard.py"
+    hazard.write_text(CHILD_IN_WINDOW)
+    assert _helper_fate(hazard) == "survived SIGTERM"
+    fixed = tmp_path / "child_fixed.py"
+    fixed.write_text(fix_source(CHILD_IN_WINDOW.encode(), "prog.py", SETTINGS, unsafe=True).source.decode())
+    assert _helper_fate(fixed) == "HELPER EXIT -15"
