@@ -6,6 +6,9 @@ from typing import Optional, Union
 import libcst as cst
 
 from shutdown_lint import candidates as C
+from shutdown_lint.facts.exit_paths import (
+    BREAK, CONTINUE, FALL_THROUGH, PROPAGATING, RETURN, SWALLOWING, _breaks, _is_true, _returns_only_none, _Walker,
+)
 from shutdown_lint.rule import AddImport, Fix, Invalid, Replace, Rule
 from shutdown_lint.traversal import walk
 from shutdown_lint.tree_tier import DEFS, TRYS, walk_within
@@ -37,7 +40,9 @@ class SwallowedCancellation(Rule):
     `KeyboardInterrupt` and `SystemExit`.
 
     Not flagged: `except Exception:` (CancelledError is a BaseException); handlers with a
-    way out that re-raises, raises or ends the process; a broad handler that binds the
+    way out that re-raises, raises or ends the process; a handler whose only way out is
+    falling off its end into code that raises on every path (a nested handler followed by
+    the outer handler's bare `raise`); a broad handler that binds the
     exception and hands it on (`except BaseException as e: errors.append(e)`, `convert(e)`)
     or records it and raises it later (`error = e` ... `raise error`), which is how
     frameworks collect and re-raise errors; a handler preceded in the same `try` by
@@ -77,19 +82,39 @@ class SwallowedCancellation(Rule):
     ```
 
     ## Fix safety
-    Unsafe: control flow changes. For a `CancelledError` handler the fix adds `raise`
-    at the end of the handler (replacing a trailing `pass`, bare `return`, `break` or
-    `continue`); no fix when it ends in `return <value>`. For a bare `except:`, an
-    `except BaseException:` or a tuple, it inserts an `except asyncio.CancelledError:
-    raise` handler just before, so other exceptions are still handled as before (it
-    reuses an `import asyncio as x` alias, or adds `import asyncio`). In the cancel-then-await
-    idiom a broad handler becomes `except (asyncio.CancelledError, Exception):` whose first
-    statement is `if asyncio.current_task().cancelling(): raise` (the awaited task's own
-    cancellation and failure are still ignored; `KeyboardInterrupt`, `SystemExit` and the
-    caller's cancellation pass; needs `--target-version py311`, as `Task.cancelling()` is new
-    in 3.11). No fix
-    for `except*` handlers, nor when a `return` in a `finally` swallows the handler's
-    `raise` (appending another `raise` would never run; remove the `return`).
+    Unsafe (a fix is safe only if the program does exactly what it did on every path where
+    the hazard does not occur): every shape below leaves the paths without a cancellation
+    as they were, but on a cancellation the task now ends cancelled instead of returning or
+    going on, which its awaiters see (`TimeoutError` from `wait_for`, a `TaskGroup`
+    unwinding, a caller's `except CancelledError`).
+
+    Shapes:
+    - a `CancelledError` handler gets `raise` at its end (replacing a trailing `pass`, bare
+      `return`, `break` or `continue`); no fix when it ends in `return <value>` (a value
+      chosen for the cancellation);
+    - a bare `except:`, an `except BaseException:` or a tuple with `CancelledError` gets an
+      `except asyncio.CancelledError: raise` handler just before it, so other exceptions are
+      handled as before (it reuses an `import asyncio as x` alias, or adds `import asyncio`);
+      on a cancellation the broad handler's body no longer runs;
+    - in the cancel-then-await idiom a broad handler becomes `except
+      (asyncio.CancelledError, Exception):` whose first statement is `if
+      asyncio.current_task().cancelling(): raise` (the awaited task's own cancellation and
+      failure are still ignored; `KeyboardInterrupt`, `SystemExit` and the caller's
+      cancellation pass; needs `--target-version py311`, as `Task.cancelling()` is new in 3.11).
+
+    Each is offered only where the `raise` skips nothing the cancelled run would have done:
+    from each way out of the handler that becomes the `raise` (falling off its end, a bare
+    `return`, `break`, `continue`), no further statement of the function runs before it
+    ends, except the rest of a loop that the swallowed cancellation kept going (the hazard
+    itself; nothing after a `while True` without `break` ever runs), and no enclosing `try`
+    of the function catches the `raise` (a handler for `CancelledError`/`BaseException`, or
+    a `finally` around it). So `except CancelledError: break` followed by `await
+    self.flush()` after the loop, or `except CancelledError: pass` followed by `await
+    sandbox.release()`, gets no fix: the cancelled run flushed and released, a `raise` would
+    skip it. Write the re-raise yourself after that code, or move it into a `finally`.
+    No fix for `except*` handlers, nor when a `return` in a `finally` swallows the
+    handler's `raise` (appending another `raise` would never run; remove the `return`).
+    Each shape is run before and after in `tests/behaviour/test_shd104_swallowed_cancellation.py`.
 
     ## References
     - Python docs: `asyncio.Task.cancel`, "Task Cancellation" (`uncancel`, `cancelling`)
@@ -201,6 +226,20 @@ class SwallowedCancellation(Rule):
                     await q.close()
                 finally:
                     log.info("closed")
+                raise
+        """,
+        # a nested handler whose only way out runs into the outer handler's bare `raise`
+        """
+        import asyncio
+        async def get(refs):
+            try:
+                await asyncio.sleep(1)
+            except asyncio.CancelledError:
+                cancel(refs)
+                try:
+                    await asyncio.sleep(1)
+                except asyncio.CancelledError:
+                    force_cancel(refs)
                 raise
         """,
         # conditional re-raise inside a broad handler
@@ -350,6 +389,35 @@ class SwallowedCancellation(Rule):
                 except asyncio.CancelledError: raise
             """,
         ),
+        # `break` -> `raise` would skip the flush after the loop: no fix
+        Invalid(
+            """
+            import asyncio
+
+            class Writer:
+                async def pump(self):
+                    while True:
+                        try:
+                            self.buffer.append(await self.source.get())
+                        except asyncio.CancelledError:
+                            break
+                    await self.flush()
+            """,
+            fixed=None,
+        ),
+        # `pass` -> `raise` would skip the code after the try that the cancelled run still ran
+        Invalid(
+            """
+            import asyncio
+            async def trial(sandbox):
+                try:
+                    await sandbox.exec("pytest")
+                except asyncio.CancelledError:
+                    pass
+                await sandbox.release()
+            """,
+            fixed=None,
+        ),
         # the raise is swallowed by the `return` in the nested finally: no mechanical fix
         Invalid(
             """
@@ -463,6 +531,8 @@ class SwallowedCancellation(Rule):
             return
         if self._reraises_or_books(handler):
             return
+        if self._falls_into_raise(handler, tr, paths):
+            return  # a nested handler whose only way out runs into the outer handler's `raise`
         if kind != "cancelled" and (paths.hands_on or paths.reraised_later):
             return  # `except BaseException as e: errors.append(e)`: handed on, re-raised elsewhere
         if self._earlier_handler_reraises(tr, handler):
@@ -474,10 +544,10 @@ class SwallowedCancellation(Rule):
                 handler,
                 f"{what} around awaiting a task this coroutine cancelled swallows more than that task's "
                 "cancellation: the caller's own cancellation, KeyboardInterrupt and SystemExit stop here too",
-                fix=self._narrow_fix(handler),
+                fix=self._narrow_fix(handler) if self._raise_skips_nothing(handler, paths.ways) else None,
             )
             return
-        fix = self._fix(handler, kind)
+        fix = self._fix(handler, kind, paths)
         self.report(
             handler,
             f"{what} in a coroutine swallows cancellation: the task keeps running or returns normally, "
@@ -555,12 +625,14 @@ class SwallowedCancellation(Rule):
         return False
 
     # ------------------------------------------------------------------ fix
-    def _fix(self, handler: _Handler, kind: str) -> Optional[Fix]:
+    def _fix(self, handler: _Handler, kind: str, paths) -> Optional[Fix]:
         if kind == "cancelled":
             new_body = _append_raise(handler.body)
-            if new_body is None:
+            if new_body is None or not self._raise_skips_nothing(handler, {_terminal_way(handler.body)}, False):
                 return None
             return Fix.unsafe(Replace(handler.body, new_body), message="Re-raise the cancellation")
+        if not self._raise_skips_nothing(handler, paths.ways):
+            return None
         if isinstance(handler, cst.ExceptStarHandler):
             return None  # `except* CancelledError: raise` would re-raise a group; leave it to a human
         alias = self.facts.module_alias("asyncio")  # reuse `import asyncio as aio`
@@ -572,6 +644,146 @@ class SwallowedCancellation(Rule):
         new = cst.FlattenSentinel([reraise, handler])
         edits = [Replace(handler, new)] + ([] if alias else [AddImport("asyncio")])
         return Fix.unsafe(*edits, message="Re-raise CancelledError before the broad handler")
+
+    # ------------------------------------------------------------------ where control goes next
+    def _falls_into_raise(self, handler: _Handler, tr: Union[cst.Try, cst.TryStar], paths) -> bool:
+        """The handler's only way out is falling off its end, and every way on from the end of
+        its ``try`` statement (its ``finally``, then the statements after it in its block and
+        in the enclosing ``if``/``with`` blocks of the function) raises: e.g. a nested handler
+        followed by the outer handler's bare ``raise``."""
+        if paths.ways != {FALL_THROUGH} or paths.swallowing_finally is not None:
+            return False
+        walker = _Walker(self.facts, None)
+        if tr.finalbody is not None:
+            ways, falls = walker.block(tr.finalbody.body, 0)
+            if ways - PROPAGATING:
+                return False
+            if not falls:
+                return bool(ways)
+        fn = self.facts.enclosing_function(handler)
+        stop = fn.node if fn is not None else None
+        cur: cst.CSTNode = tr
+        while True:
+            block = self.facts.parent(cur)
+            if not isinstance(block, cst.IndentedBlock):
+                return False
+            body = list(block.body)
+            idx = next(i for i, st in enumerate(body) if st is cur)
+            ways, falls = walker.statements(body[idx + 1:], 0)
+            if ways - PROPAGATING:
+                return False
+            if not falls:
+                return bool(ways)  # (an endless loop with no raise would keep the task running)
+            owner = self.facts.parent(block)
+            if owner is stop:
+                return False
+            if isinstance(owner, cst.Else):
+                owner = self.facts.parent(owner)
+                if not isinstance(owner, cst.If):
+                    return False
+            if isinstance(owner, cst.If):
+                owner = self._top_if(owner)
+            elif not isinstance(owner, cst.With):
+                return False
+            cur = owner
+
+    def _top_if(self, node: cst.If) -> cst.If:
+        parent = self.facts.parent(node)
+        while isinstance(parent, cst.If):  # an ``elif`` is the ``orelse`` of the ``if`` above
+            node, parent = parent, self.facts.parent(parent)
+        return node
+
+    def _raise_skips_nothing(self, handler: _Handler, ways, values_ok: bool = True) -> bool:
+        """Turning each of ``ways`` out of ``handler`` (falling through, ``return``, ``break``,
+        ``continue``) into a ``raise`` is exact: on that path the original ran no more
+        statements of the function, apart from the rest of a loop that the swallowed
+        cancellation kept going (the hazard itself), and no handler of the function would
+        catch the raise. Unless ``values_ok``, a ``return`` of a value is not exact either: a
+        ``CancelledError`` handler that returns one chose it for the cancellation."""
+        fn = self.facts.enclosing_function(handler)
+        tr = self.facts.parent(handler)
+        if fn is None or not isinstance(tr, (cst.Try, cst.TryStar)):
+            return False
+        for way in set(ways) & SWALLOWING:
+            if way == RETURN:
+                if not (values_ok or _returns_only_none(handler.body)) or not self._climb(tr, fn.node, siblings=False):
+                    return False
+            elif way == FALL_THROUGH:
+                if not self._climb(tr, fn.node, siblings=True):
+                    return False
+            else:
+                loop = self._loop_of(handler, fn.node)
+                if loop is None:
+                    return False
+                if way == BREAK:
+                    if not self._climb(loop, fn.node, siblings=True):
+                        return False
+                elif not self._climb_from_loop(loop, fn.node):  # CONTINUE: the loop goes round again
+                    return False
+        return True
+
+    def _loop_of(self, node: cst.CSTNode, stop: cst.CSTNode) -> Optional[Union[cst.For, cst.While]]:
+        for anc in self.facts.ancestors(node):
+            if anc is stop or isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                return None
+            if isinstance(anc, (cst.For, cst.While)):
+                return anc
+        return None
+
+    def _in_loop(self, node: cst.CSTNode, stop: cst.CSTNode) -> bool:
+        return self._loop_of(node, stop) is not None
+
+    def _climb_from_loop(self, loop: Union[cst.For, cst.While], stop: cst.CSTNode) -> bool:
+        """A loop that went round again finishes: its ``else`` and what follows run (nothing
+        follows an endless ``while True`` without a ``break``)."""
+        if _is_true_loop(loop):
+            return self._climb(loop, stop, siblings=False)
+        if loop.orelse is not None and not self._in_loop(loop, stop):
+            return False
+        return self._climb(loop, stop, siblings=True)
+
+    def _climb(self, cur: cst.CSTNode, stop: cst.CSTNode, siblings: bool) -> bool:
+        """From the end of statement ``cur`` to the end of the function: with ``siblings``, no
+        statement runs on the way (outside loops that go round again); and a ``raise`` at
+        ``cur`` would leave the function: no enclosing ``try`` of the function whose body holds
+        ``cur`` has a handler that catches cancellation, and no ``finally`` holds it."""
+        while True:
+            block = self.facts.parent(cur)
+            if not isinstance(block, cst.IndentedBlock):
+                return False
+            if siblings and block.body[-1] is not cur and not self._in_loop(block, stop):
+                return False
+            owner = self.facts.parent(block)
+            if owner is stop:
+                return True
+            if isinstance(owner, cst.Else):
+                top = self.facts.parent(owner)
+                if isinstance(top, cst.If):
+                    owner = top
+                else:  # a loop's or a try's else finished: after that statement
+                    cur = top
+                    continue
+            if isinstance(owner, cst.If):
+                cur = self._top_if(owner)
+            elif isinstance(owner, cst.With):
+                cur = owner  # its exit runs either way
+            elif isinstance(owner, (cst.For, cst.While)):
+                if _is_true_loop(owner):
+                    siblings = False  # the body goes round forever: nothing after it runs
+                elif siblings and owner.orelse is not None and not self._in_loop(owner, stop):
+                    return False
+                cur = owner
+            elif isinstance(owner, (cst.Try, cst.TryStar)):
+                # in the try's body: a raise there meets its handlers; a normal end runs its else
+                if any(self._catch_kind(h) is not None for h in owner.handlers):
+                    return False
+                if siblings and owner.orelse is not None and not self._in_loop(owner, stop):
+                    return False
+                cur = owner
+            elif isinstance(owner, (cst.ExceptHandler, cst.ExceptStarHandler)):
+                cur = self.facts.parent(owner)  # from a handler: on after the try, raises leave it
+            else:
+                return False  # a finally, a match case, a class body: not followed
 
     def _narrow_fix(self, handler: _Handler) -> Optional[Fix]:
         """``except BaseException: pass`` -> ``except (asyncio.CancelledError, Exception):`` that
@@ -609,30 +821,58 @@ def _narrow_type(alias: str) -> cst.Tuple:
     ])
 
 
+def _terminal_way(body: cst.BaseSuite) -> str:
+    """How the handler's last statement leaves, when ``_append_raise`` replaces it."""
+    if isinstance(body, cst.SimpleStatementSuite):
+        last = body.body[-1]
+    else:
+        line = body.body[-1]
+        if not isinstance(line, cst.SimpleStatementLine):
+            return FALL_THROUGH
+        last = line.body[-1]
+    return {cst.Return: RETURN, cst.Break: BREAK, cst.Continue: CONTINUE}.get(type(last), FALL_THROUGH)
+
+
+def _last_small(small: list) -> list:
+    """``small`` with its last statement (``pass``, a bare ``return``, ``break``, ``continue``)
+    replaced by ``raise``, or ``raise`` appended; None when it returns a value."""
+    last = small[-1]
+    if isinstance(last, cst.Return) and last.value is not None:
+        return None
+    if isinstance(last, (cst.Pass, cst.Return, cst.Break, cst.Continue)):
+        return [*small[:-1], cst.Raise(semicolon=last.semicolon)]
+    return [*small[:-1], last.with_changes(semicolon=cst.Semicolon(whitespace_after=cst.SimpleWhitespace(" "))),
+            cst.Raise()]
+
+
 def _append_raise(body: cst.BaseSuite) -> Optional[cst.BaseSuite]:
     """``body`` with ``raise`` as its last statement, or None when it returns a value."""
     if isinstance(body, cst.SimpleStatementSuite):
-        small = list(body.body)
-        last = small[-1]
-        if isinstance(last, cst.Return) and last.value is not None:
-            return None
-        if isinstance(last, (cst.Pass, cst.Return, cst.Break, cst.Continue)):
-            small[-1] = cst.Raise()
-        else:
-            small[-1] = last.with_changes(semicolon=cst.Semicolon(whitespace_after=cst.SimpleWhitespace(" ")))
-            small.append(cst.Raise())
-        return body.with_changes(body=small)
+        small = _last_small(list(body.body))
+        return None if small is None else body.with_changes(body=small)
     stmts = list(body.body)
     last = stmts[-1]
-    if isinstance(last, cst.SimpleStatementLine) and len(last.body) == 1:
-        only = last.body[0]
-        if isinstance(only, cst.Return) and only.value is not None:
-            return None
-        if isinstance(only, (cst.Pass, cst.Return, cst.Break, cst.Continue)):
-            stmts[-1] = last.with_changes(body=[cst.Raise()])
+    if isinstance(last, cst.SimpleStatementLine):
+        if len(last.body) == 1:
+            only = last.body[0]
+            if isinstance(only, cst.Return) and only.value is not None:
+                return None
+            if isinstance(only, (cst.Pass, cst.Return, cst.Break, cst.Continue)):
+                stmts[-1] = last.with_changes(body=[cst.Raise()])
+                return body.with_changes(body=stmts)
+        elif isinstance(last.body[-1], (cst.Return, cst.Break, cst.Continue, cst.Pass)):
+            small = _last_small(list(last.body))
+            if small is None:
+                return None
+            stmts[-1] = last.with_changes(body=small)
             return body.with_changes(body=stmts)
     stmts.append(cst.SimpleStatementLine([cst.Raise()]))
     return body.with_changes(body=stmts)
+
+
+def _is_true_loop(loop: Union[cst.For, cst.While]) -> bool:
+    """``while True`` (or ``while 1``) with no ``break`` of its own: it never ends normally."""
+    return isinstance(loop, cst.While) and _is_true(loop.test) and not _breaks(loop.body)
 
 
 def _is_ref(expr: cst.BaseExpression) -> bool:

@@ -32,9 +32,9 @@ LEASE = textwrap.dedent('''
         LEASES.add(name)
         try:
             await asyncio.sleep(3600)  # renew until done
+            return "finished"
         except asyncio.CancelledError:
             print("lease holder cancelled", flush=True)
-        return "finished"
 
     async def main():
         try:
@@ -93,12 +93,20 @@ def test_timeout_ignored_and_lease_kept_before_fix(tmp_path):
     assert [d.code for d in lint_source(LEASE.encode(), "hazard.py", SETTINGS).diagnostics] == ["SHD104"]
     rc, out, _ = _run(LEASE.encode(), tmp_path, "hazard.py", 30)
     assert rc == 0
-    assert "RESULT finished" in out  # the timeout was silently ignored
+    assert "RESULT None" in out  # the timeout was silently ignored
     assert "LEASES ['gpu-0']" in out  # and the lease leaked
 
     rc, out, _ = _run(_fixed(LEASE), tmp_path, "fixed.py", 30)
     assert rc == 0
     assert "TIMEOUT" in out and "LEASES []" in out
+
+    # with a `return "finished"` after the try, `raise` would skip it: not exact, no fix
+    after = LEASE.replace('        return "finished"\n', "").replace(
+        '        print("lease holder cancelled", flush=True)\n',
+        '        print("lease holder cancelled", flush=True)\n    return "finished"\n')
+    assert 'flush=True)\n    return "finished"' in after
+    found = lint_source(after.encode(), "hazard.py", SETTINGS).diagnostics
+    assert [d.code for d in found] == ["SHD104"] and found[0].fix is None
 
 
 @pytest.mark.timeout(60)
@@ -194,3 +202,224 @@ def test_return_in_finally_swallows_the_reraise(tmp_path):
     rc, out, _ = _run(FINALLY_RETURN.encode(), tmp_path, "hazard.py", 30)
     assert "trial cancelled" in out
     assert "RESULT partial" in out and "TIMEOUT" not in out  # the timeout was lost
+
+
+# ---------------------------------------------------------------------------------------------
+# Every fix shape, run (issue 26): the same harness runs ``target`` once without cancellation
+# (the normal path: its output and return value must not change) and once cancelled while it
+# waits (the hazard: before the fix the cancellation is swallowed, after it the task ends
+# cancelled). ``block`` makes the awaits long only in the cancelled run.
+
+HARNESS = '''
+
+async def _main():
+    print("normal:", repr(await target(False)), flush=True)
+    task = asyncio.create_task(target(True))
+    await asyncio.sleep(0.2)
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=2)
+    if not done:
+        print("cancel: STILL RUNNING", flush=True)
+        os._exit(0)  # the task would swallow asyncio.run's own cancellation too
+    if task.cancelled():
+        print("cancel: PROPAGATED", flush=True)
+    elif task.exception() is not None:
+        print("cancel: RAISED", type(task.exception()).__name__, flush=True)
+    else:
+        print("cancel: SWALLOWED", repr(task.result()), flush=True)
+
+
+asyncio.run(_main())
+'''
+
+SHAPES = {
+    # a handler that ends in another statement: `raise` appended
+    "append-raise": ('''
+async def target(block):
+    try:
+        await asyncio.sleep(3600 if block else 0.01)
+        return "done"
+    except asyncio.CancelledError:
+        print("cancelled", flush=True)
+''', "STILL" if False else "SWALLOWED"),
+    # `pass` -> `raise` in a loop that would go on forever
+    "pass": ('''
+async def target(block):
+    n = 0
+    while True:
+        try:
+            await asyncio.sleep(3600 if block else 0.01)
+            n += 1
+            if n == 3:
+                return n
+        except asyncio.CancelledError:
+            pass
+''', "STILL RUNNING"),
+    # a bare `return` -> `raise`: the return skipped what follows either way
+    "return": ('''
+async def target(block):
+    print("start", flush=True)
+    try:
+        await asyncio.sleep(3600 if block else 0.01)
+        print("work done", flush=True)
+    except asyncio.CancelledError:
+        print("cancelled, giving up", flush=True)
+        return
+    print("after", flush=True)
+    return "ok"
+''', "SWALLOWED"),
+    # `break` -> `raise` with nothing after the loop
+    "break": ('''
+async def target(block):
+    got = []
+    while True:
+        try:
+            await asyncio.sleep(3600 if block else 0.01)
+            got.append(len(got))
+            if len(got) == 3:
+                return got
+        except asyncio.CancelledError:
+            print("stopping", flush=True)
+            break
+''', "SWALLOWED"),
+    # `continue` -> `raise` in a loop with nothing after it
+    "continue": ('''
+async def target(block):
+    for i in range(3):
+        try:
+            await asyncio.sleep(3600 if block else 0.01)
+        except asyncio.CancelledError:
+            print("skipping", i, flush=True)
+            continue
+        print("item", i, flush=True)
+''', "STILL RUNNING"),
+    # `except asyncio.CancelledError: raise` inserted before a bare `except:`
+    "before-bare-except": ('''
+async def target(block):
+    try:
+        await asyncio.sleep(3600 if block else 0.01)
+        raise ValueError("bad input")
+    except:  # noqa: E722
+        print("failed, using the fallback", flush=True)
+        return "fallback"
+''', "SWALLOWED"),
+    # ... before a tuple that holds CancelledError
+    "before-tuple": ('''
+async def target(block):
+    try:
+        await asyncio.sleep(3600 if block else 0.01)
+        raise ValueError("bad input")
+    except (asyncio.CancelledError, ValueError):
+        print("handled", flush=True)
+        return None
+''', "SWALLOWED"),
+    # cancel-then-await: `except BaseException` -> `(CancelledError, Exception)` + cancelling() check
+    "cancel-then-await": ('''
+async def worker(block):
+    try:
+        await asyncio.sleep(3600)
+    finally:
+        await asyncio.sleep(3600 if block else 0.01)  # closing takes a while
+
+
+async def target(block):
+    w = asyncio.create_task(worker(block))
+    await asyncio.sleep(0.01)
+    w.cancel()
+    try:
+        await w
+    except BaseException:
+        print("worker gone", flush=True)
+''', "SWALLOWED"),
+}
+
+
+def _harness(body: str) -> str:
+    return "import asyncio\nimport os\n\n" + body.lstrip() + HARNESS
+
+
+def _outcome(src: bytes, tmp_path, name: str) -> tuple[list[str], str]:
+    rc, out, err = _run(src, tmp_path, name, 30)
+    assert rc == 0, (rc, out, err)
+    lines = out.splitlines()
+    cancel = next(line for line in lines if line.startswith("cancel: "))
+    normal_end = next(i for i, line in enumerate(lines) if line.startswith("normal: "))
+    return lines[:normal_end + 1], cancel
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_every_fix_shape_stops_swallowing_and_keeps_the_normal_path(tmp_path, shape):
+    body, hazard = SHAPES[shape]
+    src = _harness(body)
+    found = lint_source(src.encode(), "hazard.py", SETTINGS).diagnostics
+    assert [d.code for d in found] == ["SHD104"] and found[0].fix is not None, found
+    fixed = _fixed(src)
+    before_normal, before_cancel = _outcome(src.encode(), tmp_path, "before.py")
+    after_normal, after_cancel = _outcome(fixed, tmp_path, "after.py")
+    print(shape, before_normal, before_cancel, "->", after_normal, after_cancel)
+    assert before_cancel.startswith("cancel: " + hazard), before_cancel
+    assert after_cancel == "cancel: PROPAGATED", after_cancel
+    assert before_normal == after_normal  # same output and return value without cancellation
+
+
+# audit 5.3: `break` -> `raise` used to skip the code after the loop. Now: no fix there.
+BREAK_THEN_FLUSH = _harness('''
+FLUSHED = []
+
+
+async def target(block):
+    while True:
+        try:
+            await asyncio.sleep(3600 if block else 0.01)
+            if not block:
+                break
+        except asyncio.CancelledError:
+            break
+    FLUSHED.append(block)
+    print("flush ran, cancelled run:", block, flush=True)
+''')
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("old,new", [("            break\n    FLUSHED", "            break\n    FLUSHED"),
+                                     ("        except asyncio.CancelledError:\n            break",
+                                      "        except asyncio.CancelledError:\n            pass\n            break")],
+                         ids=["break", "pass-then-break"])
+def test_no_fix_where_raise_would_skip_code_after_the_loop(tmp_path, old, new):
+    src = BREAK_THEN_FLUSH.replace(old, new)
+    found = lint_source(src.encode(), "hazard.py", SETTINGS).diagnostics
+    assert [d.code for d in found] == ["SHD104"] and found[0].fix is None, found
+    rc, out, _ = _run(src.encode(), tmp_path, "hazard.py", 30)
+    assert "flush ran, cancelled run: True" in out  # what the old fix (`raise`) skipped
+    # the old fix, by hand: the flush no longer runs on cancellation
+    old_fix = src.replace("        except asyncio.CancelledError:\n            break",
+                          "        except asyncio.CancelledError:\n            raise")
+    if old_fix != src:
+        rc, out, _ = _run(old_fix.encode(), tmp_path, "old_fix.py", 30)
+        assert "flush ran, cancelled run: True" not in out and "cancel: PROPAGATED" in out
+
+
+# issue 26 / runtime_guard/ray.py: a nested handler that falls through into the outer handler's
+# bare `raise` re-raises on every normal way out: not a finding, and the program shows why.
+NESTED_FALLS_INTO_RAISE = _harness('''
+async def target(block):
+    try:
+        await asyncio.sleep(3600 if block else 0.01)
+    except asyncio.CancelledError:
+        print("cleaning up", flush=True)
+        try:
+            await asyncio.sleep(3600 if block else 0.01)
+        except asyncio.CancelledError:
+            print("cleanup cut short", flush=True)
+        raise
+    return "done"
+''').replace("    task.cancel()\n    done, _", "    task.cancel()\n    await asyncio.sleep(0.2)\n"
+                                             "    task.cancel()\n    done, _")
+
+
+@pytest.mark.timeout(60)
+def test_nested_handler_falling_into_the_outer_raise_is_not_a_finding(tmp_path):
+    assert lint_source(NESTED_FALLS_INTO_RAISE.encode(), "nested.py", SETTINGS).diagnostics == []
+    rc, out, _ = _run(NESTED_FALLS_INTO_RAISE.encode(), tmp_path, "nested.py", 30)
+    assert rc == 0 and "cleanup cut short" in out and "cancel: PROPAGATED" in out, out
