@@ -87,3 +87,57 @@ def test_sigterm_cleanup_before_and_after_fix(tmp_path):
     assert left == []  # every finally ran
     assert "KeyboardInterrupt" in err
     assert rc in (-signal.SIGINT, 130)  # the interrupt is visible in the exit status
+
+
+FORKS_A_CHILD = textwrap.dedent('''
+    import asyncio
+    import multiprocessing
+    import sys
+    import time
+
+
+    def work():
+        time.sleep(30)
+
+
+    async def main():
+        child = multiprocessing.get_context("fork").Process(target=work)
+        child.start()
+        await asyncio.sleep(0.5)
+        if sys.argv[1:] == ["terminate"]:
+            child.terminate()
+        else:
+            child.kill()
+        child.join(10)
+        print("child exit", child.exitcode, flush=True)
+        return 7
+
+
+    if __name__ == "__main__":
+        result = asyncio.run(main())
+        print("main returned", result, flush=True)
+''')
+
+
+@pytest.mark.timeout(90)
+def test_fix_is_unsafe_a_forked_child_meets_another_fate_under_sigterm(tmp_path):
+    """docs/fix-safety.md: the parent's normal path is unchanged (no SIGTERM to it), but a
+    child forked after the fix inherits the KeyboardInterrupt handler."""
+    (found,) = lint_source(FORKS_A_CHILD.encode(), "forks.py", SETTINGS).diagnostics
+    assert found.fix["applicability"] == "unsafe"
+    assert fix_source(FORKS_A_CHILD.encode(), "forks.py", SETTINGS).source == FORKS_A_CHILD.encode()
+    fixed_src = fix_source(FORKS_A_CHILD.encode(), "forks.py", SETTINGS, unsafe=True).source
+    assert b"runtime_guard.sigterm_as_keyboard_interrupt()\n    result = asyncio.run" in fixed_src
+    runs = {}
+    for name, text in (("original", FORKS_A_CHILD.encode()), ("fixed", fixed_src)):
+        path = tmp_path / f"{name}.py"
+        path.write_bytes(text)
+        for how in ("kill", "terminate"):
+            done = subprocess.run([sys.executable, str(path), how], cwd=REPO, env=ENV, capture_output=True,
+                                  text=True, timeout=60)
+            runs[name, how] = (done.returncode, done.stdout, "KeyboardInterrupt" in done.stderr)
+    # the same values, output and status where the fix's handler plays no part
+    assert runs["original", "kill"] == runs["fixed", "kill"] == (0, "child exit -9\nmain returned 7\n", False)
+    # the child's fate under SIGTERM: killed by the signal before, a KeyboardInterrupt after
+    assert runs["original", "terminate"] == (0, "child exit -15\nmain returned 7\n", False)
+    assert runs["fixed", "terminate"] == (0, "child exit 1\nmain returned 7\n", True)

@@ -117,3 +117,64 @@ def test_surviving_rank_fails_promptly_with_teardown(tmp_path):
     assert not alive  # rank 0's collective failed at once and it exited by itself
     assert rc != 0
     assert "Timed out" not in err
+
+
+ONE_RANK_FORKS = textwrap.dedent('''
+    import logging
+    import multiprocessing
+    import sys
+    import time
+
+    import torch
+    import torch.distributed as dist
+
+    logging.basicConfig(level=logging.INFO, format="%(name)s %(message)s", stream=sys.stdout)
+
+
+    def load_batch():
+        time.sleep(30)  # a data-loading child
+
+
+    def main():
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{sys.argv[1]}", rank=0, world_size=1)
+        t = torch.ones(4)
+        dist.all_reduce(t)
+        child = multiprocessing.get_context("fork").Process(target=load_batch)
+        child.start()
+        time.sleep(0.5)
+        child.terminate()
+        child.join(10)
+        print("child exit", child.exitcode, flush=True)
+        time.sleep(1.5)  # a child's SIGTERM once reached the parent through a shared pipe
+        print("sum", t.sum().item(), flush=True)
+
+    if __name__ == "__main__":
+        main()
+''')
+
+
+@pytest.mark.timeout(120)
+def test_normal_path_and_a_forked_childs_sigterm_are_unchanged(tmp_path):
+    """Safe by docs/fix-safety.md: with no SIGTERM to the rank, same output (INFO logging on),
+    same status; a child forked after the fix still dies of SIGTERM (-15), and the rank lives
+    (before runtime_guard.torch forgot its hook in forked children, the rank tore down and
+    exited 143 and the child aborted with -6)."""
+    (found,) = lint_source(ONE_RANK_FORKS.encode(), "one.py", SETTINGS).diagnostics
+    assert found.fix["applicability"] == "safe"
+    fixed_src = fix_source(ONE_RANK_FORKS.encode(), "one.py", SETTINGS).source
+    assert b"world_size=1)\n    runtime_guard.torch.install_distributed_teardown()\n" in fixed_src
+    runs = []
+    for name, text in (("original", ONE_RANK_FORKS.encode()), ("fixed", fixed_src)):
+        path = tmp_path / f"{name}.py"
+        path.write_bytes(text)
+        done = subprocess.run([sys.executable, str(path), str(_free_port())], cwd=REPO, env=ENV,
+                              capture_output=True, text=True, timeout=90)
+        runs.append((done.returncode, done.stdout))
+    assert runs[0] == runs[1] == (0, "child exit -15\nsum 4.0\n")
+
+
+def test_the_files_own_sigterm_handler_makes_the_fix_unsafe():
+    """The fix chains the graceful handler of HAZARD but then ends the process: its
+    "finish the step, then save" stop is lost (the tests above), so the label is unsafe."""
+    (found,) = lint_source(HAZARD.encode(), "hazard.py", SETTINGS).diagnostics
+    assert found.fix["applicability"] == "unsafe"
