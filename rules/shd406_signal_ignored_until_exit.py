@@ -105,13 +105,13 @@ class SignalIgnoredUntilExit(Rule):
     fix when the hanging call comes right after the ignore (bound it with a timeout, or
     drop the ignore).
 
-    Unsafe. A run that gets no signal is unchanged (same statements, same order, same
-    values). But a signal that arrives after the protected window no longer waits: the
-    work after it (the call that can hang, and what follows) can now be ended by Ctrl+C or
-    SIGTERM also when it would have finished, which is the point but not only the hazard's
-    path; and when a statement of the window raises, the handler is restored for the
-    rest of the program, where the original left the signal ignored. See
-    docs/fix-safety.md.
+    Unsafe. A run that gets no signal runs the same statements in the same order, with the
+    same values and output, also when a statement of the window raises. But from the end
+    of the window on (after an exception in it too) the program runs with the previous
+    handler where the original left the signal ignored for good: a signal that arrives
+    later ends work that would have finished, which is the point but reaches beyond the
+    hazard's path (measured in tests/behaviour/test_shd406_signal_ignored_until_exit.py).
+    See docs/fix-safety.md.
 
     ## Known limits
     - Only calls in the same function are seen: an ignore in a signal handler that raises

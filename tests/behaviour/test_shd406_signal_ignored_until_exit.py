@@ -110,3 +110,69 @@ def test_ignored_sigterm_leaves_only_sigkill_and_the_restore_lets_sigterm_end_it
     ended, status, saved = _sigterm_while_hung(tmp_path, fixed)
     assert ended and status == -signal.SIGTERM
     assert saved  # the protected checkpoint still completed
+
+
+# The same window with a worker that ends, and a checkpoint that may fail: the caller goes on.
+NORMAL = textwrap.dedent(
+    '''
+    import signal
+    import sys
+    import threading
+
+
+    def save_checkpoint(path):
+        if path == "fail":
+            raise OSError("disk full")
+        return len(path)
+
+
+    def shutdown(worker, path):
+        # the checkpoint must not be cut half way
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        n = save_checkpoint(path)
+        print("saved", n, flush=True)
+        worker.join()
+        return n
+
+
+    if __name__ == "__main__":
+        worker = threading.Thread(target=lambda: None)
+        worker.start()
+        try:
+            print("returned", shutdown(worker, sys.argv[1]), flush=True)
+        except OSError as exc:
+            print("failed:", exc, flush=True)
+        print("SIGTERM after shutdown:", signal.getsignal(signal.SIGTERM), flush=True)
+    '''
+).lstrip()
+
+
+def _run_normal(path: Path, arg: str) -> tuple[int, str]:
+    done = subprocess.run([sys.executable, str(path), arg], env=ENV, capture_output=True, text=True, timeout=30)
+    return done.returncode, done.stdout
+
+
+@pytest.mark.timeout(60)
+def test_no_signal_same_run_and_an_exception_in_the_window_is_where_it_differs(tmp_path):
+    assert _codes(NORMAL) == ["SHD406"]
+    (found,) = lint_source(NORMAL.encode(), "prog.py", SETTINGS).diagnostics
+    assert found.fix["applicability"] == "unsafe"
+    fixed = fix_source(NORMAL.encode(), "prog.py", SETTINGS, unsafe=True).source.decode()
+    # audit 5.2: a previous handler installed outside Python reads as None; restoring None
+    # would raise TypeError in the finally and replace the exception in flight
+    assert ("    finally:\n        if _prev_sigterm is not None:\n"
+            "            signal.signal(signal.SIGTERM, _prev_sigterm)\n") in fixed
+    original_path, fixed_path = tmp_path / "original.py", tmp_path / "fixed.py"
+    original_path.write_text(NORMAL)
+    fixed_path.write_text(fixed)
+    # no signal, no failure: same output, value and status, but the disposition the rest of
+    # the program runs with differs (1 = SIG_IGN for good, 0 = SIG_DFL restored): a SIGTERM
+    # after the window now ends work that would have finished, which is why the fix is unsafe
+    before, after = _run_normal(original_path, "ckpt"), _run_normal(fixed_path, "ckpt")
+    assert before == (0, "saved 4\nreturned 4\nSIGTERM after shutdown: 1\n")
+    assert after == (0, "saved 4\nreturned 4\nSIGTERM after shutdown: 0\n")
+    # an exception that is not the hazard: the same handler runs with the same message (the
+    # restore raises nothing), and again only the disposition left behind differs
+    before, after = _run_normal(original_path, "fail"), _run_normal(fixed_path, "fail")
+    assert before == (0, "failed: disk full\nSIGTERM after shutdown: 1\n")
+    assert after == (0, "failed: disk full\nSIGTERM after shutdown: 0\n")
