@@ -168,3 +168,74 @@ def test_exit_paths_status_before_and_after_fix(tmp_path, source, sig, status):
     rc, out = _signal(fixed, sig)
     assert "cleaning up" in out
     assert rc == status
+
+
+# Three shapes, each run without and with Ctrl+C. `steps` in argv: the run ends by itself.
+SHAPES = {
+    "status-argument": HAZARD,
+    "raise-SystemExit": HAZARD.replace("sys.exit(0)", "raise SystemExit(0)"),
+    "handler-falls-through": textwrap.dedent('''
+        import sys
+        import time
+
+        def train(steps):
+            print("ready", flush=True)
+            for _ in range(steps):
+                time.sleep(0.05)  # a training step
+
+        def main():
+            try:
+                train(int(sys.argv[1]))
+            except KeyboardInterrupt:
+                print("interrupted, cleaning up", flush=True)
+            print("after the handler: final save", flush=True)
+
+        if __name__ == "__main__":
+            main()
+    '''),
+}
+SHAPES["status-argument"] = SHAPES["status-argument"].replace("    while True:", "    for _ in range(int(sys.argv[1])):")
+SHAPES["raise-SystemExit"] = SHAPES["raise-SystemExit"].replace("    while True:", "    for _ in range(int(sys.argv[1])):")
+
+
+def _run_shape(path, steps: int, interrupt: bool) -> tuple[int, str]:
+    proc = subprocess.Popen([sys.executable, str(path), str(steps)], cwd=REPO, env=ENV, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stdout.readline()
+        if interrupt:
+            proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    return proc.returncode, first + out
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("shape, label", [
+    ("status-argument", "safe"), ("raise-SystemExit", "safe"), ("handler-falls-through", "unsafe"),
+])
+def test_each_fix_shape_on_the_normal_and_the_interrupted_path(tmp_path, shape, label):
+    source = SHAPES[shape]
+    (found,) = lint_source(source.encode(), "prog.py", SETTINGS).diagnostics
+    assert found.fix["applicability"] == label
+    fixed_src = fix_source(source.encode(), "prog.py", SETTINGS, unsafe=True).source
+    assert b"130" in fixed_src
+    original, fixed = tmp_path / "original.py", tmp_path / "fixed.py"
+    original.write_text(source)
+    fixed.write_bytes(fixed_src)
+    # normal path (the run ends by itself): same output and status
+    assert _run_shape(original, 3, False) == _run_shape(fixed, 3, False)
+    assert _run_shape(fixed, 3, False)[0] == 0
+    # the hazard's path: the status becomes 130
+    rc0, out0 = _run_shape(original, 10_000, True)
+    rc1, out1 = _run_shape(fixed, 10_000, True)
+    assert (rc0, rc1) == (0, 130)
+    if label == "safe":
+        assert out0 == out1  # only the status changed
+    else:
+        # why the appended exit is unsafe: the code after the handler no longer runs
+        assert out0.splitlines()[-1] == "after the handler: final save"
+        assert "final save" not in out1 and "cleaning up" in out1
