@@ -80,11 +80,18 @@ class OsExitSkipsCleanup(Rule):
     threads, executor workers) and the exit stays bounded.
 
     ## Fix safety
-    Safe: only the exit path changes. The process now runs its `atexit` handlers before
-    it ends, which can delay the exit by up to the bound (`atexit_timeout`, 5 s) when a
-    handler is slow or hangs. In an `except KeyboardInterrupt:` handler an exit status 0
-    becomes 130 when SHD202 is enabled (its `exit_code` option). The fix adds
-    `import runtime_guard`.
+    Safe. The fix replaces `os._exit(code)` with `runtime_guard.hard_exit(code)` (same
+    status) and adds `import runtime_guard` (the project must then depend on it, see
+    docs/fix-safety.md). Reaching a flagged `os._exit` is the hazard's path itself: there
+    the process now flushes stdio and logging and runs its `atexit` handlers (bounded by
+    `atexit_timeout`, 5 s, so a slow or hung handler delays the exit by at most that)
+    before it ends with the same status. A run that does not reach it is unchanged. In a
+    child forked after `runtime_guard` was imported the parent's `atexit` handlers are not
+    run, so a forked child that ends this way prints and runs nothing more than before
+    (measured in tests/behaviour/test_shd204_os_exit_skips_cleanup.py). In an
+    `except KeyboardInterrupt:` handler an exit status 0 becomes 130 when SHD202 is
+    enabled (its `exit_code` option): that is SHD202's safe status change, made in the
+    same edit.
 
     ## Known limits
     - A fork whose child code lives in a function the forking function does not contain or

@@ -162,3 +162,61 @@ def test_one_finding_for_os_exit_zero_on_ctrl_c_with_shd202_selected():
     ignored = Settings(selected=("SHD202", "SHD204"), target_version="py311",
                        per_file_ignores=(("prog.py", ("SHD204",)),))
     assert [d.code for d in lint_source(source.encode(), "prog.py", ignored).diagnostics] == ["SHD202"]
+
+
+# os._exit in the `except` of a function a forked child runs (the rule does not see the fork):
+# there os._exit is the right call, and hard_exit must keep what it did.
+FORKED = textwrap.dedent(
+    '''
+    import atexit
+    import os
+    import sys
+
+
+    def work(fail):
+        if fail:
+            raise RuntimeError("boom")
+        return 3
+
+
+    def child(fail):
+        try:
+            status = work(fail)
+        except Exception:
+            os._exit(7)
+        os._exit(status)
+
+
+    def main(fail):
+        atexit.register(print, "parent atexit")
+        print("parent line")  # stays in the buffer: stdout is a pipe
+        pid = os.fork()
+        if pid == 0:
+            child(fail)
+        _, status = os.waitpid(pid, 0)
+        print("child status", os.waitstatus_to_exitcode(status))
+
+
+    if __name__ == "__main__":
+        main(sys.argv[1] == "fail")
+    '''
+).lstrip()
+
+
+@pytest.mark.timeout(60)
+def test_in_a_forked_child_and_on_the_normal_path_nothing_changes(tmp_path):
+    assert _codes(FORKED) == ["SHD204"]
+    fixed = fix_source(FORKED.encode(), "prog.py", SETTINGS).source.decode()  # a safe fix
+    assert "runtime_guard.hard_exit(7)" in fixed and "os._exit(status)" in fixed
+    runs = {}
+    for name, text in (("original", FORKED), ("fixed", fixed)):
+        path = tmp_path / f"{name}.py"
+        path.write_text(text)
+        for arg in ("ok", "fail"):
+            done = subprocess.run([sys.executable, str(path), arg], env=ENV, capture_output=True, text=True,
+                                  timeout=30)
+            runs[name, arg] = (done.returncode, done.stdout)
+    # normal path (the except is not reached) and the child's failure alike: the parent's
+    # buffered line is written once, its atexit handler runs once (in the parent), same status
+    assert runs["original", "ok"] == runs["fixed", "ok"] == (0, "parent line\nchild status 3\nparent atexit\n")
+    assert runs["original", "fail"] == runs["fixed", "fail"] == (0, "parent line\nchild status 7\nparent atexit\n")
