@@ -49,8 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="shutdown-lint",
         description="Find (and fix) the code that makes asyncio + Ray + PyTorch programs hang, leak or lose "
                     "work when they stop.",
-        epilog="commands:\n  server    run the language server (LSP over stdio) for editors; see docs/editors.md\n"
-               "            (needs the lsp extra: pip install 'shutdown-lint[lsp]')",
+        epilog="commands:\n"
+               "  check [PATH ...]  lint (the same as giving the paths alone)\n"
+               "  rule CODE         a rule's documentation page (like --explain); rule --all lists them\n"
+               "  server            run the language server (LSP over stdio) for editors; see docs/editors.md\n"
+               "                    (needs the lsp extra: pip install 'shutdown-lint[lsp]')",
         formatter_class=_MetavarCheckFormatter,  # the real one is set below
     )
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .); - reads stdin")
@@ -86,6 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("-q", "--quiet", action="store_true", help="print findings only (no summary, no warnings)")
     o.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
     o.add_argument("--exit-non-zero-on-fix", action="store_true", help="exit 1 when fixes were applied")
+    o.add_argument("--watch", action="store_true",
+                   help="lint again whenever a file changes (with the cache); Ctrl+C ends it")
     b = p.add_argument_group("adoption")
     b.add_argument("--baseline", metavar="FILE", help="report only findings not recorded in FILE")
     b.add_argument("--write-baseline", metavar="FILE", help="record the current findings in FILE")
@@ -174,15 +179,29 @@ def _main(argv: list[str]) -> int:
     if argv == ["--version"]:  # fast path: no argparse group building, no imports
         print(f"shutdown-lint {__version__}")
         return EXIT_OK
-    if argv[:1] == ["server"]:  # a directory named "server" is linted as ./server
+    # commands, as ruff has them; a directory with a command's name is linted as ./check, ./rule
+    if argv[:1] == ["server"]:
         from .server import main as server_main
 
         return server_main(argv[1:])
+    if argv[:1] == ["rule"]:
+        return _rule_command(argv[1:])
+    if argv[:1] == ["check"]:
+        argv = argv[1:]
+    elif argv and _unknown_command(argv[0]):
+        raise UsageError(f"unknown command {argv[0]!r} (commands: check, rule, server), and no file or "
+                         "directory has that name")
     parser = build_parser()
     try:
         args = _parse(parser, argv)
     except SystemExit as e:  # argparse: --help exits 0, bad usage exits 2
         return int(e.code or 0)
+    if args.watch:
+        return _watch(args, argv)
+    return _run_args(args)
+
+
+def _run_args(args: argparse.Namespace) -> int:
     fmt = args.output_format or ("full" if sys.stdout.isatty() else "concise")
 
     if args.explain:
@@ -214,9 +233,11 @@ def _main(argv: list[str]) -> int:
         raise UsageError(str(e)) from None
 
     use_cache = not args.no_cache and not stdin
-    cache_dir = os.path.abspath(args.cache_dir) if args.cache_dir else os.path.join(cfg.root, ".shutdown_lint_cache")
+    cache_dir = _cache_dir(args, cfg, start)
+    use_cache = use_cache and cache_dir is not None
     code_key = C.code_key()  # once per run: the catalogue's and every cache index's key
     catalogue = C.load_catalogue(cache_dir if use_cache else None, code_key)
+    _check_selectors(args, catalogue)
     from .hierarchy import Overrides, Resolver, SettingsError
 
     # --config / --isolated / stdin: one configuration; otherwise each file its nearest one
@@ -233,6 +254,142 @@ def _main(argv: list[str]) -> int:
     if stdin:
         return _run_stdin(args, settings, mode, fmt, cfg, catalogue)
     return _run_files(args, resolver, mode, fmt, cfg, catalogue, cache_dir if use_cache else None, code_key)
+
+
+#: seconds between two looks at the watched files' stamps
+WATCH_INTERVAL = 0.3
+#: besides ``*.py``: the files whose change changes a run's result
+_WATCHED_NAMES = frozenset({"pyproject.toml", "shutdown-lint.toml", ".gitignore"})
+
+
+def _watch(args: argparse.Namespace, argv: list[str]) -> int:
+    """``--watch``: lint, then lint again (with the cache: only what changed is analysed) each
+    time a ``*.py`` file or a configuration file under the paths changes, appears or goes. The
+    stamps are polled with ``os.scandir`` (no dependency). Ctrl+C ends it: ``main`` prints one
+    line and returns 130."""
+    import time
+
+    if args.paths == ["-"] or "-" in args.paths or args.stdin_filename is not None:
+        raise UsageError("--watch lints files, not stdin")
+    if args.diff or args.add_noqa or args.write_baseline or args.show_settings:
+        raise UsageError("--watch cannot be combined with --diff, --add-noqa, --write-baseline or --show-settings")
+    paths = args.paths or ["."]
+    print("Watching for file changes; Ctrl+C ends.", file=sys.stderr, flush=True)
+    while True:
+        try:
+            _run_args(args)
+        except UsageError as e:  # a configuration being edited: say so, and wait for the next change
+            print(f"shutdown-lint: error: {e}", file=sys.stderr)
+        sys.stdout.flush()
+        seen = _stamps(paths)
+        while True:
+            time.sleep(WATCH_INTERVAL)
+            now = _stamps(paths)
+            if now != seen:
+                break
+        print("File change detected; linting again.", file=sys.stderr, flush=True)
+
+
+def _stamps(paths: list[str]) -> dict[str, tuple[int, int]]:
+    """path -> (mtime_ns, size) of every watched file under ``paths`` (directories walked with
+    ``os.scandir``, skipping the tool and virtual-environment directories discovery skips); a
+    named path that does not exist is recorded as (-1, -1), so its appearance is a change."""
+    from .discovery import DEFAULT_EXCLUDED_DIRS
+
+    out: dict[str, tuple[int, int]] = {}
+    for top in paths:
+        try:
+            st = os.stat(top)
+        except OSError:
+            out[os.path.abspath(top)] = (-1, -1)
+            continue
+        if not os.path.isdir(top):
+            out[os.path.abspath(top)] = (st.st_mtime_ns, st.st_size)
+            continue
+        stack = [top]
+        while stack:
+            directory = stack.pop()
+            try:
+                with os.scandir(directory) as it:
+                    entries = list(it)
+            except OSError:
+                continue
+            for entry in entries:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        if entry.name not in DEFAULT_EXCLUDED_DIRS:
+                            stack.append(entry.path)
+                    elif entry.name.endswith(".py") or entry.name in _WATCHED_NAMES:
+                        est = entry.stat()
+                        out[entry.path] = (est.st_mtime_ns, est.st_size)
+                except OSError:
+                    continue
+    return out
+
+
+def _unknown_command(word: str) -> bool:
+    """``word`` (the first argument) looks like a command (a bare lower-case word, as
+    ``chekc``) and names no file or directory: a mistyped command, not a path to lint."""
+    import re
+
+    return re.fullmatch(r"[a-z][a-z0-9_-]*", word) is not None and not os.path.lexists(word)
+
+
+def _rule_command(argv: list[str]) -> int:
+    """``shutdown-lint rule CODE`` (the page, as ``--explain``), ``rule --all`` (as ``--list-rules``)."""
+    p = argparse.ArgumentParser(prog="shutdown-lint rule", description="Show a rule's documentation page.")
+    p.add_argument("code", nargs="?", metavar="CODE", help="a code (SHD201) or name (sys-exit-in-task)")
+    p.add_argument("--all", action="store_true", help="list every rule")
+    from .output import FORMATS
+
+    p.add_argument("--output-format", choices=FORMATS)
+    try:
+        args = p.parse_args(argv)
+    except SystemExit as e:
+        return int(e.code or 0)
+    fmt = args.output_format or ("full" if sys.stdout.isatty() else "concise")
+    if args.all or args.code is None:
+        if args.code is None and not args.all:
+            raise UsageError("rule: give a rule's code or name (e.g. shutdown-lint rule SHD201), or --all")
+        from .explain import list_rules
+
+        list_rules(sys.stdout, fmt)
+        return EXIT_OK
+    from .explain import explain
+
+    if not explain(args.code, sys.stdout, fmt):
+        raise UsageError(f"no rule has the code or name {args.code!r} (see shutdown-lint rule --all)")
+    return EXIT_OK
+
+
+def _check_selectors(args, catalogue) -> None:
+    """A rule selector given on the command line that no rule matches is an error naming the
+    option it came from (a configuration file's own selectors are checked with the file's name)."""
+    from . import config as C
+
+    given = [("--select", v) for v in _split(args.select)] + [("--extend-select", v) for v in _split(args.extend_select)] \
+        + [("--ignore", v) for v in _split(args.ignore)]
+    for item in args.per_file_ignores or []:
+        if ":" in item:  # else hierarchy says GLOB:RULES is expected
+            given.extend(("--per-file-ignores", v) for v in _split([item.rpartition(":")[2]]))
+    for option, selector in given:
+        try:
+            C.expand(selector, catalogue)
+        except C.UnknownSelector as e:
+            raise UsageError(f"{e} (given to {option} on the command line)") from None
+
+
+def _cache_dir(args, cfg, start: str) -> Optional[str]:
+    """``--cache-dir``, else the project root's ``.shutdown_lint_cache`` (a root found by a
+    configuration file, a ``pyproject.toml`` or a git work tree), else the user's cache
+    directory (``cache_key.cache_dir_for``). Never under a path given to lint: ``cfg.root`` is an
+    existing directory (``config.existing_dir``), not a file argument or a mistyped path."""
+    if args.cache_dir:
+        return os.path.abspath(args.cache_dir)
+    from .cache_key import cache_dir_for
+    from .config import marked_root
+
+    return cache_dir_for(cfg.root, cfg.path is not None or marked_root(start) is not None)
 
 
 def _show_settings(args, resolver) -> int:
@@ -282,7 +439,8 @@ def _run_files(args, resolver, mode, fmt, cfg, catalogue, cache_dir, code_key=No
     diagnostics = sorted((d for r in ordered for d in r.diagnostics), key=lambda d: d.sort_key())
     errors = [r.error for r in ordered if r.error]
     notes.extend(w if w.startswith("warning") else f"warning: {w}" for r in ordered for w in r.warnings)
-    failed = bool(errors or found.errors)
+    path_errors = list(found.errors)
+    failed = bool(errors or path_errors)
     if mode.fix:
         from . import deployment
 
@@ -295,7 +453,8 @@ def _run_files(args, resolver, mode, fmt, cfg, catalogue, cache_dir, code_key=No
         n = baseline.write(args.write_baseline, diagnostics)
         _emit_notes(errors, notes, args.quiet)
         if not args.quiet:
-            print(f"Wrote {n} findings to the baseline {args.write_baseline}.", file=sys.stderr)
+            print(_with_failures(f"Wrote {_plural(n, 'finding')} to the baseline {args.write_baseline}",
+                                 errors, path_errors), file=sys.stderr)
         return EXIT_ERROR if failed else EXIT_OK
     baselined = 0
     if args.baseline:
@@ -311,7 +470,7 @@ def _run_files(args, resolver, mode, fmt, cfg, catalogue, cache_dir, code_key=No
         notes.extend(skipped)
         _emit_notes(errors, notes, args.quiet)
         if not args.quiet:
-            print(f"Added {added} noqa directives.", file=sys.stderr)
+            print(_with_failures(f"Added {_plural(added, 'noqa directive')}", errors, path_errors), file=sys.stderr)
         return EXIT_ERROR if failed else EXIT_OK
 
     if mode.diff:
@@ -321,14 +480,16 @@ def _run_files(args, resolver, mode, fmt, cfg, catalogue, cache_dir, code_key=No
         _emit_notes(errors, notes, args.quiet)
         if not args.quiet:
             n = sum(r.fixed for r in changed)
-            print(f"Would fix {n} findings in {len(changed)} files." if changed else "No fixes available.",
-                  file=sys.stderr)
+            text = (f"Would fix {_plural(n, 'finding')} in {_plural(len(changed), 'file')}" if changed
+                    else "No fixes available")
+            print(_with_failures(text, errors, path_errors), file=sys.stderr)
         if failed:
             return EXIT_ERROR
         return EXIT_FINDINGS if changed else EXIT_OK
 
     report = _report(args, diagnostics, errors, ordered, mode, catalogue, baselined, clean)
     report.files = len(found.files)
+    report.path_errors = path_errors
     _emit_notes(errors, notes, args.quiet)
     _render(args, report, fmt)
     return _exit_code(args, report, failed)
@@ -342,7 +503,7 @@ def _plan(args, resolver, mode, cfg, cache_dir, code_key):
     found = discover(args.paths or ["."], cfg.root, exclude, respect_gitignore=cfg.respect_gitignore
                      and not args.no_respect_gitignore, force_exclude=args.force_exclude)
     for err in found.errors:
-        print(f"shutdown-lint: error: {err}", file=sys.stderr)
+        print(f"error: {err}", file=sys.stderr)
     for warning in found.warnings:
         print(f"shutdown-lint: warning: {warning}", file=sys.stderr)
     notes: list[str] = []
@@ -404,8 +565,9 @@ def _plan_group(files, settings, mode, cache_dir, results, notes, code_key=None,
     if cache_dir is None:
         return settings, None, [_job(f.display, f.abspath) for f in files], files
     from .cache import Cache
+    from .cache_key import fingerprint
 
-    cache = Cache(cache_dir, _cache_fingerprint(settings, code_key))
+    cache = Cache(cache_dir, fingerprint(settings, code_key))
     notes.extend(cache.warnings)
     jobs: list = []
     hit_of = cache.hit
@@ -511,19 +673,6 @@ def _lacks_edits(result: dict) -> bool:
     return any(d.get("fix") is not None and not d["fix"].get("edits") for d in result.get("diagnostics", []))
 
 
-def _cache_fingerprint(settings, code_key=None) -> str:
-    """What keys a cache index: the settings, the per-file ignores, the rule and engine code
-    (``config.code_key``, computed here unless the caller has it) and the project index's switch."""
-    from .index_hooks import enabled
-
-    if code_key is None:
-        from .config import code_key as compute
-
-        code_key = compute()
-    # per-file ignores change findings too; so does editing a rule
-    return f"{settings.fingerprint()}|{settings.per_file_ignores!r}|{code_key}|index={enabled()}"
-
-
 def _report(args, diagnostics, errors, ordered, mode, catalogue, baselined, clean=None):
     from .output import Report
 
@@ -588,8 +737,22 @@ def _exit_code(args, report, failed: bool) -> int:
     return EXIT_FINDINGS if report.diagnostics else EXIT_OK
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _with_failures(text: str, errors: list[str], path_errors: list[str]) -> str:
+    """A summary (``--diff``, ``--add-noqa``, ``--write-baseline``) that also says what failed."""
+    if path_errors:
+        n = len(path_errors)
+        text += f"; {_plural(n, 'path')} {'does' if n == 1 else 'do'} not exist"
+    if errors:
+        text += f"; {_plural(len(errors), 'file')} could not be analysed"
+    return text + "."
+
+
 def _emit_notes(errors: list[str], notes: list[str], quiet: bool) -> None:
-    for e in errors:
+    for e in errors:  # ``path:line:col: message``, one a line (a path that does not exist: ``error: path: ...``)
         print(e, file=sys.stderr)
     if not quiet:
         for n in dict.fromkeys(notes):  # de-duplicated, in order

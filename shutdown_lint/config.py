@@ -117,9 +117,7 @@ def config_in(directory: str) -> Optional[str]:
 def find_config(start: str) -> Optional[str]:
     """The nearest ``shutdown-lint.toml``, or ``pyproject.toml`` with our section,
     in ``start`` or its parents."""
-    here = os.path.abspath(start)
-    if os.path.isfile(here):
-        here = os.path.dirname(here)
+    here = existing_dir(start)
     while True:
         found = config_in(here)
         if found is not None:
@@ -130,19 +128,34 @@ def find_config(start: str) -> Optional[str]:
         here = parent
 
 
-def find_root_without_config(start: str) -> str:
-    """No config: the enclosing git work tree or pyproject's directory, else ``start``."""
+def existing_dir(start: str) -> str:
+    """``start`` when it is a directory, else the nearest directory above it that exists: a file
+    argument, or a path that does not exist (a typo), is never taken for a directory."""
     here = os.path.abspath(start)
-    if os.path.isfile(here):
-        here = os.path.dirname(here)
-    probe = here
+    while not os.path.isdir(here):
+        parent = os.path.dirname(here)
+        if parent == here:
+            break
+        here = parent
+    return here
+
+
+def marked_root(start: str) -> Optional[str]:
+    """The enclosing git work tree or ``pyproject.toml``'s directory, or None."""
+    probe = existing_dir(start)
     while True:
         if os.path.exists(os.path.join(probe, ".git")) or os.path.isfile(os.path.join(probe, "pyproject.toml")):
             return probe
         parent = os.path.dirname(probe)
         if parent == probe:
-            return here
+            return None
         probe = parent
+
+
+def find_root_without_config(start: str) -> str:
+    """No config: the enclosing git work tree or pyproject's directory, else the directory of
+    ``start`` (the nearest one that exists)."""
+    return marked_root(start) or existing_dir(start)
 
 
 def _string_list(path: str, key: str, value: Any) -> list[str]:

@@ -186,8 +186,60 @@ def _add_imports(module: cst.Module, context: CodemodContext) -> cst.Module:
     body = list(module.body)
     k = _header_end(body)
     head, tail = body[: k + 1], body[k + 1:]
-    done = AddImportsVisitor(context).transform_module(module.with_changes(body=head))
+    done = _with_imports(context, module.with_changes(body=head))
     return done.with_changes(body=[*done.body, *tail])
+
+
+def _with_imports(context: CodemodContext, module: cst.Module) -> cst.Module:
+    """``AddImportsVisitor`` on ``module``, then each import it added after a relative import
+    (``from . import x``) moved up to just before the first one: with the absolute imports,
+    where isort and ruff's ``I001`` want it (the visitor appends to the end of the block)."""
+    done = AddImportsVisitor(context).transform_module(module)
+    body = list(done.body)
+    k = _header_end(body)
+    first_relative = next((i for i in range(k) if _is_relative_import(body[i])), None)
+    if first_relative is None:
+        return done
+    # the visitor rebuilds the statements it walks: what it added is told by its text
+    before: dict[str, int] = {}
+    for stmt in module.body:
+        key = _bare_code(stmt)
+        before[key] = before.get(key, 0) + 1
+    moved = []
+    for stmt in body[first_relative + 1:k]:
+        key = _bare_code(stmt)
+        if before.get(key):
+            before[key] -= 1
+        elif _is_import(stmt) and not _is_relative_import(stmt):
+            moved.append(stmt)
+    if not moved:
+        return done
+    keep = [stmt for stmt in body if not any(stmt is m for m in moved)]
+    relative = keep[first_relative]
+    moved = [m.with_changes(leading_lines=()) for m in moved]
+    if first_relative == 0 or not _is_import(keep[first_relative - 1]):
+        # the relative import opened the block (after the docstring): the moved one takes its place
+        moved[0] = moved[0].with_changes(leading_lines=relative.leading_lines)
+        keep[first_relative] = relative.with_changes(leading_lines=[cst.EmptyLine()])
+    elif not relative.leading_lines:  # isort: a blank line between the absolute and the relative imports
+        keep[first_relative] = relative.with_changes(leading_lines=[cst.EmptyLine()])
+    return done.with_changes(body=[*keep[:first_relative], *moved, *keep[first_relative:]])
+
+
+def _bare_code(stmt: cst.CSTNode) -> str:
+    """A top-level statement's text without the blank lines and comments above it."""
+    if isinstance(stmt, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+        stmt = stmt.with_changes(leading_lines=())
+    return cst.Module(body=[stmt]).code  # type: ignore[list-item]
+
+
+def _is_import(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and bool(stmt.body) \
+        and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
+
+
+def _is_relative_import(stmt: cst.CSTNode) -> bool:
+    return _is_import(stmt) and any(isinstance(s, cst.ImportFrom) and s.relative for s in stmt.body)
 
 
 def fix_text_edits(module: cst.Module, text: str, fixes: Sequence[Fix], facts: ModuleFacts, positions,
@@ -289,7 +341,7 @@ def _import_head(module: cst.Module, text: str, imports: list) -> tuple[int, str
     context = CodemodContext()
     for imp in imports:
         AddImportsVisitor.add_needed_import(context, imp.module, imp.obj, imp.asname)
-    done = AddImportsVisitor(context).transform_module(block.with_changes(body=[*body[:k], stand_in]))
+    done = _with_imports(context, block.with_changes(body=[*body[:k], stand_in]))
     last = done.body[-1] if done.body else None
     if not isinstance(last, cst.SimpleStatementLine) or not last.with_changes(leading_lines=()).deep_equals(
             stand_in.with_changes(leading_lines=())):

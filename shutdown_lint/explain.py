@@ -44,6 +44,54 @@ def page_markdown(rule) -> str:
     return page
 
 
+#: the sections a hover shows (the first paragraph of each prose section, the whole example)
+HOVER_SECTIONS = ("What it does", "Why is this bad?", "Example")
+
+
+def _sections(doc: str) -> dict[str, str]:
+    """A rule's documentation split at its ``## `` headings: heading -> body."""
+    out: dict[str, str] = {}
+    heading = None
+    body: list[str] = []
+    for line in doc.splitlines():
+        if line.startswith("## "):
+            if heading is not None:
+                out[heading] = "\n".join(body).strip()
+            heading, body = line[3:].strip(), []
+        elif heading is not None:
+            body.append(line)
+    if heading is not None:
+        out[heading] = "\n".join(body).strip()
+    return out
+
+
+def _first_paragraph(text: str) -> str:
+    """Up to the first blank line outside a code block."""
+    lines, fenced = [], False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        if not line.strip() and not fenced and lines:
+            break
+        lines.append(line)
+    return "\n".join(lines).strip()
+
+
+def hover_markdown(rule) -> str:
+    """The editor's hover: the summary, the first paragraph of "What it does" and "Why is this
+    bad?", the example, and where the whole page is (``shutdown-lint rule CODE``); a few hundred
+    to ~2,000 characters instead of the page's up to ~14,000."""
+    fix = "a fix is available" if rule.has_fix() else "no automatic fix"
+    parts = [f"# {rule.code} `{rule.name}`", f"{rule.summary}. *({fix})*"]
+    sections = _sections(rule.documentation())
+    for title in HOVER_SECTIONS:
+        body = sections.get(title)
+        if body:
+            parts.append(f"## {title}\n{body if title == 'Example' else _first_paragraph(body)}")
+    parts.append(f"The whole page (fix safety, options, references): `shutdown-lint rule {rule.code}`")
+    return "\n\n".join(parts) + "\n"
+
+
 def list_rules(out: IO[str], fmt: str = "full") -> None:
     from . import registry
 

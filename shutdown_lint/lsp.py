@@ -164,9 +164,9 @@ class ShutdownLintServer(LanguageServer):
 
     def _cache_for(self, settings, root: str):  # type: ignore[no-untyped-def]
         from .cache import Cache
-        from .cli import _cache_fingerprint
+        from .cache_key import fingerprint
 
-        key = _cache_fingerprint(settings)
+        key = fingerprint(settings)
         if key not in self._caches:
             self._caches[key] = Cache(os.path.join(root, ".shutdown_lint_cache"), key)
         return self._caches[key]
@@ -278,6 +278,14 @@ def _client_range(lines: list[str], codec, start: tuple[int, int], end: tuple[in
     return codec.range_to_client_units(lines, ServerTextRange(pos(*start), pos(*end)))
 
 
+def _severity():  # type: ignore[no-untyped-def]
+    """A finding's severity: ``output.FINDING_LEVEL``, the level SARIF and GitHub annotations use."""
+    from .output import FINDING_LEVEL
+
+    return {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning,
+            "note": types.DiagnosticSeverity.Information}[FINDING_LEVEL]
+
+
 def to_lsp_diagnostics(result: FileResult, lines: list[str], codec) -> list[types.Diagnostic]:  # type: ignore[no-untyped-def]
     out = []
     for d in result.diagnostics:
@@ -288,7 +296,7 @@ def to_lsp_diagnostics(result: FileResult, lines: list[str], codec) -> list[type
         out.append(types.Diagnostic(
             range=_client_range(lines, codec, (d.line, d.column), (d.end_line, d.end_column)),
             message=f"{d.message}{hint}",
-            severity=types.DiagnosticSeverity.Warning,
+            severity=_severity(),
             code=d.code,
             source=SOURCE,
             data={"name": d.name},
@@ -426,7 +434,7 @@ def _fix_all_edit(ls: ShutdownLintServer, uri: str) -> Optional[types.WorkspaceE
 
 @server.feature(types.TEXT_DOCUMENT_HOVER)
 async def hover(ls: ShutdownLintServer, params: types.HoverParams) -> Optional[types.Hover]:
-    from .explain import find_rule, page_markdown
+    from .explain import find_rule, hover_markdown
 
     doc = ls.workspace.get_text_document(params.text_document.uri)
     pos = doc.position_from_client_units(params.position)
@@ -445,7 +453,8 @@ async def hover(ls: ShutdownLintServer, params: types.HoverParams) -> Optional[t
                     break
     if rule is None:
         return None
-    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=page_markdown(rule)))
+    # the summary, what / why / example, and the command for the whole page
+    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=hover_markdown(rule)))
 
 
 class _OneLine(logging.Formatter):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import Report, fix_hint, summary_line
+from . import Report, text_footer
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,9 +23,5 @@ def render(report: Report, out: IO[str]) -> None:
     if report.show_fixes:
         for path, count in report.fixed_files:
             out.write(f"fixed {count} in {path}\n")
-    if report.quiet:
-        return
-    out.write(summary_line(report) + "\n")
-    hint = fix_hint(report)
-    if hint:
-        out.write(hint + "\n")
+    for line in text_footer(report):
+        out.write(line + "\n")

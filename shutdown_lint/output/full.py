@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import IO
 
-from . import Report, fix_hint, summary_line
+from . import Report, text_footer
 from .concise import fix_marker
 
 
@@ -41,9 +41,5 @@ def render(report: Report, out: IO[str]) -> None:
         console.print("[bold]Fixed:[/]")
         for path, count in report.fixed_files:
             console.print(f"  {escape(path)}: {count}")
-    if report.quiet:
-        return
-    console.print(escape(summary_line(report)))
-    hint = fix_hint(report)
-    if hint:
-        console.print(escape(hint))
+    for line in text_footer(report):
+        console.print(escape(line))

@@ -1,10 +1,12 @@
-"""GitHub Actions workflow commands: one ``::error`` annotation per finding."""
+"""GitHub Actions workflow commands: one annotation per finding (``::warning``, the level every
+format and the editor give a finding), and one ``::error`` per path that does not exist or file
+that could not be analysed."""
 
 from __future__ import annotations
 
 from typing import IO
 
-from . import Report
+from . import ERROR_LEVEL, FINDING_LEVEL, Report, split_error
 
 
 def _data(text: str) -> str:
@@ -19,7 +21,7 @@ def render(report: Report, out: IO[str]) -> None:
     for d in report.diagnostics:
         props = (f"title={_prop(f'shutdown-lint ({d.code})')},file={_prop(d.path)},line={d.line},col={d.column},"
                  f"endLine={d.end_line},endColumn={d.end_column}")
-        out.write(f"::error {props}::{_data(f'{d.path}:{d.line}:{d.column}: {d.code} {d.message}')}\n")
-    for err in report.errors:
-        path = err.split(":", 1)[0]
-        out.write(f"::error title=shutdown-lint,file={_prop(path)}::{_data(err)}\n")
+        out.write(f"::{FINDING_LEVEL} {props}::{_data(f'{d.path}:{d.line}:{d.column}: {d.code} {d.message}')}\n")
+    for err in report.failures():
+        path, line, col, _ = split_error(err)
+        out.write(f"::{ERROR_LEVEL} title=shutdown-lint,file={_prop(path)},line={line},col={col}::{_data(err)}\n")

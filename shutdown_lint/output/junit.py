@@ -1,4 +1,5 @@
-"""JUnit XML: one test case per finding (failures), or one passing case per clean run."""
+"""JUnit XML: one test case per finding (a failure), one per path that does not exist or file
+that could not be analysed (an error), or one passing case when there is none of these."""
 
 from __future__ import annotations
 
@@ -6,12 +7,13 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from typing import IO
 
-from . import Report
+from . import Report, split_error
 
 
 def render(report: Report, out: IO[str]) -> None:
-    suites = ET.Element("testsuites", name="shutdown-lint", tests=str(max(1, len(report.diagnostics))),
-                        failures=str(len(report.diagnostics)), errors=str(len(report.errors)))
+    failed = report.failures()
+    suites = ET.Element("testsuites", name="shutdown-lint", tests=str(max(1, len(report.diagnostics) + len(failed))),
+                        failures=str(len(report.diagnostics)), errors=str(len(failed)))
     by_path = defaultdict(list)
     for d in report.diagnostics:
         by_path[d.path].append(d)
@@ -24,13 +26,13 @@ def render(report: Report, out: IO[str]) -> None:
                                  file=path, line=str(d.line))
             failure = ET.SubElement(case, "failure", message=d.message, type=d.code)
             failure.text = f"{d.path}:{d.line}:{d.column}: {d.code} {d.message}"
-    if report.errors:
-        suite = ET.SubElement(suites, "testsuite", name="analysis errors", tests=str(len(report.errors)),
-                              failures="0", errors=str(len(report.errors)), skipped="0")
-        for err in report.errors:
-            case = ET.SubElement(suite, "testcase", name="analysis", classname=err.split(":", 1)[0])
+    if failed:
+        suite = ET.SubElement(suites, "testsuite", name="analysis errors", tests=str(len(failed)),
+                              failures="0", errors=str(len(failed)), skipped="0")
+        for err in failed:
+            case = ET.SubElement(suite, "testcase", name="analysis", classname=split_error(err)[0])
             ET.SubElement(case, "error", message=err).text = err
-    if not report.diagnostics and not report.errors:
+    if not report.diagnostics and not failed:
         suite = ET.SubElement(suites, "testsuite", name="shutdown-lint", tests="1", failures="0", errors="0",
                               skipped="0")
         ET.SubElement(suite, "testcase", name="No findings", classname="shutdown-lint")

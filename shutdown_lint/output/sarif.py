@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import IO
 
 from .. import __version__
-from . import Report
+from . import ERROR_LEVEL, FINDING_LEVEL, Report, split_error
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFO_URI = "https://github.com/shutdown-lint/shutdown-lint"
@@ -28,7 +28,7 @@ def _rules(report: Report) -> list[dict]:
             "shortDescription": {"text": r.summary},
             "fullDescription": {"text": r.summary},
             "help": {"text": doc, "markdown": doc},
-            "defaultConfiguration": {"level": "error"},
+            "defaultConfiguration": {"level": FINDING_LEVEL},
             "properties": {"tags": ["shutdown", "reliability"], "fixable": r.has_fix()},
         })
     return rules
@@ -40,6 +40,15 @@ def _uri(path: str) -> str:
     return path.replace(os.sep, "/")
 
 
+def _notification(text: str) -> dict:
+    """A path that does not exist or a file that could not be analysed: a tool execution
+    notification at error level, with the file and position when the text has them."""
+    path, line, column, _ = split_error(text)
+    return {"level": ERROR_LEVEL, "message": {"text": text},
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(path), "uriBaseId": "%SRCROOT%"},
+                                                "region": {"startLine": line, "startColumn": column}}}]}
+
+
 def render(report: Report, out: IO[str]) -> None:
     rules = _rules(report)
     index = {r["id"]: i for i, r in enumerate(rules)}
@@ -47,7 +56,7 @@ def render(report: Report, out: IO[str]) -> None:
     for d in report.diagnostics:
         result = {
             "ruleId": d.code,
-            "level": "error",
+            "level": FINDING_LEVEL,
             "message": {"text": d.message},
             "locations": [{
                 "physicalLocation": {
@@ -61,7 +70,7 @@ def render(report: Report, out: IO[str]) -> None:
         if d.code in index:
             result["ruleIndex"] = index[d.code]
         results.append(result)
-    notifications = [{"level": "error", "message": {"text": e}} for e in report.errors]
+    notifications = [_notification(e) for e in report.failures()]
     log = {
         "$schema": SCHEMA,
         "version": "2.1.0",
@@ -69,7 +78,7 @@ def render(report: Report, out: IO[str]) -> None:
             "tool": {"driver": {"name": "shutdown-lint", "version": __version__, "semanticVersion": __version__,
                                 "informationUri": INFO_URI, "rules": rules}},
             "originalUriBaseIds": {"%SRCROOT%": {"uri": Path(os.getcwd()).as_uri() + "/"}},
-            "invocations": [{"executionSuccessful": not report.errors,
+            "invocations": [{"executionSuccessful": not notifications,
                              "toolExecutionNotifications": notifications}],
             "results": results,
         }],

@@ -1,6 +1,7 @@
-"""``--statistics``: findings counted by rule, then (text formats) where each file's
-analysis stopped: ruled out by words, by the ``ast`` tier, linted with libcst (and how
-many of those only libcst could parse: syntax newer than the running Python), errors."""
+"""``--statistics``: findings counted by rule, then (text formats) how the files were checked:
+how many held nothing any selected rule looks for (decided from their text, or from a quick
+parse: not syntax-checked), how many were analysed in full (and how many of those in syntax newer
+than the running Python), and how many could not be analysed. The last line is the summary."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import json
 from collections import Counter
 from typing import IO
 
-from . import Report
+from . import Report, summary_line
 
 
 def counts(report: Report) -> list[dict]:
@@ -30,21 +31,27 @@ def render(report: Report, out: IO[str], fmt: str) -> None:
     for r in rows:
         marker = "[*]" if r["fixable"] == r["count"] else ("[-]" if r["fixable"] else "   ")
         out.write(f"{r['count']:>{width}}  {r['code']}  {marker} {r['name']}\n")
-    out.write(f"Found {sum(r['count'] for r in rows)} findings.\n" if rows else "All checks passed!\n")
     if report.stages:
         out.write(stages_line(report.stages) + "\n")
+    if not report.quiet:
+        out.write(summary_line(report) + "\n")
 
 
 def stages_line(stages: dict[str, int]) -> str:
-    """``Files: 12: 9 ruled out by words, 1 by the ast tier (...); 2 linted with libcst, ...``"""
+    """``Checked 12 files: 9 hold nothing the selected rules look for, 2 analysed in full, ...``"""
     import sys
 
+    from . import plural
+
     st = stages.get
+    skipped = st("text", 0) + st("tree", 0)
+    full = st("libcst", 0) + st("newer-syntax", 0)
     here = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    text = (f"Files: {sum(stages.values())}: {st('text', 0)} ruled out by words, {st('tree', 0)} by the ast tier "
-            f"(neither parsed nor syntax-checked); {st('libcst', 0) + st('newer-syntax', 0)} linted with libcst, "
-            f"{st('newer-syntax', 0)} of them in syntax newer than Python {here} parses; "
-            f"{st('error', 0)} could not be analysed")
+    text = (f"Checked {plural(sum(stages.values()), 'file')}: {skipped} held nothing the selected rules look for "
+            f"(not syntax-checked), {full} analysed in full")
+    if st("newer-syntax"):
+        text += f" ({st('newer-syntax')} of them in syntax newer than Python {here})"
+    text += f", {st('error', 0)} could not be analysed"
     if st("unknown"):
-        text += f"; {st('unknown')} from a cache written before stages were recorded"
+        text += f", {st('unknown')} from an older cache that did not record how"
     return text + "."

@@ -129,7 +129,7 @@ def test_add_noqa(project, cli):
 def test_baseline_gates_only_new_findings(project, cli):
     path = write(project / "svc.py", HAZARD)
     run = cli(project, "--no-cache", "--write-baseline", "baseline.json")
-    assert run.code == 0 and "Wrote 1 findings" in run.err
+    assert run.code == 0 and "Wrote 1 finding to the baseline" in run.err
     data = json.loads((project / "baseline.json").read_text())
     assert data["findings"][0]["path"] == "svc.py" and data["findings"][0]["line_text"] == "sys.exit(3)"
     assert cli(project, "--no-cache", "--baseline", "baseline.json").code == 0

@@ -185,7 +185,7 @@ def test_warm_output_is_the_cold_output(project, cli, count_lints, fmt):
         assert count_lints == []
         assert (warm.code, warm.out, warm.err) == (cold.code, cold.out, cold.err) == (fill.code, fill.out, fill.err)
     stats = [cli(project, *args, "--jobs", "1", "--statistics") for args in (("--no-cache",), (), ())]
-    assert stats[0] == stats[1] == stats[2] and "Files: 4:" in stats[0].out
+    assert stats[0] == stats[1] == stats[2] and "Checked 4 files:" in stats[0].out
 
 
 def test_a_changed_file_is_linted_again_whatever_its_size(project, cli, count_lints):

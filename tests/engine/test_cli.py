@@ -53,7 +53,7 @@ def test_fix_preserves_crlf_and_bom(project, cli):
     path = write(project / "win.py", source)
     run = cli(project, "--no-cache", "--fix", "--show-fixes", "--output-format", "concise")
     assert run.code == 0, run.out + run.err
-    assert "fixed 1 in win.py" in run.out and "Fixed 1 finding." in run.out
+    assert "fixed 1 in win.py" in run.out and "Found 1 finding (1 fixed, 0 remaining)." in run.out
     data = path.read_bytes()
     assert data.startswith(b"\xef\xbb\xbf")
     assert FIXED_LINE.encode() in data

@@ -34,8 +34,9 @@ def test_concise_sorted_by_path_line_column(two_findings, cli):
         "b.py:7:5: SHD201 [*] " + lines[2].split("[*] ", 1)[1],
     ]
     assert "thread" in lines[0]
-    assert lines[3] == "Found 3 findings (3 fixable)."
-    assert lines[4].startswith("[*] 3 fixable with the `--fix` option")
+    # the hint, then the summary as the last line (what happened)
+    assert lines[3] == "[*] 3 fixable with the `--fix` option."
+    assert lines[4] == "Found 3 findings (3 fixable)."
 
 
 def test_full_shows_source_caret_fix_hint_and_summary(two_findings, cli):
@@ -103,7 +104,8 @@ def test_github_annotations(two_findings, cli):
     run = cli(two_findings, "--no-cache", "--output-format", "github")
     lines = run.out.splitlines()
     assert len(lines) == 3
-    assert lines[0].startswith("::error title=shutdown-lint (SHD201),file=a.py,line=7,col=5,endLine=7,endColumn=16::")
+    # a finding is a warning in every format with levels (SARIF, the editor): one source, output.FINDING_LEVEL
+    assert lines[0].startswith("::warning title=shutdown-lint (SHD201),file=a.py,line=7,col=5,endLine=7,endColumn=16::")
     assert lines[0].split("::", 2)[2].startswith("a.py:7:5: SHD201 ")
 
 

@@ -115,9 +115,10 @@ def test_statistics_show_the_stages(project, cli):
     run = cli(project, "--no-cache", "--isolated", "--select", "ALL", "--statistics", "--output-format", "concise")
     newer = sum(_rejected_here(code) for code in NEWER.values())
     here = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    assert (f"Files: 7: 1 ruled out by words, 1 by the ast tier (neither parsed nor syntax-checked); "
-            f"5 linted with libcst, {newer} of them in syntax newer than Python {here} parses; "
+    assert (f"Checked 7 files: 2 held nothing the selected rules look for (not syntax-checked), "
+            f"5 analysed in full{f' ({newer} of them in syntax newer than Python {here})' if newer else ''}, "
             "0 could not be analysed.") in run.out.splitlines(), run.out
+    assert run.out.splitlines()[-1].startswith("Found 6 findings"), run.out  # the summary is the last line
 
 
 def test_newer_syntax_file_is_fixed():

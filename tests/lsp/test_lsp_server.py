@@ -311,4 +311,4 @@ def test_server_without_pygls_prints_install_hint_and_exits_2() -> None:
 def test_help_lists_server() -> None:
     r = subprocess.run([sys.executable, "-m", "shutdown_lint", "--help"], capture_output=True, text=True,
                        timeout=60, env=_env())
-    assert r.returncode == 0 and "server    run the language server" in r.stdout
+    assert r.returncode == 0 and "server            run the language server" in r.stdout
