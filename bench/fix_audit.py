@@ -22,7 +22,10 @@ Checks, per code base (each failure is listed in ``summary.md`` and makes the ex
   changed file, its undefined-name and shadowing messages compared by name; without pyflakes,
   each name the fix introduced (loaded in the fixed file, absent from the original) must be
   bound in the file or be a builtin;
-* each finding's fix applied alone to its original file parses and compiles.
+* each finding's fix applied alone to its original file parses and compiles;
+* every ``runtime_guard.X(...)`` call a fix introduced resolves (imported as the fixed program
+  would, with the ``runtime_guard`` this Python imports), its arguments bind to the helper's
+  signature, and it is awaited exactly when the helper is a coroutine function.
 
 Written to ``--out``: ``hunks/<RULE>.txt`` (every fix of the rule, numbered ``#0``.., as its
 own edits alone applied to the original file, with the enclosing function; then the findings
@@ -271,6 +274,97 @@ def new_undefined(old: str, new: str, path: str) -> tuple[list[str], str]:
     return sorted(f"UndefinedName {n}" for n in introduced - known), "ast"
 
 
+def _dotted(node: ast.AST) -> Optional[str]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _guard_calls(tree: ast.AST) -> list[tuple[str, ast.Call, bool]]:
+    """Every ``runtime_guard.X(...)`` call: (dotted name, call, whether it is awaited)."""
+    awaited = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Await)}
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call):
+            name = _dotted(n.func)
+            if name and name.startswith("runtime_guard."):
+                out.append((name, n, id(n) in awaited))
+    return out
+
+
+_RESOLVED: dict[str, object] = {}
+
+
+def _resolve(name: str):
+    """The object ``runtime_guard.a.b`` names, imported as the fixed program would; an
+    ``AuditError`` saying why not."""
+    if name not in _RESOLVED:
+        import importlib
+        import inspect  # noqa: F401
+
+        parts = name.split(".")
+        try:
+            obj = importlib.import_module(parts[0])
+            for i, attr in enumerate(parts[1:], 1):
+                try:
+                    obj = getattr(obj, attr)
+                except AttributeError:
+                    obj = importlib.import_module(".".join(parts[:i + 1]))
+            _RESOLVED[name] = obj
+        except Exception as e:  # an ImportError, or whatever the module raised on import
+            _RESOLVED[name] = AuditError(f"{type(e).__name__}: {e}")
+    obj = _RESOLVED[name]
+    if isinstance(obj, AuditError):
+        raise obj
+    return obj
+
+
+def guard_api(old: str, new: str) -> tuple[list[str], Counter]:
+    """The runtime_guard calls a fix introduced: each must resolve, its arguments must bind to
+    the helper's signature, and it must be awaited exactly when the helper is a coroutine
+    function. Returns (problems, count of the introduced calls by helper)."""
+    import inspect
+
+    try:
+        before = Counter(name for name, _, _ in _guard_calls(ast.parse(old)))
+        calls = _guard_calls(ast.parse(new))
+    except (SyntaxError, ValueError):
+        return [], Counter()
+    after = Counter(name for name, _, _ in calls)
+    introduced = after - before
+    problems = []
+    for name, call, awaited in calls:
+        if name not in introduced:
+            continue
+        where = f"line {call.lineno}: {name}"
+        try:
+            obj = _resolve(name)
+        except AuditError as e:
+            problems.append(f"{where} does not resolve ({e})")
+            continue
+        is_coro = inspect.iscoroutinefunction(obj)
+        if is_coro and not awaited:
+            problems.append(f"{where} is a coroutine function, called without await")
+        elif awaited and not is_coro and not inspect.isclass(obj):
+            problems.append(f"{where} is awaited but is not a coroutine function")
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            continue
+        try:
+            sig = inspect.signature(obj)
+        except (TypeError, ValueError):
+            continue
+        try:
+            sig.bind(*[object()] * len(call.args), **{k.arg: object() for k in call.keywords})
+        except TypeError as e:
+            problems.append(f"{where}: arguments do not bind to {name}{sig} ({e})")
+    return problems, introduced
+
+
 def enclosing(tree: Optional[ast.AST], line: int) -> tuple[str, int, int]:
     """The innermost def/class around ``line``: (qualified name, first line, last line)."""
     best = ("<module>", 1, 10**9)
@@ -423,6 +517,7 @@ def audit_one(name: str, src: str, work: str, linter: list[str], jobs: int, time
     # changed files: parse/compile, undefined names
     original_fails = []
     flakes_tool = None
+    helpers: Counter = Counter()
     for p in changed:
         old = read_text(os.path.join(src, p)) or ""
         new = read_text(os.path.join(fixed, p)) or ""
@@ -436,6 +531,10 @@ def audit_one(name: str, src: str, work: str, linter: list[str], jobs: int, time
         names, flakes_tool = new_undefined(old, new, p)
         for n in names:
             problems["new undefined or shadowed name"].append(f"{p}: {n}")
+        api_problems, used = guard_api(old, new)
+        helpers.update(used)
+        for x in api_problems:
+            problems["runtime_guard call does not resolve, bind or await right"].append(f"{p}: {x}")
 
     # each finding's fix alone
     trees: dict[str, Optional[ast.AST]] = {}
@@ -492,7 +591,8 @@ def audit_one(name: str, src: str, work: str, linter: list[str], jobs: int, time
         "fixes_applied": applied, "findings_left": len(left), "changed_files": len(changed),
         "original_fails_too": original_fails, "undefined_checker": flakes_tool or ("pyflakes" if _pyflakes() else "ast"),
         "problems": {k: v for k, v in problems.items() if v}, "records": records, "combined": combined,
-        "left_codes": dict(Counter(d.get("code") for d in left)), "seconds": round(time.monotonic() - t0, 1),
+        "left_codes": dict(Counter(d.get("code") for d in left)), "helpers": dict(sorted(helpers.items())),
+        "seconds": round(time.monotonic() - t0, 1),
     }
 
 
@@ -591,6 +691,12 @@ def summary_markdown(results: list[dict], rows: dict[str, dict], header: str) ->
         lines.append(f"| {code} | {row['findings']} | {row['safe']} | {row['unsafe']} | {row['none']} | {read} |")
     t = {k: sum(row[k] for row in rows.values()) for k in ("findings", "safe", "unsafe", "none")}
     lines.append(f"| **all** | {t['findings']} | {t['safe']} | {t['unsafe']} | {t['none']} | |")
+    helpers: Counter = Counter()
+    for r in results:
+        helpers.update(r.get("helpers", {}))
+    if helpers:
+        lines.append("\nruntime_guard calls the fixes introduce (each resolved, bound to its signature, awaited "
+                     "exactly when a coroutine function): " + ", ".join(f"`{k}` {v}" for k, v in sorted(helpers.items())))
     for r in results:
         if r["original_fails_too"]:
             lines.append(f"\n{r['name']}: changed files whose original does not compile under this Python either "
@@ -664,7 +770,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                 res = {"name": name, "source": os.path.abspath(p), "commit": commit, "py_files": 0, "findings": 0,
                        "fixable": 0, "fixes_applied": None, "findings_left": 0, "changed_files": 0,
                        "original_fails_too": [], "problems": {"the audit failed": [str(e)]}, "records": [],
-                       "combined": [], "left_codes": {}, "seconds": 0}
+                       "combined": [], "left_codes": {}, "helpers": {}, "seconds": 0}
             else:
                 print(f"fix_audit: {name}: {res['findings']} findings, {res['fixes_applied']} fixes applied, "
                       f"{res['findings_left']} left, {res['seconds']} s", file=sys.stderr, flush=True)

@@ -84,6 +84,7 @@ def test_audit_of_a_tiny_tree(tmp_path):
     fixable = sum(r["safe"] + r["unsafe"] for r in rules.values())
     assert cb["fixable"] == fixable and cb["fixes_applied"] == fixable
     assert cb["findings"] == fixable + 1 and cb["findings_left"] == 1 and cb["left_codes"] == {"SHD601": 1}
+    assert cb["helpers"].get("runtime_guard.supervise") == 1  # SHD102's fix, resolved and bound
 
     # the table is printed and written
     for text in (proc.stdout, (out / "summary.md").read_text()):
@@ -176,3 +177,20 @@ def test_apply_edits_both_spellings():
         edits = [{"content": "X\n", "location": {key: 2, "column": 1}, "end_location": {key: 3, "column": 1}},
                  {"content": "top\n", "location": {key: 1, "column": 1}, "end_location": {key: 1, "column": 1}}]
         assert fa.apply_edits(text, edits) == "top\na\nX\nc\n"
+
+
+def test_runtime_guard_calls_are_checked():
+    fa = _load()
+    old = "import asyncio\n\nasync def f(t):\n    t.cancel()\n"
+    good = ("import asyncio\nimport runtime_guard\n\nasync def f(t):\n"
+            "    await runtime_guard.cancel_and_wait(t, timeout=30)\n")
+    assert fa.guard_api(old, good) == ([], {"runtime_guard.cancel_and_wait": 1})
+    bad = ("import asyncio\nimport runtime_guard\n\nasync def f(t):\n"
+           "    runtime_guard.cancel_and_wait(t, timeout=30)\n"
+           "    runtime_guard.supervise(t, bogus=1)\n"
+           "    runtime_guard.no_such_helper(t)\n")
+    problems, _ = fa.guard_api(old, bad)
+    assert len(problems) == 3, problems
+    assert any("cancel_and_wait is a coroutine function, called without await" in p for p in problems)
+    assert any("do not bind" in p and "supervise" in p for p in problems)
+    assert any("no_such_helper does not resolve" in p for p in problems)
