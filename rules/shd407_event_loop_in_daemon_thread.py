@@ -61,15 +61,29 @@ class EventLoopInDaemonThread(Rule):
     `cleanup_timeout=10`). It records the loops its target runs and, at interpreter exit
     (before non-daemon threads are joined) and on SIGTERM, cancels each loop's tasks once,
     roots first, waits up to `cleanup_timeout` seconds for their cleanup, stops the loop and
-    joins the thread. On SIGTERM it then raises `SystemExit(143)` in the main thread (or
-    calls the SIGTERM handler that was installed before it), so the main thread unwinds too.
+    joins the thread. On SIGTERM it then calls the SIGTERM handler that was installed before
+    it, or, where SIGTERM had its default action, lets the process die of SIGTERM as before.
+    It blocks no signal in the thread.
 
     ## Fix safety
-    Safe: only the class changes (`threading.Thread` -> `runtime_guard.LoopThread`, a
-    subclass, with the same arguments); the thread runs the same target. What changes is the
-    shutdown path: at exit and on SIGTERM the loop's tasks get their cleanup, bounded. If no
-    SIGTERM handler was installed, one is (SIGTERM then exits with status 143 after the
-    cleanup instead of killing the process at once). The fix adds `import runtime_guard`.
+    Unsafe (under docs/fix-safety.md: a safe fix changes nothing where the hazard does not
+    occur). The hazard's path is interpreter exit, or SIGTERM to this process, while the
+    loop runs: there the fix cancels the loop's tasks and waits for their cleanup (bounded by
+    `cleanup_timeout`). What stays the same: the thread runs the same target with the same
+    signal mask as a `threading.Thread` (no signal is blocked in it, so threads, `subprocess`
+    commands and `multiprocessing` children started from the loop die of SIGTERM as before),
+    the exit status (0 at a normal exit; SIGTERM still ends the process with -15 when no
+    handler was installed, or calls the handler that was: it chains, and it never replaces an
+    ignored SIGTERM or a handler installed outside Python), and forked children get the
+    previous SIGTERM handler back. Why it is still unsafe: the first `start()` from the main
+    thread installs a Python SIGTERM handler where SIGTERM had its default action, for the
+    rest of the process's life. A Python handler runs only when the main thread runs Python
+    code, so a process whose main thread is blocked in a C call that does not return on a
+    signal (a collective, a C++ wait) dies of SIGTERM when the call returns, not at once,
+    also after the loop has ended; and `signal.getsignal(SIGTERM)` no longer returns
+    `SIG_DFL` (code that installs its own handler only over the default acts differently).
+    On SIGTERM with a loop running, one warning line is logged. The fix adds
+    `import runtime_guard`.
 
     ## References
     - Python docs: `threading` ("Daemon threads are abruptly stopped at shutdown. Their
@@ -268,7 +282,7 @@ class EventLoopInDaemonThread(Rule):
             f"daemon thread runs an event loop ({runner}): at interpreter exit it is frozen mid-step and on "
             "SIGTERM the process dies first, so the loop's tasks are never cancelled and their `finally` "
             "cleanup never runs",
-            fix=Fix.safe(
+            fix=Fix.unsafe(
                 Replace(node.func, dotted("runtime_guard.LoopThread")),
                 IMPORT_RUNTIME_GUARD,
                 message="Use `runtime_guard.LoopThread`, which stops the loop cleanly at exit and on SIGTERM",

@@ -12,6 +12,9 @@ unlike ``RUNTIME_GUARD=1``, which needs ``runtime_guard-autoload.pth`` in site-p
 
 Exit status 2 with a one-line message for bad usage, a script that does not exist or a module that
 cannot be found.
+
+Signals, threads, children: those of ``runtime_guard.watchdog.install`` (no handler, no mask; one
+monitor thread and faulthandler's timer thread); the program runs in this process (no child).
 """
 from __future__ import annotations
 

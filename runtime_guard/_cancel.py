@@ -9,6 +9,9 @@ Tasks that are still running after their awaiters ended (shielded ones, or await
 swallowed the cancellation) become roots themselves and are cancelled in a later round.
 
 Plain asyncio, no Ray: used by ``runtime_guard.ray.cancel_loop_tasks`` on SIGTERM.
+
+Signals, threads, children: none (no handler, no mask, no thread, no process); the rounds run as
+callbacks on the loop itself.
 """
 from __future__ import annotations
 

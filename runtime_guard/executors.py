@@ -39,6 +39,10 @@ def shutdown_executor(executor: Any, *, timeout: float = 5.0) -> None:
     * anything else with ``shutdown()``: ``shutdown(wait=False, cancel_futures=True)`` if accepted.
 
     Never raises: errors are logged (this runs on cleanup paths).
+
+    Signals: sends SIGTERM then SIGKILL to a ``ProcessPoolExecutor``'s workers (and
+    ``Pool.terminate`` does its own); installs no handler, changes no mask, starts no thread
+    (a ``multiprocessing.Pool``'s ``terminate`` uses the pool's own threads).
     """
     try:
         if isinstance(executor, multiprocessing.pool.Pool):

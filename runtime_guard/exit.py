@@ -1,4 +1,11 @@
-"""Hard process exit that still gets the last log lines and the ``atexit`` work out."""
+"""Hard process exit that still gets the last log lines and the ``atexit`` work out.
+
+Signals: no handler installed, no mask changed. Threads: ``hard_exit`` and
+``run_atexit_handlers`` run the flushes and the ``atexit`` handlers in short-lived daemon helper
+threads (``runtime_guard-flush``, ``runtime_guard-atexit``) with the caller's signal mask, so a
+child an ``atexit`` handler starts can be ended by SIGTERM as usual. Children: none started; the
+process ends with ``os._exit`` (children it started are not waited for or signalled).
+"""
 from __future__ import annotations
 
 import atexit
@@ -64,7 +71,7 @@ def flush_all() -> None:
 
 
 def _bounded(target, name: str, timeout: float) -> bool:
-    """Run ``target`` in a daemon thread that blocks SIGINT/SIGTERM; wait at most ``timeout``.
+    """Run ``target`` in a daemon thread (the caller's signal mask, none added); wait at most ``timeout``.
     True when it finished in time. Errors are swallowed (printed by the callee at most)."""
     def guarded() -> None:
         try:
@@ -111,6 +118,9 @@ def hard_exit(code: "int | str | None" = 1, *, atexit_timeout: float = ATEXIT_TI
     ``atexit_timeout`` s (0 skips them); a hung handler is abandoned and the process exits.
     ``finally`` blocks of other threads and tasks do not run. A second call while one is under
     way (from an atexit handler, another thread) exits at once with its own status.
+
+    Signals: none installed or blocked; the helper threads have the caller's mask. Children:
+    none started, none waited for.
     """
     if code is None:
         status = 0

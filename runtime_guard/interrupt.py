@@ -29,6 +29,12 @@ class on_interrupt:
       (flowfactory #149); the deadline and second-interrupt exits skip the atexit handlers;
       ``hard=False`` raises ``SystemExit(exit_code)`` instead.
     Other exceptions pass through untouched.
+
+    Signals: nothing until a KeyboardInterrupt reaches it. Then, from the main thread, SIGINT
+    and SIGTERM get a handler that exits at once (``hard_exit(exit_code, atexit_timeout=0)``),
+    replacing whatever was there: the process is exiting. No mask is changed. Threads: one daemon
+    timer thread during the cleanup (the caller's mask). Children: none started; ``cleanup``'s
+    children have the caller's mask and handlers as usual.
     """
 
     def __init__(self, cleanup: Callable[[], Any], *, exit_code: int = 130, timeout: float = 30.0,

@@ -10,6 +10,9 @@ callback and deleted. Leases of live owners, and of owners on other hosts whose 
 known to be dead, are left alone.
 
 No Ray import here: :func:`dead_ray_nodes` uses Ray only if the program already imported it.
+
+Signals, threads, children: none (no handler, no mask, no thread, no process; ``reap`` calls
+``cleanup`` in the calling thread).
 """
 from __future__ import annotations
 

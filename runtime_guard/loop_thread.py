@@ -7,12 +7,34 @@ ones its target runs with ``asyncio.run``, ``run_until_complete`` or ``run_forev
 stopped cleanly at interpreter exit and on SIGTERM: their tasks are cancelled once each, roots
 first (``runtime_guard._cancel``), their cleanup gets up to ``cleanup_timeout`` seconds, then the
 loop is stopped and the thread joined (bounded).
+
+What it does to signals, threads and children:
+
+* Signal mask: none. The thread runs the target with the mask of the thread that started it,
+  as ``threading.Thread`` does, so threads and processes started from the loop (``subprocess``,
+  ``multiprocessing`` ``fork``/``spawn``, executors) can be ended by SIGTERM and Ctrl+C as before.
+* SIGTERM handler: the first ``start()`` called from the main thread installs one, process-wide,
+  unless SIGTERM is ignored (``SIG_IGN``) or its handler was installed outside Python
+  (``signal.getsignal`` returns None): those are never replaced. It chains: it stops the loop
+  threads (bounded by their ``cleanup_timeout``), then calls the Python handler that was there
+  before; where that was the default action it restores ``SIG_DFL`` and sends SIGTERM to the
+  process again, so the process still dies of SIGTERM (status -15, no ``finally`` of the main
+  thread, as before). A handler installed later by other code replaces it (then SIGTERM no
+  longer stops the loops). Being a Python handler, it runs when the main thread next runs
+  Python code: a main thread blocked in a C call that does not return on a signal delays the
+  process's death until the call returns (with the default action it died at once).
+* Forked children: a process forked while the handler is installed gets the previous handler
+  back (``os.register_at_fork``), so a ``multiprocessing`` child dies of SIGTERM as before.
+* Threads: none besides the ``LoopThread`` itself; the exit hook and ``stop()`` run in the
+  calling thread. Process-wide patches: ``BaseEventLoop.run_forever`` (and uvloop's, if
+  imported) and the default policy's ``set_event_loop`` record which loops a ``LoopThread`` runs.
 """
 from __future__ import annotations
 
 import asyncio
 import atexit
 import logging
+import os
 import signal
 import threading
 import time
@@ -20,7 +42,6 @@ import weakref
 from typing import Any, Callable, List, Optional
 
 from ._cancel import cancel_tree
-from ._threads import quiet_signals
 from .signals import in_main_thread
 
 __all__ = ["LoopThread", "stop_loop_threads", "DEFAULT_CLEANUP_TIMEOUT"]
@@ -32,6 +53,8 @@ _threads: "weakref.WeakSet[LoopThread]" = weakref.WeakSet()
 _lock = threading.RLock()  # re-entrant: the SIGTERM handler may run while start() holds it
 _installed = False
 _stopping = False
+_sigterm: Optional[Callable[[int, Any], Any]] = None  # our SIGTERM handler, once installed
+_sigterm_previous: Any = None  # what it replaced (and chains to)
 
 
 class LoopThread(threading.Thread):
@@ -41,6 +64,10 @@ class LoopThread(threading.Thread):
     for their ``except CancelledError`` / ``finally`` code at exit or on SIGTERM, default 10).
     ``daemon`` keeps its meaning; with ``daemon=False`` the loop is still stopped at exit, so the
     interpreter does not wait forever for a ``run_forever`` that nobody stops.
+
+    The thread's signal mask is left alone (inherited from the starting thread, as for any
+    ``threading.Thread``). The first ``start()`` from the main thread installs a chaining SIGTERM
+    handler; see the module docstring for exactly what it does.
     """
 
     def __init__(self, *args: Any, cleanup_timeout: float = DEFAULT_CLEANUP_TIMEOUT, **kwargs: Any) -> None:
@@ -56,7 +83,7 @@ class LoopThread(threading.Thread):
         super().start()
 
     def run(self) -> None:
-        quiet_signals()  # Ctrl+C and SIGTERM are the main thread's business
+        # No signal mask here: it would be inherited by every thread and process the target starts.
         target = getattr(self, "_target", None)
         owner = getattr(target, "__self__", None)
         if isinstance(owner, asyncio.AbstractEventLoop):  # target=loop.run_forever
@@ -180,17 +207,51 @@ def _sigterm_handler(previous: Any) -> Callable[[int, Any], Any]:
         if not _stopping:
             _stopping = True
             n = stop_loop_threads()
-            log.warning("runtime_guard: SIGTERM: stopped %d loop thread(s)", n)
+            if n:  # nothing to say (no new output) where no loop thread was running
+                log.warning("runtime_guard: SIGTERM: stopped %d loop thread(s)", n)
         if callable(previous):
             return previous(signum, frame)
-        raise SystemExit(128 + signum)  # the main thread unwinds (finally blocks, atexit) instead of dying
+        # The default action was there before us: die of the signal as the program did without us.
+        try:
+            signal.signal(signum, signal.SIG_DFL)
+        except (ValueError, OSError):
+            pass
+        os.kill(os.getpid(), signum)
+        raise SystemExit(128 + signum)  # only reached where the signal is blocked in this thread
 
     on_sigterm._runtime_guard = True  # type: ignore[attr-defined]
     return on_sigterm
 
 
+def _restore_in_child() -> None:
+    """After ``fork``: the child has no loop threads; give it back the SIGTERM handler we replaced."""
+    try:
+        if _sigterm is not None and signal.getsignal(signal.SIGTERM) is _sigterm:
+            signal.signal(signal.SIGTERM, _sigterm_previous)
+    except (ValueError, OSError, TypeError):
+        pass
+
+
+def _install_sigterm() -> None:
+    """Install the chaining SIGTERM handler (main thread only, once). Never replaces ``SIG_IGN``
+    or a handler installed outside Python (``getsignal`` returns None: it cannot be chained)."""
+    global _sigterm, _sigterm_previous
+    if _sigterm is not None or not in_main_thread():
+        return
+    try:
+        current = signal.getsignal(signal.SIGTERM)
+        if current is None or current is signal.SIG_IGN or getattr(current, "_runtime_guard", False):
+            return
+        handler = _sigterm_handler(current)
+        signal.signal(signal.SIGTERM, handler)
+    except (ValueError, OSError):
+        return
+    _sigterm, _sigterm_previous = handler, current
+
+
 def _install() -> None:
     global _installed
+    _install_sigterm()
     if _installed:
         return
     _installed = True
@@ -216,10 +277,5 @@ def _install() -> None:
         register(_at_exit)
     except (AttributeError, RuntimeError):
         atexit.register(_at_exit)
-    if in_main_thread():
-        try:
-            current = signal.getsignal(signal.SIGTERM)
-            if current is not signal.SIG_IGN and not getattr(current, "_runtime_guard", False):
-                signal.signal(signal.SIGTERM, _sigterm_handler(current))
-        except (ValueError, OSError):
-            pass
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_restore_in_child)

@@ -65,6 +65,9 @@ def terminate_process_groups(procs: Iterable["subprocess.Popen"], grace: float =
     our own group). Nothing else on the machine is touched, whatever its name. Never raises
     for a process that is already gone. Returns the return codes, in order (None for a
     process still alive after the SIGKILL wait, e.g. stuck in the kernel).
+
+    Signals: sends SIGTERM and SIGKILL to the given children's groups only; installs no handler,
+    changes no mask, starts no thread or process; polls in the calling thread.
     """
     procs = list(procs)
     groups = [_group_of(p) for p in procs]

@@ -25,6 +25,11 @@ def _raise_keyboard_interrupt(signum: int, frame: FrameType | None) -> None:
 def sigterm_as_keyboard_interrupt() -> Handler:
     """Make SIGTERM raise KeyboardInterrupt in the main thread; return the previous handler.
 
+    Signals: replaces the process's SIGTERM handler (no chaining: the caller gets the previous
+    one back to restore or chain); a child forked afterwards inherits it (``multiprocessing``
+    ``fork`` children then exit with status 1 and a traceback on SIGTERM instead of -15);
+    ``exec``'d children get the default back. No mask is changed, no thread started.
+
     Off the main thread (where ``signal.signal`` raises ValueError) this is a no-op: it emits a
     RuntimeWarning and returns None.
     """

@@ -14,6 +14,11 @@ Stalls that the monitor could not sample are still reported, without a stack, fr
 own lateness once the GIL is released.
 
 Nothing here raises into the program: every hook and the monitor swallow their own errors.
+
+Signals: no handler installed, no mask changed (faulthandler's timer writes stacks; it is armed
+with ``exit=False``). Threads: one daemon monitor thread (``runtime_guard-watchdog``), which calls
+``on_stall`` with the mask of the thread that first watched a loop, and faulthandler's C timer
+thread. Children: none. Process-wide patches: the loop classes' ``run_forever`` (``install``).
 """
 from __future__ import annotations
 

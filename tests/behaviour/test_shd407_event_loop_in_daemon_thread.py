@@ -4,7 +4,13 @@ Hazard: a rollout server runs `asyncio.run(...)` in a `daemon=True` thread; its 
 hold a lease file removed in their `finally`. When the main thread ends, the daemon thread
 is frozen mid-step: 5 of 5 leases are left behind. SIGTERM kills the process before any
 Python code runs: 5 of 5 again. Fixed (the exact autofix output, `runtime_guard.LoopThread`):
-0 left in both cases, and SIGTERM still ends the process (status 143).
+0 left in both cases.
+
+Normal path unchanged (issue 26): the same stdout, the same exit status (0 at a normal exit;
+SIGTERM still kills the process with -15 after the loop's cleanup), and the children the loop
+starts (`bash -c` in its own session, a `multiprocessing` child with `fork` and one with `spawn`)
+still die of SIGTERM (-15) within 1 s, before and after. The last is what `LoopThread` broke
+when it blocked SIGINT/SIGTERM in its thread: every child inherited the mask and survived.
 """
 from __future__ import annotations
 
@@ -27,12 +33,48 @@ N = 5
 
 HAZARD = textwrap.dedent('''
     import asyncio
+    import multiprocessing
     import os
+    import signal
+    import subprocess
     import sys
     import threading
     import time
 
     LEASE_DIR, MODE = sys.argv[1], sys.argv[2]
+
+
+    def child_work():
+        time.sleep(30)
+
+
+    def start_and_stop_children():
+        """What a server's loop does with its tools: start a command and workers, end them with SIGTERM."""
+        fates = []
+        proc = subprocess.Popen(["bash", "-c", "sleep 30"], start_new_session=True)
+        time.sleep(0.2)
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(1.0)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            fates.append("bash survived SIGTERM")
+        else:
+            fates.append(f"bash {proc.returncode}")
+        for method in ("fork", "spawn"):
+            p = multiprocessing.get_context(method).Process(target=child_work)
+            p.start()
+            time.sleep(0.2)
+            p.terminate()
+            p.join(1.0)
+            if p.is_alive():
+                p.kill()
+                p.join()
+                fates.append(f"{method} survived SIGTERM")
+            else:
+                fates.append(f"{method} {p.exitcode}")
+        return fates
 
 
     async def hold_lease(i):
@@ -47,6 +89,7 @@ HAZARD = textwrap.dedent('''
 
 
     async def serve():
+        print("children:", *start_and_stop_children(), flush=True)
         await asyncio.gather(*[hold_lease(i) for i in range(%d)])
 
 
@@ -68,27 +111,30 @@ HAZARD = textwrap.dedent('''
 ''' % (N, N))
 
 
-def _run(path, lease_dir, mode: str) -> tuple[int, list[str], str]:
+def _run(path, lease_dir, mode: str) -> tuple[int, list[str], str, str]:
     proc = subprocess.Popen([sys.executable, str(path), str(lease_dir), mode], cwd=REPO, env=ENV,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
+        first = proc.stdout.readline()
         assert proc.stdout.readline().strip() == "ready"
         if mode == "wait":
             proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=10)
-    return proc.returncode, sorted(os.listdir(lease_dir)), err
+    return proc.returncode, sorted(os.listdir(lease_dir)), first + "ready\n" + out, err
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(180)
 def test_daemon_loop_leaks_at_exit_and_on_sigterm_and_the_fix_cleans_up(tmp_path):
     hazard = tmp_path / "hazard.py"
     hazard.write_text(HAZARD)
     assert [d.code for d in lint_source(HAZARD.encode(), str(hazard), SETTINGS).diagnostics] == ["SHD407"]
-    fixed_src = fix_source(HAZARD.encode(), str(hazard), SETTINGS, unsafe=False).source  # a safe fix
+    # unsafe (issue 26): the SIGTERM handler it installs changes paths where no loop is frozen
+    assert fix_source(HAZARD.encode(), str(hazard), SETTINGS, unsafe=False).source == HAZARD.encode()
+    fixed_src = fix_source(HAZARD.encode(), str(hazard), SETTINGS, unsafe=True).source
     assert b"runtime_guard.LoopThread(target=run_server, daemon=True).start()" in fixed_src
     assert lint_source(fixed_src, "fixed.py", SETTINGS).diagnostics == []
     fixed = tmp_path / "fixed.py"
@@ -101,11 +147,17 @@ def test_daemon_loop_leaks_at_exit_and_on_sigterm_and_the_fix_cleans_up(tmp_path
             leases.mkdir()
             results[name, mode] = _run(path, leases, mode)
 
-    rc, left, _ = results["before", "exit"]
+    rc, left, out, _ = results["before", "exit"]
     assert rc == 0 and len(left) == N  # the main thread ended; the daemon loop was frozen
-    rc, left, _ = results["before", "wait"]
+    assert out == "children: bash -15 fork -15 spawn -15\nready\n", out
+    rc, left, _, _ = results["before", "wait"]
     assert rc == -signal.SIGTERM and len(left) == N  # killed before any cleanup
-    rc, left, err = results["after", "exit"]
+    # the normal path: the same output (the children's fate included) and exit status, both modes
+    for mode in ("exit", "wait"):
+        assert results["after", mode][2] == results["before", mode][2], (mode, results["after", mode])
+        assert results["after", mode][0] == results["before", mode][0], (mode, results["after", mode])
+    # the hazard gone
+    rc, left, _, err = results["after", "exit"]
     assert rc == 0 and left == [], err
-    rc, left, err = results["after", "wait"]
-    assert rc == 128 + signal.SIGTERM and left == [], err
+    rc, left, _, err = results["after", "wait"]
+    assert rc == -signal.SIGTERM and left == [], err  # cleaned up, then died of SIGTERM as before

@@ -1,0 +1,227 @@
+"""No runtime_guard thread that runs the user's code leaves SIGINT or SIGTERM blocked (issue 26, 3.1).
+
+A thread's signal mask is inherited by the threads it starts and by the processes forked or
+exec'd from it. runtime_guard used to block SIGINT/SIGTERM in its threads (``LoopThread``,
+``hard_exit``'s atexit thread, the watchdog monitor that calls ``on_stall``, ``QuietTimer``,
+``daemon_thread``), so a ``bash -c`` or ``multiprocessing`` child started from code running there
+survived SIGTERM. Each test below runs a real program in which code on one of those threads
+starts (a) a thread, (b) ``bash -c "sleep 30"`` in its own session, ended by ``killpg(SIGTERM)``,
+(c) a ``multiprocessing`` child with ``fork`` and (d) one with ``spawn``, each ended by
+``terminate()``; each must be gone within 1 s with status -15, and none may have SIGINT or
+SIGTERM in its ``SigBlk``. The last test is the liveness the old mask was meant to protect:
+SIGINT/SIGTERM still reach a main thread sleeping in ``time.sleep(60)`` at once with loop threads
+(and their loops' threads) running.
+"""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from rg_testutil import REPO, child_env
+
+BLOCKABLE = (1 << (signal.SIGINT - 1)) | (1 << (signal.SIGTERM - 1))
+
+PROBE = textwrap.dedent('''
+    import json, multiprocessing, os, signal, subprocess, sys, threading, time
+
+    def sigblk(path="/proc/thread-self/status"):
+        with open(path) as f:
+            for line in f:
+                if line.startswith("SigBlk:"):
+                    return int(line.split()[1], 16)
+
+    def _child(q):
+        q.put(sigblk())
+        time.sleep(30)
+
+    def _mp(method):
+        ctx = multiprocessing.get_context(method)
+        q = ctx.Queue()
+        p = ctx.Process(target=_child, args=(q,))
+        p.start()
+        mask = q.get(timeout=60)
+        t0 = time.monotonic()
+        p.terminate()
+        p.join(1.0)
+        out = {"mask": mask, "alive": p.is_alive(), "exitcode": p.exitcode, "seconds": time.monotonic() - t0}
+        if p.is_alive():
+            p.kill()
+            p.join(10)
+        return out
+
+    def _bash():
+        proc = subprocess.Popen(["bash", "-c", "sleep 30"], start_new_session=True)
+        mask = sigblk(f"/proc/{proc.pid}/status")
+        time.sleep(0.2)  # bash has exec'd sleep (the mask survives execve)
+        t0 = time.monotonic()
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(1.0)
+        except subprocess.TimeoutExpired:
+            pass
+        out = {"mask": mask, "alive": proc.poll() is None, "returncode": proc.returncode,
+               "seconds": time.monotonic() - t0}
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+        return out
+
+    def probe():
+        """Run on the thread under test: what it and what it starts have blocked, and their fate."""
+        seen = {}
+        t = threading.Thread(target=lambda: seen.update(mask=sigblk()))
+        t.start()
+        t.join()
+        return {"here": sigblk(), "thread": seen["mask"], "bash": _bash(), "fork": _mp("fork"),
+                "spawn": _mp("spawn")}
+
+    def report(result):
+        os.write(1, ("RESULT " + json.dumps(result) + "\\n").encode())
+''')
+
+CONTEXTS = {
+    # SHD407's fix: the user's coroutine on a LoopThread's loop
+    "LoopThread": '''
+        import asyncio, runtime_guard
+        async def main():
+            report(probe())
+        t = runtime_guard.LoopThread(target=lambda: asyncio.run(main()), daemon=True)
+        t.start()
+        t.join(120)
+    ''',
+    # the same, the loop started with run_forever and the probe handed to it from the main thread
+    "LoopThread-run_forever": '''
+        import asyncio, runtime_guard
+        loop = asyncio.new_event_loop()
+        t = runtime_guard.LoopThread(target=loop.run_forever, daemon=True)
+        t.start()
+        async def main():
+            report(probe())
+        asyncio.run_coroutine_threadsafe(main(), loop).result(120)
+    ''',
+    # hard_exit runs the atexit handlers (the user's code) in a helper thread
+    "hard_exit-atexit": '''
+        import atexit, runtime_guard
+        atexit.register(lambda: report(probe()))
+        runtime_guard.hard_exit(0, atexit_timeout=120)
+    ''',
+    # the watchdog's monitor thread calls the user's on_stall
+    "watchdog-on_stall": '''
+        import asyncio, threading, runtime_guard.watchdog as wd
+        done = threading.Event()
+        def on_stall(rep):
+            if not done.is_set():
+                report(probe())
+                done.set()
+        async def main():
+            wd.watch_loop(threshold=0.1, on_stall=on_stall, hard_threshold=None)
+            await asyncio.sleep(0.3)
+            time.sleep(0.5)  # a stall
+            await asyncio.to_thread(done.wait, 120)
+        asyncio.run(main())
+    ''',
+    # the helpers other modules build on (supervise's and the teardown deadlines, torch's teardown)
+    "QuietTimer": '''
+        from runtime_guard._threads import QuietTimer
+        t = QuietTimer(0.01, lambda: report(probe()))
+        t.start()
+        t.join(120)
+    ''',
+    "daemon_thread": '''
+        from runtime_guard._threads import daemon_thread
+        t = daemon_thread(lambda: report(probe()), "probe")
+        t.start()
+        t.join(120)
+    ''',
+}
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("context", sorted(CONTEXTS))
+def test_code_on_runtime_guard_threads_starts_killable_children(context: str, tmp_path) -> None:
+    script = tmp_path / "probe_program.py"  # a file: the spawn child re-imports __main__ from it
+    body = textwrap.indent(textwrap.dedent(CONTEXTS[context]), "    ")
+    script.write_text(PROBE + "\n\nif __name__ == '__main__':\n" + body)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=150,
+                          env=child_env(), cwd=str(REPO))
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert proc.returncode == 0 and len(lines) == 1, (proc.returncode, proc.stdout, proc.stderr)
+    res = json.loads(lines[0][len("RESULT "):])
+    print(context, res)
+    for who in ("here", "thread"):
+        assert res[who] & BLOCKABLE == 0, f"{context}: {who} has SigBlk {res[who]:#x}"
+    for who in ("bash", "fork", "spawn"):
+        child = res[who]
+        assert child["mask"] & BLOCKABLE == 0, f"{context}: {who} child has SigBlk {child['mask']:#x}"
+        assert not child["alive"], f"{context}: {who} child still running 1 s after SIGTERM: {child}"
+        status = child["returncode"] if who == "bash" else child["exitcode"]
+        assert status == -signal.SIGTERM, f"{context}: {who} child: {child}"
+
+
+LIVENESS = '''
+    import asyncio, os, signal, sys, threading, time
+    from concurrent.futures import ThreadPoolExecutor
+    import runtime_guard
+
+    def spin():
+        x = 0
+        while True:
+            x += 1
+
+    async def serve(i):
+        loop = asyncio.get_running_loop()
+        pool = ThreadPoolExecutor(2)   # the loop's own threads: started from the LoopThread
+        loop.run_in_executor(pool, time.sleep, 3600)
+        loop.run_in_executor(pool, spin)
+        await asyncio.sleep(3600)
+
+    def on_signal(signum, frame):
+        os.write(1, f"handled {signum} {time.monotonic()}\\n".encode())
+        os._exit(0)
+
+    signal.signal(signal.SIGINT, on_signal)
+    if sys.argv[1] == "SIGTERM":
+        signal.signal(signal.SIGTERM, on_signal)   # before the LoopThreads: theirs chains to it
+    for i in range(3):
+        runtime_guard.LoopThread(target=lambda i=i: asyncio.run(serve(i)), daemon=True).start()
+    time.sleep(0.5)
+    print("ready", flush=True)
+    time.sleep(60)
+    print("slept through", flush=True)
+'''
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("target", ["pid", "group"])
+def test_signals_still_reach_a_sleeping_main_thread_promptly(signame: str, target: str) -> None:
+    import os
+
+    sig = getattr(signal, signame)
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(LIVENESS), signame], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=child_env(), cwd=str(REPO),
+                            start_new_session=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        sent = time.monotonic()
+        if target == "group":
+            os.killpg(proc.pid, sig)
+        else:
+            os.kill(proc.pid, sig)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+    handled = [ln.split() for ln in out.splitlines() if ln.startswith("handled")]
+    assert handled and int(handled[0][1]) == sig, (out, err)
+    delay = float(handled[0][2]) - sent
+    print(f"{signame} to {target}: handler ran {delay * 1000:.1f} ms after the signal")
+    assert delay < 5.0  # liveness bound; bench/signal_delivery.py measures the latency
+    assert proc.returncode == 0
