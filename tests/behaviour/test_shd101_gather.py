@@ -272,3 +272,78 @@ def test_fix_output_keeps_comments_and_is_stable():
     assert "trajectories = [t.result() for t in tasks]  # in order" in fixed
     again = fix_source(out.source, "g.py", SETTINGS, unsafe=True)
     assert again.source == out.source and again.applied == 0
+
+
+
+# The three statement shapes (expression, assignment, return) with a list of calls and a
+# starred comprehension; the caller, in another function, catches the child's exception type.
+SHAPES = '''
+import asyncio
+import sys
+
+
+async def child(i, fail):
+    try:
+        await asyncio.sleep(0.01 * (i + 1))
+        if fail and i == 0:
+            raise RuntimeError("child 0 failed")
+        return i * 10
+    finally:
+        await asyncio.sleep(0.01)  # async teardown
+
+
+async def as_statement(fail):
+    await asyncio.gather(child(0, fail), child(1, fail))
+    return "done"
+
+
+async def as_assignment(fail):
+    got = await asyncio.gather(*[child(i, fail) for i in range(3)])
+    return got
+
+
+async def as_return(fail):
+    return await asyncio.gather(child(0, fail), child(1, fail), child(2, fail))
+
+
+async def main():
+    fail = sys.argv[1] == "fail"
+    for shape in (as_statement, as_assignment, as_return):
+        try:
+            got = await shape(fail)
+            print(shape.__name__, type(got).__name__, got, flush=True)
+        except RuntimeError as exc:  # the caller's handler for the child's error
+            print(shape.__name__, "caught RuntimeError:", exc, flush=True)
+        except BaseException as exc:
+            print(shape.__name__, "escaped as", type(exc).__name__, flush=True)
+
+
+asyncio.run(main())
+'''
+
+
+@pytest.mark.timeout(120)
+def test_normal_path_same_values_and_the_failure_path_changes_the_callers_exception(tmp_path):
+    """Why SHD101's fix is unsafe (docs/fix-safety.md): with no failure every shape returns the
+    same values (a list stays a list); when a child fails, the caller's `except RuntimeError`
+    no longer catches it (an ExceptionGroup arrives)."""
+    found = lint_source(SHAPES.encode(), "program.py", SETTINGS).diagnostics
+    assert [d.code for d in found] == ["SHD101"] * 3
+    assert {d.fix["applicability"] for d in found} == {"unsafe"}
+    assert fix_source(SHAPES.encode(), "program.py", SETTINGS).source == SHAPES.encode()  # no safe fix
+    fixed = fix_source(SHAPES.encode(), "program.py", SETTINGS, unsafe=True).source.decode()
+    assert fixed.count("TaskGroup()") == 3 and fixed.count(".result() for t in") == 2
+    outs = {}
+    for name, text in (("original", SHAPES), ("fixed", fixed)):
+        script = tmp_path / f"{name}.py"
+        script.write_text(text)
+        for mode in ("ok", "fail"):
+            done = subprocess.run([sys.executable, str(script), mode], cwd=REPO, capture_output=True, text=True,
+                                  timeout=60)
+            outs[name, mode] = (done.returncode, done.stdout)
+    assert outs["original", "ok"] == outs["fixed", "ok"] == (
+        0, "as_statement str done\nas_assignment list [0, 10, 20]\nas_return list [0, 10, 20]\n")
+    assert outs["original", "fail"] == (0, "".join(
+        f"{s} caught RuntimeError: child 0 failed\n" for s in ("as_statement", "as_assignment", "as_return")))
+    assert outs["fixed", "fail"] == (0, "".join(
+        f"{s} escaped as ExceptionGroup\n" for s in ("as_statement", "as_assignment", "as_return")))
