@@ -168,7 +168,12 @@ class ShutdownLintServer(LanguageServer):
 
         key = fingerprint(settings)
         if key not in self._caches:
-            self._caches[key] = Cache(os.path.join(root, ".shutdown_lint_cache"), key)
+            # where the command line keeps it (the project root, or the user's cache directory)
+            from .cache_key import CACHE_DIR_NAME, cache_dir_for
+            from .config import marked_root
+
+            project = self.resolver.base.path is not None or marked_root(root) is not None
+            self._caches[key] = Cache(cache_dir_for(root, project) or os.path.join(root, CACHE_DIR_NAME), key)
         return self._caches[key]
 
     def _from_cache(self, abspath: str, data: bytes, settings, root: str) -> Optional[dict]:  # type: ignore[no-untyped-def]
