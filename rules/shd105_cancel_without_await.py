@@ -83,7 +83,10 @@ class CancelWithoutAwait(Rule):
     ## Fix safety
     Unsafe: the coroutine now suspends until the cancelled tasks finished their cleanup (at
     most `cleanup_timeout` seconds), so other tasks run at that point and the code after the
-    cancel runs later than before. A statement `task.cancel()` is replaced by
+    cancel runs later than before. That is the point when a cleanup is still running (the
+    hazard's path), but the suspension also happens when the tasks had already finished
+    and nothing raced, and an exception a task raises in its cleanup is now logged there
+    (see docs/fix-safety.md). A statement `task.cancel()` is replaced by
     `await runtime_guard.cancel_and_wait(task, timeout=30)`; for a loop
     `for t in tasks: t.cancel()` the wait is inserted after the loop (tasks already being
     cancelled are not cancelled twice). No fix when the cancel's result is used, or the

@@ -95,3 +95,31 @@ def test_cleanup_races_the_checkpoint_before_and_not_after_fix(tmp_path):
     after = _run(fixed, tmp_path / "after")
     assert after["checkpoint"] == {"flushed": True, "lease_released": True}
     assert after["flushed_at_exit"] is True and after["lease_left_at_exit"] is False
+
+
+# Shape 2: a loop that cancels several tasks gets one wait after the loop.
+LOOP = HAZARD.replace(
+    "    gen = asyncio.create_task(generate(buffer))\n",
+    "    gens = [asyncio.create_task(generate(buffer))]\n",
+).replace(
+    "    gen.cancel()\n",
+    "    for gen in gens:\n        gen.cancel()\n",
+)
+
+
+@pytest.mark.timeout(90)
+def test_loop_shape_waits_once_after_the_loop(tmp_path):
+    assert "for gen in gens:" in LOOP
+    (found,) = lint_source(LOOP.encode(), "loop.py", SETTINGS).diagnostics
+    assert found.fix["applicability"] == "unsafe"
+    fixed_src = fix_source(LOOP.encode(), "loop.py", SETTINGS, unsafe=True).source
+    assert b"        gen.cancel()\n    await runtime_guard.cancel_and_wait(gens, timeout=30)\n" in fixed_src
+    results = []
+    for name, text in (("loop_before", LOOP.encode()), ("loop_after", fixed_src)):
+        path = tmp_path / f"{name}.py"
+        path.write_bytes(text)
+        (tmp_path / name).mkdir()
+        results.append(_run(path, tmp_path / name))
+    assert results[0]["checkpoint"] == {"flushed": False, "lease_released": False}
+    assert results[1]["checkpoint"] == {"flushed": True, "lease_released": True}
+    assert results[1]["lease_left_at_exit"] is False
