@@ -219,3 +219,53 @@ TYPE_ALIASES = {
     "multiprocessing.pool.ApplyResult": "multiprocessing.pool.AsyncResult",
     "multiprocessing.Pool": "multiprocessing.pool.Pool",
 }
+
+#: Calls that take something from a source shared with other threads or processes, and what
+#: they take. Moved into a worker thread (``await asyncio.to_thread(q.get)``), such a call goes
+#: on when the awaiting task is cancelled: the thread still takes the item, and since nobody
+#: awaits the result any more, what it took is lost (a queue item, bytes of a pipe or socket,
+#: a child's exit status) or never given back (a lock, a semaphore permit). SHD301 reports
+#: them without a fix. Socket and ``multiprocessing.connection.Connection`` receives are not in
+#: the vocabulary; they are listed for ``extra-blocking-calls``.
+_QUEUE_GETS = ("queue.Queue", "queue.LifoQueue", "queue.PriorityQueue", "queue.SimpleQueue",
+               "multiprocessing.Queue", "multiprocessing.JoinableQueue", "multiprocessing.SimpleQueue",
+               "multiprocessing.queues.Queue", "multiprocessing.queues.JoinableQueue",
+               "multiprocessing.queues.SimpleQueue", "ray.util.queue.Queue")
+CONSUMING: dict[str, str] = {
+    **{f"{q}.get": "the next item" for q in _QUEUE_GETS},
+    **{f"{FILE}.{m}": "the data it reads" for m in ("read", "read1", "readinto", "readline", "readlines")},
+    "builtins.input": "the line it reads",
+    "subprocess.Popen.communicate": "the child's output",
+    **{f"os.{w}": "the child's exit status" for w in ("wait", "wait3", "wait4", "waitpid", "waitid")},
+    **{f"socket.socket.{m}": "the data it receives" for m in ("recv", "recv_into", "recvfrom", "recvfrom_into",
+                                                              "recvmsg", "recvmsg_into")},
+    "socket.socket.accept": "the connection it accepts",
+    **{f"multiprocessing.connection.Connection.{m}": "the message it receives"
+       for m in ("recv", "recv_bytes", "recv_bytes_into")},
+    **{f"{t}.acquire": "the lock, never released" for t in (
+        "threading.Lock", "threading.RLock", "threading.Condition", "multiprocessing.Lock", "multiprocessing.RLock")},
+    **{f"{t}.acquire": "a permit, never released" for t in (
+        "threading.Semaphore", "threading.BoundedSemaphore", "multiprocessing.Semaphore")},
+}
+
+#: flake8-async / ruff ``ASYNC`` codes that flag the same blocking calls, by family (old and
+#: new numbering: ASYNC100-102 before the split, ASYNC210-251 after). ``# noqa: ASYNC251`` or
+#: ``# type: ignore[ASYNC101]`` on a call's line says the block is meant: SHD301 honours it.
+ASYNC_CODES: dict[str, frozenset[str]] = {
+    "http": frozenset({"ASYNC100", "ASYNC210", "ASYNC211", "ASYNC212"}),
+    "processes": frozenset({"ASYNC101", "ASYNC102", "ASYNC220", "ASYNC221", "ASYNC222"}),
+    "files": frozenset({"ASYNC101", "ASYNC230", "ASYNC231", "ASYNC232", "ASYNC250"}),
+    "paths": frozenset({"ASYNC240"}),
+    "sleeps": frozenset({"ASYNC101", "ASYNC251"}),
+}
+
+
+def family_of(name: str) -> str | None:
+    """The family whose vocabulary holds ``name`` (a qualified name or ``.method``), or None."""
+    if name.startswith("."):
+        return "saves" if name[1:] in SAVE_METHOD_NAMES else None
+    for fam in FAMILIES:
+        for call in fam.calls:
+            if call == name or call.endswith(".*") and name.startswith(call[:-1]) and "." not in name[len(call) - 1:]:
+                return fam.name
+    return None

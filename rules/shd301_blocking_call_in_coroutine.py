@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 import ast
+import io
+import re
+import tokenize
 from typing import Optional
 
 import libcst as cst
@@ -12,8 +15,8 @@ from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule, V
 from shutdown_lint.tree_tier import callee_name
 
 from ._blocking_vocabulary import (
-    ATTRIBUTE_TYPES, CONSUMERS, FAMILIES, FAMILY_NAMES, FILE, LAZY_CALLS, LAZY_WRAPPERS, MP_CONTEXT, NON_IO_METHODS,
-    RESULT_TYPES, SAVE_METHOD_NAMES, TYPE_ALIASES,
+    ASYNC_CODES, ATTRIBUTE_TYPES, CONSUMERS, CONSUMING, FAMILIES, FAMILY_NAMES, FILE, LAZY_CALLS, LAZY_WRAPPERS,
+    MP_CONTEXT, NON_IO_METHODS, RESULT_TYPES, SAVE_METHOD_NAMES, TYPE_ALIASES, family_of,
 )
 from ._fixes import strip_trailing_comma
 
@@ -84,6 +87,14 @@ class BlockingCallInCoroutine(Rule):
     `ray.get(refs, timeout=0)`); string-only path functions (`os.path.join`,
     `basename`, `Path.name`, `joinpath`).
 
+    A call marked with a flake8-async/ruff code of its family on its line says it blocks on
+    purpose and is not flagged: `# noqa: ASYNC251` or `# type: ignore[ASYNC101]` on
+    `time.sleep(...)` (a chaos endpoint that must stall the loop), `ASYNC100`/`210`-`212` on
+    an HTTP call, `ASYNC101`/`102`/`220`-`222` on a process call, `ASYNC101`/`230`-`232`/`250`
+    on a file call or `input()`, `ASYNC240` on a path call (old and new numbering; the
+    `waits`, `saves` and `ray` families have no such code). A code of another family does not
+    count. `# noqa: SHD301` works as for every rule.
+
     `open()` is flagged in every coroutine, startup ones included: on the installed
     sources of ray, anyio, aiohttp and pre-commit every `open()` in an `async def`
     was on a path that other tasks share the loop with (request handlers, agents), so
@@ -124,8 +135,10 @@ class BlockingCallInCoroutine(Rule):
       `loop.call_soon_threadsafe`, it awaits a `run_coroutine_threadsafe` future), the
       program deadlocks. Use the asyncio primitives (`asyncio.Queue`, `asyncio.Event`,
       `asyncio.Lock`) when both sides are coroutines, `asyncio.wrap_future` for
-      executor futures, `loop.run_in_executor`/`asyncio.to_thread(q.get)` for a
-      thread-side queue, or poll (`q.get_nowait()` + `await asyncio.sleep`).
+      executor futures, `asyncio.to_thread(ev.wait)` for a thread-side event, and for a
+      thread-side queue poll (`q.get_nowait()` + `await asyncio.sleep`) or have the
+      producer hand items over with `loop.call_soon_threadsafe(aq.put_nowait, item)`
+      (`asyncio.to_thread(q.get)` loses the item it takes when the task is cancelled).
     - **saves**: serialising a model or a checkpoint takes seconds to minutes. Run it
       with `asyncio.to_thread` (on a snapshot of the state if the loop keeps
       mutating it).
@@ -159,21 +172,42 @@ class BlockingCallInCoroutine(Rule):
     ```
 
     ## Fix safety
-    Unsafe. The fix rewrites `f(*args, **kwargs)` to
-    `await asyncio.to_thread(f, *args, **kwargs)` (keeping the result when it is used,
-    `x = torch.load(p)` -> `x = await asyncio.to_thread(torch.load, p)`, `q.get()` ->
-    `await asyncio.to_thread(q.get)`), and `time.sleep(s)` to `await asyncio.sleep(s)`.
-    In a module that imports `anyio` or `trio` and not `asyncio`, it writes
-    `await anyio.to_thread.run_sync(f, *args)` / `await trio.to_thread.run_sync(...)`
-    and `anyio.sleep` / `trio.sleep` instead (keyword arguments then go through
-    `functools.partial`). The arguments are still evaluated on
-    the loop, but the call itself now runs on another thread while other tasks run:
-    check that it does not touch state the loop mutates meanwhile (a dataloader being
-    iterated, a dict of timings being reset, a model being updated), and that the
-    callee is thread-safe. A coroutine cancelled while it awaits the thread does not
-    stop the thread: a `q.get()` still takes an item (which is then lost), a
-    `lock.acquire()` still takes the lock. The fix adds `import asyncio` when the
-    module does not have it, and uses the module's alias when it does (`aio.to_thread`).
+    Unsafe (a fix is safe only if the program does exactly what it did on every path where
+    the hazard does not occur; here the call itself moves to another thread or changes). Shapes:
+    - `f(*args, **kwargs)` -> `await asyncio.to_thread(f, *args, **kwargs)`, for a function, a
+      method (`self.save_checkpoints(step)` -> `to_thread(self.save_checkpoints, step)`) or a
+      same-module callee that blocks, keeping the result when it is used (`x = torch.load(p)`
+      -> `x = await asyncio.to_thread(torch.load, p)`, parenthesised where needed:
+      `(await asyncio.to_thread(th.load, p))["model"]`);
+    - `time.sleep(s)` -> `await asyncio.sleep(s)`;
+    - in a module that imports `anyio` or `trio` and not `asyncio`:
+      `await anyio.to_thread.run_sync(f, *args)` / `trio.to_thread.run_sync(...)` (keyword
+      arguments then go through `functools.partial`) and `anyio.sleep` / `trio.sleep`.
+
+    The arguments are still evaluated on the loop, but the call itself now runs on another
+    thread while other tasks run: check that it does not touch state the loop mutates
+    meanwhile (a dataloader being iterated, a dict of timings being reset, a model being
+    updated), and that the callee is thread-safe. A coroutine cancelled while it awaits the
+    thread does not stop the thread: the call finishes and its result is dropped. The fix
+    adds `import asyncio` when the module does not have it, and uses the module's alias
+    when it does (`aio.to_thread`). Each shape is run before and after (the loop's longest
+    stall, the call's value and output) in `tests/behaviour/test_shd301_*.py`.
+
+    No fix, with the reason in the message, for calls that *take* something, whose result
+    would be lost on that cancellation (`CONSUMING` in `_blocking_vocabulary.py`): `get` of
+    `queue.Queue`/`LifoQueue`/`PriorityQueue`/`SimpleQueue`, of `multiprocessing` queues and of
+    `ray.util.queue.Queue` (with or without a timeout: the thread still dequeues the next
+    item), `read`/`read1`/`readinto`/`readline`/`readlines` of a file object (a pipe's or a
+    socket file's bytes are gone), `input()`, `Popen.communicate()` (the child's output),
+    `os.wait`/`wait3`/`wait4`/`waitpid`/`waitid` (the child's exit status can be collected
+    once), and `acquire()` of a `Lock`, `RLock`, `Condition` or semaphore (taken by a thread
+    nobody tells to give it back; an `RLock` cannot even be released by the loop's thread);
+    also socket `recv*`/`accept` and `multiprocessing` `Connection.recv*` when added with
+    `extra-blocking-calls`. Poll instead (`q.get_nowait()` or `block=False`/`timeout=0`
+    between `await asyncio.sleep()`s), or use an asyncio primitive (`asyncio.Queue`,
+    `loop.add_reader`, `asyncio.create_subprocess_exec`). Calls that are not lost this way
+    keep the fix: `put`, `Event.wait`, `join`, `Future.result()`, `ray.get` (the result stays
+    in its future or object store), writes.
 
     No fix is offered where a thread would not help or would be wrong:
     - `open()` (and `os.fdopen`, `gzip.open`, `Path.open`, ...) and calls inside a
@@ -186,9 +220,6 @@ class BlockingCallInCoroutine(Rule):
       `concurrent.futures.as_completed`): the iteration would still run on the loop;
     - `subprocess.Popen(...)` and `os.popen(...)`: the object is used afterwards
       (`p.wait()`, `p.stdout.read()`); switch to `asyncio.create_subprocess_exec`;
-    - `lock.acquire()` when the coroutine also calls `release()` on it: the lock
-      would be taken by a worker thread and released by the loop thread (an error for
-      an `RLock`, and a lock never released if the coroutine is cancelled meanwhile);
     - inside comprehensions (an `await` there changes what the comprehension is), or
       where the call is the target of a `with`.
 
@@ -320,6 +351,14 @@ class BlockingCallInCoroutine(Rule):
                 self.step += 1
             async def train(self):
                 self.bump()
+        """,
+        # blocking on purpose, said with a flake8-async/ruff marker of the same family
+        """
+        import time
+        async def block_event_loop(duration: float):
+            \"\"\"Deliberately blocks the event loop (a chaos endpoint).\"\"\"
+            time.sleep(duration)  # noqa: ASYNC251
+            time.sleep(0.1)  # type: ignore[ASYNC101]
         """,
         # lambdas are not run here
         """
@@ -530,7 +569,47 @@ class BlockingCallInCoroutine(Rule):
             """,
             count=3,
         ),
-        # waits: a thread-side queue and event are fixed; an acquire released here is not
+        # a queue read moved to a thread would lose the item it takes after a cancel: no fix
+        # (OpenHands' event stream); a marker of another family does not silence a finding
+        Invalid(
+            """
+            import queue
+            import requests
+
+            class EventStream:
+                def __init__(self):
+                    self._queue = queue.Queue()
+
+                async def _process_queue(self):
+                    while True:
+                        try:
+                            event = self._queue.get(timeout=0.1)
+                        except queue.Empty:
+                            continue
+                        requests.post(self.url, json=event)  # noqa: ASYNC251
+            """,
+            fixed="""
+            import queue
+            import requests
+            import asyncio
+
+            class EventStream:
+                def __init__(self):
+                    self._queue = queue.Queue()
+
+                async def _process_queue(self):
+                    while True:
+                        try:
+                            event = self._queue.get(timeout=0.1)
+                        except queue.Empty:
+                            continue
+                        await asyncio.to_thread(requests.post, self.url, json=event)  # noqa: ASYNC251
+            """,
+            count=2,
+            message_contains="lost",
+        ),
+        # waits: a thread-side event is fixed; a queue's get (in a thread it still takes an item
+        # after a cancel, and the item is lost) and an acquire (the lock is never given back) are not
         Invalid(
             """
             import queue, threading
@@ -559,7 +638,7 @@ class BlockingCallInCoroutine(Rule):
                     self.lock = threading.Lock()
 
                 async def drain(self):
-                    item = await asyncio.to_thread(self.results.get)
+                    item = self.results.get()
                     await asyncio.to_thread(self.done.wait)
                     self.lock.acquire()
                     self.lock.release()
@@ -676,6 +755,7 @@ class BlockingCallInCoroutine(Rule):
         self._iterate_files = "files" in chosen
         self._depth = max(0, int(self.config["max-depth"]))
         self._body_cache: dict[tuple[int, int], Optional[list[tuple[str, cst.Call]]]] = {}
+        self._markers: Optional[dict[int, set[str]]] = None
 
     # ------------------------------------------------------------------ visitor
     def visit_Call(self, node: cst.Call) -> None:
@@ -687,8 +767,11 @@ class BlockingCallInCoroutine(Rule):
         direct = self._blocking(node)
         if direct is not None:
             shown, key = direct
+            if self._meant(node, key):
+                return
+            lost = CONSUMING.get(key)
             self.report(node, f"`{shown}()` blocks the event loop: every other task on it stalls until "
-                              "it returns", fix=self._fix(node, key))
+                              "it returns" + _no_thread(lost), fix=None if lost else self._fix(node, key))
             return
         target = self.facts.resolve_call(node)
         if target is None or target.is_async or self._depth == 0:
@@ -696,13 +779,30 @@ class BlockingCallInCoroutine(Rule):
         inner = self._blocking_inside(target, self._depth, set())
         if inner is None:
             return
+        found = self._blocking(inner[-1][1])
+        key = found[1] if found else None
+        if key is not None and self._meant(node, key):
+            return
+        lost = CONSUMING.get(key)
         via = ", which calls ".join(f"`{name}()` (line {self.facts.line_of(call)})" for name, call in inner)
         self.report(
             node,
             f"`{_code(node.func)}()` blocks the event loop: it calls {via}; every other task on the loop "
-            "stalls until it returns",
-            fix=self._fix(node, None),
+            "stalls until it returns" + _no_thread(lost),
+            fix=None if lost else self._fix(node, None),
         )
+
+    def _meant(self, node: cst.Call, key: str) -> bool:
+        """A flake8-async/ruff marker for this family on the call's line (``# noqa: ASYNC251``,
+        ``# type: ignore[ASYNC101]``): the author says the call blocks on purpose."""
+        codes = ASYNC_CODES.get(family_of(key) or "")
+        if not codes:
+            return False
+        if self._markers is None:
+            self._markers = _async_markers(self.facts.module)
+        if not self._markers:
+            return False
+        return bool(self._markers.get(self.facts.line_of(node), set()) & codes)
 
     def visit_For(self, node: cst.For) -> None:
         if node.asynchronous is None:
@@ -1064,7 +1164,7 @@ class BlockingCallInCoroutine(Rule):
     # ------------------------------------------------------------------ fix
     def _fix(self, node: cst.Call, key: Optional[str]) -> Optional[Fix]:
         if key in self._no_fix or self._in_comprehension(node) or self._in_with_item(node) \
-                or self._in_open_block(node) or self._acquire_released_here(node, key):
+                or self._in_open_block(node):
             return None
         lib, alias = self._async_library()
         edits = []
@@ -1113,15 +1213,6 @@ class BlockingCallInCoroutine(Rule):
                 return lib, None
         return "asyncio", None
 
-    def _acquire_released_here(self, node: cst.Call, key: Optional[str]) -> bool:
-        """``lock.acquire()`` in a coroutine that also calls ``lock.release()``."""
-        if key is None or not key.endswith(".acquire") or not isinstance(node.func, cst.Attribute):
-            return False
-        receiver = _code(node.func.value)
-        fn = self.facts.enclosing_function(node)
-        return any(isinstance(c.func, cst.Attribute) and c.func.attr.value == "release"
-                   and _code(c.func.value) == receiver for c in (fn.calls if fn is not None else ()))
-
     def _needs_parens(self, node: cst.Call) -> bool:
         # ``await`` binds looser than attribute access, subscription and calls
         parent = self.facts.parent(node)
@@ -1159,6 +1250,34 @@ class BlockingCallInCoroutine(Rule):
             if isinstance(anc, cst.BaseStatement):
                 return False
         return False
+
+
+def _no_thread(lost: Optional[str]) -> str:
+    if not lost:
+        return ""
+    return (f"; no fix: run in a thread (`asyncio.to_thread`), the call goes on when the awaiting task is "
+            f"cancelled and takes {lost}, which is then lost with the result; poll instead (`get_nowait()`, "
+            "`block=False`/`timeout=0` between `await asyncio.sleep()`s) or use an async primitive")
+
+
+_MARKER = re.compile(r"#\s*(?:noqa\s*:|type\s*:\s*ignore\s*\[)\s*(?P<codes>ASYNC\d+(?:\s*,\s*ASYNC\d+)*)", re.I)
+
+
+def _async_markers(module: cst.Module) -> dict[int, set[str]]:
+    """Line -> the ``ASYNC`` codes a ``# noqa:`` or ``# type: ignore[...]`` comment names there."""
+    text = module.code
+    if "async" not in text.lower():
+        return {}
+    out: dict[int, set[str]] = {}
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.COMMENT and "ASYNC" in tok.string.upper():
+                for m in _MARKER.finditer(tok.string):
+                    out.setdefault(tok.start[0], set()).update(
+                        c.strip().upper() for c in m.group("codes").split(","))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return {}
+    return out
 
 
 def _names_named(node: cst.CSTNode, name: str) -> list[cst.Name]:

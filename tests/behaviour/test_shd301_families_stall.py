@@ -49,8 +49,9 @@ async def main():
     tick = asyncio.create_task(ticker())
     await asyncio.sleep(0.1)
     start = time.monotonic()
-    await blocking_op()
+    result = await blocking_op()
     took = time.monotonic() - start
+    print(f"RESULT={result!r}", flush=True)
     await asyncio.sleep(0.05)
     tick.cancel()
     gaps = [b - a for a, b in zip(TICKS, TICKS[1:])]
@@ -88,7 +89,7 @@ PROGRAMS = {
 
         async def blocking_op():
             resp = urllib.request.urlopen(URL)
-            assert resp.status == 200
+            return resp.status, resp.read()
         ''',
     "processes": '''
         import subprocess
@@ -97,7 +98,8 @@ PROGRAMS = {
 
 
         async def blocking_op():
-            subprocess.run(["sleep", str(DELAY)], check=True)
+            done = subprocess.run(["sh", "-c", f"sleep {{DELAY}}; echo slept"], check=True, capture_output=True)
+            return done.returncode, done.stdout
         ''',
     "files": '''
         import os
@@ -105,18 +107,21 @@ PROGRAMS = {
 
         DELAY = {delay}
         READ_END, WRITE_END = os.pipe()
-        PIPE = os.fdopen(READ_END, "rb")  # a slow file: its writer delivers DELAY seconds late
+        PIPE = os.fdopen(WRITE_END, "wb", buffering=0)  # a slow file: its reader drains DELAY seconds late
+        DATA = b"x" * 1_000_000  # far more than the pipe's buffer
+        GOT = []
 
 
-        def deliver():
-            os.write(WRITE_END, b"data")
-            os.close(WRITE_END)
+        def drain():
+            with os.fdopen(READ_END, "rb") as fh:
+                GOT.append(len(fh.read()))
 
 
         async def blocking_op():
-            threading.Timer(DELAY, deliver).start()
-            data = PIPE.read()
-            assert data == b"data"
+            threading.Timer(DELAY, drain).start()
+            written = PIPE.write(DATA)  # a write is not lost on a cancel: it is fixed
+            PIPE.close()
+            return written
         ''',
     "paths": '''
         import os
@@ -137,8 +142,7 @@ PROGRAMS = {
 
         async def blocking_op():
             threading.Timer(DELAY, deliver).start()
-            text = Path(FIFO).read_text()
-            assert text == "data"
+            return Path(FIFO).read_text().upper()  # the fix needs parentheses: (await ...).upper()
         ''',
     "sleeps": '''
         import time
@@ -150,17 +154,15 @@ PROGRAMS = {
             time.sleep(DELAY)
         ''',
     "waits": '''
-        import queue
         import threading
 
         DELAY = {delay}
-        RESULTS = queue.Queue()
+        READY = threading.Event()  # set by another thread; a queue's get gets no fix (see below)
 
 
         async def blocking_op():
-            threading.Timer(DELAY, RESULTS.put, args=("result",)).start()
-            item = RESULTS.get()
-            assert item == "result"
+            threading.Timer(DELAY, READY.set).start()
+            return READY.wait()
         ''',
 }
 
@@ -176,12 +178,13 @@ def _diagnostics(source: str, families=FAMILY_NAMES):
     return result.diagnostics
 
 
-def _run(path: Path) -> tuple[float, float]:
+def _run(path: Path) -> tuple[float, float, str]:
     done = subprocess.run([sys.executable, "-W", "ignore", str(path)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     m = re.search(r"MAX_GAP=([\d.]+) OP=([\d.]+)", done.stdout)
-    assert m, done.stdout
-    return float(m.group(1)), float(m.group(2))
+    r = re.search(r"^RESULT=(.*)$", done.stdout, re.M)
+    assert m and r, done.stdout
+    return float(m.group(1)), float(m.group(2)), r.group(1)
 
 
 @pytest.mark.timeout(120)
@@ -201,12 +204,13 @@ def test_family_blocking_call_stalls_the_loop_and_the_fix_does_not(family, tmp_p
     hazard, fixed = tmp_path / "hazard.py", tmp_path / "fixed.py"
     hazard.write_text(hazard_src)
     fixed.write_text(fixed_src)
-    hazard_gap, hazard_op = _run(hazard)
-    fixed_gap, fixed_op = _run(fixed)
+    hazard_gap, hazard_op, hazard_result = _run(hazard)
+    fixed_gap, fixed_op, fixed_result = _run(fixed)
     print(f"{family}: hazard: longest loop stall {hazard_gap:.3f}s (call {hazard_op:.3f}s); "
           f"fixed: longest stall {fixed_gap:.3f}s (call {fixed_op:.3f}s)")
 
     assert hazard_op >= 0.9 * DELAY and fixed_op >= 0.9 * DELAY  # the calls really waited
+    assert hazard_result == fixed_result, (hazard_result, fixed_result)  # the same value, before and after
     # hazard: no tick during the whole call
     assert hazard_gap >= 0.9 * hazard_op
     # fixed: the ticker kept ticking during the call
