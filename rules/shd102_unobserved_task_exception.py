@@ -11,6 +11,20 @@ from shutdown_lint.traversal import walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
 
+#: ``runtime_guard.supervise``'s policies; "log" is the only one that keeps the program's behaviour.
+POLICIES = ("log", "cancel-main", "exit")
+
+
+def supervise_call(task: cst.BaseExpression, policy: str) -> cst.Call:
+    """``runtime_guard.supervise(<task>, on_error="<policy>")``: the policy is always explicit, so a
+    fixed program does not depend on ``set_default_policy`` or ``$RUNTIME_GUARD_TASK_POLICY``."""
+    return guard_call("supervise", [
+        cst.Arg(task),
+        cst.Arg(cst.SimpleString(f'"{policy}"'), keyword=cst.Name("on_error"),
+                equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                      whitespace_after=cst.SimpleWhitespace(""))),
+    ])
+
 _SPAWNERS = frozenset({
     "asyncio.create_task", "asyncio.ensure_future", "asyncio.AbstractEventLoop.create_task",
 })
@@ -95,23 +109,47 @@ class UnobservedTaskException(Rule):
     import runtime_guard
 
     async def train(self):
-        runtime_guard.supervise(asyncio.create_task(self._generate_loop()))
+        runtime_guard.supervise(asyncio.create_task(self._generate_loop()), on_error="log")
         while True:
             batch = await self.queue.get()
     ```
-    `runtime_guard.supervise(task, on_error=...)` keeps a strong reference to the task and
-    adds a done callback. By default (`on_error="cancel-main"`) a failure is logged with its
-    traceback and the loop's main task (the one `asyncio.run` waits for) is cancelled so the
-    program unwinds through its `finally` blocks and exits non-zero; with no main task, the
-    main thread gets SIGINT, or the process exits with status 1. `"log"` only logs, `"exit"`
-    logs and calls `hard_exit(1)`; the default can be set with
-    `runtime_guard.set_default_policy` or `$RUNTIME_GUARD_TASK_POLICY`.
+    `runtime_guard.supervise(task, on_error=...)` returns the task itself, keeps a strong
+    reference to it until it ends and adds a done callback: when the task raises, the failure is
+    logged at once with its traceback (on the `runtime_guard.supervise` logger), instead of being
+    lost or reported only when the task object is garbage-collected. What happens next is the
+    policy, which the fix always passes explicitly (so neither `runtime_guard.set_default_policy`
+    nor `$RUNTIME_GUARD_TASK_POLICY` can change what a fixed program does):
+
+    - `"log"` (the default of the option `on-error`): nothing more. The program goes on exactly as
+      before - a server keeps serving after a failed best-effort write; a trainer that waits for
+      the dead task's output still waits, but the reason is on stderr at once.
+    - `"cancel-main"`: the loop's main task (the one `asyncio.run` waits for) is cancelled, so the
+      program unwinds through its `finally` blocks and exits non-zero; with no main task (a loop
+      run by `run_forever` in a thread) the main thread gets SIGINT, or the process exits with
+      status 1; if the loop still runs 30 s later the process exits.
+    - `"exit"`: `runtime_guard.hard_exit(1)` at once (no `finally` blocks run).
+
+    Choose `on-error = "cancel-main"` for programs in which any failed background task makes the
+    whole run worthless and waiting would only burn time: trainers, rollout generators, batch
+    jobs (the SkyRL trainer above ends instead of idling 128 GPUs). Keep `"log"` for servers and
+    anything whose background tasks are best-effort (telemetry, cache writes, notifications).
 
     ## Fix safety
-    Safe: `supervise` returns the task itself, so the expression keeps its value and type;
-    only what happens when the task fails changes (it is logged and ends the program
-    instead of being lost). If a task is allowed to fail quietly, pass
-    `on_error="log"`. The fix adds `import runtime_guard`.
+    Safe with the default `on-error = "log"`. The hazard's path is a run in which the task
+    raises and nothing the rule can see looks at the exception: there the fixed program logs
+    `runtime_guard: supervised task <name> failed` with the traceback at once (and asyncio's late
+    "Task exception was never retrieved" no longer appears), and does nothing else - no signal,
+    no handler or hook installed, no cancellation, no exit: it goes on as before. On every other
+    path (no task fails) `supervise` returns the task itself, so the expression keeps its value
+    and type, and the program does exactly what it did; the strong reference only keeps a pending
+    task from being garbage-collected mid-run (the hazard of SHD106). The policy is written into
+    the fixed code, so `$RUNTIME_GUARD_TASK_POLICY` and `set_default_policy` cannot change it. If
+    code the rule cannot see (another module) also awaits the task, a failure is logged there as
+    well. The fix adds `import runtime_guard`.
+
+    Unsafe with `on-error = "cancel-main"` or `"exit"`: a failed task then ends a program that
+    used to go on (a web server whose background write fails stops serving), which is the point
+    for a trainer but a change of behaviour, so the fix is only applied with `--unsafe-fixes`.
 
     A task whose coroutine catches and logs every `Exception` itself (nothing can be lost) is
     left to SHD106 (task-not-retained), which flags it only when no reference is kept: the two
@@ -133,6 +171,13 @@ class UnobservedTaskException(Rule):
     candidate_tree = staticmethod(lambda tree: _may_lose_a_task(tree))
     facts_needed = ("functions", "calls")
     options = {
+        "on-error": Option(
+            default="log", kind=str, choices=POLICIES,
+            doc="The policy the fix passes to `runtime_guard.supervise(..., on_error=...)`: `\"log\"` "
+                "(log the failure with its traceback and go on: a safe fix), `\"cancel-main\"` (also cancel "
+                "the main task so the program unwinds and exits non-zero) or `\"exit\"` (also exit with "
+                "status 1). Any policy but `\"log\"` makes the fix unsafe.",
+        ),
         "flag-reference-only": Option(
             default=True, kind=bool,
             doc="Also flag tasks kept in a set whose done callback only discards them "
@@ -284,7 +329,7 @@ class UnobservedTaskException(Rule):
             class Trainer:
                 async def train(self):
                     # fire and forget
-                    runtime_guard.supervise(asyncio.create_task(self._generate_loop()))  # background
+                    runtime_guard.supervise(asyncio.create_task(self._generate_loop()), on_error="log")  # background
                     while True:
                         await self.queue.get()
             """,
@@ -307,7 +352,7 @@ class UnobservedTaskException(Rule):
 
             class Trainer:
                 def start(self):
-                    self._gen_task = runtime_guard.supervise(aio.create_task(self.run()))
+                    self._gen_task = runtime_guard.supervise(aio.create_task(self.run()), on_error="log")
 
                 def stop(self):
                     self._gen_task.cancel()
@@ -334,8 +379,8 @@ class UnobservedTaskException(Rule):
                 loop = get_event_loop()
                 workers = []
                 for i in range(n):
-                    workers.append(runtime_guard.supervise(loop.create_task(worker(i))))
-                runtime_guard.supervise(ensure_future(monitor()))
+                    workers.append(runtime_guard.supervise(loop.create_task(worker(i)), on_error="log"))
+                runtime_guard.supervise(ensure_future(monitor()), on_error="log")
                 loop.run_forever()
             """,
             count=2,
@@ -358,7 +403,7 @@ class UnobservedTaskException(Rule):
             background_tasks = set()
 
             async def handle(request):
-                task = runtime_guard.supervise(asyncio.create_task(log_request(request)))
+                task = runtime_guard.supervise(asyncio.create_task(log_request(request)), on_error="log")
                 background_tasks.add(task)
                 task.add_done_callback(background_tasks.discard)
             """,
@@ -386,7 +431,7 @@ class UnobservedTaskException(Rule):
                     self.loop = asyncio.new_event_loop()
 
                 def submit(self, req):
-                    self.pending = [runtime_guard.supervise(self.loop.create_task(self.generate(r))) for r in req]
+                    self.pending = [runtime_guard.supervise(self.loop.create_task(self.generate(r)), on_error="log") for r in req]
                     for t in self.pending:
                         t.cancel()
             """,
@@ -411,7 +456,7 @@ class UnobservedTaskException(Rule):
 
             class Trainer:
                 async def train(self, buffer):
-                    workers = [runtime_guard.supervise(asyncio.create_task(self._generate(buffer))) for _ in range(4)]
+                    workers = [runtime_guard.supervise(asyncio.create_task(self._generate(buffer)), on_error="log") for _ in range(4)]
                     while not buffer.exhausted():
                         await self._step(await buffer.get())
                     for w in workers:
@@ -438,7 +483,7 @@ class UnobservedTaskException(Rule):
             import runtime_guard
 
             async def run(jobs, done):
-                tasks = [runtime_guard.supervise(asyncio.create_task(j())) for j in jobs]
+                tasks = [runtime_guard.supervise(asyncio.create_task(j()), on_error="log") for j in jobs]
 
                 async def watch(pending=tasks):
                     _ = await asyncio.gather(*pending, return_exceptions=True)
@@ -465,8 +510,31 @@ class UnobservedTaskException(Rule):
                 for c in conns:
                     runtime_guard.supervise(loop.create_task(
                         handle(c),  # one per connection
-                    ))
+                    ), on_error="log")
             """,
+        ),
+        # a trainer that chose to end the run on a failed background task (an unsafe fix)
+        Invalid(
+            """
+            import asyncio
+
+            class Trainer:
+                async def train(self):
+                    self.gen = asyncio.create_task(self.generate_loop(), name="generator")
+                    while True:
+                        await self.step(await self.batches.get())
+            """,
+            fixed="""
+            import asyncio
+            import runtime_guard
+
+            class Trainer:
+                async def train(self):
+                    self.gen = runtime_guard.supervise(asyncio.create_task(self.generate_loop(), name="generator"), on_error="cancel-main")
+                    while True:
+                        await self.step(await self.batches.get())
+            """,
+            options={"on-error": "cancel-main"},
         ),
     ]
 
@@ -503,11 +571,11 @@ class UnobservedTaskException(Rule):
             message = (f"task stored in `{where}` is never awaited or checked: an exception it raises "
                        "is lost and the program goes on")
         message += why
-        fix = Fix.safe(
-            Replace(node, guard_call("supervise", [cst.Arg(node)])),
-            IMPORT_RUNTIME_GUARD,
-            message="Wrap in `runtime_guard.supervise(...)`",
-        )
+        policy = self.config["on-error"]
+        edits = (Replace(node, supervise_call(node, policy)), IMPORT_RUNTIME_GUARD)
+        fix_message = f'Wrap in `runtime_guard.supervise(..., on_error="{policy}")`'
+        # Only "log" leaves the program's behaviour alone; the other policies end it when a task fails.
+        fix = Fix.safe(*edits, message=fix_message) if policy == "log" else Fix.unsafe(*edits, message=fix_message)
         self.report(node, message, fix=fix)
 
     def _coroutine_elsewhere(self, arg: cst.BaseExpression, at: cst.Call):

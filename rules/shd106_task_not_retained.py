@@ -8,8 +8,8 @@ from shutdown_lint.candidates import All, AnyOf, Word, qualified
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
 from shutdown_lint.tree_tier import callee_name
 
-from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
-from .shd102_unobserved_task_exception import handles_own_errors, is_task_spawn, spawns
+from ._fixes import IMPORT_RUNTIME_GUARD
+from .shd102_unobserved_task_exception import handles_own_errors, is_task_spawn, spawns, supervise_call
 
 
 class TaskNotRetained(Rule):
@@ -65,9 +65,14 @@ class TaskNotRetained(Rule):
     attribute that a `close()` method awaits.
 
     ## Fix safety
-    Safe: `supervise` returns the task itself, so the expression keeps its value; the only
-    change is that the task can no longer be garbage-collected while it runs (and a failure,
-    which the coroutine already catches, would be logged). The fix adds `import runtime_guard`.
+    Safe: `supervise` returns the task itself, so the expression keeps its value and type, and
+    with `on_error="log"` (passed explicitly, so `$RUNTIME_GUARD_TASK_POLICY` and
+    `runtime_guard.set_default_policy` do not apply) it only keeps a strong reference until the
+    task ends and logs a failure with its traceback: no signal, no handler or hook installed, no
+    cancellation, no exit. On every path where the task is not collected mid-run the program
+    does exactly what it did; where it would have been collected, it now runs on. A failure the
+    coroutine lets through anyway (a `BaseException`, a `finally` that raises) is logged at once
+    instead of when the task is collected. The fix adds `import runtime_guard`.
 
     ## References
     - Python docs: `asyncio.create_task` ("Important: Save a reference to the result of this
@@ -304,12 +309,7 @@ class TaskNotRetained(Rule):
         if where is None:
             return
         fix = Fix.safe(
-            Replace(node, guard_call("supervise", [
-                cst.Arg(node),
-                cst.Arg(cst.SimpleString('"log"'), keyword=cst.Name("on_error"),
-                        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
-                                              whitespace_after=cst.SimpleWhitespace(""))),
-            ])),
+            Replace(node, supervise_call(node, "log")),
             IMPORT_RUNTIME_GUARD,
             message='Keep a reference: `runtime_guard.supervise(..., on_error="log")`',
         )

@@ -1,8 +1,20 @@
 """Supervision for fire-and-forget asyncio tasks.
 
 A task whose exception nobody awaits is silently dropped by asyncio; in the 128-GPU incident
-(skyrl #1691) that left a training job idle for days. ``supervise`` keeps the task alive, logs
-its failure with the traceback and then ends the program according to a policy.
+(skyrl #1691) that left a training job idle for days. ``supervise`` keeps the task referenced
+until it ends and logs its failure with the traceback at once; what happens next is the task's
+policy (``on_error``):
+
+* ``"log"``: nothing else. No signal is sent, no handler or hook is installed, no task is
+  cancelled, no thread is started, the process does not exit: the program goes on exactly as it
+  would have (this is what SHD102's and SHD106's safe fixes pass, explicitly).
+* ``"cancel-main"``: the loop's main task is cancelled so ``asyncio.run`` unwinds through its
+  ``finally`` blocks (with no main task: SIGINT to the main thread, else exit 1), and a daemon
+  timer thread exits the process if the loop still runs after the grace period.
+* ``"exit"``: ``hard_exit(1)``.
+
+Neither policy starts, signals or waits for child processes (``hard_exit`` ends only this
+process; children outlive it unless they watch it).
 """
 from __future__ import annotations
 
@@ -27,8 +39,9 @@ ENV_GRACE = "RUNTIME_GUARD_EXIT_GRACE"
 log = logging.getLogger("runtime_guard.supervise")
 T = TypeVar("T", bound="asyncio.Future[Any]")
 
-# Strong references: the event loop only keeps weak references to tasks.
-_tasks: set["asyncio.Future[Any]"] = set()
+# Strong references (the event loop only keeps weak references to tasks), each with the policy its
+# caller passed (None: the process default, read when the task fails).
+_tasks: dict["asyncio.Future[Any]", Optional[str]] = {}
 _default_policy: Optional[str] = None
 _excepthook_installed = False
 
@@ -39,11 +52,17 @@ def _env_policy() -> str:
 
 
 def get_default_policy() -> str:
+    """The policy of tasks supervised without ``on_error``: ``set_default_policy``'s, else
+    ``$RUNTIME_GUARD_TASK_POLICY``'s, else ``"cancel-main"``. An explicit ``on_error`` always wins."""
     return _default_policy if _default_policy is not None else _env_policy()
 
 
 def set_default_policy(policy: Policy) -> str:
-    """Set the process-wide default policy; returns the previous one."""
+    """Set the process-wide default policy; returns the previous one.
+
+    It applies only to tasks supervised without ``on_error`` (read when such a task fails); a
+    task given ``on_error=...`` (as every fix of shutdown-lint does) keeps its own policy.
+    """
     global _default_policy
     if policy not in _POLICIES:
         raise ValueError(f"policy must be one of {_POLICIES}, got {policy!r}")
@@ -63,7 +82,7 @@ def find_main_task(loop: asyncio.AbstractEventLoop) -> Optional["asyncio.Task[An
     """The task ``run_until_complete`` (hence ``asyncio.run``) is waiting for, if any.
 
     Recognised by the done-callback run_until_complete adds to it (asyncio's
-    ``_run_until_complete_cb``, uvloop's ``done_cb``).
+    ``_run_until_complete_cb``, uvloop's ``done_cb``). Only looks: no signal, thread or task change.
     """
     try:
         tasks = asyncio.all_tasks(loop)
@@ -78,7 +97,10 @@ def find_main_task(loop: asyncio.AbstractEventLoop) -> Optional["asyncio.Task[An
 
 
 def _exit_if_loop_still_running(loop: asyncio.AbstractEventLoop, grace: float) -> None:
-    # Bounded grace: if cancelling did not stop the loop (a task swallowed CancelledError...), end the process.
+    """Start a daemon timer thread (SIGINT/SIGTERM blocked in that thread only; it starts no
+    process) that calls ``hard_exit(1)``, skipping atexit handlers, if ``loop`` still runs after
+    ``grace`` seconds. ``"cancel-main"`` only: a task that swallowed the CancelledError must not
+    keep the process alive."""
     def check() -> None:
         try:
             if loop.is_running() and not loop.is_closed():
@@ -92,7 +114,10 @@ def _exit_if_loop_still_running(loop: asyncio.AbstractEventLoop, grace: float) -
 
 
 def _interrupt_main_thread() -> bool:
-    """Deliver SIGINT to the main thread if Python handles it (so the program unwinds as on Ctrl+C)."""
+    """Send SIGINT to the main thread (``pthread_kill``) if Python handles SIGINT there, so the
+    program's own SIGINT handler runs as on Ctrl+C (the default one raises KeyboardInterrupt).
+    Installs nothing and changes no handler; False when SIGINT is ignored or left to the OS.
+    ``"cancel-main"`` with no main task only."""
     handler = signal.getsignal(signal.SIGINT)
     if not callable(handler):
         return False
@@ -104,6 +129,7 @@ def _interrupt_main_thread() -> bool:
 
 
 def _apply_policy(task: "asyncio.Future[Any]", policy: str) -> None:
+    """What ``"cancel-main"`` and ``"exit"`` do after the failure was logged (``"log"``: nothing)."""
     if policy == "log":
         return
     if policy == "exit":
@@ -130,30 +156,39 @@ def _apply_policy(task: "asyncio.Future[Any]", policy: str) -> None:
     hard_exit(1)
 
 
-def _done(task: "asyncio.Future[Any]", policy: Optional[str]) -> None:
-    _tasks.discard(task)
+def _policy_of(task: "asyncio.Future[Any]", explicit: Optional[str]) -> str:
+    return explicit if explicit is not None else get_default_policy()
+
+
+def _done(task: "asyncio.Future[Any]", explicit: Optional[str]) -> None:
+    _tasks.pop(task, None)
     try:
         if task.cancelled():
             return
-        exc = task.exception()
+        exc = task.exception()  # retrieved: asyncio will not report it a second time when collected
         if exc is None:
             return
         name = task.get_name() if isinstance(task, asyncio.Task) else repr(task)
         log.error("runtime_guard: supervised task %s failed", name, exc_info=(type(exc), exc, exc.__traceback__))
-        _apply_policy(task, policy or get_default_policy())
+        _apply_policy(task, _policy_of(task, explicit))
     except Exception:
         log.exception("runtime_guard: error while handling a supervised task's failure")
 
 
 def _thread_excepthook_factory(previous: Any) -> Any:
+    """A ``threading.excepthook`` that acts only on the SystemExit/KeyboardInterrupt of a task
+    supervised with a policy other than ``"log"`` and hands every other exception to ``previous``
+    (the hook that was installed before: chained, not replaced)."""
     def hook(args: Any) -> None:
         exc = args.exc_value
         if isinstance(exc, (SystemExit, KeyboardInterrupt)):
             # asyncio re-raises SystemExit/KeyboardInterrupt out of run_forever: in a helper thread that
             # only ends the thread. Honour them process-wide when a supervised task raised them.
-            owner = next((t for t in list(_tasks) if t.done() and not t.cancelled() and t.exception() is exc), None)
+            owner = next((t for t, p in list(_tasks.items())
+                          if t.done() and not t.cancelled() and t.exception() is exc
+                          and _policy_of(t, p) != "log"), None)
             if owner is not None:
-                _tasks.discard(owner)
+                _tasks.pop(owner, None)
                 if isinstance(exc, KeyboardInterrupt) and _interrupt_main_thread():
                     return
                 code = exc.code if isinstance(exc, SystemExit) else 130
@@ -172,6 +207,8 @@ def _thread_excepthook_factory(previous: Any) -> Any:
 
 
 def _install_thread_excepthook() -> None:
+    """Wrap the current ``threading.excepthook`` once per process (see the factory). A hook set
+    later by other code replaces ours, and is not fought: we never reinstall."""
     global _excepthook_installed
     if _excepthook_installed or getattr(threading.excepthook, "_runtime_guard", False):
         _excepthook_installed = True
@@ -181,24 +218,44 @@ def _install_thread_excepthook() -> None:
 
 
 def supervise(task: T, *, on_error: Optional[Policy] = None) -> T:
-    """Keep ``task`` referenced and act when it fails; returns ``task`` (a drop-in expression).
+    """Keep ``task`` referenced until it ends and log its failure; returns ``task`` (a drop-in expression).
 
-    ``on_error``: ``"log"`` (log the traceback), ``"cancel-main"`` (log, then cancel the loop's main
-    task so ``asyncio.run`` unwinds through finally blocks; with no main task, SIGINT to the main
-    thread, or exit 1), ``"exit"`` (log, then ``hard_exit(1)``). Default: ``set_default_policy`` /
-    ``$RUNTIME_GUARD_TASK_POLICY``, else ``"cancel-main"``.
+    Always: a strong reference (dropped when the task ends) and a done callback that, if the task
+    raised, logs ``runtime_guard: supervised task <name> failed`` with the traceback on the
+    ``runtime_guard.supervise`` logger (at once, where asyncio would report it only when the task
+    is garbage-collected, if ever) and marks the exception retrieved. A cancelled or successful
+    task is left alone. Then ``on_error``:
 
-    SystemExit/KeyboardInterrupt raised by the task end the process even when its loop runs in a
-    non-main thread (where asyncio would only end that thread).
+    * ``"log"``: nothing more. No signal is sent and no signal handler, ``threading.excepthook``
+      or other hook is installed, no task is cancelled, no thread or process is started, the
+      process does not exit: every other behaviour of the program is unchanged.
+    * ``"cancel-main"``: cancel the loop's main task (the one ``asyncio.run`` or
+      ``run_until_complete`` waits for) so the program unwinds through its ``finally`` blocks,
+      then a daemon timer thread calls ``hard_exit(1)`` if the loop still runs
+      ``$RUNTIME_GUARD_EXIT_GRACE`` (30) s later. With no main task: from a non-main thread,
+      SIGINT to the main thread (``pthread_kill``; the program's own SIGINT handler runs) if
+      Python handles SIGINT, else ``hard_exit(1)``.
+    * ``"exit"``: ``hard_exit(1)`` (flush, bounded atexit handlers, ``os._exit``).
+    * ``None``: the process default (``set_default_policy``, else ``$RUNTIME_GUARD_TASK_POLICY``,
+      else ``"cancel-main"``), read when the task fails. Pass the policy explicitly when the
+      behaviour must not depend on the environment.
+
+    For every policy but ``"log"`` the first call wraps ``threading.excepthook`` once per process
+    (chained: any other exception, thread or task goes to the hook that was there): a SystemExit or
+    KeyboardInterrupt raised by such a supervised task, which asyncio re-raises out of a loop
+    running in a helper thread and which would end only that thread, ends the process with the
+    exit status (KeyboardInterrupt: SIGINT to the main thread). No policy starts, signals or
+    waits for child processes.
     """
     if on_error is not None and on_error not in _POLICIES:
         raise ValueError(f"on_error must be one of {_POLICIES}, got {on_error!r}")
-    _tasks.add(task)
+    _tasks[task] = on_error
     task.add_done_callback(lambda t: _done(t, on_error))
-    try:
-        _install_thread_excepthook()
-    except Exception:
-        pass
+    if on_error != "log":
+        try:
+            _install_thread_excepthook()
+        except Exception:
+            pass
     return cast(T, task)
 
 

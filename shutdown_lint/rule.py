@@ -168,7 +168,7 @@ class Option:
     kind: type | tuple[type, ...]
     doc: str
     item_kind: type | None = None  # for lists
-    choices: tuple[Any, ...] | None = None  # for lists: the values an item may take
+    choices: tuple[Any, ...] | None = None  # the values the option (for lists: an item) may take
 
     def validate(self, key: str, value: Any) -> Any:
         if not isinstance(value, self.kind) or isinstance(value, bool) and self.kind is int:
@@ -181,7 +181,7 @@ class Option:
                         f"got an item {item!r}"
                     )
         if self.choices is not None:
-            for item in value:
+            for item in (value if self.item_kind is not None else (value,)):
                 if item not in self.choices:
                     raise ValueError(
                         f"option {key!r} has an unknown value {item!r} "

@@ -53,7 +53,7 @@ class RolloutWorker:
 
     async def start_background_generation(self, prompts: list[str]) -> None:
         # Fire and forget: an exception in the loop is never seen.
-        runtime_guard.supervise(asyncio.create_task(self._generation_loop(prompts)))
+        runtime_guard.supervise(asyncio.create_task(self._generation_loop(prompts)), on_error="log")
 
     async def _generation_loop(self, prompts: list[str]) -> None:
         while True:
