@@ -275,7 +275,8 @@ async def cancel_and_wait(tasks: Any, *, timeout: Optional[float] = 30.0, msg: A
     ``CancelledError`` propagates as usual (the tasks keep cleaning up). A task already being
     cancelled is not cancelled a second time (that would abort its cleanup), the current task is
     never waited for, and an exception a task raised during its cleanup is logged, not raised.
-    Returns True when every task ended within the timeout.
+    Returns True when every task ended within the timeout. It only cancels and waits for the
+    tasks given: no signal, handler, hook, thread or process is touched or started.
     """
     if isinstance(tasks, asyncio.Future):
         items = [tasks]
