@@ -96,11 +96,20 @@ class AsyncActorWithoutSigtermCleanup(Rule):
     handler Ray installs later.
 
     ## Fix safety
-    Safe: only the SIGTERM path changes. The fix inserts `runtime_guard.ray.setup_worker()`
-    as the first statement of `__init__` (after its docstring and a `super().__init__(...)`
-    call), or adds an `__init__` that makes the call. Exit after SIGTERM is delayed by the
-    actor's cleanup, at most `RUNTIME_GUARD_CLEANUP_TIMEOUT` seconds (default 10). No fix
-    is offered for a one-line `def __init__(self): ...`. The fix adds `import runtime_guard`.
+    Safe. The fix inserts `runtime_guard.ray.setup_worker()` as the first statement of
+    `__init__` (after its docstring and a `super().__init__(...)` call), or adds an
+    `__init__` that makes the call, and adds `import runtime_guard` (every Ray worker's
+    environment must then provide it, see docs/fix-safety.md). No fix is offered for a
+    one-line `def __init__(self): ...`.
+
+    A run with no SIGTERM to the actor is unchanged: its methods, sync and async, return
+    the same values and types, and a child it forks meets the same fate under SIGTERM
+    (measured in tests/behaviour/test_shd404_async_actor_sigterm.py). The helper keeps the
+    actor's loops ticking (a timer callback every 0.2 s, no task) and wraps Ray's SIGTERM
+    handler instead of replacing it. On SIGTERM (the hazard's path) the tasks on the
+    actor's loops are cancelled and their cleanup runs, at most
+    `RUNTIME_GUARD_CLEANUP_TIMEOUT` seconds (default 10), then Ray's handler ends the
+    worker as before.
 
     ## References
     - SkyRL #1160: sandboxes leak when the Ray worker is terminated

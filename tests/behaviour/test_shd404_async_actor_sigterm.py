@@ -195,3 +195,98 @@ def test_sigterm_to_threaded_actor_running_asyncio_run_leaks_and_setup_worker_cl
     # the fix: SIGTERM cancels the pool thread's loop, every `finally` runs before the grace period
     # ends (the worker itself may linger in Ray's exit path until the grace SIGKILL: measured, 8 s)
     assert fixed["leaked"] == 0
+
+
+# Shape: the call goes first into an existing `__init__`. The normal path of the actor's methods
+# (sync and async), and a child the actor forks, terminated with SIGTERM.
+INIT_ACTOR = '''\
+import asyncio
+import multiprocessing
+import os
+import time
+
+import ray
+
+
+def load_shard():
+    time.sleep(30)
+
+
+@ray.remote(max_restarts=0)
+class Store:
+    def __init__(self, lease_dir):
+        self.lease_dir = lease_dir
+
+    def describe(self, x):
+        return {"x": x, "type": type(x).__name__}
+
+    async def hold(self, i):
+        path = os.path.join(self.lease_dir, f"lease-{i}")
+        open(path, "w").close()
+        try:
+            await asyncio.sleep(0.1)
+            return [i, i * 2]
+        finally:
+            os.remove(path)
+
+    async def child_fate(self):
+        child = multiprocessing.get_context("fork").Process(target=load_shard)
+        child.start()
+        await asyncio.sleep(0.5)
+        t0 = time.monotonic()
+        child.terminate()
+        child.join(20)
+        return child.exitcode, round(time.monotonic() - t0) < 5
+'''
+
+NORMAL_RUNNER = '''\
+import importlib, json, os, sys
+import ray
+
+ray.init(num_cpus=2, include_dashboard=False)
+results = {}
+for name in sys.argv[2:]:
+    mod = importlib.import_module(name)
+    lease_dir = os.path.join(sys.argv[1], name)
+    os.makedirs(lease_dir)
+    actor = mod.Store.remote(lease_dir)
+    results[name] = {
+        "describe": ray.get(actor.describe.remote(2.5), timeout=60),
+        "hold": ray.get([actor.hold.remote(i) for i in range(3)], timeout=60),
+        "child": ray.get(actor.child_fate.remote(), timeout=60),
+        "leases_left": os.listdir(lease_dir),
+    }
+    ray.kill(actor)
+print("RESULTS " + json.dumps(results), flush=True)
+ray.shutdown()
+'''
+
+
+@pytest.mark.timeout(180)
+def test_setup_worker_in_an_existing_init_keeps_values_and_a_forked_childs_fate(tmp_path):
+    """Safe by docs/fix-safety.md: without SIGTERM to the actor, its methods return the same
+    values and types, and a child it forks meets the same fate under SIGTERM."""
+    (found,) = lint_source(INIT_ACTOR.encode(), "init_actor.py", SETTINGS).diagnostics
+    assert found.fix["applicability"] == "safe"
+    fixed_src = fix_source(INIT_ACTOR.encode(), "init_actor.py", SETTINGS).source.decode()
+    assert ("    def __init__(self, lease_dir):\n        runtime_guard.ray.setup_worker()\n"
+            "        self.lease_dir = lease_dir\n") in fixed_src
+    (tmp_path / "init_actor.py").write_text(INIT_ACTOR)
+    (tmp_path / "init_fixed.py").write_text(fixed_src)
+    (tmp_path / "normal_runner.py").write_text(NORMAL_RUNNER)
+    leases = tmp_path / "leases"
+    leases.mkdir()
+    proc = subprocess.run([sys.executable, "normal_runner.py", str(leases), "init_actor", "init_fixed"],
+                          cwd=str(tmp_path), env=ray_env(tmp_path), capture_output=True, text=True, timeout=150,
+                          start_new_session=True)
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULTS ")), None)
+    assert line is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = json.loads(line[len("RESULTS "):])
+    # the child inherits Ray's SIGTERM handler (SystemExit: exit status 1) before the fix, and
+    # setup_worker's wrapper around it after: the same status, within the same few seconds
+    assert results["init_actor"] == results["init_fixed"] == {
+        "describe": {"x": 2.5, "type": "float"},
+        "hold": [[0, 0], [1, 2], [2, 4]],
+        "child": [1, True],
+        "leases_left": [],
+    }, results
