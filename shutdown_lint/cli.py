@@ -148,6 +148,15 @@ class _MetavarCheckFormatter(argparse.RawDescriptionHelpFormatter):
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """The command. Ctrl+C and SIGTERM stop it at once (``interrupt``): exit 130 or 143 with one
+    line on stderr (``_interrupted``)."""
+    from .interrupt import handling
+
+    with handling():
+        return _main_handled(argv)
+
+
+def _main_handled(argv: Optional[Sequence[str]]) -> int:
     try:
         code = _main(list(sys.argv[1:] if argv is None else argv))
         if argv is None:
@@ -161,9 +170,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except UsageError as e:
         print(f"shutdown-lint: error: {e}", file=sys.stderr)
         return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("shutdown-lint: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        return _interrupted(e)
     except BrokenPipeError:
         # the reader went away (`shutdown-lint ... | head`): stop quietly, as a killed-by-SIGPIPE
         # program would, instead of a traceback; stdout goes to /dev/null so the interpreter's
@@ -173,6 +181,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 128 + 13
+
+
+def _interrupted(e: KeyboardInterrupt) -> int:
+    """The one line of a stopped run (the runner has stopped its workers): the signal and, when
+    the run was writing fixes, how many files were written before the stop (each of them fully
+    fixed, every other file untouched)."""
+    from .interrupt import exit_status, signal_name, writes_files, written
+
+    line = f"shutdown-lint: interrupted by {signal_name(e)}"
+    if writes_files():
+        n = written()
+        line += f"; {n} file{'' if n == 1 else 's'} fixed and written before the stop, the others untouched"
+    print(line, file=sys.stderr)
+    return exit_status(e)
 
 
 def _main(argv: list[str]) -> int:

@@ -37,6 +37,7 @@ from . import __version__
 from . import config as C
 from .diagnostic import FileResult
 from .hierarchy import Overrides, Resolver, SettingsError
+from .interrupt import deferred, exit_now, handling
 
 SOURCE = "shutdown-lint"
 FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.shutdown-lint"
@@ -202,7 +203,8 @@ class ShutdownLintServer(LanguageServer):
         with self._cache_lock:
             cache = self._cache_for(settings, self.resolver.base.root)
             cache.store(abspath, st.st_mtime_ns, st.st_size, sha256(data), strip_path(result.to_dict(), display))
-            warning = cache.save()
+            with deferred():  # a stop waits for the write: never a stray temporary file
+                warning = cache.save()
         if warning:
             log.warning("%s", warning)
 
@@ -481,4 +483,14 @@ def serve() -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.WARNING)
-    server.start_io()
+    # pygls ends on KeyboardInterrupt only once its stdin reader thread returns (a read blocked
+    # until the editor writes or closes the pipe) and a lint in progress ends: Ctrl+C or SIGTERM
+    # (an editor or a supervisor stopping us) ends the process now, after any cache write
+    with handling(act=_stop):
+        server.start_io()
+
+
+def _stop(signum: int) -> None:
+    import signal
+
+    exit_now(signum, f"shutdown-lint server: stopped by {signal.Signals(signum).name}")

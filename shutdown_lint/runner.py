@@ -17,9 +17,11 @@ import contextlib
 import gc
 import os
 import sys
+import time
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
+from . import interrupt
 from .cache import restore_path, sha256
 from .diagnostic import FileResult
 from .settings import Settings
@@ -131,7 +133,9 @@ def process_file(job: Job, settings: Settings, mode: Mode) -> Outcome:
         after.diff = unified_diff(job.path, snap.data, fixed.source)
         return Outcome(after, None)
     try:
-        write_atomic(job.abspath, fixed.source, snap)
+        with interrupt.deferred():  # a stop lands before the write or after it, and it is counted
+            write_atomic(job.abspath, fixed.source, snap)
+            _note_written()
     except (SourceError, OSError) as e:
         result.error = f"{job.path}: fixes not written: {e}"
         return Outcome(result, None)
@@ -147,12 +151,24 @@ def process_file(job: Job, settings: Settings, mode: Mode) -> Outcome:
 
 _worker_settings: Optional[Settings] = None
 _worker_mode: Optional[Mode] = None
+#: in a pool worker: the pool's shared count of files written (``interrupt.written`` in the parent)
+_worker_written: Any = None
 
 
-def _init_worker(settings: Settings, mode: Mode) -> None:
-    global _worker_settings, _worker_mode
-    _worker_settings, _worker_mode = settings, mode
-    _exit_with_parent()
+def _note_written() -> None:
+    if _worker_written is None:
+        interrupt.count_written()
+    else:
+        with _worker_written.get_lock():
+            _worker_written.value += 1
+
+
+def _init_worker(settings: Settings, mode: Mode, written: Any = None) -> None:
+    global _worker_settings, _worker_mode, _worker_written
+    _worker_settings, _worker_mode, _worker_written = settings, mode, written
+    # Ctrl+C reaches the whole process group: a worker ignores it and the parent stops it with
+    # SIGTERM (which ends it at once, or right after the file it is writing)
+    interrupt.worker_signals(start_threads=_exit_with_parent)
     gc.freeze()  # the engine, rules and libcst imported before the fork: never garbage
     _collect_less()
 
@@ -270,10 +286,100 @@ def _context():
     return multiprocessing.get_context()
 
 
+#: After SIGTERM, a worker gets this long to finish the file it is writing before SIGKILL.
+KILL_AFTER = 2.0
+
+
+class StoppablePool:
+    """A ``ProcessPoolExecutor`` of ``_init_worker`` workers that stops at once when the block
+    it opens is left by an exception (Ctrl+C, SIGTERM as ``interrupt.Interrupted``, a bug).
+
+    The executor's own ``with`` block would call ``shutdown(wait=True)`` there, which runs every
+    queued task to its end first: the hazard SHD503 reports. Here the queued tasks are cancelled,
+    the workers get SIGTERM (they die at once, or right after the file they are writing: see
+    ``interrupt.deferred``) and SIGKILL after ``KILL_AFTER``, and the files they wrote are added
+    to ``interrupt.written()``. A normal exit shuts down and waits, as the ``with`` block would
+    (every task is done by then)."""
+
+    def __init__(self, max_workers: int, settings: Settings, mode: Mode) -> None:
+        from concurrent.futures import ProcessPoolExecutor
+
+        ctx = _context()
+        self.written = ctx.Value("q", 0)
+        self.executor = ProcessPoolExecutor(max_workers=max_workers, mp_context=ctx, initializer=_init_worker,
+                                            initargs=(settings, mode, self.written))
+        self._started = False
+
+    def submit(self, fn: Callable[..., Any], *args: Any):  # type: ignore[no-untyped-def]
+        if self._started:
+            return self.executor.submit(fn, *args)
+        # the first submit forks every worker (fork context): no signal may reach a worker before
+        # it has set its own handling, so the forks happen with SIGINT and SIGTERM blocked
+        with interrupt.blocked():
+            future = self.executor.submit(fn, *args)
+        self._started = True
+        return future
+
+    def __enter__(self) -> "StoppablePool":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        try:
+            if exc_type is None:
+                self.executor.shutdown(wait=True)
+            else:
+                self.stop()
+        except BaseException:
+            self.stop()  # an interrupt while a normal shutdown waits
+            raise
+        finally:
+            self._count()
+
+    def _count(self) -> None:
+        if self.written is not None:
+            interrupt.count_written(self.written.get_obj().value)  # the workers are gone: no lock
+            self.written = None
+
+    def stop(self) -> None:
+        from multiprocessing.connection import wait
+
+        executor = self.executor
+        procs = list((getattr(executor, "_processes", None) or {}).values())
+        manager = getattr(executor, "_executor_manager_thread", None)
+        results = getattr(executor, "_result_queue", None)
+        executor.shutdown(wait=False, cancel_futures=True)  # queued tasks: never started
+        for p in procs:
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                p.terminate()
+        live = {p.sentinel: p for p in procs if getattr(p, "_popen", None) is not None}
+        deadline = time.monotonic() + KILL_AFTER
+        while live and time.monotonic() < deadline:
+            for sentinel in wait(list(live), timeout=max(0.0, deadline - time.monotonic())):
+                live.pop(sentinel)
+        for p in live.values():  # stuck past the grace period (never seen): no more waiting
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                p.kill()
+        if live:
+            wait(list(live), timeout=1.0)
+        # a worker stopped in the middle of sending a result would leave the pool's thread
+        # reading half a message forever: our copy of the pipe's write end is the last one
+        writer = getattr(results, "_writer", None)
+        if writer is not None:
+            with contextlib.suppress(OSError):
+                writer.close()
+        if manager is not None:
+            manager.join(KILL_AFTER)  # it sees the workers gone, fails what is left, and ends
+        for p in procs:
+            with contextlib.suppress(OSError, ValueError, AssertionError, AttributeError):
+                p.join(0)  # reap
+
+
 def run(jobs: Sequence[Job], settings: Settings, mode: Mode, n_jobs: int,
         on_done: Optional[Callable[[Outcome], None]] = None) -> list[Outcome]:
     """Process ``jobs``; the outcomes are in the same order as ``jobs``."""
     tick = on_done or (lambda _o: None)
+    if mode.fix and not mode.diff:
+        interrupt.expect_writes()
     if n_jobs <= 1 or len(jobs) <= SERIAL_THRESHOLD:
         out = []
         with _few_collections():
@@ -287,7 +393,6 @@ def run(jobs: Sequence[Job], settings: Settings, mode: Mode, n_jobs: int,
                 out.append(outcome)
         return out
     # the pool's modules are imported only here: a fully cached run never needs them
-    from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
     from . import analyzer  # noqa: F401  - imported once here, inherited by forked workers
@@ -310,8 +415,7 @@ def run(jobs: Sequence[Job], settings: Settings, mode: Mode, n_jobs: int,
                 tick(results[i])
             continue
         broken: list[list[int]] = []
-        with ProcessPoolExecutor(max_workers=min(n_jobs, len(pending)), mp_context=_context(),
-                                 initializer=_init_worker, initargs=(settings, mode)) as pool:
+        with StoppablePool(min(n_jobs, len(pending)), settings, mode) as pool:
             futures = [(batch, pool.submit(_work_batch, [jobs[i] for i in batch]))
                        for batch in _batches(pending, sizes, per_task)]
             for batch, fut in futures:
@@ -336,12 +440,10 @@ def _size(path: str) -> int:
 
 
 def _run_isolated(job: Job, settings: Settings, mode: Mode) -> Outcome:
-    from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
     try:
-        with ProcessPoolExecutor(max_workers=1, mp_context=_context(), initializer=_init_worker,
-                                 initargs=(settings, mode)) as pool:
+        with StoppablePool(1, settings, mode) as pool:
             return pool.submit(_work, job).result()
     except BrokenProcessPool:
         return Outcome(FileResult(job.path, error=f"{job.path}:1:1: the analysis crashed its worker process; "
