@@ -6,9 +6,9 @@ import sys
 import tempfile
 
 import ray
+import runtime_guard
 
 from .generator import RolloutWorker
-import runtime_guard
 
 
 def load_prompts(n: int) -> list[str]:

@@ -8,9 +8,9 @@ import sys
 
 import ray
 import torch
+import runtime_guard
 
 from .sandbox import Sandbox
-import runtime_guard
 
 log = logging.getLogger(__name__)
 
