@@ -147,12 +147,36 @@ def _signal(path, sig) -> tuple[int, str]:
     return proc.returncode, out
 
 
+# One handler for both signals: the fix writes `128 + sig`.
+BOTH_SIGNALS = textwrap.dedent('''
+    import signal
+    import sys
+    import time
+
+    def save_checkpoint():
+        print("interrupted, cleaning up", flush=True)
+
+    def stop(sig, frame):
+        save_checkpoint()
+        sys.exit()
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    print("ready", flush=True)
+    while True:
+        time.sleep(0.05)
+''')
+
+
 @pytest.mark.timeout(90)
 @pytest.mark.parametrize("source, sig, status", [
     (FALLS_THROUGH, signal.SIGINT, 130),
     (SIGTERM_ZERO, signal.SIGTERM, 143),
     (ASYNC_MAIN, signal.SIGINT, 130),
-], ids=["handler-falls-through-to-main", "sigterm-handler-exit-0", "asyncio-run-swallows-cancel"])
+    (BOTH_SIGNALS, signal.SIGINT, 130),
+    (BOTH_SIGNALS, signal.SIGTERM, 143),
+], ids=["handler-falls-through-to-main", "sigterm-handler-exit-0", "asyncio-run-swallows-cancel",
+        "both-signals-sigint", "both-signals-sigterm"])
 def test_exit_paths_status_before_and_after_fix(tmp_path, source, sig, status):
     hazard = tmp_path / "hazard.py"
     hazard.write_text(source)
