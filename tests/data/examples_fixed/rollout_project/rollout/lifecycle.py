@@ -52,7 +52,8 @@ class RolloutWorker:
         try:
             self.save_checkpoint()
         finally:
-            signal.signal(signal.SIGTERM, _prev_sigterm)
+            if _prev_sigterm is not None:
+                signal.signal(signal.SIGTERM, _prev_sigterm)
         self.pump.join()
         # make sure no inference server outlives us
         subprocess.run(["pkill", "-f", "vllm.entrypoints"])
