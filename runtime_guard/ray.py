@@ -1,5 +1,17 @@
 """Ray helpers: interruptible ``ray.get`` and ``ray.wait``, cancel-and-wait, and worker SIGTERM handling.
 
+One helper per calling context: the sync helpers (:func:`interruptible_get`,
+:func:`interruptible_wait`) always return the value, whoever calls them (with an event loop running
+in the calling thread they block it exactly as ``ray.get``/``ray.wait`` would); the ``*_async``
+helpers always return a coroutine, for ``await`` in ``async def``.
+
+Cancellation is idempotent across the helpers: a ref that one of them cancelled cooperatively
+(``ray.cancel(force=False)``) is never cooperatively cancelled again by another (a second cancel
+raises a second ``KeyboardInterrupt`` in the task and cuts its cleanup short); they only wait for
+it. A ``ray.cancel`` the program makes itself is not seen.
+
+None of the helpers starts threads or processes except :func:`setup_worker` (see there).
+
 Needs the ``ray`` extra: ``pip install shutdown-lint[ray]``.
 """
 from __future__ import annotations
@@ -10,6 +22,7 @@ import os
 import signal
 import threading
 import time
+from collections import OrderedDict
 from typing import Any, Callable, List, Optional, Sequence, Union
 
 try:
@@ -25,8 +38,8 @@ from .exit import hard_exit
 from .signals import in_main_thread
 from ._threads import QuietTimer
 
-__all__ = ["interruptible_get", "interruptible_get_async", "interruptible_wait", "cancel_and_wait", "wait_for_cleanup",
-           "setup_worker", "cancel_loop_tasks"]
+__all__ = ["interruptible_get", "interruptible_get_async", "interruptible_wait", "interruptible_wait_async",
+           "cancel_and_wait", "wait_for_cleanup", "setup_worker", "cancel_loop_tasks"]
 
 log = logging.getLogger("runtime_guard.ray")
 
@@ -66,12 +79,45 @@ def _collect_ready(unique: List[Any], values: "dict[Any, Any]") -> bool:
     return len(ready) == len(pending)
 
 
+#: Ids of the refs runtime_guard cancelled cooperatively (bytes, so no ref is kept alive), oldest
+#: first; bounded so a long-lived driver does not grow it without end.
+_cancelled: "OrderedDict[bytes, None]" = OrderedDict()
+_cancelled_lock = threading.Lock()
+_CANCELLED_MAX = 100_000
+
+
+def _ref_key(ref: Any) -> Optional[bytes]:
+    try:
+        return ref.binary()
+    except Exception:
+        return None
+
+
 def _cancel(refs: List[Any], force: bool) -> None:
+    """``ray.cancel`` each ref. Cooperative cancels (``force=False``) are idempotent: a ref that
+    runtime_guard already cancelled cooperatively is skipped (its task is already cleaning up, and
+    a second cancel would interrupt that cleanup). ``force=True`` always goes through."""
     for ref in refs:
+        if not force:
+            key = _ref_key(ref)
+            if key is not None:
+                with _cancelled_lock:
+                    if key in _cancelled:
+                        continue
+                    _cancelled[key] = None
+                    if len(_cancelled) > _CANCELLED_MAX:
+                        _cancelled.popitem(last=False)
         try:
             _ray.cancel(ref, force=force)
         except Exception as exc:  # finished refs, actor tasks with force=True...
             log.debug("ray.cancel(%s, force=%s) failed: %s", ref, force, exc)
+
+
+def already_cancelled(ref: Any) -> bool:
+    """Whether runtime_guard has cooperatively cancelled ``ref`` (so its helpers will not again)."""
+    key = _ref_key(ref)
+    with _cancelled_lock:
+        return key is not None and key in _cancelled
 
 
 # ---------------------------------------------------------------------------------------------
@@ -83,6 +129,16 @@ def cancel_and_wait(refs: Refs, timeout: float = 30.0) -> List[Any]:
 
     Returns the refs that finished (their tasks ran their cleanup and ended, or had already ended).
     Never raises for refs that already finished.
+
+    Refs that a runtime_guard helper already cancelled cooperatively (an interrupted
+    :func:`interruptible_get`, for instance) are not cancelled again, only waited for, at most
+    ``timeout`` s: so ``interruptible_get`` in a ``try`` whose ``except KeyboardInterrupt`` calls
+    ``cancel_and_wait`` on the same refs cancels once. A ``ray.cancel`` the program made itself
+    is not known here: after one, use :func:`wait_for_cleanup`.
+
+    Signals: installs no handler and changes none. Threads and processes: starts none; it
+    blocks the calling thread (``ray.wait``) for at most ``timeout`` s, also with an event loop
+    running in it.
     """
     ref_list, _ = _as_list(refs)
     unique = _unique(ref_list)
@@ -101,7 +157,10 @@ def wait_for_cleanup(refs: Refs, timeout: float = 30.0) -> List[Any]:
     """Wait up to ``timeout`` s for refs that were already cancelled to finish (their tasks run
     their cleanup and end). Does not cancel again: a second ``ray.cancel`` raises a second
     ``KeyboardInterrupt`` in the task and cuts its cleanup short. Returns the finished refs;
-    never raises."""
+    never raises.
+
+    Signals: installs no handler and changes none. Threads and processes: starts none; it
+    blocks the calling thread (``ray.wait``) for at most ``timeout`` s."""
     unique = _unique(_as_list(refs)[0])
     if not unique:
         return []
@@ -121,13 +180,26 @@ class _Interrupted(Exception):
     pass
 
 
-def _wait_cleanup(unique: List[Any], poll: float, cleanup_timeout: float) -> None:
-    """First Ctrl+C: cancel cooperatively and wait for cleanup; a second Ctrl+C force-cancels."""
+def _loop_running_here() -> bool:
+    """An event loop runs in the calling thread (we were called, through sync code, from a coroutine)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _wait_cleanup(unique: List[Any], poll: float, cleanup_timeout: float, own_signals: bool) -> None:
+    """First Ctrl+C: cancel cooperatively and wait for cleanup; a second Ctrl+C force-cancels.
+
+    ``own_signals``: the caller's :class:`_PollingSignals` installed handlers (it restores them);
+    only then are SIGINT (-> force) and SIGTERM (-> absorbed) handlers installed here. Otherwise
+    the handlers stay whatever the program has, and a ``KeyboardInterrupt`` they raise counts as
+    the second Ctrl+C."""
     log.warning("runtime_guard: interrupted; cancelling %d Ray task(s) and waiting up to %.0fs for their "
                 "cleanup (Ctrl+C again to force)", len(unique), cleanup_timeout)
     state = {"force": False}
-    main = in_main_thread()
-    if main:
+    if own_signals and in_main_thread():
         def on_sigint(signum: int, frame: Any) -> None:
             state["force"] = True
 
@@ -155,7 +227,7 @@ def _wait_cleanup(unique: List[Any], poll: float, cleanup_timeout: float) -> Non
                           len(pending), cleanup_timeout)
                 return
             time.sleep(min(poll, remaining))
-        except KeyboardInterrupt:  # off the main thread, or a handler raced us
+        except KeyboardInterrupt:  # off the main thread, the program's own handler, or a race
             state["force"] = True
 
 
@@ -184,19 +256,29 @@ def _follow_up_absorber(prev: Any, grace: float) -> Callable[[int, Any], None]:
 
 
 class _PollingSignals:
-    """Signal handlers around a sync get/wait on the main thread (elsewhere it does nothing).
+    """Signal handlers around a sync get/wait on the main thread with no event loop running in it
+    (elsewhere it does nothing: ``owns`` is False).
 
     Inside: SIGINT raises KeyboardInterrupt (undoing a launcher's SIG_IGN or Ray's own handler).
     On the way out the previous SIGINT/SIGTERM handlers come back; after a Ctrl+C cleanup
     (``cleaned_up`` set) the program is on its way out, so SIGTERM keeps being absorbed for
-    FOLLOW_UP_SIGTERM_GRACE s first."""
+    FOLLOW_UP_SIGTERM_GRACE s first.
+
+    With an event loop running in the thread (sync code called from a coroutine) the handlers
+    belong to whoever runs the loop (``asyncio.run`` installs its own SIGINT handler: the first
+    Ctrl+C cancels the main task and returns, the second raises KeyboardInterrupt): nothing is
+    installed, so Ctrl+C does there what it does to a plain ``ray.get``."""
 
     def __init__(self) -> None:
         self.cleaned_up = False
         self._prev: Optional["tuple[Any, Any]"] = None
 
+    @property
+    def owns(self) -> bool:
+        return self._prev is not None
+
     def __enter__(self) -> "_PollingSignals":
-        if in_main_thread():
+        if in_main_thread() and not _loop_running_here():
             self._prev = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
             signal.signal(signal.SIGINT, signal.default_int_handler)
         return self
@@ -220,26 +302,28 @@ def interruptible_get(refs: Refs, *, timeout: Optional[float] = None, poll: floa
                       cleanup_timeout: float = DEFAULT_CLEANUP_TIMEOUT) -> Any:
     """``ray.get`` that reacts to Ctrl+C by cancelling the work and waiting for its cleanup.
 
-    Sync use (driver code): polls ``ray.wait(timeout=0)`` with an interruptible sleep, with a working
-    SIGINT handler installed for the duration (Ray or a launcher may have set SIG_IGN or their own).
-    On the first Ctrl+C it ``ray.cancel(force=False)``\\ s the refs and waits for them up to
-    ``cleanup_timeout`` s, absorbing a follow-up SIGTERM; a second Ctrl+C force-cancels. Then the
-    KeyboardInterrupt is re-raised. ``timeout`` behaves as in ``ray.get`` (``GetTimeoutError``), and so
-    do failures: the first failed ref raises its error as soon as it is ready, without waiting for
-    the others (which keep running: ``cancel_and_wait`` them if the program gives up on them).
+    Always returns what ``ray.get`` returns (a single ref or a list, same shape), whoever calls
+    it: called from sync code that a coroutine runs, it blocks that thread's event loop exactly
+    as ``ray.get`` would. In ``async def`` use ``await`` :func:`interruptible_get_async` instead.
+    ``timeout`` behaves as in ``ray.get`` (``GetTimeoutError``), and so do failures: the first
+    failed ref raises its error as soon as it is ready, without waiting for the others (which
+    keep running: ``cancel_and_wait`` them if the program gives up on them).
 
-    Inside a running event loop (called from ``async def``) it returns an awaitable instead:
-    ``await runtime_guard.ray.interruptible_get(ref)`` (same as :func:`interruptible_get_async`).
+    It polls ``ray.wait(timeout=0)`` with an interruptible sleep. When a ``KeyboardInterrupt``
+    reaches it, it ``ray.cancel(force=False)``\\ s the refs (once: see :func:`cancel_and_wait`) and
+    waits for them up to ``cleanup_timeout`` s; a second Ctrl+C force-cancels. Then the
+    KeyboardInterrupt is re-raised.
 
-    Accepts a single ref or a list and returns the same shape as ``ray.get``.
+    Signals, on the main thread with no event loop running in it: for the duration, SIGINT gets
+    Python's default handler (KeyboardInterrupt; undoes a launcher's ``SIG_IGN`` or Ray's own
+    handler); during the cleanup wait SIGINT force-cancels and SIGTERM is absorbed (launchers
+    send it right after SIGINT); on the way out both previous handlers are restored, except that
+    after a Ctrl+C cleanup a SIGTERM in the next ``FOLLOW_UP_SIGTERM_GRACE`` s is still absorbed
+    (then the previous SIGTERM handler applies). Off the main thread, or with an event loop
+    running in the thread (``asyncio.run`` owns SIGINT there: its first Ctrl+C cancels the main
+    task and the get goes on, its second raises KeyboardInterrupt, as with ``ray.get``), no
+    handler is touched. Threads and processes: starts none.
     """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
-        return interruptible_get_async(refs, timeout=timeout, poll=poll, cleanup_timeout=cleanup_timeout)
-
     ref_list, single = _as_list(refs)
     unique = _unique(ref_list)
     deadline = None if timeout is None else time.monotonic() + timeout
@@ -256,7 +340,7 @@ def interruptible_get(refs: Refs, *, timeout: Optional[float] = None, poll: floa
                 else:
                     time.sleep(poll)
         except KeyboardInterrupt:
-            _wait_cleanup(unique, poll, cleanup_timeout)
+            _wait_cleanup(unique, poll, cleanup_timeout, handlers.owns)
             handlers.cleaned_up = True
             raise
         return values[ref_list[0]] if single else [values[r] for r in ref_list]
@@ -268,12 +352,17 @@ def interruptible_wait(refs: Sequence[Any], *, num_returns: int = 1, timeout: Op
     """``ray.wait`` that reacts to Ctrl+C the way :func:`interruptible_get` does.
 
     Same arguments and result as ``ray.wait``: ``(ready, not_ready)`` once ``num_returns`` refs are
-    ready or ``timeout`` seconds passed (``None``: no bound). Meanwhile it polls
-    ``ray.wait(timeout=0)`` with an interruptible sleep, with a working SIGINT handler installed
-    (undoing a launcher's ``SIG_IGN``). On the first Ctrl+C the refs not yet ready are cancelled
-    (``ray.cancel(force=False)``) and their cleanup is awaited up to ``cleanup_timeout`` s, absorbing
-    a follow-up SIGTERM; a second Ctrl+C force-cancels; then ``KeyboardInterrupt`` is re-raised.
-    Refs already ready are left alone. Sync (driver) code only.
+    ready or ``timeout`` seconds passed (``None``: no bound), always (called from sync code that a
+    coroutine runs, it blocks the loop as ``ray.wait`` would; in ``async def`` use ``await``
+    :func:`interruptible_wait_async`). Meanwhile it polls ``ray.wait(timeout=0)`` with an
+    interruptible sleep. On the first Ctrl+C the refs not yet ready are cancelled
+    (``ray.cancel(force=False)``, once) and their cleanup is awaited up to ``cleanup_timeout`` s;
+    a second Ctrl+C force-cancels; then ``KeyboardInterrupt`` is re-raised. Refs already ready
+    are left alone.
+
+    Signals and threads: exactly as :func:`interruptible_get` (handlers installed and restored
+    only on the main thread with no event loop running in it; the follow-up SIGTERM absorber
+    after a Ctrl+C cleanup). Starts no thread or process.
     """
     ref_list = list(refs)
     if not ref_list:
@@ -301,7 +390,7 @@ def interruptible_wait(refs: Sequence[Any], *, num_returns: int = 1, timeout: Op
             except Exception:
                 pending = ref_list
             if pending:
-                _wait_cleanup(pending, poll, cleanup_timeout)
+                _wait_cleanup(pending, poll, cleanup_timeout, handlers.owns)
             handlers.cleaned_up = True
             raise
         # the answer in ray.wait's own order and with its fetch_local behaviour (the refs are ready:
@@ -312,11 +401,15 @@ def interruptible_wait(refs: Sequence[Any], *, num_returns: int = 1, timeout: Op
 
 async def interruptible_get_async(refs: Refs, *, timeout: Optional[float] = None, poll: float = DEFAULT_POLL,
                                   cleanup_timeout: float = DEFAULT_CLEANUP_TIMEOUT) -> Any:
-    """Coroutine form of :func:`interruptible_get` for ``async def`` code.
+    """Coroutine form of :func:`interruptible_get` for ``async def`` code: ``await`` it.
 
     Awaits (never blocks the loop). When the awaiting task is cancelled (``asyncio.run`` turns the
-    first Ctrl+C into cancelling the main task) it cancels the refs and awaits their cleanup up to
-    ``cleanup_timeout``; being cancelled again (second Ctrl+C) force-cancels. Then re-raises.
+    first Ctrl+C into cancelling the main task) it cancels the refs (once: see
+    :func:`cancel_and_wait`) and awaits their cleanup up to ``cleanup_timeout``; being cancelled
+    again (second Ctrl+C) force-cancels. Then re-raises.
+
+    Signals: installs no handler and changes none (the loop's owner keeps SIGINT). Threads and
+    processes: starts none.
     """
     ref_list, single = _as_list(refs)
     unique = _unique(ref_list)
@@ -341,6 +434,44 @@ async def interruptible_get_async(refs: Refs, *, timeout: Optional[float] = None
     return values[ref_list[0]] if single else [values[r] for r in ref_list]
 
 
+async def interruptible_wait_async(refs: Sequence[Any], *, num_returns: int = 1, timeout: Optional[float] = None,
+                                   fetch_local: bool = True, poll: float = DEFAULT_POLL,
+                                   cleanup_timeout: float = DEFAULT_CLEANUP_TIMEOUT
+                                   ) -> "tuple[List[Any], List[Any]]":
+    """Coroutine form of :func:`interruptible_wait` for ``async def`` code: ``await`` it.
+
+    Same arguments and result as ``ray.wait``; awaits between polls (never blocks the loop). When
+    the awaiting task is cancelled it cancels the refs not yet ready (once) and awaits their
+    cleanup up to ``cleanup_timeout``; being cancelled again force-cancels. Then re-raises.
+
+    Signals: installs no handler and changes none. Threads and processes: starts none.
+    """
+    ref_list = list(refs)
+    if not ref_list:
+        return [], []
+    _ray.wait(ref_list, num_returns=num_returns, timeout=0, fetch_local=False)  # ray.wait's own argument errors
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        while True:
+            ready, rest = _ray.wait(ref_list, num_returns=num_returns, timeout=0, fetch_local=fetch_local)
+            if len(ready) >= num_returns or (deadline is not None and time.monotonic() >= deadline):
+                return ready, rest
+            await asyncio.sleep(poll)
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        pending = _not_ready(_unique(ref_list))
+        log.warning("runtime_guard: cancelled; cancelling %d Ray task(s), waiting up to %.0fs for cleanup",
+                    len(pending), cleanup_timeout)
+        _cancel(pending, force=False)
+        end = time.monotonic() + cleanup_timeout
+        try:
+            while pending and _not_ready(pending) and time.monotonic() < end:
+                await asyncio.sleep(poll)
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            if pending:
+                _cancel(_not_ready(pending), force=True)
+        raise
+
+
 # ---------------------------------------------------------------------------------------------
 # Worker setup: SIGTERM cancels the tasks of event loops running in other threads (async actors)
 
@@ -360,6 +491,9 @@ def cancel_loop_tasks(timeout: float) -> int:
     later rounds (see ``runtime_guard._cancel``). Returns how many tasks the loops had.
     Loops in the calling thread are left alone (there the SystemExit/KeyboardInterrupt from the
     signal handler already unwinds ``asyncio.run``).
+
+    Signals: installs no handler and changes none. Threads and processes: starts none; it
+    schedules the cancellation on each loop's own thread and waits for it on the calling one.
     """
     me = threading.get_ident()
     events: List[threading.Event] = []
@@ -466,6 +600,15 @@ def setup_worker(*, watchdog: Optional[bool] = None, cleanup_timeout: Optional[f
       ``ray.cancel(force=False)`` — delivered with ``_thread.interrupt_main()`` — reaches a task whose
       loop is idle in a long ``asyncio.sleep``.
     * ``watchdog=True`` (or ``RUNTIME_GUARD=1`` in the worker's environment) also reports loop stalls.
+
+    Signals: on the main thread, the SIGTERM handler is replaced for good by a wrapper that does
+    the above and then calls the previous handler (``SIG_IGN`` stays ignored; ``SIG_DFL`` becomes
+    ``SystemExit(143)``); handlers Ray installs later through its own ``set_sigterm_handler`` are
+    wrapped the same way, and Ray's worker-exit function is hooked. Nothing is ever restored: the
+    worker process is Ray's and lives for this. SIGINT is not touched. Threads: the watchdog's (or
+    the heartbeat's) thread, and on SIGTERM a daemon timer thread (``QuietTimer``: the deadline;
+    no signal mask change); processes: none started. Tasks: on SIGTERM, only the
+    root tasks of loops running in other threads are cancelled, each once.
     """
     global _setup_done, _cleanup_timeout
     try:

@@ -99,16 +99,214 @@ def test_interruptible_wait_matches_ray_wait(cluster) -> None:
     ray.cancel(slow, force=True)
 
 
-def test_interruptible_get_inside_coroutine_awaits(cluster) -> None:
+def test_sync_helpers_return_values_inside_a_coroutine_and_leave_its_signals_alone(cluster) -> None:
+    # Regression (issue 26, audit 3.2): with an event loop running in the calling thread the sync
+    # interruptible_get returned a coroutine (truthy, never awaited) instead of the value. The sync
+    # helpers always return the value; there SIGINT is asyncio.run's, and they do not touch it.
+    import signal
+    import threading
+
     import runtime_guard
 
-    async def main():
-        refs = [_value.remote(i, delay=0.2) for i in range(3)]
-        aw = runtime_guard.ray.interruptible_get(refs)
-        assert asyncio.iscoroutine(aw)
-        return await aw, await runtime_guard.ray.interruptible_get_async(refs[0])
+    rg = runtime_guard.ray
+    seen = set()
+    stop = threading.Event()
 
-    assert asyncio.run(main()) == ([0, 1, 2], 0)
+    def sample() -> None:
+        while not stop.is_set():
+            seen.add(signal.getsignal(signal.SIGINT))
+            time.sleep(0.02)
+
+    def sync_get(ref):  # sync code a coroutine calls
+        return rg.interruptible_get(ref)
+
+    async def main():
+        owner = signal.getsignal(signal.SIGINT)  # asyncio.run's handler
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        try:
+            refs = [_value.remote(i, delay=0.3) for i in range(3)]
+            got = (sync_get(refs), sync_get(refs[0]), rg.interruptible_wait(refs, num_returns=3),
+                   await rg.interruptible_get_async(refs), await rg.interruptible_wait_async(refs, num_returns=3))
+        finally:
+            stop.set()
+            sampler.join()
+        return owner, got, refs
+
+    owner, got, refs = asyncio.run(main())
+    assert got == ([0, 1, 2], 0, (refs, []), [0, 1, 2], (refs, []))
+    assert seen == {owner}
+
+
+def test_interruptible_wait_async_matches_ray_wait(cluster) -> None:
+    import runtime_guard
+
+    rg = runtime_guard.ray
+    fast = [_value.remote(i) for i in range(3)]
+    ray.get(fast)
+    slow = _value.remote(9, delay=30)
+
+    async def main():
+        assert await rg.interruptible_wait_async(fast, num_returns=3) == ray.wait(fast, num_returns=3)
+        ready, rest = await rg.interruptible_wait_async([slow, *fast], num_returns=2)
+        assert len(ready) == 2 and set(ready) <= set(fast) and slow in rest
+        assert await rg.interruptible_wait_async([slow], timeout=0.3) == ([], [slow])
+        assert await rg.interruptible_wait_async([]) == ([], [])
+        with pytest.raises(ValueError):
+            await rg.interruptible_wait_async([fast[0], fast[0]])
+
+    try:
+        asyncio.run(main())
+    finally:
+        ray.cancel(slow, force=True)
+
+
+@ray.remote(max_retries=0)
+def _counts_interrupts(directory, cleanup):
+    """Runs until cancelled; each KeyboardInterrupt it sees leaves a file; its cleanup takes
+    ``cleanup`` s and leaves ``cleaned`` when it finishes."""
+    try:
+        while True:
+            time.sleep(0.05)
+    except KeyboardInterrupt:
+        open(os.path.join(directory, "interrupt-1"), "w").close()
+        try:
+            time.sleep(cleanup)
+        except KeyboardInterrupt:
+            open(os.path.join(directory, "interrupt-2"), "w").close()
+            raise
+        open(os.path.join(directory, "cleaned"), "w").close()
+        raise
+
+
+def _started(directory, cleanup):
+    ref = _counts_interrupts.remote(str(directory), cleanup)
+    ray.wait([_value.remote(0)])  # the cluster is up
+    time.sleep(1.0)  # the task is in its loop
+    return ref
+
+
+def test_runtime_guard_cancels_a_ref_once_whatever_helpers_compose(cluster, tmp_path) -> None:
+    # Regression (issue 26, audit 3.3): a second cooperative cancel raises a second
+    # KeyboardInterrupt in the task and cuts its cleanup short. Scaled down: a 4 s cleanup, two
+    # helpers waiting 3 s each; the second only waits, so the cleanup finishes.
+    import runtime_guard
+
+    rg = runtime_guard.ray
+    ref = _started(tmp_path, 4.0)
+    first = rg.cancel_and_wait(ref, timeout=3)  # cancelled, still cleaning up
+    second = rg.cancel_and_wait(ref, timeout=3)  # waited, did not cancel again
+    ray.wait([ref], timeout=10)
+    assert sorted(os.listdir(tmp_path)) == ["cleaned", "interrupt-1"]  # one interrupt, cleanup done
+    assert (first, second) == ([], [ref])
+    assert rg.already_cancelled(ref)
+    # a force cancel (a second Ctrl+C) always goes through
+    forced = tmp_path / "forced"
+    forced.mkdir()
+    ref2 = _started(forced, 30.0)
+    rg.cancel_and_wait(ref2, timeout=0.5)
+    rg._cancel([ref2], force=True)
+    ray.wait([ref2], timeout=30)
+    assert os.listdir(forced) == ["interrupt-1"]
+
+
+# A sync function that SHD403's fix rewrote (audit 3.2: SkyRL's peer_access_supported, whose
+# remote check returns False), reached from a coroutine under asyncio.run; then a long task.
+_SYNC_FROM_COROUTINE = """
+import asyncio, os, sys, time
+import ray
+
+mode, address, directory = sys.argv[1:4]
+
+
+@ray.remote(max_retries=0, num_cpus=0)
+def p2p_check():
+    return False
+
+
+@ray.remote(max_retries=0, num_cpus=0)
+def job(directory):
+    try:
+        while True:
+            time.sleep(0.05)
+    except KeyboardInterrupt:
+        open(os.path.join(directory, "interrupt-1"), "w").close()
+        try:
+            time.sleep(1.0)  # cleanup
+        except KeyboardInterrupt:
+            open(os.path.join(directory, "interrupt-2"), "w").close()
+            raise
+        open(os.path.join(directory, "cleaned"), "w").close()
+        raise
+
+
+def get(ref):
+    if mode == "ray":
+        return ray.get(ref)
+    import runtime_guard
+    return runtime_guard.ray.interruptible_get(ref)
+
+
+def peer_access_supported():
+    return get(p2p_check.remote())
+
+
+async def main():
+    env = {}
+    if not peer_access_supported():
+        env["NCCL_P2P_DISABLE"] = "1"
+    print("env", env, flush=True)
+    ref = job.remote(directory)
+    time.sleep(1.0)
+    print("READY", flush=True)
+    get(ref)
+
+
+ray.init(address=address, log_to_driver=False)
+asyncio.run(main())
+"""
+
+
+def _sync_from_coroutine_run(tmp_path, mode: str) -> dict:
+    directory = tmp_path / mode
+    directory.mkdir()
+    script = tmp_path / f"sync_from_coroutine_{mode}.py"
+    script.write_text(_SYNC_FROM_COROUTINE)
+    address = ray.get_runtime_context().gcs_address
+    p = subprocess.Popen([sys.executable, str(script), mode, address, str(directory)], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, env=child_env(), cwd=str(REPO), start_new_session=True)
+    try:
+        head = "".join(wait_for_line(p, "READY", 60))
+        p.send_signal(signal.SIGINT)  # asyncio.run's handler: cancels the main task, returns
+        time.sleep(2.5)
+        after_first = p.poll()
+        p.send_signal(signal.SIGINT)  # asyncio.run's handler raises KeyboardInterrupt
+        tail, _ = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    time.sleep(1.0)  # Ray ends a dead driver's task
+    return {"out": head + tail, "after_first": after_first, "rc": p.returncode,
+            "seen": sorted(os.listdir(directory))}
+
+
+def test_sync_get_called_from_a_coroutine_returns_the_value_and_ctrl_c_acts_as_on_ray_get(cluster, tmp_path):
+    # Measured on plain ray.get there: the first Ctrl+C only cancels asyncio.run's main task (the
+    # get goes on blocking), the second raises KeyboardInterrupt out of the get; the task is
+    # never cancelled (the hazard). The helper must do the same, except that the task is cancelled
+    # once and its cleanup waited for. Before the fix the helper returned a coroutine: env {}.
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as pool:  # two drivers of the cluster at once
+        before, after = pool.map(lambda mode: _sync_from_coroutine_run(tmp_path, mode), ["ray", "guard"])
+    for res in (before, after):
+        assert "env {'NCCL_P2P_DISABLE': '1'}" in res["out"], res["out"][-3000:]
+        assert res["after_first"] is None, res["out"][-3000:]  # the first Ctrl+C does not end the get
+        assert res["rc"] == 1 and "KeyboardInterrupt" in res["out"], res["out"][-3000:]
+    assert "never awaited" not in after["out"]
+    assert before["seen"] == []  # hazard: the task never heard of the interrupt
+    assert after["seen"] == ["cleaned", "interrupt-1"], after["out"][-3000:]
 
 
 def test_interruptible_get_async_cancellation_cancels_ray_task(cluster, tmp_path) -> None:
