@@ -85,7 +85,8 @@ class BlockingCallInCoroutine(Rule):
     blocks); polls (`q.get(block=False)`, `q.get(timeout=0)`, `q.get_nowait()`,
     `lock.acquire(blocking=False)`, `ev.wait(0)`, `os.waitpid(pid, os.WNOHANG)`,
     `ray.get(refs, timeout=0)`); string-only path functions (`os.path.join`,
-    `basename`, `Path.name`, `joinpath`).
+    `basename`, `Path.name`, `joinpath`); the driver's own `ray.get`/`ray.wait` in a
+    coroutine while SHD403 is selected (SHD403 reports it once, with a fix that awaits).
 
     A call marked with a flake8-async/ruff code of its family on its line says it blocks on
     purpose and is not flagged: `# noqa: ASYNC251` or `# type: ignore[ASYNC101]` on
@@ -765,6 +766,8 @@ class BlockingCallInCoroutine(Rule):
         if self._is_coroutine_use(node):
             return
         direct = self._blocking(node)
+        if direct is not None and direct[1] in ("ray.get", "ray.wait") and self._left_to_shd403(node):
+            return
         if direct is not None:
             shown, key = direct
             if self._meant(node, key):
@@ -803,6 +806,14 @@ class BlockingCallInCoroutine(Rule):
         if not self._markers:
             return False
         return bool(self._markers.get(self.facts.line_of(node), set()) & codes)
+
+    def _left_to_shd403(self, node: cst.Call) -> bool:
+        """The driver's own ``ray.get``/``ray.wait`` in a coroutine: SHD403 reports it (one finding
+        per call), with a fix that also stops blocking the loop (``await interruptible_*_async``)."""
+        if "SHD403" not in self.settings.selected:
+            return False
+        from .shd403_ray_get_orphans_on_interrupt import RayGetOrphansOnInterrupt, reports
+        return reports(self.facts, node, tuple(self.settings.rule_option(RayGetOrphansOnInterrupt, "cleanup_calls")))
 
     def visit_For(self, node: cst.For) -> None:
         if node.asynchronous is None:

@@ -25,12 +25,12 @@ class RayGetOrphansOnInterrupt(Rule):
     ## What it does
     Flags a blocking `ray.get(refs)` (no `timeout`, or `timeout=None`) in driver code —
     the `__main__` block, a module-level `main()`, a function that calls `ray.init`, a
-    module that calls `ray.init` at top level, and the same-module functions they call —
-    when no Ctrl+C path cancels the remote work and waits for it. A path counts when
-    the `ray.get` sits in the body of a `try` whose `except KeyboardInterrupt` /
-    `except BaseException` / bare `except` handler (or `finally`) calls `ray.cancel`
-    and then waits with a bounded `ray.wait`/`ray.get(..., timeout=...)` (or calls
-    `runtime_guard.ray.cancel_and_wait`), when it runs under
+    module that calls `ray.init` at top level, and the same-module functions and
+    coroutines they call — when no Ctrl+C path cancels the remote work and waits for it.
+    A path counts when the `ray.get` sits in the body of a `try` whose
+    `except KeyboardInterrupt` / `except BaseException` / bare `except` handler (or
+    `finally`) calls `ray.cancel` and then waits with a bounded `ray.wait`/`ray.get(...,
+    timeout=...)` (or calls `runtime_guard.ray.cancel_and_wait`), when it runs under
     `runtime_guard.on_interrupt(...)` (a `with` or a decorator), or when every call of
     the enclosing function is itself protected that way.
 
@@ -38,10 +38,17 @@ class RayGetOrphansOnInterrupt(Rule):
     monitoring loop (`while refs: done, refs = ray.wait(refs, num_returns=1)`): it blocks
     until the work finishes and Ctrl+C cannot interrupt it any better than `ray.get`.
 
+    In the driver's coroutine (`async def main()` run by `asyncio.run`) the call also blocks
+    the event loop; this rule reports it there (SHD301 leaves the driver's `ray.get`/`ray.wait`
+    to it, so each call is reported once) and its fix awaits the coroutine helper.
+
     Not flagged: `ray.get` of refs that a `ray.wait(...)` returned as ready (a polling
     loop), `ray.get`/`ray.wait` with a timeout (`ray.wait(refs, timeout=0)` polls), code in
-    Ray tasks and actors, and calls inside a coroutine (SHD301 covers blocking calls in
-    coroutines).
+    Ray tasks and actors (a blocking call in an actor's coroutine is SHD301's), calls in a
+    `lambda` inside a coroutine, and a call in a `try` whose interrupt path (`except
+    KeyboardInterrupt` / `BaseException` / bare, or `finally`) already cancels the same refs
+    without waiting: the missing wait is SHD501's business, and a fix here would cancel the
+    refs a second time, cutting short the cleanup the first cancel started.
 
     Options: `cleanup_calls` (list of qualified names, e.g. `"mypkg.jobs.cancel_all"`)
     are project helpers that cancel Ray work and wait for it; a handler that calls one
@@ -75,20 +82,35 @@ class RayGetOrphansOnInterrupt(Rule):
     ```
     For `ray.wait`, `runtime_guard.ray.interruptible_wait(refs, num_returns=1)` takes the
     same arguments and returns the same `(ready, not_ready)`; on Ctrl+C it cancels the refs
-    not yet ready and waits for their cleanup.
+    not yet ready and waits for their cleanup. In a coroutine, `await
+    runtime_guard.ray.interruptible_get_async(ref)` / `await
+    runtime_guard.ray.interruptible_wait_async(refs, ...)`: the sync helpers always return
+    the value (called from a coroutine they block the loop, as `ray.get` does), the async
+    ones always return a coroutine.
 
     `interruptible_get` polls with an interruptible sleep and `ray.wait(timeout=0)`,
-    re-installs SIGINT/SIGTERM handlers that Ray or a launcher masked, and on the first
-    Ctrl+C cancels the work (`ray.cancel(force=False)`) and waits, bounded, for its
-    cleanup; a second Ctrl+C force-cancels. Or write the `try/except KeyboardInterrupt`
-    with `ray.cancel` and a bounded `ray.wait` yourself.
+    re-installs SIGINT/SIGTERM handlers that Ray or a launcher masked (on the main thread,
+    when no event loop runs there), and on the first Ctrl+C cancels the work
+    (`ray.cancel(force=False)`) and waits, bounded, for its cleanup; a second Ctrl+C
+    force-cancels. Or write the `try/except KeyboardInterrupt` with `ray.cancel` and a
+    bounded `ray.wait` yourself.
 
     ## Fix safety
-    Unsafe: the call is replaced by `runtime_guard.ray.interruptible_get` (or
-    `interruptible_wait` for `ray.wait`) with the same arguments, which changes how the driver reacts to signals on the normal path (it
-    installs SIGINT/SIGTERM handlers while it waits, and a Ctrl+C now also waits for the
-    remote cleanup before `KeyboardInterrupt` propagates). The fix adds
-    `import runtime_guard`.
+    Unsafe, by the contract (a fix is safe only if the program does exactly what it did on
+    every path where the hazard does not occur). The values, shapes and errors are those of
+    `ray.get`/`ray.wait` (`GetTimeoutError`, the first failed ref's error as soon as it is
+    ready), but the normal path changes:
+    - sync (`runtime_guard.ray.interruptible_get` / `interruptible_wait`, same arguments):
+      the call polls (it returns up to 0.1 s after the work is ready), and on the main
+      thread with no event loop running it installs SIGINT/SIGTERM handlers while it waits
+      (restoring them after; a SIGTERM within 5 s after a Ctrl+C cleanup is absorbed), so a
+      launcher's `SIG_IGN` no longer hides Ctrl+C there. Called from sync code that a
+      coroutine runs, it touches no handler and blocks the loop exactly as the call did;
+    - in a coroutine (`await runtime_guard.ray.interruptible_get_async(...)` /
+      `interruptible_wait_async`; no fix inside a comprehension): the loop is no longer
+      blocked, so other tasks run while the driver waits, and a cancellation of the task
+      now arrives during the wait (it cancels the remote work) instead of after it.
+    The fix adds `import runtime_guard`.
 
     ## References
     - SkyRL #1160: Daytona sandboxes leak on Ctrl+C during Harbor RL training
@@ -109,8 +131,8 @@ class RayGetOrphansOnInterrupt(Rule):
     triggers = ("get", "wait")
     # tier 1: ray.get / ray.wait in the driver
     candidate = C.All(C.qualified("ray.get", "ray.wait"), C.context("driver"))
-    # tier 2: a ray.get / ray.wait without a timeout at module level, or in a sync function
-    # that may run in the driver
+    # tier 2: a ray.get / ray.wait without a timeout at module level, or in a function (or
+    # coroutine) that may run in the driver
     candidate_tree = staticmethod(lambda tree: _may_get_in_driver(tree))
     facts_needed = ("functions", "calls", "execution")
     options = {
@@ -241,15 +263,40 @@ class RayGetOrphansOnInterrupt(Rule):
                 done, refs = runtime_guard.ray.interruptible_wait(refs, num_returns=1)
                 print(ray.get(done))
         """,
-        # ray.get inside the driver's coroutine is SHD301's business
+        # the interrupt path cancels these refs but does not wait: SHD501's business (a fix here
+        # would cancel them a second time and cut short the cleanup the first cancel started)
         """
-        import asyncio, ray
+        import ray
 
-        async def main():
-            return ray.get(job.remote())
+        def main():
+            ray.init()
+            ref = rollout.remote()
+            try:
+                ray.get(ref)
+            except KeyboardInterrupt:
+                print("shutting down")
+                ray.cancel(ref)
+                raise
+        """,
+        """
+        import ray
 
-        if __name__ == "__main__":
-            asyncio.run(main())
+        def main():
+            refs = [rollout.remote(i) for i in range(4)]
+            try:
+                ray.wait(refs, num_returns=len(refs))
+            finally:
+                for r in refs:
+                    ray.cancel(r)
+        """,
+        # a coroutine that is not driver code (a Ray async actor's method) is SHD301's business
+        """
+        import ray
+
+        @ray.remote
+        class Worker:
+            async def run(self, refs):
+                return ray.get(refs)
         """,
     ]
     invalid = [
@@ -311,18 +358,18 @@ class RayGetOrphansOnInterrupt(Rule):
                 runtime_guard.ray.interruptible_get(ref, timeout=None)
             """,
         ),
-        # the handler cancels but never waits: still orphaned
+        # the handler cancels something else: these refs are orphaned
         Invalid(
             """
             import ray
 
             def main():
                 ray.init()
-                ref = rollout.remote()
+                ref, other = rollout.remote(), rollout.remote()
                 try:
-                    ray.get(ref)
+                    ray.get([ref, other])
                 except KeyboardInterrupt:
-                    ray.cancel(ref)
+                    ray.cancel(other)
                     raise
             """,
             fixed="""
@@ -331,13 +378,44 @@ class RayGetOrphansOnInterrupt(Rule):
 
             def main():
                 ray.init()
-                ref = rollout.remote()
+                ref, other = rollout.remote(), rollout.remote()
                 try:
-                    runtime_guard.ray.interruptible_get(ref)
+                    runtime_guard.ray.interruptible_get([ref, other])
                 except KeyboardInterrupt:
-                    ray.cancel(ref)
+                    ray.cancel(other)
                     raise
             """,
+        ),
+        # the driver's coroutine: the awaitable helper, awaited
+        Invalid(
+            """
+            import asyncio, ray
+
+            async def main():
+                ray.init()
+                refs = [job.remote(i) for i in range(4)]
+                first = ray.get(refs)[0]
+                done, rest = ray.wait(refs, num_returns=2)
+                return first, [ray.get(r) for r in rest]
+
+            if __name__ == "__main__":
+                asyncio.run(main())
+            """,
+            fixed="""
+            import asyncio, ray
+            import runtime_guard
+
+            async def main():
+                ray.init()
+                refs = [job.remote(i) for i in range(4)]
+                first = (await runtime_guard.ray.interruptible_get_async(refs))[0]
+                done, rest = await runtime_guard.ray.interruptible_wait_async(refs, num_returns=2)
+                return first, [ray.get(r) for r in rest]
+
+            if __name__ == "__main__":
+                asyncio.run(main())
+            """,
+            count=3,
         ),
         # a helper called from the driver, with an unprotected caller
         Invalid(
@@ -449,16 +527,11 @@ class RayGetOrphansOnInterrupt(Rule):
     # ------------------------------------------------------------------ visitors
     def visit_Call(self, node: cst.Call) -> None:
         name = self.facts.call_name(node)
-        if name not in ("ray.get", "ray.wait") or has_timeout(node):
-            return
-        if not self.facts.runs_in_driver(node):
+        if not reports(self.facts, node, tuple(self.config["cleanup_calls"])):
             return
         fn = self.facts.enclosing_function(node)
-        if fn is not None and (fn.is_async or self.facts.runs_in_ray_worker(fn)):
-            return
-        if name == "ray.get" and refs_known_ready(self.facts, node):
-            return
-        if interrupt_protected(self.facts, node, tuple(self.config["cleanup_calls"])):
+        if fn is not None and fn.is_async:
+            self._report_in_coroutine(node, name)
             return
         if name == "ray.wait":
             self.report(
@@ -484,6 +557,60 @@ class RayGetOrphansOnInterrupt(Rule):
             "on Ctrl+C the driver exits and the task is killed without running its cleanup",
             fix=fix,
         )
+
+    def _report_in_coroutine(self, node: cst.Call, name: str) -> None:
+        """In the driver's coroutine: the awaitable helper, ``await``ed (never the sync one, which
+        would block the loop as the call does now)."""
+        short = "get" if name == "ray.get" else "wait"
+        helper = f"runtime_guard.ray.interruptible_{short}_async"
+        fix = None
+        if not _in_comprehension(self.facts, node):
+            parent = self.facts.parent(node)
+            # `await` binds tighter than a call, a subscript or an attribute: `(await f())[0]`
+            bare = not (isinstance(parent, (cst.Attribute, cst.Subscript)) and parent.value is node
+                        or isinstance(parent, cst.Call) and parent.func is node)
+            awaited = cst.Await(expression=node.with_changes(func=dotted(helper)), lpar=[] if bare else [cst.LeftParen()],
+                                rpar=[] if bare else [cst.RightParen()])
+            fix = Fix.unsafe(Replace(node, awaited), IMPORT_RUNTIME_GUARD,
+                             message=f"Replace with `await {helper}()`")
+        self.report(
+            node,
+            f"`ray.{short}()` in the driver's coroutine blocks the event loop with no Ctrl+C path that cancels "
+            "the remote work and waits: under `asyncio.run` the first Ctrl+C only cancels the main task once the "
+            "call returns, the second ends the driver and the remote work is killed without running its cleanup",
+            fix=fix,
+        )
+
+
+def reports(facts: ModuleFacts, node: cst.Call, cleanup_calls: tuple[str, ...] = ()) -> bool:
+    """SHD403 reports ``node`` (SHD301 asks, to leave the driver's ``ray.get``/``ray.wait`` in a
+    coroutine to this rule)."""
+    name = facts.call_name(node)
+    if name not in ("ray.get", "ray.wait") or has_timeout(node):
+        return False
+    if not facts.runs_in_driver(node):
+        return False
+    fn = facts.enclosing_function(node)
+    if fn is not None and facts.runs_in_ray_worker(fn):
+        return False
+    if fn is not None and fn.is_async and facts.in_lambda(node):
+        return False
+    if name == "ray.get" and refs_known_ready(facts, node):
+        return False
+    if interrupt_protected(facts, node, cleanup_calls):
+        return False
+    # an interrupt path that cancels these refs (and may not wait) is SHD501's business: a fix here
+    # would cancel a second time, cutting short the cleanup that the first cancel started
+    return not interrupt_path_cancels(facts, node)
+
+
+def _in_comprehension(facts: ModuleFacts, node: cst.CSTNode) -> bool:
+    for anc in facts.ancestors(node):
+        if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
+            return False
+        if isinstance(anc, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+            return True
+    return False
 
 
 # ---------------------------------------------------------------------- shared helpers
@@ -579,6 +706,59 @@ def interrupt_protected(facts: ModuleFacts, node: cst.CSTNode, extra: tuple[str,
     return False
 
 
+def _code(expr: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(expr).strip()
+
+
+def _refs_of(expr: cst.BaseExpression) -> set[str]:
+    """The refs an argument names: itself, and the elements of a list/tuple display."""
+    found = {_code(expr)}
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        found |= {_code(el.value) for el in expr.elements if isinstance(el, cst.Element)}
+    return found
+
+
+def _cancelled_in(facts: ModuleFacts, body: cst.CSTNode) -> set[str]:
+    """What the Ray cancels in ``body`` name: their argument (and its elements), and the
+    collection a ``for ref in refs: ray.cancel(ref)`` walks."""
+    found: set[str] = set()
+    for call in calls_in(body):
+        if facts.call_name(call) not in RAY_CANCEL_CALLS:
+            continue
+        args = [a for a in call.args if a.keyword is None and not a.star]
+        if not args:
+            continue
+        arg = args[0].value
+        found |= _refs_of(arg)
+        if isinstance(arg, cst.Name):
+            for anc in facts.ancestors(call):
+                if anc is body:
+                    break
+                if isinstance(anc, cst.For) and isinstance(anc.target, cst.Name) and anc.target.value == arg.value:
+                    found |= _refs_of(anc.iter)
+    return found
+
+
+def interrupt_path_cancels(facts: ModuleFacts, call: cst.Call) -> bool:
+    """An enclosing ``try`` has an interrupt path (``except KeyboardInterrupt``/``BaseException``,
+    bare ``except``, or ``finally``) that cancels every ref ``call`` waits for."""
+    args = [a for a in call.args if a.keyword is None and not a.star]
+    if not args:
+        return False
+    arg = args[0].value
+    wanted = {_code(arg)}
+    elements = _refs_of(arg) - wanted
+    for t in facts.enclosing_trys(call):
+        blocks = [h.body for h in t.handlers if is_interrupt_handler(facts, h)]
+        if t.finalbody is not None:
+            blocks.append(t.finalbody.body)
+        for body in blocks:
+            cancelled = _cancelled_in(facts, body)
+            if wanted <= cancelled or (elements and elements <= cancelled):
+                return True
+    return False
+
+
 def refs_known_ready(facts: ModuleFacts, call: cst.Call) -> bool:
     """``ray.get(ready)`` / ``ray.get(ready[0])`` / ``for r in ready: ray.get(r)`` where
     ``ready`` was unpacked from ``ray.wait(...)`` in the same function."""
@@ -635,6 +815,5 @@ def _unbounded_ray_get(tree, call: ast.Call) -> bool:
 def _may_get_in_driver(tree) -> bool:
     if any(_unbounded_ray_get(tree, c) for c, _, _ in tree.module_calls):
         return True
-    holders = {fn.name for fn in tree.functions
-               if not fn.is_async and any(_unbounded_ray_get(tree, c) for c, _, _ in fn.calls)}
+    holders = {fn.name for fn in tree.functions if any(_unbounded_ray_get(tree, c) for c, _, _ in fn.calls)}
     return bool(holders) and bool(holders & T.driver_names(tree))

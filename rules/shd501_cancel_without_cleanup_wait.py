@@ -73,17 +73,32 @@ class CancelWithoutCleanupWait(Rule):
     ```
 
     ## Fix safety
-    Safe: only the exit path changes. `runtime_guard.ray.cancel_and_wait(refs, timeout=30)`
-    cancels cooperatively, exactly like `ray.cancel(ref)`, then waits with `ray.wait` for up
-    to `timeout` seconds for the work to finish its cleanup, so the exit is delayed by at
-    most that bound. A plain `ray.cancel(ref)` statement is replaced; a cancel inside a
-    `for ref in refs:` loop (also `for i, ref in enumerate(refs)` and
-    `for key, ref in d.items()`, which wait on `d.values()`) gets a
-    `runtime_guard.ray.wait_for_cleanup(refs, timeout=30)` before the exit, and so does a cancel
-    with other options (`recursive=True`), right after it: that helper only waits, since a second
-    `ray.cancel` raises a second `KeyboardInterrupt` in the task and cuts its cleanup short. No
-    fix is offered when the cancelled refs cannot be named again at the exit (e.g. a cancel in a
-    comprehension over a call's result). The fix adds `import runtime_guard`.
+    Unsafe, by the contract (a fix is safe only if the program does exactly what it did on
+    every path where the hazard does not occur). Only the exit path after the cancel changes,
+    but there it changes even when no cleanup is lost: when the cancelled work does not stop
+    (a task blocked in C code that never sees the `KeyboardInterrupt`, an actor method that
+    swallows it), the driver now waits up to `timeout` seconds before the exit that used to
+    be immediate; and a Ctrl+C during that new wait ends the driver with `KeyboardInterrupt`
+    there, instead of the exit status the program chose. When the work has ended or ends its
+    cleanup, the exit is delayed by just that cleanup.
+
+    What the fix writes: a plain `ray.cancel(ref)` statement becomes
+    `runtime_guard.ray.cancel_and_wait(ref, timeout=30)`, which cancels cooperatively, exactly
+    like `ray.cancel(ref)`, then waits with `ray.wait` for up to `timeout` seconds for the work
+    to finish its cleanup. It cancels once: refs that a runtime_guard helper already cancelled
+    (an interrupted `runtime_guard.ray.interruptible_get` in the `try`'s body) are only waited
+    for, since a second `ray.cancel` raises a second `KeyboardInterrupt` in the task and cuts
+    its cleanup short. A cancel inside a `for ref in refs:` loop (also
+    `for i, ref in enumerate(refs)` and `for key, ref in d.items()`, which wait on
+    `d.values()`) gets a `runtime_guard.ray.wait_for_cleanup(refs, timeout=30)` before the
+    exit, and so does a cancel with other options (`recursive=True`), right after it: that
+    helper only waits. No fix is offered when the cancelled refs cannot be named again at the
+    exit (e.g. a cancel in a comprehension over a call's result). The fix adds
+    `import runtime_guard`.
+
+    With SHD403 on the same `try` (`ray.get(ref)` in the body, `ray.cancel(ref)` in the
+    `except KeyboardInterrupt`), only this rule reports: the interrupt path already cancels,
+    and the fixed program cancels once and waits once.
 
     ## References
     - SkyRL #1160, fix 3b: "Driver exits before worker finishes cleanup"
@@ -189,6 +204,20 @@ class CancelWithoutCleanupWait(Rule):
                 for f in self.futures:
                     ray.cancel(f)
                 return True
+        """,
+        # a helper (not an entry function) whose handler cancels and returns: its caller goes on
+        """
+        import ray
+
+        def collect(ref):
+            try:
+                return ray.get(ref)
+            except KeyboardInterrupt:
+                ray.cancel(ref)
+
+        def main():
+            collect(job.remote())
+            carry_on()
         """,
         # asyncio cancel is not ray.cancel
         """
@@ -406,6 +435,68 @@ class CancelWithoutCleanupWait(Rule):
                     raise
             """,
         ),
+        # a handler at the end of main(): the driver ends when main() returns
+        Invalid(
+            """
+            import ray
+
+            def main():
+                ref = train.remote()
+                try:
+                    ray.get(ref)
+                except KeyboardInterrupt:
+                    print("stopping")
+                    ray.cancel(ref)
+
+            if __name__ == "__main__":
+                main()
+            """,
+            fixed="""
+            import ray
+            import runtime_guard
+
+            def main():
+                ref = train.remote()
+                try:
+                    ray.get(ref)
+                except KeyboardInterrupt:
+                    print("stopping")
+                    runtime_guard.ray.cancel_and_wait(ref, timeout=30)
+
+            if __name__ == "__main__":
+                main()
+            """,
+            message_contains="end of the driver",
+        ),
+        # the get already interruptible: cancel_and_wait only waits for refs it cancelled
+        Invalid(
+            """
+            import ray
+            import runtime_guard
+
+            def main():
+                task = entrypoint.remote()
+                try:
+                    runtime_guard.ray.interruptible_get(task)
+                except KeyboardInterrupt:
+                    print("shutting down")
+                    ray.cancel(task)
+                    raise
+            """,
+            fixed="""
+            import ray
+            import runtime_guard
+
+            def main():
+                task = entrypoint.remote()
+                try:
+                    runtime_guard.ray.interruptible_get(task)
+                except KeyboardInterrupt:
+                    print("shutting down")
+                    runtime_guard.ray.cancel_and_wait(task, timeout=30)
+                    raise
+            """,
+        ),
         # no name to wait on at the exit: flagged without a fix
         Invalid(
             """
@@ -493,8 +584,9 @@ class CancelWithoutCleanupWait(Rule):
             if isinstance(block, cst.Module):
                 return ("the end of the driver", None) if self.facts.runs_in_driver(stmt) else None
             owner = self.facts.parent(block)
-            if isinstance(owner, cst.FunctionDef) and in_worker:
-                return None
+            if isinstance(owner, cst.FunctionDef):
+                if in_worker:
+                    return None
                 fn = self.facts.function_of(owner)
                 if in_handler and fn is not None and self._is_entry(fn):
                     return "the end of the driver", None
@@ -600,16 +692,16 @@ class CancelWithoutCleanupWait(Rule):
                 return None
             wait = _wait_statement(refs, timeout_arg)
             edit = InsertBefore(exit_stmt, (wait,)) if exit_stmt is not None else InsertAfter(loop, (wait,))
-            return Fix.safe(edit, IMPORT_RUNTIME_GUARD, message=message)
+            return Fix.unsafe(edit, IMPORT_RUNTIME_GUARD, message=message)
         if not is_statement:
             return None
         extra = [a for a in call.args if a.keyword is not None and a.keyword.value != "force"]
         if not extra:
             new = guard_call("ray.cancel_and_wait", [_first_arg(ref), timeout_arg])
-            return Fix.safe(Replace(call, new), IMPORT_RUNTIME_GUARD,
+            return Fix.unsafe(Replace(call, new), IMPORT_RUNTIME_GUARD,
                             message="Replace with `runtime_guard.ray.cancel_and_wait()`")
         # keep options such as recursive=True on the cancel; wait right after it
-        return Fix.safe(InsertAfter(stmt, (_wait_statement(ref, timeout_arg),)), IMPORT_RUNTIME_GUARD,
+        return Fix.unsafe(InsertAfter(stmt, (_wait_statement(ref, timeout_arg),)), IMPORT_RUNTIME_GUARD,
                         message=message)
 
     def _loop_over(self, stmt: cst.BaseStatement, ref: cst.BaseExpression
@@ -715,6 +807,8 @@ def _may_cancel_then_exit(tree) -> bool:
     cancel's statement through enclosing blocks but never past its ``def``/class body:
     - the end of the module (``the end of the driver``): only for module-level code -> clause
       (a): any candidate outside every ``def`` (module or class-body code) keeps the file;
+    - the end of an entry function from one of its handlers (``the end of the driver``) ->
+      clause (e), in ``_in_handler``;
     - an exit-call statement (``sys.exit``... ``is_exit``: ``EXIT_FUNCTIONS``), counted
       whatever ``ends_process`` is, unless in a worker -> clause (b): an exit call in the same
       function at or after the cancel's line;
@@ -766,9 +860,9 @@ def _may_cancel_then_exit(tree) -> bool:
 
 def _in_handler(fn, line: int) -> bool:
     """The call at ``line`` may sit in an ``except`` or ``finally`` block of ``fn``: a superset
-    of the interrupt handlers and ``finally`` blocks that (c) and (d) need, and (e) any handler,
-    which ``_after`` as written does not need (its branch for the end of an entry function is
-    never reached): this condition stays sound if that branch comes back."""
+    of the interrupt handlers and ``finally`` blocks that (c) and (d) need, and (e) any handler:
+    ``_after`` reports a cancel in any handler of an entry function (``main()``, or one the
+    ``__main__`` block calls) that reaches the end of that function (``the end of the driver``)."""
     for t in fn.trys:
         if t.finalbody and _covers(t.finalbody[0].lineno, t.finalbody[-1].end_lineno, line):
             return True
