@@ -176,3 +176,37 @@ def test_no_signal_same_run_and_an_exception_in_the_window_is_where_it_differs(t
     before, after = _run_normal(original_path, "fail"), _run_normal(fixed_path, "fail")
     assert before == (0, "failed: disk full\nSIGTERM after shutdown: 1\n")
     assert after == (0, "failed: disk full\nSIGTERM after shutdown: 0\n")
+
+
+# The previous handler was not installed from Python (a C extension's, an embedding
+# application's): `signal.signal` returns None for it. Reproduced for real: a handler set, then
+# `_signal` executed again, which reads the process's dispositions back and calls the one it
+# did not install None (CPython's signal_get_set_handlers).
+FOREIGN = NORMAL.replace(
+    "import threading\n",
+    "import threading\nimport importlib\n\n"
+    "signal.signal(signal.SIGTERM, lambda *a: None)\n"
+    "del sys.modules['_signal']\n"
+    "importlib.reload(signal)\n"
+    "assert signal.getsignal(signal.SIGTERM) is None\n",
+    1,
+)
+
+
+@pytest.mark.timeout(60)
+def test_a_previous_handler_from_outside_python_does_not_replace_the_exception(tmp_path):
+    """Audit 5.2: the unguarded restore raised TypeError in the finally, replacing the
+    window's own exception; the guarded one lets it through as the original did."""
+    fixed = fix_source(FOREIGN.encode(), "prog.py", SETTINGS, unsafe=True).source.decode()
+    unguarded = fixed.replace("        if _prev_sigterm is not None:\n            signal.signal(",
+                              "        signal.signal(")
+    assert unguarded != fixed
+    outs = {}
+    for name, text in (("original", FOREIGN), ("unguarded", unguarded), ("fixed", fixed)):
+        path = tmp_path / f"{name}.py"
+        path.write_text(text)
+        done = subprocess.run([sys.executable, str(path), "fail"], env=ENV, capture_output=True, text=True,
+                              timeout=30)
+        outs[name] = (done.returncode, done.stdout.splitlines()[:1], "TypeError" in done.stderr)
+    assert outs["original"] == outs["fixed"] == (0, ["failed: disk full"], False)
+    assert outs["unguarded"][2] is True and outs["unguarded"][0] != 0  # the old shape's failure
