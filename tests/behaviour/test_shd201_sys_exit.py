@@ -229,3 +229,41 @@ def test_sys_exit_in_a_main_thread_task_escapes_asyncio_run(tmp_path):
     killed, status, out = _run(fixed, wait=20)
     assert not killed and status == 1
     assert "MAIN FINALLY" not in out  # os._exit: other tasks' finally blocks do not run
+
+
+EXECUTOR_AWAITED = textwrap.dedent(
+    '''
+    import asyncio
+    import sys
+
+
+    def job():
+        # the input is unusable: give up
+        sys.exit(2)
+
+
+    async def main():
+        try:
+            print("WAITING", flush=True)
+            await asyncio.get_running_loop().run_in_executor(None, job)
+        finally:
+            print("MAIN FINALLY", flush=True)
+
+
+    if __name__ == "__main__":
+        asyncio.run(main())
+    '''
+).lstrip()
+
+
+@pytest.mark.timeout(60)
+def test_executor_job_awaited_on_the_main_thread_is_why_the_label_is_unsafe(tmp_path):
+    """An executor job's SystemExit comes back through its awaited future and ends the process
+    after unwinding main() (a path where the hazard does not occur); hard_exit skips that."""
+    assert _label(EXECUTOR_AWAITED) == "unsafe"
+    hazard = tmp_path / "executor.py"
+    hazard.write_text(EXECUTOR_AWAITED)
+    assert _run(hazard, wait=20) == (False, 2, "MAIN FINALLY\n")
+    fixed = tmp_path / "executor_fixed.py"
+    fixed.write_text(_fixed(EXECUTOR_AWAITED, status=2))
+    assert _run(fixed, wait=20) == (False, 2, "")
