@@ -1,0 +1,813 @@
+from __future__ import annotations
+
+import ast
+from typing import Optional, Union
+
+import libcst as cst
+
+from shutdown_lint import candidates as C
+from shutdown_lint.rule import Fix, Invalid, Replace, Rule
+
+from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
+from ._vocabulary import identifier_words
+
+#: Calls that start a child process, by kind (qualified names as the facts spell them).
+POPEN_FACTORIES = ("subprocess.Popen",)
+ASYNC_FACTORIES = ("asyncio.create_subprocess_exec", "asyncio.create_subprocess_shell",
+                   "asyncio.subprocess.create_subprocess_exec", "asyncio.subprocess.create_subprocess_shell")
+MP_FACTORIES = ("multiprocessing.Process", "multiprocessing.context.Process", "torch.multiprocessing.Process")
+_KIND = {**{n: "popen" for n in POPEN_FACTORIES}, **{n: "asyncio" for n in ASYNC_FACTORIES},
+         **{n: "mp" for n in MP_FACTORIES}}
+FACTORIES = tuple(_KIND)
+
+#: Methods of the child that wait for it or end it.
+_STOP_METHODS = frozenset({"wait", "communicate", "terminate", "kill", "join", "send_signal"})
+#: Of those, the ones that return only once the child has exited (and, for a Popen, reaped it).
+_WAIT_METHODS = frozenset({"wait", "communicate"})
+#: Words of a callee's name that take the child (or its pid) and stop it or wait for it:
+#: ``os.kill(p.pid, ...)``, ``runtime_guard.terminate_process_groups([p])``, ``self._reap(p)``.
+_STOP_WORDS = frozenset({"terminate", "kill", "killpg", "stop", "reap", "wait", "cleanup", "shutdown", "close", "join",
+                         "teardown", "finish", "halt"})
+#: Callees that only look at the child (its pid in a log line): not a hand-over.
+_OBSERVERS = frozenset({"print", "debug", "info", "warning", "warn", "error", "exception", "critical", "log", "str",
+                        "repr", "format", "isinstance", "len", "id", "type", "bool", "int", "write"})
+#: Exception types whose handler also runs on Ctrl+C (or, in a coroutine, on cancellation).
+_BROAD = frozenset({"builtins.BaseException", "builtins.KeyboardInterrupt", "asyncio.CancelledError",
+                    "asyncio.exceptions.CancelledError", "builtins.SystemExit", "builtins.GeneratorExit"})
+#: Attributes of the child that name the process itself (handing them over hands it over).
+_IDENTITY_ATTRS = frozenset({"pid", "sentinel"})
+
+_HANDOFF, _PLAIN, _WITH, _REGISTER, _DAEMON, _START, _STOP, _POLL = (
+    "handoff", "plain", "with", "register", "daemon", "start", "stop", "poll")
+_FULL, _ERRORS, _NORMAL = "full", "errors", "normal"
+
+
+class ChildProcessNeverStopped(Rule):
+    """
+    ## What it does
+    Flags a child process started in a function (or a script's module code) and kept in a
+    local name that no exit path stops: a `subprocess.Popen`, an
+    `asyncio.create_subprocess_exec/shell` or a non-daemon `multiprocessing.Process` (any
+    import alias) with no `wait()`, `communicate()`, `terminate()`, `kill()` or `join()`
+    (nor `os.kill(p.pid, ...)`, `runtime_guard.terminate_process_groups([p])`, a helper
+    whose name says it stops or reaps) on the paths an exception or Ctrl+C takes:
+
+    - **never stopped**: a `Popen` or asyncio child that nothing waits for, terminates or
+      kills on any path (a `subprocess.Popen(...)` statement whose result is dropped too);
+    - **stopped on the normal path only**: the `wait()` is there, but code runs between the
+      start and the wait and no `finally` (nor `except BaseException`/`KeyboardInterrupt`,
+      nor `except CancelledError` in a coroutine) stops the child: an exception or Ctrl+C
+      in that code leaves it running;
+    - **a timed wait**: `p.communicate(timeout=...)` / `p.wait(timeout)` right after the
+      start with nothing that kills the child on `TimeoutExpired`;
+    - **its own session**: a child started with `start_new_session=True` (or
+      `process_group=0`, `preexec_fn=os.setsid`) is stopped only on the normal path or in
+      an `except Exception`: the terminal's Ctrl+C does not reach it, and nothing on the
+      `KeyboardInterrupt` path does.
+
+    Not flagged (the child is someone else's to stop, or is stopped): a `Popen` used as a
+    `with` block; a child returned, yielded, stored (`self.proc = p`, `procs.append(p)`,
+    `d[k] = p`), handed to a call (`manager.track(p)`), used in a nested function or
+    lambda, registered (`atexit.register(p.kill)`, `stack.callback(p.terminate)`); a
+    stop in a `finally` or an `except BaseException`/`KeyboardInterrupt` handler; a wait
+    right after the start (`p = Popen(...)` then `out, err = p.communicate()`: the only
+    window is the wait, and a terminal's Ctrl+C reaches a child of the same process group);
+    `subprocess.run/call/check_call/check_output` (they kill the child on any exception,
+    Ctrl+C included); a child started with `start_new_session=True` and never waited for
+    (a deliberately detached daemon); `multiprocessing` children that are daemons
+    (`daemon=True`, `p.daemon = True`) or never joined: `multiprocessing`'s exit handler
+    terminates daemon children and joins the others on every exit that runs `atexit`
+    (normal, exception, `KeyboardInterrupt`). A SIGTERM or SIGKILL of the parent runs no
+    exit handler at all: no local code can stop the child then (SHD402 and SHD404 make
+    SIGTERM unwind), so those children are not reported for it.
+
+    ## Why is this bad?
+    A child is a separate process: when the code that started it unwinds with an exception,
+    or the parent exits, nothing ends it. `Popen` does not kill its child when the object
+    is dropped or the parent dies; the child is re-parented to init and keeps running,
+    holding its GPU memory, ports and files, and the next run finds them taken. A
+    terminal's Ctrl+C is sent to the whole foreground process group, so a child in the
+    same group often dies with its parent, but not when it handles SIGINT (a Python
+    server), runs in its own session, or when only the parent is signalled (`kill -INT`,
+    a scheduler, a supervisor). Measured here (tests/behaviour/test_shd602_child_process.py):
+    a parent that starts `sleep 300` (or a Python child writing a heartbeat file),
+    and is then interrupted with SIGINT or raises before its `wait()`, exits with the
+    child still alive; with the fix the child is gone when the parent has exited.
+
+    For a non-daemon `multiprocessing.Process` the exit handler joins the child: an
+    exception between `start()` and `join()` keeps the parent alive until the child's work
+    ends by itself (the Flow-Factory "zombie GPU processes after Ctrl+C" shape).
+
+    ## Example
+    ```python
+    import subprocess
+
+    def serve_and_eval(model):
+        server = subprocess.Popen(["python", "-m", "vllm.entrypoints.api_server", model])
+        wait_for_port(8000)
+        scores = run_eval()          # raises, or Ctrl+C here: the server keeps running
+        server.terminate()
+        server.wait()
+        return scores
+    ```
+
+    ## Use instead
+    ```python
+    import subprocess
+    import runtime_guard
+
+    def serve_and_eval(model):
+        server = subprocess.Popen(["python", "-m", "vllm.entrypoints.api_server", model],
+                                  start_new_session=True)
+        try:
+            wait_for_port(8000)
+            return run_eval()
+        finally:
+            runtime_guard.terminate_process_groups([server])  # SIGTERM, grace, SIGKILL
+    ```
+
+    ## Fix safety
+    Only for a `subprocess.Popen` kept in a local name whose every use follows its start in
+    the same block: the fix puts the statements from the one after the start to the last
+    one using the child in a `try` whose `finally` calls
+    `runtime_guard.terminate_process_groups([p])`. The hazard's path is every run that
+    leaves that region (an exception, Ctrl+C) while the child may still be running: there
+    the child (and its process group, when it leads one) gets SIGTERM, up to 10 s of grace,
+    then SIGKILL, and the exception goes on unchanged.
+
+    Safe when the region has a top-level `p.wait(...)` or `p.communicate(...)` and no
+    `return`, `yield`, `break` or `continue` that leaves the region before it: a normal run
+    then reaches the `finally` with the child already reaped, and
+    `terminate_process_groups` does nothing to a reaped child (no signal, no wait, no
+    output; it never raises), so values, output, exit status and every other process's
+    fate are what they were.
+
+    Unsafe otherwise (the child is stopped on the normal path only by `terminate()`,
+    `kill()`, a conditional or a helper, or the region can return before the wait): a
+    normal run can reach the `finally` with the child still running or not yet reaped,
+    which it now signals (its process group included) and waits up to 10 s for, where
+    the original left it alone.
+
+    No fix for asyncio or `multiprocessing` children (`terminate_process_groups` takes
+    `Popen` objects), for a child nothing ever waits for (ending it would change the
+    normal path: it may be meant to outlive the function), or when the child is used
+    before its start or outside the block.
+
+    ## Known limits
+    - A child kept on `self` and stopped in `close()`, or handed to a call, is trusted to be
+      stopped there; the rule does not follow it (SHD503 does this for executors).
+    - `ctx = multiprocessing.get_context("spawn"); ctx.Process(...)` is not recognised.
+    - Where the normal path stops the child is not checked path by path: any stop outside a
+      cleanup block counts as the normal-path stop (`if done: p.wait()` included).
+    - An asyncio child whose coroutine is cancelled is killed (SIGKILL, no grace) when its
+      transport is garbage-collected, if the loop still runs then; the rule reports it as
+      not stopped, since when that happens is not in the code.
+
+    ## References
+    - Flow-Factory #149: graceful shutdown on Ctrl+C to prevent zombie GPU processes
+    - Python docs: `subprocess.Popen.communicate` ("The child process is not killed if the
+      timeout expires"), `Popen.__exit__`, `start_new_session`; `multiprocessing`'s
+      `daemon` flag and its exit handler
+    - `runtime_guard.terminate_process_groups`: SIGTERM to the child's group, grace, SIGKILL
+    """
+
+    code = "SHD602"
+    name = "child-process-never-stopped"
+    summary = "A child process with no wait, terminate or kill on its exception and Ctrl+C paths outlives its parent"
+    triggers = ("Popen", "create_subprocess", "Process")
+    facts_needed = ("parents", "imports", "functions", "calls")
+    # tier 1: a factory is named in the file
+    candidate = C.qualified(*FACTORIES)
+    # tier 2: a call that may be a factory, kept in a plain name (``p = ...`` / ``p: T = ...``,
+    # through ``await``) or dropped as an expression statement
+    candidate_tree = staticmethod(lambda tree: _may_start_child(tree))
+
+    valid = [
+        # a with block: Popen.__exit__ waits
+        """
+        import subprocess
+        def run(cmd):
+            with subprocess.Popen(cmd, stdout=subprocess.PIPE) as p:
+                for line in p.stdout:
+                    print(line)
+        """,
+        # stopped in a finally
+        """
+        import subprocess
+        import runtime_guard
+        def serve(cmd):
+            server = subprocess.Popen(cmd, start_new_session=True)
+            try:
+                evaluate(server)
+            finally:
+                runtime_guard.terminate_process_groups([server])
+        """,
+        # killed on every exception, Ctrl+C included, and waited on the normal path
+        """
+        from subprocess import Popen
+        def run(cmd):
+            p = Popen(cmd)
+            try:
+                follow(p)
+            except BaseException:
+                p.kill()
+                raise
+            return p.wait()
+        """,
+        # the wait right after the start (and a kill on its timeout)
+        """
+        import subprocess
+        def version():
+            p = subprocess.Popen(["git", "--version"], stdout=subprocess.PIPE)
+            try:
+                out, _ = p.communicate(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                out, _ = p.communicate()
+            return out
+        """,
+        # handed over: returned, stored, registered
+        """
+        import atexit, subprocess
+        def start(cmd):
+            return subprocess.Popen(cmd)
+        def start_server(self, cmd):
+            proc = subprocess.Popen(cmd)
+            self.servers.append(proc)
+        def start_logged(cmd):
+            proc = subprocess.Popen(cmd)
+            atexit.register(proc.kill)
+        """,
+        # a deliberately detached daemon
+        """
+        import subprocess
+        def daemonize(cmd):
+            subprocess.Popen(cmd, start_new_session=True)
+        """,
+        # multiprocessing: a daemon child, and one only joined at exit by multiprocessing
+        """
+        import multiprocessing as mp
+        def start_logger():
+            p = mp.Process(target=log_loop, daemon=True)
+            p.start()
+            work()
+            p.join()
+        def start_worker():
+            p = mp.Process(target=work)
+            p.start()
+        """,
+        # subprocess.run waits, and kills the child on any exception
+        """
+        import subprocess
+        def build():
+            subprocess.run(["make"], check=True)
+        """,
+    ]
+    invalid = [
+        Invalid(
+            """
+            import subprocess
+
+            def serve_and_eval(model):
+                server = subprocess.Popen(["serve", model])
+                scores = run_eval(model)
+                server.terminate()
+                server.wait()
+                return scores
+            """,
+            fixed="""
+            import subprocess
+            import runtime_guard
+
+            def serve_and_eval(model):
+                server = subprocess.Popen(["serve", model])
+                try:
+                    scores = run_eval(model)
+                    server.terminate()
+                    server.wait()
+                finally:
+                    runtime_guard.terminate_process_groups([server])
+                return scores
+            """,
+            message_contains="exception or Ctrl+C",
+        ),
+        # the normal path ends with a wait, nothing returns before it: a safe fix
+        Invalid(
+            """
+            import subprocess as sp
+
+            def tail(cmd):
+                proc = sp.Popen(cmd, stdout=sp.PIPE, text=True)
+                for line in proc.stdout:
+                    handle(line)
+                rc = proc.wait()
+                print("exit", rc)
+            """,
+            fixed="""
+            import subprocess as sp
+            import runtime_guard
+
+            def tail(cmd):
+                proc = sp.Popen(cmd, stdout=sp.PIPE, text=True)
+                try:
+                    for line in proc.stdout:
+                        handle(line)
+                    rc = proc.wait()
+                finally:
+                    runtime_guard.terminate_process_groups([proc])
+                print("exit", rc)
+            """,
+        ),
+        # never waited for
+        Invalid(
+            """
+            import subprocess
+
+            def warm_cache(path):
+                subprocess.Popen(["cat", path], stdout=subprocess.DEVNULL)
+                helper = subprocess.Popen(["prefetch", path])
+                print("started", helper.pid)
+            """,
+            count=2,
+            message_contains="never waited",
+        ),
+        # its own session: Ctrl+C does not reach it, and only `except Exception` kills it
+        Invalid(
+            """
+            import subprocess
+
+            def run_job(cmd):
+                job = subprocess.Popen(cmd, start_new_session=True)
+                try:
+                    monitor(cmd)
+                except Exception:
+                    job.kill()
+                    raise
+                job.wait()
+            """,
+            message_contains="start_new_session",
+        ),
+        # a timed wait with nothing killing the child on TimeoutExpired
+        Invalid(
+            """
+            import subprocess
+
+            def probe(cmd):
+                p = subprocess.Popen(cmd, stdout=subprocess.PIPE)
+                out, _ = p.communicate(timeout=10)
+                return out
+            """,
+            fixed="""
+            import subprocess
+            import runtime_guard
+
+            def probe(cmd):
+                p = subprocess.Popen(cmd, stdout=subprocess.PIPE)
+                try:
+                    out, _ = p.communicate(timeout=10)
+                finally:
+                    runtime_guard.terminate_process_groups([p])
+                return out
+            """,
+            message_contains="TimeoutExpired",
+        ),
+        # asyncio: a cancellation between the start and the wait
+        Invalid(
+            """
+            import asyncio
+
+            async def render(cmd):
+                proc = await asyncio.create_subprocess_exec(*cmd)
+                await upload_progress()
+                await proc.wait()
+            """,
+            message_contains="cancel",
+        ),
+        # multiprocessing: an exception before join() and the exit handler joins the child
+        Invalid(
+            """
+            import multiprocessing
+
+            def train(cfg):
+                loader = multiprocessing.Process(target=produce, args=(cfg,))
+                loader.start()
+                fit(cfg)
+                loader.join()
+            """,
+            message_contains="join",
+        ),
+    ]
+
+    # ------------------------------------------------------------------ visitors
+    def visit_Call(self, node: cst.Call) -> None:
+        kind = _KIND.get(self.facts.call_name(node) or "")
+        if kind is not None:
+            self._check(node, kind)
+
+    # ------------------------------------------------------------------ logic
+    def _check(self, call: cst.Call, kind: str) -> None:
+        f = self.facts
+        expr: cst.BaseExpression = call
+        holder = f.parent(call)
+        if isinstance(holder, cst.Await):
+            expr, holder = holder, f.parent(holder)
+        if kind == "asyncio" and expr is call:
+            return  # the coroutine is not awaited here: whoever awaits it gets the child
+        session = _new_session(f, call)
+        if isinstance(holder, cst.Expr):
+            if kind != "mp" and not session:
+                self.report(call, f"the child process started here is dropped: it is never waited for, terminated "
+                                  f"or killed, so an exception or Ctrl+C in the code that follows (and the "
+                                  f"parent's exit) leaves it running; {_ADVICE}")
+            return
+        if isinstance(holder, cst.Assign) and len(holder.targets) == 1 and holder.value is expr:
+            target = holder.targets[0].target
+        elif isinstance(holder, cst.AnnAssign) and holder.value is expr:
+            target = holder.target
+        else:
+            return
+        if not isinstance(target, cst.Name):
+            return
+        var = target.value
+        fn = f.enclosing_function(call)
+        region = fn.node if fn is not None else f.module
+        uses = [(n, self._classify(n, fn)) for n in f.name_nodes(region, var) if n is not target]
+        kinds = {k for _, (k, _) in uses}
+        if kinds & {_HANDOFF, _WITH, _REGISTER}:
+            return
+        stops = [(site, self._protection(site, fn, kind)) for _, (k, site) in uses if k in (_STOP, _POLL)]
+        protections = {p for _, p in stops}
+        if _FULL in protections:
+            return
+        normal = [s for s, p in stops if p == _NORMAL]
+        stmt = f.enclosing_statement(call)
+        if kind == "mp":
+            starts = [s for _, (k, s) in uses if k == _START]
+            if not starts or _DAEMON in kinds or _daemon_kw(call) or _ERRORS in protections or not normal:
+                return
+            first = normal[0]
+            if not self._code_between(f.enclosing_statement(starts[0]), first):
+                return
+            self.report(call, f"an exception between `{var}.start()` and `{_code(first)}` leaves the child running, "
+                              f"and at exit `multiprocessing` joins every non-daemon child: the process stays alive "
+                              f"until `{var}`'s work ends by itself (on SIGTERM the child is orphaned); stop it in a "
+                              f"`finally` (`{var}.terminate()` then `{var}.join()`), or make it a daemon")
+            return
+        interrupt = "a cancellation" if kind == "asyncio" else "Ctrl+C"
+        if _ERRORS in protections:
+            if session:
+                self.report(call, f"`{var}` runs in its own session (`{session}`), so the terminal's Ctrl+C does "
+                                  f"not reach it, and only an `except` that does not catch `KeyboardInterrupt` "
+                                  f"stops it: after Ctrl+C the child keeps running; stop it in a `finally`")
+            return
+        if not normal:
+            if not session:
+                self.report(call, f"`{var}` (a child process) is never waited for, terminated or killed: an "
+                                  f"exception or {interrupt} in the code that follows (and the parent's exit) "
+                                  f"leaves it running; {_ADVICE}")
+            return
+        first = normal[0]
+        fix = self._fix(stmt, var, kind)
+        if self._code_between(stmt, first):
+            self.report(call, f"`{var}` is stopped only on the normal path (`{_code(first)}`): an exception or "
+                              f"{interrupt} between its start and that call leaves the child running after the "
+                              f"parent is gone; {_ADVICE}", fix=fix)
+        elif session:
+            self.report(call, f"`{var}` runs in its own session (`{session}`), so the terminal's Ctrl+C does not "
+                              f"reach it, and when Ctrl+C interrupts `{_code(first)}` nothing stops it; {_ADVICE}",
+                        fix=fix)
+        elif _timed(first) and kind == "popen":
+            self.report(call, f"`{_code(first)}` raises `TimeoutExpired` with the child still running, and nothing "
+                              f"kills it (the child is not killed when the timeout expires); {_ADVICE}", fix=fix)
+
+    # ------------------------------------------------------------------ uses of the child's name
+    def _classify(self, n: cst.Name, fn) -> tuple[str, Optional[cst.CSTNode]]:
+        f = self.facts
+        if f.enclosing_function(n) is not fn or f.in_lambda(n):
+            return _HANDOFF, None  # a closure (or a global read in a function) may stop it later
+        parent = f.parent(n)
+        if isinstance(parent, cst.Attribute) and parent.value is n:
+            attr = parent.attr.value
+            up = f.parent(parent)
+            if isinstance(up, cst.Call) and up.func is parent:
+                if attr in _STOP_METHODS:
+                    return _STOP, up
+                if attr == "poll":
+                    return _POLL, up
+                if attr == "start":
+                    return _START, up
+                return _PLAIN, None
+            if attr == "daemon" and isinstance(up, cst.AssignTarget):
+                return _DAEMON, None
+            if attr in _STOP_METHODS and isinstance(up, cst.Arg):
+                return _REGISTER, None  # atexit.register(p.kill), stack.callback(p.terminate)
+            if attr in _IDENTITY_ATTRS:
+                return self._handed(parent)
+            return _PLAIN, None  # p.stdout, p.returncode, p.args
+        if isinstance(parent, (cst.AssignTarget, cst.Del)) or (
+                isinstance(parent, cst.AnnAssign) and parent.target is n):
+            return _PLAIN, None
+        if isinstance(parent, cst.WithItem) and parent.item is n:
+            return _WITH, None
+        if isinstance(parent, cst.NameItem):  # global / nonlocal
+            return _HANDOFF, None
+        return self._handed(n)
+
+    def _handed(self, expr: cst.CSTNode) -> tuple[str, Optional[cst.CSTNode]]:
+        """What happens to the child (``p`` or ``p.pid``) where ``expr`` stands: handed to a
+        call, stored, returned (a hand-over), or only looked at."""
+        f = self.facts
+        cur = expr
+        parent = f.parent(cur)
+        while isinstance(parent, (cst.List, cst.Tuple, cst.Set, cst.Element, cst.StarredElement, cst.Dict,
+                                  cst.DictElement, cst.StarredDictElement)):
+            cur, parent = parent, f.parent(parent)
+        if isinstance(parent, cst.Arg):
+            call = f.parent(parent)
+            if isinstance(call, cst.Call):
+                words = set(identifier_words(_callee_word(call)))
+                if words & _STOP_WORDS:
+                    return _STOP, call
+                if words and _callee_word(call) in _OBSERVERS:
+                    return _PLAIN, None
+            return _HANDOFF, None
+        if isinstance(parent, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return, cst.Yield, cst.NamedExpr,
+                               cst.Lambda)):
+            return _HANDOFF, None
+        if isinstance(parent, (cst.Subscript, cst.SubscriptElement, cst.Index)):
+            return _PLAIN, None
+        if isinstance(parent, cst.Await):
+            return _HANDOFF, None
+        return _PLAIN, None
+
+    def _protection(self, site: cst.CSTNode, fn, kind: str) -> str:
+        """Which paths a stop at ``site`` is on: ``full`` (a ``finally``, or a handler that also
+        catches ``KeyboardInterrupt``/``CancelledError``), ``errors`` (another handler),
+        ``normal`` (no cleanup block)."""
+        f = self.facts
+        child: cst.CSTNode = site
+        stop = fn.node if fn is not None else None
+        for anc in f.ancestors(site):
+            if anc is stop or isinstance(anc, (cst.FunctionDef, cst.Lambda)):
+                break
+            if isinstance(anc, cst.Finally):
+                return _FULL
+            if isinstance(anc, (cst.ExceptHandler, cst.ExceptStarHandler)) and child is anc.body:
+                return _FULL if self._broad(anc, kind) else _ERRORS
+            child = anc
+        return _NORMAL
+
+    def _broad(self, handler: Union[cst.ExceptHandler, cst.ExceptStarHandler], kind: str) -> bool:
+        if handler.type is None:
+            return True
+        types = [e.value for e in handler.type.elements] if isinstance(handler.type, cst.Tuple) else [handler.type]
+        for t in types:
+            q = self.facts.qualified_name(t, handler) or ""
+            if q in _BROAD or (kind == "asyncio" and q.endswith("CancelledError")):
+                return True
+        return False
+
+    def _code_between(self, start: Optional[cst.BaseStatement], stop_site: cst.CSTNode) -> bool:
+        """Statements that can raise or take time run between ``start`` and the stop at
+        ``stop_site``: False only when the stop is in ``start`` itself or heads the statement
+        right after it (its value, the first statement of a ``try``/``with`` body, a
+        ``while`` test), with only log lines and plain assignments in between."""
+        f = self.facts
+        if start is None:
+            return True
+        block = f.parent(start)
+        body = list(getattr(block, "body", ()))
+        idx = next((i for i, s in enumerate(body) if s is start), None)
+        if idx is None:
+            return True
+        if f.is_ancestor(start, stop_site):
+            return False
+        holder = next((s for s in body if f.is_ancestor(s, stop_site)), None)
+        if holder is None:
+            return True
+        j = next(i for i, s in enumerate(body) if s is holder)
+        if j <= idx or not all(self._trivial(s) for s in body[idx + 1:j]):
+            return True
+        return not self._heads(holder, stop_site)
+
+    def _heads(self, stmt: cst.BaseStatement, site: cst.CSTNode) -> bool:
+        f = self.facts
+        while True:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                return len(stmt.body) == 1 and f.is_ancestor(stmt.body[0], site)
+            if isinstance(stmt, cst.While):
+                return f.is_ancestor(stmt.test, site)
+            if isinstance(stmt, (cst.Try, cst.With)) and isinstance(stmt.body, cst.IndentedBlock) and stmt.body.body:
+                if isinstance(stmt, cst.With) and any(f.is_ancestor(i, site) for i in stmt.items):
+                    return True
+                stmt = stmt.body.body[0]
+                continue
+            return False
+
+    def _trivial(self, stmt: cst.BaseStatement) -> bool:
+        """A log line, a print or an assignment of a name or constant."""
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            return False
+        for small in stmt.body:
+            if isinstance(small, cst.Pass):
+                continue
+            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and \
+                    _callee_word(small.value) in _OBSERVERS:
+                continue
+            if isinstance(small, cst.Assign) and isinstance(small.value, (cst.Name, cst.Integer, cst.SimpleString)):
+                continue
+            return False
+        return True
+
+    # ------------------------------------------------------------------ fix
+    def _fix(self, start: Optional[cst.BaseStatement], var: str, kind: str) -> Optional[Fix]:
+        f = self.facts
+        if kind != "popen" or not isinstance(start, cst.SimpleStatementLine) or len(start.body) != 1:
+            return None
+        block = f.parent(start)
+        if not isinstance(block, (cst.IndentedBlock, cst.Module)):
+            return None
+        body = list(block.body)
+        i = next(k for k, s in enumerate(body) if s is start)
+        fn = f.enclosing_function(start)
+        region = fn.node if fn is not None else f.module
+        target = start.body[0].targets[0].target if isinstance(start.body[0], cst.Assign) else start.body[0].target
+        uses = [n for n in f.name_nodes(region, var) if n is not target]
+        holders = []
+        for n in uses:
+            k = next((k for k, s in enumerate(body) if k > i and f.is_ancestor(s, n)), None)
+            if k is None:
+                return None  # used before the start or outside the block
+            if isinstance(f.parent(n), cst.AssignTarget):
+                return None  # rebound in the region
+            holders.append(k)
+        if not holders:
+            return None
+        j = max(holders)
+        window = body[i + 1:j + 1]
+        if any(isinstance(s, (cst.FunctionDef, cst.ClassDef)) for s in window) or _has(window, (cst.Global,
+                                                                                               cst.Nonlocal)):
+            return None
+        wait_at = next((k for k, s in enumerate(window) if _is_wait_statement(s, var)), None)
+        safe = wait_at is not None and not _leaves_early(window[:wait_at])
+        terminate = cst.SimpleStatementLine([cst.Expr(guard_call(
+            "terminate_process_groups", [cst.Arg(cst.List([cst.Element(cst.Name(var))]))]))])
+        first = window[0]
+        inner = [first.with_changes(leading_lines=())] + list(window[1:])
+        guarded = cst.Try(body=cst.IndentedBlock(body=inner),
+                          finalbody=cst.Finally(body=cst.IndentedBlock(body=[terminate])),
+                          leading_lines=getattr(first, "leading_lines", ()))
+        edits: list = [Replace(first, guarded)] + [Replace(s, cst.RemovalSentinel.REMOVE) for s in window[1:]]
+        message = f"End `{var}` in a `finally` (`runtime_guard.terminate_process_groups`)"
+        return (Fix.safe if safe else Fix.unsafe)(*edits, IMPORT_RUNTIME_GUARD, message=message)
+
+
+_ADVICE = ("stop it in a `finally` (`runtime_guard.terminate_process_groups([p])`: SIGTERM to its process group, a "
+           "grace period, then SIGKILL) or use the `Popen` as a `with` block")
+
+
+def _code(node: cst.CSTNode) -> str:
+    text = cst.Module([]).code_for_node(node)
+    return text if len(text) <= 50 else text[:47] + "..."
+
+
+def _callee_word(call: cst.Call) -> str:
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    if isinstance(func, cst.Name):
+        return func.value
+    return ""
+
+
+def _new_session(facts, call: cst.Call) -> Optional[str]:
+    """``start_new_session=True``, ``process_group=<n>`` or ``preexec_fn=os.setsid/setpgrp``:
+    the child leads its own process group, out of the terminal's Ctrl+C."""
+    for a in call.args:
+        if a.keyword is None:
+            continue
+        key, value = a.keyword.value, a.value
+        if key == "start_new_session" and not (isinstance(value, cst.Name) and value.value in ("False", "None")):
+            return "start_new_session=True"
+        if key == "process_group" and not (isinstance(value, cst.Name) and value.value == "None"):
+            return "process_group=" + _code(value)
+        if key == "preexec_fn" and isinstance(value, (cst.Attribute, cst.Name)) and \
+                _code(value).rsplit(".", 1)[-1] in ("setsid", "setpgrp"):
+            return "preexec_fn=" + _code(value)
+    return None
+
+
+def _daemon_kw(call: cst.Call) -> bool:
+    return any(a.keyword is not None and a.keyword.value == "daemon" and not (
+        isinstance(a.value, cst.Name) and a.value.value in ("False", "None")) for a in call.args)
+
+
+def _timed(call: cst.CSTNode) -> bool:
+    """``p.wait(5)`` / ``p.communicate(timeout=5)``: may raise with the child running."""
+    if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
+        return False
+    if call.func.attr.value not in _WAIT_METHODS:
+        return False
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == "timeout":
+            return not (isinstance(a.value, cst.Name) and a.value.value == "None")
+        if a.keyword is None and call.func.attr.value == "wait":
+            return True
+    return False
+
+
+def _is_wait_statement(stmt: cst.BaseStatement, var: str) -> bool:
+    """``p.wait(...)``, ``rc = p.wait()``, ``out, err = p.communicate(...)`` as a whole statement."""
+    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+        return False
+    small = stmt.body[0]
+    value = small.value if isinstance(small, (cst.Expr, cst.Assign, cst.AnnAssign)) else None
+    return (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value in _WAIT_METHODS and isinstance(value.func.value, cst.Name)
+            and value.func.value.value == var)
+
+
+def _has(stmts, types) -> bool:
+    found = [False]
+
+    class _Scan(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, types):
+                found[0] = True
+            return not found[0]
+
+    for s in stmts:
+        s.visit(_Scan())
+    return found[0]
+
+
+def _leaves_early(stmts) -> bool:
+    """A ``return``, ``yield`` or ``await``-free exit of the region: ``return``, ``yield``, or a
+    ``break``/``continue`` that is not inside a loop of the region (nested defs skipped)."""
+    found = [False]
+
+    class _Scan(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.loops = 0
+
+        def visit_FunctionDef(self, n) -> bool:
+            return False
+
+        def visit_Lambda(self, n) -> bool:
+            return False
+
+        def visit_ClassDef(self, n) -> bool:
+            return False
+
+        def visit_For(self, n) -> None:
+            self.loops += 1
+
+        def leave_For(self, n) -> None:
+            self.loops -= 1
+
+        def visit_While(self, n) -> None:
+            self.loops += 1
+
+        def leave_While(self, n) -> None:
+            self.loops -= 1
+
+        def visit_Return(self, n) -> None:
+            found[0] = True
+
+        def visit_Yield(self, n) -> None:
+            found[0] = True
+
+        def visit_Break(self, n) -> None:
+            found[0] = found[0] or self.loops == 0
+
+        def visit_Continue(self, n) -> None:
+            found[0] = found[0] or self.loops == 0
+
+    for s in stmts:
+        s.visit(_Scan())
+    return found[0]
+
+
+# ------------------------------------------------------------------ candidate tier 2 (ast)
+def _may_start_child(tree) -> bool:
+    """True unless no call the rule can report exists: the rule reports only a factory call
+    (``may_call_any`` over ``FACTORIES``, through aliases) that is the whole value of a
+    one-target assignment to a plain name (``p = ...``, ``p: T = ...``; ``await`` allowed) or
+    the whole value of an expression statement."""
+    for target, value, _fn in tree.assigns:
+        if type(value) is ast.Await:
+            value = value.value
+        if type(target) is ast.Name and type(value) is ast.Call and tree.may_call_any(value, FACTORIES):
+            return True
+    calls = [c for c in tree.all_calls() if tree.may_call_any(c, FACTORIES)]
+    if not calls:
+        return False
+    parents = tree.parents(tree.module)
+    for c in calls:
+        up = parents.get(id(c))
+        if type(up) is ast.Await:
+            up = parents.get(id(up))
+        if type(up) is ast.Expr:
+            return True
+    return False
+

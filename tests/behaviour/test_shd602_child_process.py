@@ -1,0 +1,149 @@
+"""SHD602 for real: a child process started with no stop on the exception and Ctrl+C paths.
+
+The program starts a Python child that writes a heartbeat file every 50 ms, records the
+child's pid, then (by mode) raises, waits for Ctrl+C, or waits for the child. Hazard: when
+the parent raises, gets SIGINT alone (`kill -INT <parent>`), or gets the terminal's Ctrl+C
+(SIGINT to its process group) while the child runs in its own session, the parent exits and
+the child is still alive afterwards: its pid is a live process (not a zombie) and its
+heartbeat file keeps changing. Fixed (the real fixer's output, a safe fix: the statements
+after the start in a `try` whose `finally` calls `runtime_guard.terminate_process_groups`):
+the child is gone when the parent has exited. Normal path: same stdout, stderr and exit
+status before and after the fix.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from shutdown_lint.analyzer import lint_source
+from shutdown_lint.fixer import fix_source
+from shutdown_lint.settings import Settings
+
+SETTINGS = Settings(selected=("SHD602",), target_version="py311")
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")])))
+
+HAZARD = textwrap.dedent('''
+    import subprocess
+    import sys
+    import time
+
+    HEARTBEAT = """
+    import sys, time
+    end = time.monotonic() + float(sys.argv[2])
+    while time.monotonic() < end:
+        with open(sys.argv[1], "w") as f:
+            f.write(str(time.monotonic()))
+        time.sleep(0.05)
+    """
+
+    def main(mode, pidfile, beat):
+        child = subprocess.Popen(
+            [sys.executable, "-c", HEARTBEAT, beat, "0.3" if mode == "normal" else "60"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=(mode == "ctrl-c-group"),
+        )
+        with open(pidfile, "w") as f:
+            f.write(str(child.pid))
+        print("started", flush=True)
+        if mode == "raise":
+            raise RuntimeError("evaluation failed")
+        if mode.startswith("ctrl-c"):
+            while True:
+                time.sleep(0.05)  # the work the parent does while the child runs
+        rc = child.wait()
+        print("child exited", rc, flush=True)
+
+    if __name__ == "__main__":
+        main(*sys.argv[1:])
+''')
+
+
+def _alive(pid: int) -> bool:
+    """A live process (a zombie, dead but not yet reaped by init, does not count)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state != "Z"
+
+
+def _run(path, mode, tmp_path, tag):
+    """Run the program in ``mode``; returns (status, stdout, stderr, child pid, child alive
+    1 s after the parent exited, heartbeat changed during that second)."""
+    pidfile, beat = tmp_path / f"{tag}-{mode}.pid", tmp_path / f"{tag}-{mode}.beat"
+    group = mode == "ctrl-c-group"
+    proc = subprocess.Popen([sys.executable, str(path), mode, str(pidfile), str(beat)], cwd=REPO, env=ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=group)
+    pid = None
+    try:
+        assert proc.stdout.readline().strip() == "started"
+        pid = int(pidfile.read_text())
+        if mode.startswith("ctrl-c"):
+            time.sleep(0.3)
+            if group:
+                os.killpg(proc.pid, signal.SIGINT)  # the terminal's Ctrl+C: the whole foreground group
+            else:
+                os.kill(proc.pid, signal.SIGINT)  # kill -INT <parent>, a scheduler, a supervisor
+        out, err = proc.communicate(timeout=30)  # liveness bound: 10 s grace + kill at most
+        out = "started\n" + out
+        before = beat.read_text() if beat.exists() else ""
+        time.sleep(1.0)
+        alive = _alive(pid)
+        after = beat.read_text() if beat.exists() else ""
+        return proc.returncode, out, err, pid, alive, before != after
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=10)
+        if pid is not None and _alive(pid):
+            os.kill(pid, signal.SIGKILL)  # what the hazard left behind
+
+
+@pytest.fixture(scope="module")
+def programs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("shd602")
+    hazard = tmp / "hazard.py"
+    hazard.write_text(HAZARD)
+    diags = lint_source(HAZARD.encode(), str(hazard), SETTINGS).diagnostics
+    assert [d.code for d in diags] == ["SHD602"] and diags[0].fix is not None
+    assert "stopped only on the normal path" in diags[0].message
+    # a safe fix: --fix applies it without --unsafe-fixes
+    fixed_src = fix_source(HAZARD.encode(), str(hazard), SETTINGS, unsafe=False).source
+    text = fixed_src.decode()
+    assert "    try:\n        with open(pidfile" in text
+    assert "        rc = child.wait()\n    finally:\n        runtime_guard.terminate_process_groups([child])\n" in text
+    assert lint_source(fixed_src, "fixed.py", SETTINGS).diagnostics == []
+    fixed = tmp / "fixed.py"
+    fixed.write_bytes(fixed_src)
+    return hazard, fixed
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("mode", ["raise", "ctrl-c-parent", "ctrl-c-group"])
+def test_child_outlives_the_parent_and_not_after_the_fix(programs, mode, tmp_path):
+    hazard, fixed = programs
+    rc, _, err, pid, alive, beating = _run(hazard, mode, tmp_path, "hazard")
+    assert rc != 0
+    assert alive and beating, f"{mode}: the child {pid} should survive the parent"
+    rc2, _, err2, pid2, alive2, beating2 = _run(fixed, mode, tmp_path, "fixed")
+    assert rc2 == rc  # same exit: status 1 for the exception, -SIGINT for KeyboardInterrupt
+    assert err.splitlines()[-1] == err2.splitlines()[-1]  # the same exception ends it
+    assert not alive2 and not beating2, f"{mode}: the child {pid2} survived the fixed parent"
+
+
+@pytest.mark.timeout(60)
+def test_normal_path_unchanged(programs, tmp_path):
+    hazard, fixed = programs
+    rc, out, err, _, alive, _ = _run(hazard, "normal", tmp_path, "hazard")
+    rc2, out2, err2, _, alive2, _ = _run(fixed, "normal", tmp_path, "fixed")
+    assert (rc, out, err) == (0, "started\nchild exited 0\n", "")
+    assert (rc2, out2, err2) == (rc, out, err)
+    assert not alive and not alive2
