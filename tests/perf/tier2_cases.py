@@ -629,3 +629,27 @@ CASES["SHD407"] = [
     runtime_guard.LoopThread(target=loop.run_forever, daemon=True).start()
     """), False),
 ]
+
+CASES["SHD602"] = [
+    # a factory's result kept in a plain name, or dropped as a statement: a candidate
+    ("import subprocess\ndef f(cmd):\n    p = subprocess.Popen(cmd)\n    work()\n    p.wait()\n", True),
+    ("from subprocess import Popen as P\ndef f(cmd):\n    p: P = P(cmd)\n    work()\n    p.wait()\n", True),
+    ("import subprocess\nsubprocess.Popen(['notify-send', 'done'])\n", True),
+    ("import asyncio\nasync def f(cmd):\n    p = await asyncio.create_subprocess_exec(*cmd)\n    await work()\n"
+     "    await p.wait()\n", True),
+    ("import multiprocessing as mp\ndef f():\n    p = mp.Process(target=g)\n    p.start()\n    work()\n    p.join()\n",
+     True),
+    ("import subprocess\nspawn = subprocess.Popen\ndef f(cmd):\n    p = spawn(cmd)\n    work()\n    p.wait()\n", True),
+    # near misses: the child is never kept in a plain name, or is not a child at all
+    ("import subprocess\ndef f(cmd):\n    with subprocess.Popen(cmd) as p:\n        work(p)\n", False),
+    ("import subprocess\ndef f(cmd):\n    return subprocess.Popen(cmd)\n", False),
+    ("import subprocess\ndef f(self, cmd):\n    self.proc = subprocess.Popen(cmd)\n", False),
+    ("import subprocess\ndef f(procs, cmd):\n    procs.append(subprocess.Popen(cmd))\n", False),
+    ("import subprocess\ndef f(cmd):\n    out = subprocess.Popen(cmd).communicate()\n", False),
+    ("import subprocess\ndef f(cmd):\n    p = subprocess.run(cmd)\n    q = subprocess.check_output(cmd)\n", False),
+    ("import subprocess\ndef f(cmd):\n    p, q = subprocess.Popen(cmd), subprocess.Popen(cmd)\n", False),
+    ("import subprocess\ndef f(cmd):\n    p = q = subprocess.Popen(cmd)\n", False),
+    # a coroutine created, not awaited, still passes tier 2 (the rule decides)
+    ("import asyncio\nasync def f(cmd):\n    c = asyncio.create_subprocess_exec(*cmd)\n", True),
+    ("import threading\ndef f():\n    t = threading.Thread(target=g)\n    t.start()\n    work()\n    t.join()\n", False),
+]
