@@ -188,7 +188,7 @@ def install_distributed_teardown(grace: float = 25.0, *, exit_code: int = 143,
 
     What it does to the rest of the program: it replaces the SIGTERM handler (chaining to the
     previous Python one as above), registers faulthandler for SIGTERM and starts one daemon
-    thread that blocks SIGINT/SIGTERM and only reads a pipe; it starts no process. A child
+    thread that only reads a pipe (signal mask untouched); it starts no process. A child
     forked afterwards (DataLoader workers, ``multiprocessing`` with ``fork``) gets the previous
     SIGTERM handler back and no faulthandler hook, so its fate under SIGTERM is what it was
     without this call. Nothing is registered with ``atexit``: a run that gets no SIGTERM ends as it
