@@ -114,7 +114,8 @@ def _cancel(refs: List[Any], force: bool) -> None:
 
 
 def already_cancelled(ref: Any) -> bool:
-    """Whether runtime_guard has cooperatively cancelled ``ref`` (so its helpers will not again)."""
+    """Whether runtime_guard has cooperatively cancelled ``ref`` (so its helpers will not again).
+    Touches no signal handler, starts no thread or process."""
     key = _ref_key(ref)
     with _cancelled_lock:
         return key is not None and key in _cancelled
