@@ -12,7 +12,7 @@ it. A ``ray.cancel`` the program makes itself is not seen.
 
 None of the helpers starts threads or processes except :func:`setup_worker` (see there).
 
-Needs the ``ray`` extra: ``pip install shutdown-lint[ray]``.
+Needs the ``ray`` extra: ``pip install "shutdown-lint-runtime[ray]"``.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ try:
     import ray as _ray
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(
-        "runtime_guard.ray needs Ray: pip install shutdown-lint[ray]  (or pip install ray)"
+        "runtime_guard.ray needs Ray: pip install "shutdown-lint-runtime[ray]"  (or pip install ray)"
     ) from exc
 
 from . import watchdog as _watchdog

@@ -1,6 +1,6 @@
 """PyTorch distributed teardown on SIGTERM (k8s eviction: SIGTERM, ~25 s grace, then SIGKILL).
 
-Needs the ``torch`` extra: ``pip install shutdown-lint[torch]``.
+Needs the ``torch`` extra: ``pip install "shutdown-lint-runtime[torch]"``.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ try:
     import torch as _torch
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(
-        "runtime_guard.torch needs PyTorch: pip install shutdown-lint[torch]  (or pip install torch)"
+        "runtime_guard.torch needs PyTorch: pip install "shutdown-lint-runtime[torch]"  (or pip install torch)"
     ) from exc
 
 from .exit import hard_exit
