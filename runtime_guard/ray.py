@@ -29,7 +29,7 @@ try:
     import ray as _ray
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(
-        "runtime_guard.ray needs Ray: pip install "shutdown-lint-runtime[ray]"  (or pip install ray)"
+        "runtime_guard.ray needs Ray: pip install 'shutdown-lint-runtime[ray]'  (or pip install ray)"
     ) from exc
 
 from . import watchdog as _watchdog

@@ -18,7 +18,7 @@ try:
     import torch as _torch
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     raise ImportError(
-        "runtime_guard.torch needs PyTorch: pip install "shutdown-lint-runtime[torch]"  (or pip install torch)"
+        "runtime_guard.torch needs PyTorch: pip install 'shutdown-lint-runtime[torch]'  (or pip install torch)"
     ) from exc
 
 from .exit import hard_exit

@@ -42,7 +42,7 @@ def test_missing_extra_names_pip_install(extra: str) -> None:
         except ImportError as e:
             print('MSG', e)
     """)
-    assert f'pip install "shutdown-lint-runtime[{extra}]"' in r.stdout, r.stdout + r.stderr
+    assert f"pip install 'shutdown-lint-runtime[{extra}]'" in r.stdout, r.stdout + r.stderr
 
 
 def test_pth_hook_is_inert_without_env() -> None:
