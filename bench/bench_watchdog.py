@@ -70,7 +70,7 @@ async def echo(clients: int = 20, requests: int = 300) -> float:
         await writer.wait_closed()
 
     t0 = time.perf_counter()
-    await asyncio.gather(*(client() for _ in range(clients)))
+    await asyncio.gather(*(client() for _ in range(clients)))  # noqa: SHD101 - loopback clients with nothing to clean up; a failure ends the benchmark
     rate = clients * requests / (time.perf_counter() - t0)
     server.close()
     await server.wait_closed()
@@ -107,7 +107,7 @@ def worker(config: str, workload: str) -> None:
     import logging
 
     logging.disable(logging.CRITICAL)  # debug mode logs slow callbacks; keep output clean
-    print(json.dumps({"rate": asyncio.run(_with_config(config, workload))}))
+    print(json.dumps({"rate": asyncio.run(_with_config(config, workload))}))  # noqa: SHD402 - a benchmark worker; nothing to clean up on SIGTERM
 
 
 # ----------------------------------------------------------------------------- detection
@@ -122,7 +122,7 @@ def detection(trials: int) -> dict:
     async def trial() -> float:
         await asyncio.sleep(0.05)
         t0 = time.monotonic()
-        time.sleep(0.2)  # PLANTED
+        time.sleep(0.2)  # PLANTED  # noqa: SHD301 - the stall the watchdog must detect
         await asyncio.sleep(0.05)
         return t0
 
@@ -152,7 +152,7 @@ def detection(trials: int) -> dict:
         quiet.append(len(reports) - n)
 
     quiet: list = []
-    asyncio.run(main())
+    asyncio.run(main())  # noqa: SHD402 - a benchmark run; nothing to clean up on SIGTERM
     lat = sorted(latencies)
     return {
         "trials": trials, "reported": len(latencies), "right_location": right,
