@@ -23,7 +23,7 @@ from . import registry, suppression, tree_tier
 from .positions import Positions, positions_of  # noqa: F401  (positions_of: re-exported for tests and tools)
 from .diagnostic import Diagnostic, FileResult
 from .facts import ModuleFacts
-from .facts.project import view_for as project_view
+from .index.project import view_for as project_view
 from .rule import Applicability, Finding, Rule
 from .settings import Settings
 from .traversal import MultiRuleVisitor, walk

@@ -51,7 +51,7 @@ def cache_dir_for(root: str, project: bool) -> Optional[str]:
 def fingerprint(settings, code_key: Optional[str] = None) -> str:  # type: ignore[no-untyped-def]
     """What keys a cache index: the settings, the per-file ignores, the rule and engine code
     (``config.code_key``, computed here unless the caller has it) and the project index's switch."""
-    from .index_hooks import enabled
+    from .index.hooks import enabled
 
     if code_key is None:
         from .config import code_key as compute

@@ -445,7 +445,7 @@ def _run_files(args, resolver, mode, fmt, cfg, catalogue, cache_dir, code_key=No
             gc.enable()
     n_jobs = args.jobs or os.cpu_count() or 1
     total = sum(len(plan[2]) for plan in plans)
-    from . import index_hooks
+    from .index import hooks as index_hooks
 
     # one project index for the whole run, whatever configuration each file falls under
     index_store = index_hooks.start(args.paths or ["."], None, cache_dir) if total else None
@@ -555,7 +555,7 @@ def _plan(args, resolver, mode, cfg, cache_dir, code_key):
 
 
 def _deps_changed(hit, abspath, cache, cache_dir) -> bool:
-    from .index_hooks import deps_changed
+    from .index.hooks import deps_changed
 
     return deps_changed(hit, abspath, cache, cache_dir)
 
@@ -867,7 +867,7 @@ def _run_stdin(args, settings, mode, fmt, cfg, catalogue) -> int:
             if mode.fix:
                 sys.stdout.buffer.write(data)
             return EXIT_OK
-    from . import index_hooks
+    from .index import hooks as index_hooks
 
     # the index of what is reachable from the named file (none for anonymous stdin)
     if args.stdin_filename:

@@ -227,7 +227,7 @@ def _work(job: Job) -> Outcome:
 
 def _new_summaries() -> Optional[dict]:
     """Summaries this worker's project index computed since the last job (sent to the parent)."""
-    from .facts.project import current
+    from .index.project import current
 
     index = current()
     if index is None or not index.new_entries:

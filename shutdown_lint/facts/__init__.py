@@ -28,7 +28,7 @@ from .exit_paths import (  # noqa: F401  (ways out of a handler, exit statuses)
 )
 from .model import ClassInfo, FunctionInfo, Scope
 from .module import ModuleFacts
-from .project import ProjectFunction, display as display_path, looked_in, teardown_elsewhere  # noqa: F401  (cross-module facts)
+from ..index.project import ProjectFunction, display as display_path, looked_in, teardown_elsewhere  # noqa: F401  (cross-module facts)
 from .tree import names_in
 from .vocabulary import (  # noqa: F401  (the context names and call vocabularies)
     CALLBACK, CALLBACK_REGISTRARS, DRIVER, EXECUTOR, EXECUTOR_SUBMITTERS, FACTORY_TYPES, FACTS, LOOP_THREAD,

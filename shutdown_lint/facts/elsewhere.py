@@ -14,7 +14,7 @@ import libcst as cst
 
 if TYPE_CHECKING:
     from .module import ModuleFacts
-    from .project import ProjectFunction
+    from ..index.project import ProjectFunction
 
 
 def resolve_elsewhere(facts: "ModuleFacts", expr: cst.BaseExpression, at: cst.CSTNode) -> Optional["ProjectFunction"]:

@@ -19,7 +19,7 @@ import sys
 import pytest
 
 from shutdown_lint.cache import read_index
-from shutdown_lint.facts.project import ProjectIndex, ProjectFunction
+from shutdown_lint.index.project import ProjectIndex, ProjectFunction
 from shutdown_lint.index.store import stale
 from shutdown_lint.index.summary import summarize
 
@@ -246,7 +246,7 @@ def test_import_statements_match_the_regex_findall():
     """``import_statements`` is a faster ``_IMPORT_STATEMENT.findall``: the same statements."""
     from hypothesis import given, settings, strategies as st
 
-    from shutdown_lint.facts.project import _IMPORT_STATEMENT, import_statements
+    from shutdown_lint.index.project import _IMPORT_STATEMENT, import_statements
 
     samples = [
         b"import os\nfrom . import (a,\n  b)\nx = 'from'\n  import sys  # c\nfrom x \\\n import y\n",
@@ -297,7 +297,7 @@ def _reference_direct_importers(index: ProjectIndex, path: str) -> list[str]:
     module under it (every dotted prefix of every absolute name)."""
     import re
 
-    from shutdown_lint.facts.project import _RELATIVE, _names_imported
+    from shutdown_lint.index.project import _RELATIVE, _names_imported
 
     names = index.module_names(path)
     words = {n.rsplit(".", 1)[-1] for n in names}

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
-from ..index.summary import IN_CLEANUP
+from .summary import IN_CLEANUP
 
 _MAX_DEPTH = 12
 #: The index never reads more project files than this to find a module's importers.
@@ -247,7 +247,7 @@ class ProjectIndex:
         return summary
 
     def _load(self, path: str) -> tuple[Optional[dict], list]:
-        from ..index.store import load_summary
+        from .store import load_summary
 
         return load_summary(path, self.store, self.new_entries)
 

@@ -1,4 +1,4 @@
-"""The engine's hooks for the project index (``facts/project.py``), kept in one place.
+"""The engine's hooks for the project index (``index/project.py``), kept in one place.
 
 ``start`` builds the run's index (roots from the paths given, the discovered files, the
 summary cache) and installs it before the pool forks, so workers share it for free;
@@ -25,7 +25,7 @@ _stores: dict = {}
 def _store(cache_dir: Optional[str]):
     """The summary cache of ``cache_dir``, loaded once per run."""
     if cache_dir not in _stores:
-        from .index.store import SummaryStore
+        from .store import SummaryStore
 
         _stores[cache_dir] = SummaryStore(cache_dir)
     return _stores[cache_dir]
@@ -35,7 +35,7 @@ def start(paths: Sequence[str], files: Optional[list[str]], cache_dir: Optional[
     """Install the run's project index; returns its summary store (or None)."""
     if not enabled():
         return None
-    from .facts.project import ProjectIndex, set_current
+    from .project import ProjectIndex, set_current
 
     store = _store(cache_dir)
     set_current(ProjectIndex(list(paths), files, store))
@@ -45,7 +45,7 @@ def start(paths: Sequence[str], files: Optional[list[str]], cache_dir: Optional[
 def deps_changed(hit: dict, abspath: str, cache, cache_dir: str) -> bool:
     """Warm run: True when a module ``hit`` (a cached result) depended on changed its
     summary. When only its stat changed, the cached result gets the new stamps."""
-    from .index.store import stale
+    from .store import stale
 
     changed, refreshed = stale(hit.get("deps"), _stores.get(cache_dir), lambda: _store(cache_dir))
     if not changed and refreshed is not None:
@@ -61,7 +61,7 @@ def finish(store, outcomes, cache_dir: Optional[str] = None) -> Optional[str]:
         store = _stores.get(cache_dir)  # a warm run that re-checked a dependency
     if store is None:
         return None
-    from .facts.project import current, set_current
+    from .project import current, set_current
 
     index = current()
     if index is not None:
