@@ -60,6 +60,14 @@ class ExitPaths:
     hands_on: bool = False
     #: exit calls / ``raise SystemExit`` reached in the block (not in nested defs)
     exits: tuple[cst.CSTNode, ...] = field(default=())
+    #: the statements that leave the block by a way of their own, with that way: a ``return``,
+    #: a ``break``/``continue`` of a loop around the block, a ``raise`` of a different exception
+    #: (``RAISE_OTHER``); not those a nested ``finally`` overrides, nor raises a nested
+    #: ``try`` may catch
+    leaves: tuple[tuple[cst.CSTNode, str], ...] = field(default=())
+    #: ``yield`` expressions in the block (not in nested defs or lambdas): the block hands a
+    #: value out and waits there
+    yields: tuple[cst.CSTNode, ...] = field(default=())
 
     @property
     def propagates(self) -> bool:
@@ -69,6 +77,13 @@ class ExitPaths:
     @property
     def always_propagates(self) -> bool:
         return bool(self.ways) and self.ways <= PROPAGATING
+
+    @property
+    def always_reraises(self) -> bool:
+        """Every way out re-raises what the block caught or ends the process (every path, not
+        some: a ``raise`` on one branch, in a loop that may not run, in some ``match`` cases
+        leaves the others)."""
+        return bool(self.ways) and self.ways <= {RERAISE, EXIT}
 
     @property
     def swallows(self) -> bool:
@@ -239,11 +254,12 @@ def _compute(facts: "ModuleFacts", block: _Block) -> ExitPaths:
     ways, falls = walker.block(block.body, loop_depth=0)
     if falls:
         ways = ways | {FALL_THROUGH}
-    hands_on = bound is not None and _uses_name(block.body, bound)
+    hands_on = bound is not None and _uses_name(block.body, bound, skip_raise=True)
     later = False
     if bound is not None and hands_on:
         later = _reraised_later(facts, block, bound)
-    return ExitPaths(frozenset(ways), walker.swallowing_finally, later, hands_on, tuple(walker.exits))
+    return ExitPaths(frozenset(ways), walker.swallowing_finally, later, hands_on, tuple(walker.exits),
+                     tuple(walker.leaves), tuple(_yields(block.body)))
 
 
 class _Walker:
@@ -255,6 +271,11 @@ class _Walker:
         self.bound = bound
         self.swallowing_finally: Optional[cst.Finally] = None
         self.exits: list[cst.CSTNode] = []
+        self.leaves: list[tuple[cst.CSTNode, str]] = []
+        #: nested handlers being walked, innermost last: (bound name, catches everything)
+        self.nested: list[tuple[Optional[str], bool]] = []
+        #: > 0 inside the body of a nested ``try`` with handlers (a raise there may be caught)
+        self.guarded = 0
 
     def block(self, suite: cst.BaseSuite, loop_depth: int) -> tuple[set[str], bool]:
         if isinstance(suite, cst.SimpleStatementSuite):
@@ -284,16 +305,23 @@ class _Walker:
             if self.facts.is_exit(small):
                 self.exits.append(small)
                 return {EXIT}
-            exc = small.exc
-            if exc is None or (isinstance(exc, cst.Name) and exc.value == self.bound):
-                return {RERAISE}
-            return {RAISE_OTHER}
+            way = self._raise_way(small.exc)
+            if way == RAISE_OTHER and not self.guarded:
+                self.leaves.append((small, RAISE_OTHER))
+            return {way}
         if isinstance(small, cst.Return):
+            self.leaves.append((small, RETURN))
             return {RETURN}
         if isinstance(small, cst.Break):
-            return set() if loop_depth else {BREAK}
+            if loop_depth:
+                return set()
+            self.leaves.append((small, BREAK))
+            return {BREAK}
         if isinstance(small, cst.Continue):
-            return set() if loop_depth else {CONTINUE}
+            if loop_depth:
+                return set()
+            self.leaves.append((small, CONTINUE))
+            return {CONTINUE}
         if isinstance(small, cst.Expr):
             value = small.value
             if isinstance(value, cst.Await):
@@ -302,6 +330,53 @@ class _Walker:
                 self.exits.append(value)
                 return {EXIT}
         return None
+
+    def _raise_way(self, exc: Optional[cst.BaseExpression]) -> str:
+        """RERAISE for a bare ``raise`` / ``raise e`` of the caught exception; in a nested
+        handler, a bare ``raise`` or ``raise f`` of its own name re-raises what that handler
+        caught: RERAISE when it catches everything (a new cancellation, an interrupt may be
+        what it holds), else RAISE_OTHER; anything else is RAISE_OTHER."""
+        if exc is not None and not isinstance(exc, cst.Name):
+            return RAISE_OTHER
+        name = exc.value if exc is not None else None
+        for bound, broad in reversed(self.nested):
+            if name is None or name == bound:
+                return RERAISE if broad else RAISE_OTHER
+        if name is None or name == self.bound:
+            return RERAISE
+        return RAISE_OTHER
+
+    def _catches_everything(self, handler: Union[cst.ExceptHandler, cst.ExceptStarHandler]) -> bool:
+        t = handler.type
+        if t is None:
+            return True
+        exprs = [el.value for el in t.elements] if isinstance(t, cst.Tuple) else [t]
+        for e in exprs:
+            name = self.facts.qualified_name(e, handler) or ""
+            if name in ("builtins.BaseException", "asyncio.CancelledError", "asyncio.exceptions.CancelledError",
+                        "concurrent.futures.CancelledError"):
+                return True
+            if name == "" and isinstance(e, (cst.Name, cst.Attribute)):
+                last = e.value if isinstance(e, cst.Name) else e.attr.value
+                if last in ("BaseException", "CancelledError"):
+                    return True
+        return False
+
+    def loop(self, st: Union[cst.For, cst.While], loop_depth: int) -> tuple[set[str], bool]:
+        """A loop's body may run no time (``for`` over anything but a non-empty literal,
+        ``while`` with any test but a true constant): a ``raise`` in it covers no path by
+        itself. Its ``else`` runs when it ends without ``break``."""
+        ways, body_falls = self.block(st.body, loop_depth + 1)
+        breaks = _breaks(st.body)
+        endless = isinstance(st, cst.While) and _is_true(st.test) and not breaks
+        runs = isinstance(st, cst.While) and _is_true(st.test) or (isinstance(st, cst.For) and _non_empty(st.iter))
+        # the loop can end by running out: its body may not run, may fall off its end or continue
+        ends = not endless and (not runs or body_falls or _continues(st.body))
+        if st.orelse is not None and ends:
+            w, else_falls = self.block(st.orelse.body, loop_depth)
+            ways |= w
+            return ways, else_falls or breaks
+        return ways, ends or breaks
 
     def statement(self, st: cst.BaseStatement, loop_depth: int) -> tuple[set[str], bool]:
         if isinstance(st, cst.SimpleStatementLine):
@@ -317,28 +392,36 @@ class _Walker:
                 w, f = self.block(orelse.body, loop_depth)
             return ways | w, falls or f
         if isinstance(st, (cst.For, cst.While)):
-            ways, _ = self.block(st.body, loop_depth + 1)
-            if st.orelse is not None:
-                w, _ = self.block(st.orelse.body, loop_depth)
-                ways |= w
-            endless = isinstance(st, cst.While) and _is_true(st.test) and not _breaks(st.body)
-            return ways, not endless
+            return self.loop(st, loop_depth)
         if isinstance(st, (cst.Try, cst.TryStar)):
             return self.try_statement(st, loop_depth)
         if isinstance(st, cst.With):
             return self.block(st.body, loop_depth)
         if isinstance(st, cst.Match):
+            # no case may match unless one is irrefutable (`case _:`, `case name:`, no guard)
             ways: set[str] = set()
+            falls = not any(_irrefutable(case) for case in st.cases)
             for case in st.cases:
-                w, _ = self.block(case.body, loop_depth)
+                w, f = self.block(case.body, loop_depth)
                 ways |= w
-            return ways, True
+                falls = falls or f
+            return ways, falls
         return set(), True  # def, class: defining runs nothing
 
     def try_statement(self, st: Union[cst.Try, cst.TryStar], loop_depth: int) -> tuple[set[str], bool]:
-        ways, falls = self.block(st.body, loop_depth)
+        mark = len(self.leaves)
+        self.guarded += bool(st.handlers)
+        try:
+            ways, falls = self.block(st.body, loop_depth)
+        finally:
+            self.guarded -= bool(st.handlers)
         for h in st.handlers:
-            w, f = self.block(h.body, loop_depth)
+            bound = h.name.name.value if h.name is not None and isinstance(h.name.name, cst.Name) else None
+            self.nested.append((bound, self._catches_everything(h)))
+            try:
+                w, f = self.block(h.body, loop_depth)
+            finally:
+                self.nested.pop()
             ways |= w
             falls = falls or f
         if st.orelse is not None:
@@ -347,12 +430,15 @@ class _Walker:
             falls = falls or f
         if st.finalbody is None:
             return ways, falls
+        outer = self.leaves[mark:]
+        del self.leaves[mark:]
         fin_ways, fin_falls = self.block(st.finalbody.body, loop_depth)
         if fin_ways & {RETURN, BREAK, CONTINUE} and self.swallowing_finally is None:
             self.swallowing_finally = st.finalbody
         if not fin_falls:
             # the finally always leaves by itself: whatever the body raised is dropped
             return fin_ways, False
+        self.leaves[mark:mark] = outer
         return ways | fin_ways, falls
 
 
@@ -380,6 +466,70 @@ def _breaks(body: cst.CSTNode) -> bool:
 
     body.visit(_Scan())
     return found[0]
+
+
+def _continues(body: cst.CSTNode) -> bool:
+    """A ``continue`` of this loop (not one of a nested loop)."""
+    found = [False]
+
+    class _Scan(cst.CSTVisitor):
+        def visit_For(self, n: cst.For) -> bool:
+            return False
+
+        def visit_While(self, n: cst.While) -> bool:
+            return False
+
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_Continue(self, n: cst.Continue) -> None:
+            found[0] = True
+
+    body.visit(_Scan())
+    return found[0]
+
+
+def _non_empty(expr: cst.BaseExpression) -> bool:
+    """A ``for`` iterable that surely has an element: a non-empty literal list, tuple, set,
+    dict or string, or ``range(n)`` with a positive literal ``n``."""
+    if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+        return any(not isinstance(el, cst.StarredElement) or _non_empty(el.value) for el in expr.elements)
+    if isinstance(expr, cst.Dict):
+        return any(isinstance(el, cst.DictElement) or _non_empty(el.value) for el in expr.elements)
+    if isinstance(expr, cst.SimpleString):
+        return len(expr.raw_value) > 0
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "range" \
+            and len(expr.args) == 1 and isinstance(expr.args[0].value, cst.Integer):
+        return expr.args[0].value.evaluated_value > 0
+    return False
+
+
+def _irrefutable(case: cst.MatchCase) -> bool:
+    pattern = case.pattern
+    while isinstance(pattern, cst.MatchAs) and pattern.pattern is not None:
+        pattern = pattern.pattern
+    return case.guard is None and isinstance(pattern, cst.MatchAs) and pattern.pattern is None
+
+
+def _yields(body: cst.CSTNode) -> list[cst.CSTNode]:
+    """``yield`` / ``yield from`` in ``body``, not in nested defs, lambdas or classes."""
+    found: list[cst.CSTNode] = []
+
+    class _Scan(cst.CSTVisitor):
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_Lambda(self, n: cst.Lambda) -> bool:
+            return False
+
+        def visit_ClassDef(self, n: cst.ClassDef) -> bool:
+            return False
+
+        def visit_Yield(self, n: cst.Yield) -> None:
+            found.append(n)
+
+    body.visit(_Scan())
+    return found
 
 
 def _status_of_args(args: list[cst.Arg], default: object) -> object:
@@ -423,10 +573,15 @@ def _signal_name(expr: cst.BaseExpression) -> Optional[str]:
     return None
 
 
-def _uses_name(node: cst.CSTNode, name: str) -> bool:
+def _uses_name(node: cst.CSTNode, name: str, skip_raise: bool = False) -> bool:
+    """``name`` appears in ``node``; with ``skip_raise``, not counting ``raise`` statements
+    (``raise e``, ``raise X from e`` raise it, they do not hand it on)."""
     found = [False]
 
     class _Scan(cst.CSTVisitor):
+        def visit_Raise(self, n: cst.Raise) -> bool:
+            return not skip_raise
+
         def visit_Name(self, n: cst.Name) -> None:
             if n.value == name:
                 found[0] = True

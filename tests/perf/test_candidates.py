@@ -293,16 +293,20 @@ def test_prefilter_gates_change_nothing():
 
 @pytest.mark.parametrize("handler,candidate", [
     ("        log(e)\n        raise\n", False),
-    ("        x = 1\n        raise RuntimeError() from e\n", False),
-    ("        if e:\n            raise\n", False),  # one way out raises: propagates, never reported
+    ("        x = 1\n        raise e\n", False),
+    ("        x = 1\n        raise RuntimeError() from e\n", True),  # a different exception: reported
+    ("        if e:\n            raise\n", True),  # one way out raises, the other falls through: reported
+    ("        for i in [1, 2]:\n            raise\n", True),  # kept (the facts see the loop runs: not reported)
+    ("        while True:\n            log(e)\n        raise\n", True),  # never leaves: reported
     ("        return\n        raise\n", True),
     ("        try:\n            raise\n        finally:\n            return\n", True),
     ("        pass\n", True),
 ])
 def test_shd104_tier2_drops_handlers_that_always_reraise(handler, candidate):
-    """SHD104's tier 2 drops a handler with a way out that surely raises (the exit-path facts
-    then say it propagates); an earlier return, a swallowing ``finally`` or no raise stay
-    candidates, and the findings are the same with the tiers on and off."""
+    """SHD104's tier 2 drops a handler whose every way out surely re-raises (ending in a bare
+    ``raise``, no other raise, no return/break/continue/yield/while/try); a raise on one
+    branch, a different exception, an earlier return, a swallowing ``finally`` or no raise
+    stay candidates, and the findings are the same with the tiers on and off."""
     code = ("import asyncio\n\nasync def work():\n    try:\n        await asyncio.sleep(1)\n"
             "    except asyncio.CancelledError as e:\n" + handler)
     _tier2_decides("SHD104", code, candidate)

@@ -226,12 +226,14 @@ CASES["SHD202"] = [
 ]
 
 CASES["SHD104"] = [
-    # a raise on one branch of if/else, in a loop of the handler, in a match arm: propagates
-    ('import asyncio\n\nasync def work(task):\n    try:\n        await asyncio.sleep(1)\n    except asyncio.CancelledError as e:\n        if e:\n            log(e)\n        else:\n            raise\n', False),
+    # a raise on one branch of if/else only: the other branch swallows (every path must propagate)
+    ('import asyncio\n\nasync def work(task):\n    try:\n        await asyncio.sleep(1)\n    except asyncio.CancelledError as e:\n        if e:\n            log(e)\n        else:\n            raise\n', True),
+    # ... a raise on both branches, after a loop of the handler: propagates on every path
+    ('import asyncio\n\nasync def work(task):\n    try:\n        await asyncio.sleep(1)\n    except asyncio.CancelledError as e:\n        if e:\n            log(e)\n        raise\n', False),
     ('import asyncio\n\nasync def work(task):\n    try:\n        await asyncio.sleep(1)\n    except asyncio.CancelledError as e:\n        for i in range(3):\n            log(i)\n        raise\n', False),
     # ... but not after an endless loop (no way past it), nor after a break out of it
     ('import asyncio\n\nasync def work(task):\n    try:\n        await asyncio.sleep(1)\n    except asyncio.CancelledError as e:\n        while True:\n            log(e)\n        raise\n', True),
-    ('import asyncio\n\nasync def work(task):\n    try:\n        await asyncio.sleep(1)\n    except asyncio.CancelledError as e:\n        while True:\n            break\n        raise\n', False),
+    ('import asyncio\n\nasync def work(task):\n    try:\n        await asyncio.sleep(1)\n    except asyncio.CancelledError as e:\n        while True:\n            break\n        raise\n', True),  # (kept: a `while` in the handler; the facts see the raise)
     # a raise in a nested def does not leave the handler
     ('import asyncio\n\nasync def work(task):\n    try:\n        await asyncio.sleep(1)\n    except asyncio.CancelledError as e:\n        def f():\n            raise\n        f()\n', True),
     # uncancel() bookkeeping: skipped, unless a finally may swallow
