@@ -60,7 +60,7 @@ class SysExitInTask(Rule):
         try:
             await engine.generate()
         except EngineDeadError:
-            runtime_guard.hard_exit(1)  # flushes stdio and logging, then os._exit(1)
+            runtime_guard.hard_exit(1)  # flushes stdio and logging, runs the atexit handlers, then os._exit(1)
     ```
 
     ## Fix safety
