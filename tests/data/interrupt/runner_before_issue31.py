@@ -1,0 +1,348 @@
+"""Running the per-file work, serially or in a process pool.
+
+``process_file`` is the whole job for one file: read, lint (or fix and lint what is
+left), write atomically, and return a serialisable ``Outcome``. The pool runs it with
+the settings installed once per worker. Results come back in job order, so output does
+not depend on ``--jobs``.
+
+A worker that dies (a segfault in a C extension, ``os._exit`` in a plugin, the OOM
+killer) breaks the whole ``ProcessPoolExecutor``: we recreate the pool, re-run the
+files that were in flight one at a time in their own process to find the culprit,
+report that file, and go on with the rest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import sys
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence
+
+from .cache import restore_path, sha256
+from .diagnostic import FileResult
+from .settings import Settings
+
+#: Up to this many files to (re)analyse, the pool is not worth starting.
+SERIAL_THRESHOLD = 8
+
+
+@dataclass(frozen=True)
+class Mode:
+    fix: bool = False
+    unsafe: bool = False
+    #: compute the fixes but write nothing; FileResult.diff holds the unified diff
+    diff: bool = False
+    #: render each fix's text edits (json/sarif print them; rendering costs a module transform)
+    edits: bool = False
+
+    @property
+    def fixing(self) -> bool:
+        return self.fix or self.diff
+
+
+@dataclass(frozen=True)
+class Job:
+    path: str  # display path, used in messages
+    abspath: str
+    #: (sha256, stored result dict) of a cache entry whose stat no longer matches
+    known: Optional[tuple[str, dict]] = None
+
+
+@dataclass
+class Outcome:
+    result: FileResult
+    #: (mtime_ns, size, sha256) of the on-disk content ``result`` describes; None: do not cache
+    stamp: Optional[tuple[int, int, str]] = None
+    #: module summaries a worker computed for the project index (the parent caches them)
+    summaries: Optional[dict] = None
+
+
+def has_applicable_fix(result: dict, unsafe: bool) -> bool:
+    for d in result.get("diagnostics", []):
+        fix = d.get("fix")
+        if fix and (unsafe or fix.get("applicability") == "safe"):
+            return True
+    return False
+
+
+def decode(data: bytes) -> str:
+    """Source bytes to text the way Python would (BOM, coding cookie), never failing."""
+    import io
+    import tokenize
+
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError:
+        encoding = "utf-8"
+    try:
+        return data.decode(encoding)
+    except (UnicodeDecodeError, LookupError):
+        return data.decode("utf-8", errors="replace")
+
+
+def unified_diff(path: str, old: bytes, new: bytes) -> str:
+    import difflib
+
+    a = decode(old).splitlines(keepends=True)
+    b = decode(new).splitlines(keepends=True)
+    lines = difflib.unified_diff(a, b, fromfile=f"a/{path}", tofile=f"b/{path}")
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+def process_file(job: Job, settings: Settings, mode: Mode) -> Outcome:
+    from .source import SourceError, read, write_atomic
+
+    try:
+        snap = read(job.abspath)
+    except SourceError as e:
+        message = str(e)
+        if message.startswith(job.abspath):
+            message = job.path + message[len(job.abspath):]
+        return Outcome(FileResult(job.path, error=message))
+    digest = sha256(snap.data)
+    stamp = (snap.mtime_ns, snap.size, digest)
+    if job.known is not None and job.known[0] == digest:
+        if not (mode.fixing and has_applicable_fix(job.known[1], mode.unsafe)):
+            return Outcome(FileResult.from_dict(restore_path(job.known[1], job.path)), stamp)
+
+    from .analyzer import AnalysisError, lint_source
+
+    # a file that no rule can examine is not compiled just to look for syntax errors: the
+    # candidate tiers decided without it (docs/cli.md, "Syntax errors")
+    result = lint_source(snap.data, job.path, settings, fix_edits=mode.edits)
+    if not mode.fixing or result.error or not has_applicable_fix(result.to_dict(), mode.unsafe):
+        return Outcome(result, stamp)
+
+    from .fixer import fix_source
+
+    try:
+        fixed = fix_source(snap.data, job.path, settings, unsafe=mode.unsafe)
+    except AnalysisError as e:  # pragma: no cover - lint_source parsed it a moment ago
+        return Outcome(FileResult(job.path, error=str(e)))
+    if fixed.source == snap.data:
+        result.warnings.extend(fixed.warnings)
+        return Outcome(result, None)
+    after = lint_source(fixed.source, job.path, settings, fix_edits=mode.edits)
+    after.fixed = fixed.applied
+    after.warnings = fixed.warnings + after.warnings
+    if mode.diff:
+        after.diff = unified_diff(job.path, snap.data, fixed.source)
+        return Outcome(after, None)
+    try:
+        write_atomic(job.abspath, fixed.source, snap)
+    except (SourceError, OSError) as e:
+        result.error = f"{job.path}: fixes not written: {e}"
+        return Outcome(result, None)
+    after.written = True
+    try:
+        st = os.stat(job.abspath)
+        return Outcome(after, (st.st_mtime_ns, st.st_size, sha256(fixed.source)))
+    except OSError:
+        return Outcome(after, None)
+
+
+# ---------------------------------------------------------------- the pool
+
+_worker_settings: Optional[Settings] = None
+_worker_mode: Optional[Mode] = None
+
+
+def _init_worker(settings: Settings, mode: Mode) -> None:
+    global _worker_settings, _worker_mode
+    _worker_settings, _worker_mode = settings, mode
+    _exit_with_parent()
+    gc.freeze()  # the engine, rules and libcst imported before the fork: never garbage
+    _collect_less()
+
+
+#: The cyclic collector's first threshold while files are analysed. An analysis frees its
+#: tree by reference counting (``Analysis.release``) and leaves few cycles behind, yet each
+#: collection walks every object still young (the project index's tables, the last
+#: ``ast`` trees): at the default 700 that came to ~1.2 CPU-s of a cold ``-j1`` run over the
+#: reference corpus; at 100,000, ~0.4 s in a few collections.
+FEW_COLLECTIONS = 100_000
+
+
+def _collect_less() -> tuple[int, int, int]:
+    """Set the first threshold to ``FEW_COLLECTIONS``; returns the thresholds it replaced."""
+    old = gc.get_threshold()
+    gc.set_threshold(FEW_COLLECTIONS, *old[1:])
+    return old
+
+
+@contextlib.contextmanager
+def _few_collections():
+    old = _collect_less()
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+
+
+def _exit_with_parent(interval: float = 1.0) -> None:
+    """A worker whose parent is killed (SIGKILL, OOM killer) would wait on the pool's queue
+    forever: its siblings keep the queue's pipe open, so it never sees EOF. A daemon thread
+    notices the parent is gone and ends the worker."""
+    import threading
+    import time
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(interval)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="shutdown-lint-parent-watch", daemon=True).start()
+
+
+def _work(job: Job) -> Outcome:
+    assert _worker_settings is not None and _worker_mode is not None
+    try:
+        outcome = process_file(job, _worker_settings, _worker_mode)
+    except Exception as e:  # a rule bug must not end the run
+        outcome = Outcome(FileResult(job.path, error=f"{job.path}:1:1: internal error: {type(e).__name__}: {e}"))
+    outcome.summaries = _new_summaries()
+    return outcome
+
+
+def _new_summaries() -> Optional[dict]:
+    """Summaries this worker's project index computed since the last job (sent to the parent)."""
+    from .facts.project import current
+
+    index = current()
+    if index is None or not index.new_entries:
+        return None
+    new, index.new_entries = index.new_entries, {}
+    return new
+
+
+def _work_batch(batch: list[Job]) -> list[Outcome]:
+    return [_work(job) for job in batch]
+
+
+#: A batch of files goes to a worker as one task: most files cost ~0.1 ms once the
+#: candidate tiers rule them out, less than one task's round trip through the pool (the pool
+#: keeps only max_workers + 1 tasks queued, so a worker waits on the parent between tasks).
+#: 64 KB / 32-file batches made 1,592 tasks of the reference corpus (now 130), and -j2 spent 0.85 s
+#: more than -j1 on a run where every file stops at the words; 1 MB / 256 files: 0.3 s.
+#: Files go largest first, so the last tasks are batches of small, cheap files.
+BATCH_BYTES = 1024 * 1024
+BATCH_FILES = 256
+
+
+#: The last files (the smallest) go in tasks of at most this many: a small file can still
+#: cost a second (a project-index search), and a big last task would leave a worker idle.
+TAIL_FILES = 1000
+TAIL_BATCH = 16
+
+
+def _batches(order: list[int], sizes: dict[int, int], most: int = BATCH_FILES) -> list[list[int]]:
+    """``order`` (largest first) cut into tasks of at most ``most`` files: a big file alone,
+    small ones together, the last ``TAIL_FILES`` in small tasks."""
+    out: list[list[int]] = []
+    cur: list[int] = []
+    total = 0
+    tail_from = len(order) - TAIL_FILES
+    for n, i in enumerate(order):
+        if n == tail_from and cur:
+            out.append(cur)
+            cur, total = [], 0
+        cur.append(i)
+        total += sizes[i]
+        if total >= BATCH_BYTES or len(cur) >= (most if n < tail_from else min(most, TAIL_BATCH)):
+            out.append(cur)
+            cur, total = [], 0
+    if cur:
+        out.append(cur)
+    return out
+
+
+def _context():
+    import multiprocessing
+
+    # fork: workers start in milliseconds and inherit the imported engine
+    if sys.platform.startswith("linux"):
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context()
+
+
+def run(jobs: Sequence[Job], settings: Settings, mode: Mode, n_jobs: int,
+        on_done: Optional[Callable[[Outcome], None]] = None) -> list[Outcome]:
+    """Process ``jobs``; the outcomes are in the same order as ``jobs``."""
+    tick = on_done or (lambda _o: None)
+    if n_jobs <= 1 or len(jobs) <= SERIAL_THRESHOLD:
+        out = []
+        with _few_collections():
+            for job in jobs:
+                try:
+                    outcome = process_file(job, settings, mode)
+                except Exception as e:
+                    outcome = Outcome(FileResult(job.path, error=f"{job.path}:1:1: internal error: "
+                                                                 f"{type(e).__name__}: {e}"))
+                tick(outcome)
+                out.append(outcome)
+        return out
+    # the pool's modules are imported only here: a fully cached run never needs them
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    from . import analyzer  # noqa: F401  - imported once here, inherited by forked workers
+
+    results: dict[int, Outcome] = {}
+    # largest files first: per-file cost is very skewed (a big candidate file with findings
+    # costs seconds, a file the candidate tiers rule out ~0.2 ms), and starting a big one
+    # last leaves the other workers idle at the end
+    sizes = {i: _size(jobs[i].abspath) for i in range(len(jobs))}
+    # (files, most files per task): a crash breaks the pool, and the batches in flight then
+    # are the first unfinished ones (workers take tasks in order); their files run again one
+    # per task in a new pool, and if that breaks too, each suspect in a process of its own
+    queue: list[tuple[list[int], int]] = [(sorted(range(len(jobs)), key=lambda i: -sizes[i]), BATCH_FILES)]
+    suspects = 2 * n_jobs + 2
+    while queue:
+        pending, per_task = queue.pop(0)
+        if per_task == 0:  # suspects of a crash in single-file tasks
+            for i in pending:
+                results[i] = _run_isolated(jobs[i], settings, mode)
+                tick(results[i])
+            continue
+        broken: list[list[int]] = []
+        with ProcessPoolExecutor(max_workers=min(n_jobs, len(pending)), mp_context=_context(),
+                                 initializer=_init_worker, initargs=(settings, mode)) as pool:
+            futures = [(batch, pool.submit(_work_batch, [jobs[i] for i in batch]))
+                       for batch in _batches(pending, sizes, per_task)]
+            for batch, fut in futures:
+                try:
+                    for i, outcome in zip(batch, fut.result()):
+                        results[i] = outcome
+                        tick(outcome)
+                except BrokenProcessPool:
+                    broken.append(batch)
+        if broken:
+            in_flight = [i for batch in broken[:suspects] for i in batch]
+            rest = [i for batch in broken[suspects:] for i in batch]
+            queue[:0] = [(in_flight, 1 if per_task > 1 else 0)] + ([(rest, per_task)] if rest else [])
+    return [results[i] for i in range(len(jobs))]
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def _run_isolated(job: Job, settings: Settings, mode: Mode) -> Outcome:
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        with ProcessPoolExecutor(max_workers=1, mp_context=_context(), initializer=_init_worker,
+                                 initargs=(settings, mode)) as pool:
+            return pool.submit(_work, job).result()
+    except BrokenProcessPool:
+        return Outcome(FileResult(job.path, error=f"{job.path}:1:1: the analysis crashed its worker process; "
+                                                  "file skipped"))
