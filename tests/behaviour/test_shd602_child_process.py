@@ -147,3 +147,32 @@ def test_normal_path_unchanged(programs, tmp_path):
     assert (rc, out, err) == (0, "started\nchild exited 0\n", "")
     assert (rc2, out2, err2) == (rc, out, err)
     assert not alive and not alive2
+
+
+@pytest.mark.timeout(60)
+def test_the_helper_does_nothing_to_a_reaped_child(monkeypatch):
+    """What makes the fix safe: on the normal path the `finally` meets a child that `wait()`
+    already reaped (here one that led its own session and left a grandchild in its group);
+    `terminate_process_groups` then signals nothing (its pid may already be another
+    process's) and returns the status at once. The grandchild lives on, as without the fix."""
+    import runtime_guard
+
+    child = subprocess.Popen(["sh", "-c", "sleep 30 & echo $!"], stdout=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    grandchild = int(child.stdout.readline())
+    try:
+        assert child.wait(timeout=10) == 0
+        sent = []
+        real_killpg, real_kill = os.killpg, os.kill
+        monkeypatch.setattr(os, "killpg", lambda *a: (sent.append(("killpg", a)), real_killpg(*a)))
+        monkeypatch.setattr(os, "kill", lambda *a: (sent.append(("kill", a)), real_kill(*a)))
+        t0 = time.monotonic()
+        assert runtime_guard.terminate_process_groups([child]) == [0]
+        assert time.monotonic() - t0 < 5 and sent == []
+        assert _alive(grandchild)
+    finally:
+        child.stdout.close()
+        try:
+            os.kill(grandchild, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
