@@ -22,6 +22,8 @@ def _group_of(proc: "subprocess.Popen") -> Optional[int]:
     """The child's own process group, if it leads one (``start_new_session=True`` or
     ``process_group=0``); None when it shares ours or someone else's (then only the
     process itself is signalled) or is already reaped."""
+    if proc.returncode is not None:
+        return None  # reaped: its pid may already belong to an unrelated process
     try:
         pgid = os.getpgid(proc.pid)
     except (ProcessLookupError, PermissionError, OSError):
