@@ -475,7 +475,7 @@ class ChildProcessNeverStopped(Rule):
             if kind != "mp" and not session:
                 self.report(call, f"the child process started here is dropped: it is never waited for, terminated "
                                   f"or killed, so an exception or Ctrl+C in the code that follows (and the "
-                                  f"parent's exit) leaves it running; {_ADVICE}")
+                                  f"parent's exit) leaves it running; {_advice()}")
             return
         if isinstance(holder, cst.Assign) and len(holder.targets) == 1 and holder.value is expr:
             target = holder.targets[0].target
@@ -526,21 +526,21 @@ class ChildProcessNeverStopped(Rule):
             if not session:
                 self.report(call, f"`{var}` (a child process) is never waited for, terminated or killed: an "
                                   f"exception or {interrupt} in the code that follows (and the parent's exit) "
-                                  f"leaves it running; {_ADVICE}")
+                                  f"leaves it running; {_advice(var)}")
             return
         first = normal[0]
         fix = self._fix(stmt, var, kind)
         if self._code_between(stmt, first, var, fn):
             self.report(call, f"`{var}` is stopped only on the normal path (`{_code(first)}`): an exception or "
                               f"{interrupt} between its start and that call leaves the child running after the "
-                              f"parent is gone; {_ADVICE}", fix=fix)
+                              f"parent is gone; {_advice(var)}", fix=fix)
         elif session:
             self.report(call, f"`{var}` runs in its own session (`{session}`), so the terminal's Ctrl+C does not "
-                              f"reach it, and when Ctrl+C interrupts `{_code(first)}` nothing stops it; {_ADVICE}",
+                              f"reach it, and when Ctrl+C interrupts `{_code(first)}` nothing stops it; {_advice(var)}",
                         fix=fix)
         elif _timed(first) and kind == "popen":
             self.report(call, f"`{_code(first)}` raises `TimeoutExpired` with the child still running, and nothing "
-                              f"kills it (the child is not killed when the timeout expires); {_ADVICE}", fix=fix)
+                              f"kills it (the child is not killed when the timeout expires); {_advice(var)}", fix=fix)
 
     # ------------------------------------------------------------------ uses of the child's name
     def _classify(self, n: cst.Name, fn) -> tuple[str, Optional[cst.CSTNode]]:
@@ -789,8 +789,9 @@ class ChildProcessNeverStopped(Rule):
         return (Fix.safe if safe else Fix.unsafe)(*edits, IMPORT_RUNTIME_GUARD, message=message)
 
 
-_ADVICE = ("stop it in a `finally` (`runtime_guard.terminate_process_groups([p])`: SIGTERM to its process group, a "
-           "grace period, then SIGKILL) or use the `Popen` as a `with` block")
+def _advice(var: str = "p") -> str:
+    return (f"stop it in a `finally` (`runtime_guard.terminate_process_groups([{var}])`: SIGTERM to its process "
+            f"group, a grace period, then SIGKILL) or use the `Popen` as a `with` block")
 
 
 def _code(node: cst.CSTNode) -> str:
