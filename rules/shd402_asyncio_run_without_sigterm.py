@@ -13,8 +13,30 @@ _RUNNERS = frozenset({
     "asyncio.run", "asyncio.Runner.run", "asyncio.AbstractEventLoop.run_until_complete",
     "asyncio.AbstractEventLoop.run_forever", "uvloop.run", "anyio.run",
 })
-#: Text that, in a function on the path, means SIGTERM is taken care of.
+#: Words that, in a name or attribute of the code on the path, mean SIGTERM is taken care of. Names
+#: only: the word in a comment or a string literal handles nothing.
 _HANDLED_WORDS = ("SIGTERM", "sigterm_as_keyboard_interrupt", "setup_worker", "install_distributed_teardown")
+
+
+class _Names(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if not self.found and any(w in node.value for w in _HANDLED_WORDS):
+            self.found = True
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return not self.found and super().on_visit(node)
+
+
+def _names_handle(nodes) -> bool:
+    names = _Names()
+    for node in nodes:
+        node.visit(names)
+        if names.found:
+            return True
+    return False
 
 
 class AsyncioRunWithoutSigterm(Rule):
@@ -26,8 +48,9 @@ class AsyncioRunWithoutSigterm(Rule):
     calls, a click/typer command, an argparse `set_defaults(func=...)` handler - when
     nothing on the path to it handles SIGTERM.
 
-    SIGTERM counts as handled when `SIGTERM` is mentioned (`signal.signal(SIGTERM, ...)`,
-    `loop.add_signal_handler(SIGTERM, ...)`, a `for sig in (SIGINT, SIGTERM)` loop) or
+    SIGTERM counts as handled when `SIGTERM` is named in the code (`signal.signal(SIGTERM, ...)`,
+    `loop.add_signal_handler(SIGTERM, ...)`, a `for sig in (SIGINT, SIGTERM)` loop; the word in
+    a comment, docstring or string literal does not count) or
     `runtime_guard.sigterm_as_keyboard_interrupt()`, `runtime_guard.ray.setup_worker()` or
     `runtime_guard.torch.install_distributed_teardown()` is called: in module-level code,
     in the function holding the call, in its callers, in what those call, or in the
@@ -73,16 +96,26 @@ class AsyncioRunWithoutSigterm(Rule):
     depend on). No fix when the call sits on the same line as a compound statement
     (`if ...: asyncio.run(...)`).
 
-    Unsafe. In this process a run that gets no SIGTERM is unchanged, and on SIGTERM (the
-    hazard's path) `asyncio.run` cancels every task and their cleanup runs; the process
-    then exits with status 130 unless the program catches the interrupt. But the helper
-    *replaces* the SIGTERM handler (it does not chain): a handler that other code installed
-    before, which the rule cannot see, stops running. And a child forked afterwards
-    (`multiprocessing` with `fork`, a `ProcessPoolExecutor` on Linux before Python 3.14)
-    inherits the new handler: `terminate()` no longer kills it with SIGTERM (-15) but raises
-    `KeyboardInterrupt` in it (traceback, exit status 1; a child that catches
-    `KeyboardInterrupt` survives it). Measured in
-    tests/behaviour/test_shd402_asyncio_run_without_sigterm.py. See docs/fix-safety.md.
+    Unsafe (under docs/fix-safety.md: a safe fix changes nothing where the hazard does not
+    occur). The hazard's path is SIGTERM to this process while its event loop runs: there
+    the loop's tasks are cancelled and their cleanup runs, as on Ctrl+C, and the process
+    exits by the KeyboardInterrupt (status 130 / -2, with its traceback) unless the program
+    catches it. What stays the same (measured in
+    tests/behaviour/test_shd402_asyncio_run_without_sigterm.py and
+    tests/runtime_guard/test_sigterm_as_keyboard_interrupt_owns_nothing.py): a normal run and
+    Ctrl+C (same output and status); SIGTERM before the loop starts or after it has ended
+    (the process still dies of it, -15, no `finally`); a child forked afterwards (it gets
+    the default action back and dies of SIGTERM, -15); a program that ignores SIGTERM or has
+    its own handler, installed before the fix's line (the helper leaves it in place: chaining
+    would follow a graceful stop with a KeyboardInterrupt) or later (it replaces ours). Why
+    it is still unsafe: where SIGTERM had its default action the helper installs a Python
+    handler for the rest of the process's life. A Python handler runs only when the main
+    thread runs Python code, so SIGTERM that finds the main thread blocked in a C call that
+    does not return on a signal (a collective, a C++ wait), after the loop has ended, ends
+    the process when the call returns, not at once (never, if it never returns); and
+    `signal.getsignal(SIGTERM)` no longer returns `SIG_DFL` (code that installs its own
+    handler only over the default acts differently). Where the helper leaves a handler in
+    place it logs one DEBUG record (`runtime_guard.signals`). See docs/fix-safety.md.
 
     ## Options
     - `sigterm_aware_calls` (list of qualified names): calls that install their own
@@ -290,6 +323,49 @@ class AsyncioRunWithoutSigterm(Rule):
             """,
             fixed=None,
         ),
+        # "SIGTERM" in a comment, a docstring or a log message handles nothing
+        Invalid(
+            """
+            import asyncio, logging
+
+            def main():
+                \"\"\"Run the server until SIGTERM.\"\"\"
+                # TODO: handle SIGTERM (docker stop)
+                logging.info("stop with SIGTERM or sigterm_as_keyboard_interrupt")
+                asyncio.run(serve())
+            """,
+            fixed="""
+            import asyncio, logging
+            import runtime_guard
+
+            def main():
+                \"\"\"Run the server until SIGTERM.\"\"\"
+                # TODO: handle SIGTERM (docker stop)
+                logging.info("stop with SIGTERM or sigterm_as_keyboard_interrupt")
+                runtime_guard.sigterm_as_keyboard_interrupt()
+                asyncio.run(serve())
+            """,
+        ),
+        Invalid(
+            """
+            import asyncio
+
+            # SIGTERM: see the launcher
+            if __name__ == "__main__":
+                print("SIGTERM stops this")
+                asyncio.run(main())
+            """,
+            fixed="""
+            import asyncio
+            import runtime_guard
+
+            # SIGTERM: see the launcher
+            if __name__ == "__main__":
+                print("SIGTERM stops this")
+                runtime_guard.sigterm_as_keyboard_interrupt()
+                asyncio.run(main())
+            """,
+        ),
     ]
 
     # ------------------------------------------------------------------ visitors
@@ -310,8 +386,8 @@ class AsyncioRunWithoutSigterm(Rule):
         fix = None
         if isinstance(stmt, cst.SimpleStatementLine):
             line = cst.SimpleStatementLine([cst.Expr(guard_call("sigterm_as_keyboard_interrupt"))])
-            # Unsafe (docs/fix-safety.md): the helper replaces any SIGTERM handler other code
-            # installed, and children forked later inherit it (measured in the behaviour test).
+            # Unsafe (docs/fix-safety.md): the helper's Python handler stays for the rest of the
+            # process (a main thread blocked in C after the loop dies late; getsignal changes).
             fix = Fix.unsafe(InsertBefore(stmt, (line,)), IMPORT_RUNTIME_GUARD,
                            message="Make SIGTERM cancel the tasks like Ctrl+C")
         runner = cst.Module([]).code_for_node(node.func)
@@ -350,18 +426,14 @@ class AsyncioRunWithoutSigterm(Rule):
     def _handles(self, fn: FunctionInfo) -> bool:
         cache = self.__dict__.setdefault("_handles_cache", {})
         if fn not in cache:
-            code = self.facts.module.code_for_node(fn.node)
             aware = self._aware()
-            cache[fn] = any(w in code for w in _HANDLED_WORDS) or any(
-                self.facts.call_name(c) in aware for c in fn.calls)
+            cache[fn] = _names_handle([fn.node]) or any(self.facts.call_name(c) in aware for c in fn.calls)
         return cache[fn]
 
     def _module_level_handles(self) -> bool:
         if "_module_handles" not in self.__dict__:
             m = self.facts.module
-            parts = [m.code_for_node(s) for s in m.body if not _is_def_or_import(s)]
-            text = "".join(parts)
-            self._module_handles = any(w in text for w in _HANDLED_WORDS)
+            self._module_handles = _names_handle([s for s in m.body if not _is_def_or_import(s)])
         return self._module_handles
 
 

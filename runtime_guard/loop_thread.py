@@ -34,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import logging
-import os
 import signal
 import threading
 import time
@@ -42,7 +41,7 @@ import weakref
 from typing import Any, Callable, List, Optional
 
 from ._cancel import cancel_tree
-from .signals import in_main_thread
+from .signals import die_of, in_main_thread, install_owned
 
 __all__ = ["LoopThread", "stop_loop_threads", "DEFAULT_CLEANUP_TIMEOUT"]
 
@@ -212,24 +211,11 @@ def _sigterm_handler(previous: Any) -> Callable[[int, Any], Any]:
         if callable(previous):
             return previous(signum, frame)
         # The default action was there before us: die of the signal as the program did without us.
-        try:
-            signal.signal(signum, signal.SIG_DFL)
-        except (ValueError, OSError):
-            pass
-        os.kill(os.getpid(), signum)
+        die_of(signum)
         raise SystemExit(128 + signum)  # only reached where the signal is blocked in this thread
 
     on_sigterm._runtime_guard = True  # type: ignore[attr-defined]
     return on_sigterm
-
-
-def _restore_in_child() -> None:
-    """After ``fork``: the child has no loop threads; give it back the SIGTERM handler we replaced."""
-    try:
-        if _sigterm is not None and signal.getsignal(signal.SIGTERM) is _sigterm:
-            signal.signal(signal.SIGTERM, _sigterm_previous)
-    except (ValueError, OSError, TypeError):
-        pass
 
 
 def _install_sigterm() -> None:
@@ -243,7 +229,7 @@ def _install_sigterm() -> None:
         if current is None or current is signal.SIG_IGN or getattr(current, "_runtime_guard", False):
             return
         handler = _sigterm_handler(current)
-        signal.signal(signal.SIGTERM, handler)
+        install_owned(signal.SIGTERM, handler)  # a child forked afterwards gets `current` back
     except (ValueError, OSError):
         return
     _sigterm, _sigterm_previous = handler, current
@@ -277,5 +263,3 @@ def _install() -> None:
         register(_at_exit)
     except (AttributeError, RuntimeError):
         atexit.register(_at_exit)
-    if hasattr(os, "register_at_fork"):
-        os.register_at_fork(after_in_child=_restore_in_child)

@@ -1,34 +1,138 @@
-"""Signal helpers: turn SIGTERM into the KeyboardInterrupt path that asyncio.run already handles well."""
+"""Signal helpers: turn SIGTERM into the KeyboardInterrupt path that asyncio.run already handles well.
+
+Also the one mechanism runtime_guard uses to own a signal handler without changing what it does
+not own (``install_owned``, ``die_of``):
+
+* install only where the caller allows it (``sigterm_as_keyboard_interrupt`` only over the
+  default action; ``LoopThread`` over the default or a Python handler it chains to);
+* every handler installed through ``install_owned`` is recorded with the one it replaced, and
+  after ``fork`` the child gets the previous one back, newest first, for as long as ours is still
+  the one in place (a handler other code installed over ours is never touched);
+* a handler that stands in for the default action and decides not to act ends the process with
+  ``die_of``: the default action again, and the same signal, so the status is still ``-signum``.
+"""
 from __future__ import annotations
 
+import logging
+import os
 import signal
+import sys
 import threading
 import warnings
 from types import FrameType
-from typing import Any, Callable, Union
+from typing import Any, Callable, List, Tuple, Union
 
-__all__ = ["sigterm_as_keyboard_interrupt", "in_main_thread", "Handler"]
+__all__ = ["sigterm_as_keyboard_interrupt", "in_main_thread", "Handler", "install_owned", "die_of"]
 
 Handler = Union[Callable[[int, Union[FrameType, None]], Any], int, signal.Handlers, None]
+
+log = logging.getLogger("runtime_guard.signals")
+
+#: (signal, our handler, the handler it replaced), oldest first. Per process: cleared after fork.
+_owned: List[Tuple[int, Any, Any]] = []
+_lock = threading.Lock()
 
 
 def in_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
+def _give_back_in_child() -> None:
+    """After ``fork``: the child runs none of the code our handlers serve. For each handler we
+    installed, newest first, put back what it replaced where ours is still the one in place."""
+    global _lock
+    _lock = threading.Lock()  # a lock held by another thread at fork time stays held forever
+    for signum, handler, previous in reversed(_owned):
+        try:
+            if signal.getsignal(signum) is handler:
+                # None: installed outside Python, cannot be put back (installers here never replace one).
+                signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
+        except (ValueError, OSError, RuntimeError, TypeError):
+            pass
+    _owned.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_give_back_in_child)
+
+
+def install_owned(signum: int, handler: Callable[[int, Any], Any]) -> Handler:
+    """``signal.signal(signum, handler)`` (main thread only: ValueError elsewhere), recorded so
+    that a child forked afterwards gets the replaced handler back. Returns the replaced handler.
+    The caller decides beforehand whether it may replace what is there."""
+    with _lock:
+        previous = signal.signal(signum, handler)
+        _owned.append((signum, handler, previous))
+    return previous
+
+
+def die_of(signum: int) -> None:
+    """End the process as the default action of ``signum`` would: restore ``SIG_DFL`` and send
+    the signal to this process again (status ``-signum``, no ``finally``, no ``atexit``, as
+    before any handler was installed). Returns only where the signal is blocked in every thread
+    (it stays pending and acts when unblocked, as it would have without the handler)."""
+    try:
+        signal.signal(signum, signal.SIG_DFL)
+    except (ValueError, OSError):
+        pass
+    os.kill(os.getpid(), signum)
+
+
+def _loop_running_here() -> bool:
+    asyncio = sys.modules.get("asyncio")  # never imported: no loop runs (and importing it here is no use)
+    if asyncio is None:
+        return False
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 def _raise_keyboard_interrupt(signum: int, frame: FrameType | None) -> None:
-    # KeyboardInterrupt (not SystemExit) so `asyncio.run` cancels every task and runs finally blocks,
-    # and entrypoints wrapped with `on_interrupt` run their cleanup.
+    # Runs in the main thread. KeyboardInterrupt (not SystemExit) so `asyncio.run` cancels every
+    # task and runs finally blocks, and entrypoints wrapped with `on_interrupt` run their cleanup.
     raise KeyboardInterrupt(f"signal {signum} received")
 
 
-def sigterm_as_keyboard_interrupt() -> Handler:
-    """Make SIGTERM raise KeyboardInterrupt in the main thread; return the previous handler.
+def _raise_keyboard_interrupt_in_loop(signum: int, frame: FrameType | None) -> None:
+    # Only while an event loop runs in the main thread: anywhere else SIGTERM's default action was
+    # there before us, so the process dies of the signal as it did (-15).
+    if not _loop_running_here():
+        die_of(signum)
+        return
+    raise KeyboardInterrupt(f"signal {signum} received")
 
-    Signals: replaces the process's SIGTERM handler (no chaining: the caller gets the previous
-    one back to restore or chain); a child forked afterwards inherits it (``multiprocessing``
-    ``fork`` children then exit with status 1 and a traceback on SIGTERM instead of -15);
-    ``exec``'d children get the default back. No mask is changed, no thread started.
+
+def sigterm_as_keyboard_interrupt(*, anywhere: bool = False) -> Handler:
+    """Make SIGTERM raise KeyboardInterrupt in the main thread while an event loop runs there
+    (``anywhere=True``: wherever the main thread is, e.g. for ``on_interrupt`` in sync code).
+
+    Returns the SIGTERM handler that was in place when it was called.
+
+    Signals: installs a Python SIGTERM handler only where SIGTERM has its default action
+    (``SIG_DFL``). Where SIGTERM is ignored (``SIG_IGN``), has a Python handler (the program's,
+    a library's, Ray's, another runtime_guard helper's) or a handler installed outside Python
+    (``signal.getsignal`` gives None), it changes nothing and logs one DEBUG record on the
+    ``runtime_guard.signals`` logger: that program already decided what SIGTERM does, and
+    chaining would replace its decision (a handler that only asks the program to stop
+    gracefully would be followed by a KeyboardInterrupt). A handler other code installs later
+    replaces ours, as it would have replaced the default. A second call changes nothing.
+
+    The handler raises KeyboardInterrupt only while an event loop runs in the main thread
+    (``asyncio.run``, ``run_until_complete``, ``run_forever``, uvloop): the loop's tasks are
+    cancelled and their ``finally`` blocks run, as on Ctrl+C. Anywhere else (before the loop
+    starts, after it ends) it restores the default action and sends SIGTERM again: the process
+    dies of SIGTERM (status -15) as it did. With ``anywhere=True`` it raises KeyboardInterrupt
+    wherever the main thread is (an uncaught one ends the process with a traceback and the
+    SIGINT status). Being a Python handler, it runs when the main thread
+    next runs Python code: a main thread blocked in a C call that does not return on a signal
+    delays the process's end until the call returns (with the default action it died at once).
+
+    Children: a child forked afterwards (``multiprocessing`` with ``fork``, DataLoader workers,
+    ``os.fork``) gets the default action back, so it dies of SIGTERM (-15) as before; ``exec``'d
+    children get the default anyway. No mask is changed, no thread started, no ``atexit``
+    action registered.
 
     Off the main thread (where ``signal.signal`` raises ValueError) this is a no-op: it emits a
     RuntimeWarning and returns None.
@@ -40,4 +144,11 @@ def sigterm_as_keyboard_interrupt() -> Handler:
             stacklevel=2,
         )
         return None
-    return signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    current = signal.getsignal(signal.SIGTERM)
+    if current in (_raise_keyboard_interrupt, _raise_keyboard_interrupt_in_loop):
+        return current
+    if current is not signal.SIG_DFL:
+        log.debug("runtime_guard: SIGTERM already has a handler (%r); sigterm_as_keyboard_interrupt() "
+                  "leaves it in place", current)
+        return current
+    return install_owned(signal.SIGTERM, _raise_keyboard_interrupt if anywhere else _raise_keyboard_interrupt_in_loop)

@@ -210,7 +210,7 @@ def test_signals_arriving_during_cleanup_do_not_skip_or_hang_it():
         proc = subprocess.Popen([sys.executable, "-X", "faulthandler", "-c", textwrap.dedent(
             f"""
             import time, runtime_guard
-            runtime_guard.sigterm_as_keyboard_interrupt()
+            runtime_guard.sigterm_as_keyboard_interrupt(anywhere=True)  # sync code: no event loop
             def cleanup():
                 open({marker!r}, "w").close()
                 time.sleep(60)  # a cleanup that would hang
