@@ -111,11 +111,13 @@ class handling:
     def __init__(self, act: Optional[Callable[[int], None]] = None) -> None:
         self.act = act
         self.saved: dict[int, object] = {}
+        self.state: Optional[tuple] = None
 
     def __enter__(self) -> "handling":
         global _act, _stopping, _pending, _written, _writes
         if threading.current_thread() is not threading.main_thread():
             return self
+        self.state = (_act, _stopping, _pending)  # an enclosing handling() gets them back (not the count)
         _act, _stopping, _pending, _written, _writes = self.act, False, None, 0, False
         for signum in STOP_SIGNALS:
             old = signal.getsignal(signum)
@@ -126,11 +128,13 @@ class handling:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        global _act
+        global _act, _stopping, _pending
         for signum, old in self.saved.items():
             signal.signal(signum, old)  # type: ignore[arg-type]
         self.saved.clear()
-        _act = None
+        if self.state is not None:
+            _act, _stopping, _pending = self.state
+            self.state = None
 
 
 class deferred:
@@ -164,17 +168,22 @@ class deferred:
 # ------------------------------------------------------------------ pool workers
 
 
+#: signal masks exist (POSIX); elsewhere ``blocked`` and the workers' write sections do nothing
+_MASKS = hasattr(signal, "pthread_sigmask")
+
+
 class blocked:
     """SIGINT and SIGTERM blocked in this thread (and inherited by threads and processes it
     starts): the parent holds them while its pool forks, so that no worker sees a signal before
     ``worker_signals`` has set what it does."""
 
     def __enter__(self) -> "blocked":
-        self.mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        self.mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS) if _MASKS else None
         return self
 
     def __exit__(self, *exc: object) -> None:
-        signal.pthread_sigmask(signal.SIG_SETMASK, self.mask)
+        if self.mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, self.mask)
 
 
 def worker_signals(start_threads: Optional[Callable[[], None]] = None) -> None:
@@ -183,12 +192,13 @@ def worker_signals(start_threads: Optional[Callable[[], None]] = None) -> None:
     still blocked (a helper thread must never take a SIGTERM meant to wait for a write), then
     unblock: a signal that came meanwhile acts now."""
     global _mask_mode, _act, _depth, _pending, _stopping
-    _mask_mode, _act, _depth, _pending, _stopping = True, None, 0, None, False
+    _mask_mode, _act, _depth, _pending, _stopping = _MASKS, None, 0, None, False
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if start_threads is not None:
         start_threads()
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+    if _MASKS:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
 
 # ------------------------------------------------------------------ the one line

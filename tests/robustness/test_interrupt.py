@@ -175,3 +175,45 @@ def _alive(pid: int) -> bool:
             return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+# ------------------------------------------------------------------ the reusable piece, in process
+
+
+def _in_main_thread_with_real_signals(body: str) -> subprocess.CompletedProcess:
+    code = "import os, signal\nfrom shutdown_lint import interrupt\n" + body
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=_env())
+
+
+def test_a_signal_inside_a_write_section_takes_effect_when_it_ends():
+    proc = _in_main_thread_with_real_signals(
+        "steps = []\n"
+        "try:\n"
+        "    with interrupt.handling():\n"
+        "        interrupt.expect_writes()\n"
+        "        with interrupt.deferred():\n"
+        "            os.kill(os.getpid(), signal.SIGTERM)\n"
+        "            for _ in range(1000): pass  # the handler has run by now: deferred\n"
+        "            steps.append('written')\n"
+        "            interrupt.count_written()\n"
+        "            os.kill(os.getpid(), signal.SIGINT)  # a second signal is not a second stop\n"
+        "        steps.append('after')\n"
+        "except interrupt.Interrupted as e:\n"
+        "    print(steps, signal.Signals(e.signum).name, interrupt.exit_status(e), interrupt.written(),\n"
+        "          signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)\n")
+    assert proc.stdout.split() == ["['written']", "SIGTERM", "143", "1", "True"], proc.stdout + proc.stderr
+
+
+def test_nested_handling_gives_the_outer_one_back():
+    proc = _in_main_thread_with_real_signals(
+        "seen = []\n"
+        "with interrupt.handling():\n"
+        "    with interrupt.handling(act=seen.append):\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "        for _ in range(1000): pass\n"
+        "    try:\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "        for _ in range(1000): pass\n"
+        "    except interrupt.Interrupted as e:\n"
+        "        print(seen, e.signum)\n")
+    assert proc.stdout.split() == ["[2]", "2"], proc.stdout + proc.stderr
