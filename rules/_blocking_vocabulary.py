@@ -28,10 +28,9 @@ class Family:
     no_fix: tuple[str, ...] = ()
 
 
-#: Type of a file object: what ``open()`` and friends return (an internal name).
-FILE = "io.<file>"
-#: Type of a multiprocessing context (``multiprocessing.get_context()``).
-MP_CONTEXT = "multiprocessing"
+# The types of values (file objects, paths, contexts) and their spellings are the shared
+# facts' (``shutdown_lint.facts.types``): every rule that reads a receiver's type sees the same.
+from shutdown_lint.facts.types import ATTRIBUTE_TYPES, FILE, MP_CONTEXT, RESULT_TYPES, TYPE_ALIASES  # noqa: E402,F401
 
 _PATH_IO = (
     "exists", "is_file", "is_dir", "is_symlink", "is_mount", "is_socket", "is_fifo",
@@ -39,6 +38,13 @@ _PATH_IO = (
     "read_text", "read_bytes", "write_text", "write_bytes", "open", "touch", "mkdir",
     "unlink", "rmdir", "rename", "replace", "chmod", "lchmod", "iterdir", "glob", "rglob",
     "walk", "resolve", "readlink", "symlink_to", "hardlink_to",
+)
+_URLLIB3_CLASSES = (
+    "urllib3.PoolManager", "urllib3.ProxyManager", "urllib3.HTTPConnectionPool", "urllib3.HTTPSConnectionPool",
+    "urllib3.poolmanager.PoolManager", "urllib3.poolmanager.ProxyManager",
+    "urllib3.connectionpool.ConnectionPool", "urllib3.connectionpool.HTTPConnectionPool",
+    "urllib3.connectionpool.HTTPSConnectionPool",
+    "urllib3.request.RequestMethods", "urllib3._request_methods.RequestMethods",
 )
 _FILE_IO = ("read", "read1", "readinto", "readline", "readlines", "write", "writelines", "flush",
             "truncate")
@@ -49,13 +55,13 @@ FAMILIES: tuple[Family, ...] = (
         calls=(
             *(f"requests.{m}" for m in ("get", "post", "put", "patch", "delete", "head", "options", "request")),
             "requests.Session.*", "requests.sessions.Session.*",
-            *(f"httpx.{m}" for m in ("get", "post", "put", "patch", "delete", "head", "options", "request",
-                                     "stream")),
-            "httpx.Client.*",
+            # httpx2: httpx's maintained continuation, same API
+            *(f"{h}.{m}" for h in ("httpx", "httpx2") for m in ("get", "post", "put", "patch", "delete", "head",
+                                                                "options", "request", "stream")),
+            "httpx.Client.*", "httpx2.Client.*", "httpx._client.Client.*", "httpx2._client.Client.*",
             "urllib.request.urlopen", "urllib.request.urlretrieve",
-            "urllib3.request", "urllib3.PoolManager.*", "urllib3.ProxyManager.*",
-            "urllib3.HTTPConnectionPool.*", "urllib3.HTTPSConnectionPool.*",
-            "urllib3.poolmanager.PoolManager.*", "urllib3.connectionpool.HTTPConnectionPool.*",
+            # every urllib3 class that sends requests, by each of its spellings
+            "urllib3.request", *(f"{cls}.*" for cls in _URLLIB3_CLASSES),
             "http.client.HTTPConnection.request", "http.client.HTTPConnection.getresponse",
             "http.client.HTTPSConnection.request", "http.client.HTTPSConnection.getresponse",
         ),
@@ -186,39 +192,6 @@ SAVE_METHOD_NAMES = ("save_pretrained", "save_checkpoint", "save_checkpoints", "
 #: Methods of a ``TYPE.*`` entry that do no I/O.
 NON_IO_METHODS = frozenset({"mount", "close", "__enter__", "__exit__", "headers", "auth", "build_request",
                             "clear", "connection_from_url", "connection_from_host"})
-
-#: What a call returns, for ``x = call(...)`` bindings the shared facts do not type:
-#: file objects, multiprocessing contexts, paths derived from paths.
-RESULT_TYPES = {
-    **{opener: FILE for opener in ("builtins.open", "io.open", "io.open_code", "os.fdopen", "os.popen",
-                                   "codecs.open", "gzip.open", "bz2.open", "lzma.open", "pathlib.Path.open")},
-    "multiprocessing.get_context": MP_CONTEXT,
-    "multiprocessing.pool.Pool.apply_async": "multiprocessing.pool.AsyncResult",
-    "multiprocessing.pool.Pool.map_async": "multiprocessing.pool.AsyncResult",
-    "multiprocessing.pool.Pool.starmap_async": "multiprocessing.pool.AsyncResult",
-    "torch.multiprocessing.get_context": MP_CONTEXT,
-    **{f"pathlib.Path.{m}": "pathlib.Path" for m in (
-        "joinpath", "with_name", "with_suffix", "with_stem", "resolve", "absolute", "expanduser",
-        "relative_to", "home", "cwd")},
-}
-#: Attributes of a typed value that are typed values themselves.
-ATTRIBUTE_TYPES = {
-    ("pathlib.Path", "parent"): "pathlib.Path",
-    ("subprocess.Popen", "stdout"): FILE,
-    ("subprocess.Popen", "stderr"): FILE,
-    ("subprocess.Popen", "stdin"): FILE,
-}
-#: Spellings of the same types (``import torch.multiprocessing as mp``, ``PosixPath``).
-TYPE_ALIASES = {
-    "pathlib.PosixPath": "pathlib.Path", "pathlib.WindowsPath": "pathlib.Path",
-    "torch.multiprocessing": "multiprocessing",
-    "multiprocessing.context.Process": "multiprocessing.Process",
-    "multiprocessing.dummy.Process": "threading.Thread",
-    "threading.Timer": "threading.Thread",
-    "concurrent.futures._base.Future": "concurrent.futures.Future",
-    "multiprocessing.pool.ApplyResult": "multiprocessing.pool.AsyncResult",
-    "multiprocessing.Pool": "multiprocessing.pool.Pool",
-}
 
 #: Calls that take something from a source shared with other threads or processes, and what
 #: they take. Moved into a worker thread (``await asyncio.to_thread(q.get)``), such a call goes

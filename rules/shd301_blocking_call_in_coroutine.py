@@ -11,12 +11,13 @@ import libcst as cst
 from shutdown_lint import candidates as C
 from shutdown_lint import facts as F
 from shutdown_lint.facts import FunctionInfo, names_in
+from shutdown_lint.facts.types import Typer, normalise
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule, Valid
 from shutdown_lint.tree_tier import callee_name
 
 from ._blocking_vocabulary import (
     ASYNC_CODES, ATTRIBUTE_TYPES, CONSUMERS, CONSUMING, FAMILIES, FAMILY_NAMES, FILE, LAZY_CALLS, LAZY_WRAPPERS,
-    MP_CONTEXT, NON_IO_METHODS, RESULT_TYPES, SAVE_METHOD_NAMES, TYPE_ALIASES, family_of,
+    NON_IO_METHODS, RESULT_TYPES, SAVE_METHOD_NAMES, TYPE_ALIASES, family_of,
 )
 from ._fixes import strip_trailing_comma
 
@@ -26,7 +27,7 @@ _FILE_OPENERS = frozenset(name for name, t in RESULT_TYPES.items() if t == FILE)
 #: Every type some family has methods for (``subprocess.Popen``, ``io.<file>``, ...):
 #: annotations and base classes count only when they name one of these.
 _KNOWN_TYPES = frozenset(c.rsplit(".", 1)[0] for fam in FAMILIES for c in fam.calls) - {
-    "os", "os.path", "subprocess", "requests", "httpx", "urllib.request", "urllib3", "time", "glob", "io",
+    "os", "os.path", "subprocess", "requests", "httpx", "httpx2", "urllib.request", "urllib3", "time", "glob", "io",
     "builtins", "codecs", "gzip", "bz2", "lzma", "torch", "numpy", "pickle", "json", "shutil", "ray",
     "concurrent.futures", "safetensors.torch", "safetensors.numpy", "torch.serialization"}
 _WAIT_FLAGS = frozenset({"WNOHANG"})
@@ -47,7 +48,7 @@ class BlockingCallInCoroutine(Rule):
 
     | family | what is flagged |
     | --- | --- |
-    | `http` | `requests.*`, `httpx.get/post/...`, methods of `httpx.Client`, `requests.Session`, `urllib3.PoolManager` / `HTTPConnectionPool`, `urllib3.request`, `urllib.request.urlopen/urlretrieve`, `http.client.HTTPConnection.request/getresponse` |
+    | `http` | `requests.*`, `httpx.get/post/...` and the same of `httpx2` (httpx's maintained continuation), methods of `httpx.Client`/`httpx2.Client`, `requests.Session` and every urllib3 class that sends requests (`PoolManager`, `ProxyManager`, `HTTPConnectionPool`, `HTTPSConnectionPool`, `ConnectionPool`, `RequestMethods`, also spelled `urllib3.poolmanager.*`/`urllib3.connectionpool.*`/`urllib3.request.*`), `urllib3.request`, `urllib.request.urlopen/urlretrieve`, `http.client.HTTPConnection.request/getresponse` |
     | `processes` | `subprocess.run/call/check_*/getoutput/getstatusoutput`, `subprocess.Popen(...)` and its `wait()`/`communicate()`, `os.system`, `os.popen`, `os.spawn*`, `os.posix_spawn[p]`, `os.wait*` (not with `WNOHANG`) |
     | `files` | `open()`, `io.open`, `os.fdopen`, `gzip/bz2/lzma/codecs.open`, `input()`; `read*`/`write*`/`flush`/`truncate` on a file object from one of those (or a `Popen`'s `stdout`/`stderr`/`stdin`), and iterating over one (`for line in f`) |
     | `paths` | `os.path.exists/isfile/isdir/getsize/getmtime/realpath/...`, `os.stat/listdir/scandir/walk/makedirs/remove/rename/...`, `glob.glob`, and the `pathlib.Path` methods that touch the file system (`exists`, `is_dir`, `read_text`, `write_bytes`, `mkdir`, `iterdir`, `glob`, `resolve`, ...; not `joinpath`, `name`, `with_suffix`) |
@@ -60,11 +61,19 @@ class BlockingCallInCoroutine(Rule):
     to `open(...)`, `httpx.Client(...)`, `requests.Session()`, `urllib3.PoolManager()`,
     `subprocess.Popen(...)`, `queue.Queue()`, `threading.Event()`/`Lock()`/`Thread(...)`,
     `multiprocessing.Queue()`/`Process(...)` (also from `get_context()`),
-    `Path(...)` (and `p / "x"`, `p.parent`), by assignment, `with ... as`, a parameter
-    annotation (`client: httpx.Client`, `path: Path | None`) or `self.x = ...` in any
-    method, has its later method calls judged (`f.read()`, `client.get()`, `p.wait()`,
-    `q.get()`, `ev.wait()`, `t.join()`); instances of a class of this module that
-    derives from one of these types (`class Worker(threading.Thread)`) count too.
+    `Path(...)` (and `p / "x"`, `p.parent`), by assignment, `with ... as` or tuple
+    unpacking (`src, dst = Path(a), Path(b)`), has its later method calls judged
+    (`f.read()`, `client.get()`, `p.wait()`, `q.get()`, `ev.wait()`, `t.join()`); so does
+    a name *declared* with one of these types, whatever it is bound to: a parameter of
+    any kind (`f: io.BufferedReader`, `f: TextIOWrapper | None`, `Optional[...]`,
+    `typing.IO[str]`/`TextIO`/`BinaryIO`, a string annotation, a union whose non-None
+    members are all the same type), a closure over such a parameter, an annotated
+    variable or module global (`client: httpx.Client = make()`), and `self.x` assigned
+    or annotated in any method or the class body. Instances of a class of this module
+    that derives from one of these types (`class Worker(threading.Thread)`) count too.
+    The types come from the shared facts (`shutdown_lint/facts/types.py`), not from
+    this rule. In-memory files (`io.StringIO`, `BytesIO`) and a union of a file with
+    something else are not files here.
     Names are resolved through imports and aliases (`import torch as th`,
     `from time import sleep`, `import torch.multiprocessing as mp`).
 
@@ -255,10 +264,25 @@ class BlockingCallInCoroutine(Rule):
       microseconds on a warm local disk; they matter on network file systems and busy
       disks. Switch the family off (`blocking-families`) where that is not a concern.
     - Comparison with ruff's and flake8-async's ASYNC rules on this repository's own
-      fixtures per family: `python bench/compare_blocking.py` (table in the README).
-      Where they differ by design: `os.waitpid(pid, os.WNOHANG)` is a poll (not
-      flagged here, flagged by both), `os.path.normpath`/`relpath` do no I/O (flagged
-      by both).
+      fixtures per family: `python bench/compare_blocking.py` (table in the README);
+      on the peers' own fixtures: `python bench/compare_fixtures.py --flake8-async DIR
+      --ruff DIR` (checkouts of theirs; nothing vendored). Measured on their fixtures
+      (imports added where they leave them out): flake8-async's blocking-call and task
+      fixtures 184 of 199 lines with SHD102/106, 184 of the 185 outside the deliberate
+      differences below (ruff 108); ruff's ASYNC2xx fixtures 105 of 107, all 105
+      outside them (flake8-async 92).
+    - Where SHD301 differs by design: `os.waitpid(pid, os.WNOHANG)` is a poll (not
+      flagged here, flagged by both); `os.path.normpath`/`relpath`/`abspath` (and
+      private helpers like `_joinrealpath`) are string functions that do no disk I/O
+      (flagged by both); an HTTP client's `close()` releases its sockets without waiting
+      on the peer (flagged by both); on a file object only the methods that read or write
+      block (`read*`, `write*`, `flush`, `truncate`), not any method
+      (`f.anything()`, flagged by flake8-async); an awaited call (`await
+      os.path.isfile(p)`) is taken as asynchronous; a module global rebound later in the
+      module (`glob_client: int = 4` after `glob_client = httpx.Client()`) has the later
+      type when a function runs (flake8-async reads the binding above the function).
+      SHD106 (not this rule) leaves a task made in a generator nobody iterates or in a
+      `with` item (the line raises: a Task is no context manager).
 
     ## References
     - SkyRL #1446: event-loop blocking in one-step-off async save/export paths
@@ -277,7 +301,7 @@ class BlockingCallInCoroutine(Rule):
     # tier 2: an async def makes a call (not awaited, not in a lambda) that may be in the
     # vocabulary, or may reach one through same-module sync functions (max-depth's default)
     candidate_tree = staticmethod(lambda tree: _may_block_in_coroutine(tree))
-    facts_needed = ("functions", "calls", "execution")
+    facts_needed = ("functions", "calls", "execution", "types")
     options = {
         "extra-blocking-calls": Option((), (list, tuple), "Qualified names, or `.method` names, that block",
                                        item_kind=str),
@@ -757,6 +781,7 @@ class BlockingCallInCoroutine(Rule):
         self._depth = max(0, int(self.config["max-depth"]))
         self._body_cache: dict[tuple[int, int], Optional[list[tuple[str, cst.Call]]]] = {}
         self._markers: Optional[dict[int, set[str]]] = None
+        self._skip_results = frozenset(n for n in self._allowed_names if n in RESULT_TYPES)
 
     # ------------------------------------------------------------------ visitor
     def visit_Call(self, node: cst.Call) -> None:
@@ -986,7 +1011,7 @@ class BlockingCallInCoroutine(Rule):
                 bindings = cur.bindings.get(expr.value)
                 if bindings:
                     return bindings[-1].target if bindings[-1].kind == "value" else None
-                if _param_annotation(cur.node, expr.value) is not False:
+                if expr.value in cur.params:
                     return None
                 cur = cur.scope
             b = self.facts.lookup(expr.value, None)
@@ -998,109 +1023,19 @@ class BlockingCallInCoroutine(Rule):
         return None
 
     # ------------------------------------------------------------------ value types
-    def _type_of(self, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> Optional[str]:
-        """The type of the value ``expr`` refers to, as far as this function shows it:
-        ``f`` bound by ``with open(p) as f`` -> ``io.<file>``; ``client`` annotated
-        ``httpx.Client``; ``self.q`` set to ``queue.Queue()`` in ``__init__``; ``p / "x"``
-        for a ``Path`` ``p``. None when unknown."""
-        if depth > 6:
-            return None
-        if isinstance(expr, cst.Name):
-            return self._name_type(expr.value, at, depth)
-        if isinstance(expr, cst.Attribute):
-            base = self._type_of(expr.value, at, depth + 1)
-            if base is not None and (base, expr.attr.value) in ATTRIBUTE_TYPES:
-                return ATTRIBUTE_TYPES[(base, expr.attr.value)]
-            if isinstance(expr.value, cst.Name) and expr.value.value == "self":
-                cls = self._class_at(at)
-                values = cls.attr_values.get(expr.attr.value) if cls is not None else None
-                if values:
-                    value, scope = values[-1]
-                    return self._value_type(value, depth + 1)
-            return None  # a module attribute (``os.path``) is not a value
-        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Divide):
-            left = self._type_of(expr.left, at, depth + 1)
-            return left if left == "pathlib.Path" else None
-        if isinstance(expr, cst.Call):
-            return self._value_type(expr, depth + 1)
-        return None
+    def _type_of(self, expr: cst.BaseExpression, at: cst.CSTNode) -> Optional[str]:
+        """The type of the value ``expr`` refers to: the shared facts' types from declarations
+        (``shutdown_lint.facts.types``), seen with this rule's known types (a class of the module
+        stands for the known type it derives from) and its allowed openers (a file from an
+        allowed opener is allowed too: ``allowed-calls = ["builtins.open"]``)."""
+        return self._typer.type_of(expr, at)
 
-    def _name_type(self, name: str, at: cst.CSTNode, depth: int) -> Optional[str]:
-        """Innermost binding of ``name`` seen from ``at``: an assignment or ``with ... as``
-        in a function, else a parameter (its annotation), else the module's binding."""
-        cur = self.facts.scope_of(at)
-        while cur is not None:
-            bindings = cur.bindings.get(name)
-            if bindings:
-                b = bindings[-1]
-                return self._value_type(b.target, depth + 1) if b.kind == "value" else None
-            ann = _param_annotation(cur.node, name)
-            if ann is not False:
-                return self._annotation_type(ann, cur.node) if ann is not None else None
-            cur = cur.scope
-        b = self.facts.lookup(name, None)
-        if b is not None and b.kind == "value":
-            return self._value_type(b.target, depth + 1)
-        return None
+    def _value_type(self, value: cst.BaseExpression, depth: int = 0) -> Optional[str]:
+        return self._typer.value_type(value, depth)
 
-    def _value_type(self, value: cst.BaseExpression, depth: int) -> Optional[str]:
-        if isinstance(value, cst.Call):
-            if isinstance(value.func, cst.Attribute):
-                recv = self._type_of(value.func.value, value, depth + 1)
-                if recv is not None:
-                    method = f"{recv}.{value.func.attr.value}"
-                    if method in RESULT_TYPES:
-                        return RESULT_TYPES[method]
-                    if recv == MP_CONTEXT and value.func.attr.value[:1].isupper():
-                        return self._known(f"multiprocessing.{value.func.attr.value}")
-            callee = self.facts.call_name(value)
-            if callee is not None and _norm(callee) in RESULT_TYPES:
-                # a file from an allowed opener is allowed too (``allowed-calls = ["builtins.open"]``)
-                return None if _norm(callee) in self._allowed_names else RESULT_TYPES[_norm(callee)]
-            if callee is not None and callee.startswith("<module>."):
-                known = self._known(callee)  # ``Worker()`` of ``class Worker(threading.Thread)``
-                return known if known != callee else None
-            return self._known(self.facts.qualified_name(value, value))
-        if isinstance(value, (cst.Name, cst.Attribute, cst.BinaryOperation)):
-            return self._type_of(value, value, depth + 1)
-        if isinstance(value, cst.IfExp):  # ``Path(p) if p else None``
-            sides = [v for v in (value.body, value.orelse) if not (isinstance(v, cst.Name) and v.value == "None")]
-            types = {self._value_type(v, depth + 1) for v in sides}
-            return types.pop() if len(types) == 1 else None
-        return None
-
-    def _annotation_type(self, ann: cst.BaseExpression, at: cst.CSTNode) -> Optional[str]:
-        """``Path``, ``Optional[Path]``, ``Path | None``, ``"httpx.Client"`` is not read."""
-        if isinstance(ann, cst.Subscript) and (self.facts.qualified_name(ann.value, at) or "").endswith("Optional") \
-                and len(ann.slice) == 1 and isinstance(ann.slice[0].slice, cst.Index):
-            ann = ann.slice[0].slice.value
-        if isinstance(ann, cst.BinaryOperation) and isinstance(ann.operator, cst.BitOr):
-            for side in (ann.left, ann.right):
-                if not (isinstance(side, cst.Name) and side.value == "None"):
-                    t = self._annotation_type(side, at)
-                    if t is not None:
-                        return t
-            return None
-        if isinstance(ann, (cst.Name, cst.Attribute)):
-            t = self.facts.qualified_name(ann, at)
-            return _norm(t) if t is not None and _norm(t) in _KNOWN_TYPES else None
-        return None
-
-    def _known(self, t: Optional[str]) -> Optional[str]:
-        """``t`` normalised; a class of this module stands for the known type it derives from."""
-        if t is None:
-            return None
-        t = _norm(t)
-        if t.startswith("<module>."):
-            qual = t[len("<module>."):]
-            for cls in self.facts.classes:
-                if cls.qualname == qual:
-                    for base in cls.node.bases:
-                        bq = self.facts.qualified_name(base.value, cls.node)
-                        if bq is not None and _norm(bq) in _KNOWN_TYPES:
-                            return _norm(bq)
-                    return t
-        return t
+    @property
+    def _typer(self) -> Typer:
+        return self.facts.typer(_KNOWN_TYPES, self._skip_results)
 
     def _class_at(self, at: cst.CSTNode):
         cur = self.facts.scope_of(at)
@@ -1326,24 +1261,7 @@ def _imported_top_modules(module: cst.Module) -> set[str]:
     return out
 
 
-def _param_annotation(fn: cst.FunctionDef, name: str):
-    """The annotation of parameter ``name`` of ``fn`` (None if unannotated), or False
-    when ``fn`` has no such parameter."""
-    p = fn.params
-    for param in (*p.posonly_params, *p.params, *p.kwonly_params,
-                  *(x for x in (p.star_arg, p.star_kwarg) if isinstance(x, cst.Param))):
-        if param.name.value == name:
-            return param.annotation.annotation if param.annotation is not None else None
-    return False
-
-
-def _norm(qualified: str) -> str:
-    """Spellings of the same type or function: ``torch.multiprocessing.Queue`` ->
-    ``multiprocessing.Queue``, ``pathlib.PosixPath`` -> ``pathlib.Path``."""
-    for alias, canonical in TYPE_ALIASES.items():
-        if qualified == alias or qualified.startswith(alias + "."):
-            return canonical + qualified[len(alias):]
-    return qualified
+_norm = normalise
 
 
 def _is_false(v: cst.BaseExpression) -> bool:

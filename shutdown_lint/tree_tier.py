@@ -33,6 +33,7 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+import re
 import warnings
 from collections import OrderedDict
 from functools import cached_property
@@ -226,6 +227,11 @@ class Tree:
                 self._bind(node.target, node.value)
                 if t is ast.AnnAssign and node.value is not None:
                     self.assigns.append((node.target, node.value, fn))
+                if t is ast.AnnAssign:
+                    _mention_string_annotation(node.annotation, mentioned)
+            elif t is ast.arg:
+                if node.annotation is not None:
+                    _mention_string_annotation(node.annotation, mentioned)
             elif t is ast.withitem:
                 if node.optional_vars is not None:
                     self._bind(node.optional_vars, node.context_expr)
@@ -447,6 +453,17 @@ class Tree:
                         names.add(name)
                         todo.append(name)
         return out, names
+
+
+def _mention_string_annotation(annotation: ast.AST, mentioned: set[str]) -> None:
+    """The identifiers spelled in string annotations (``f: "io.TextIOWrapper"``,
+    ``Optional["httpx.Client"]``) count as mentioned: the facts read those types."""
+    for sub in ast.walk(annotation):
+        if type(sub) is ast.Constant and type(sub.value) is str:
+            mentioned.update(w for w in _IDENTIFIER.findall(sub.value) if not w[0].isdigit())
+
+
+_IDENTIFIER = re.compile(r"\w+")
 
 
 @functools.lru_cache(maxsize=None)

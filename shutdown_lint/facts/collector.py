@@ -26,6 +26,7 @@ class _Collector(cst.CSTVisitor):
         # classes and functions interleave: remember which one is innermost
         self.kinds: list[str] = []
         self._visit_hooks: dict[type, object] = {}
+        self._in_comp_for = False
         self._leave_hooks: dict[type, object] = {}
 
     # -- generic: libcst's on_visit/on_leave, with the hook looked up once per node class
@@ -63,6 +64,9 @@ class _Collector(cst.CSTVisitor):
 
     def bind(self, name: str, binding: _Binding) -> None:
         binding.scope = self.scope
+        # a comprehension's target comes after the element that uses it: it counts as bound
+        # before every use (it hides an outer binding, as before there were orders)
+        binding.order = -1 if self._in_comp_for else len(self.f._names_by_value.get(name, ()))
         table = self.scope.bindings if self.scope is not None else self.f._module_bindings
         table.setdefault(name, []).append(binding)
 
@@ -84,6 +88,12 @@ class _Collector(cst.CSTVisitor):
             scope=self.scope,
             cls=cls,
         )
+        p = node.params
+        for param in (*p.posonly_params, *p.params, *p.kwonly_params):
+            info.params[param.name.value] = param.annotation.annotation if param.annotation is not None else None
+        for star in (p.star_arg, p.star_kwarg):
+            if isinstance(star, cst.Param):
+                info.params[star.name.value] = None  # ``*args: T`` is a tuple of T, ``**kw: T`` a dict
         info.decorators = [d for d in (self.f._decorator_name(dec.decorator, self.scope) for dec in node.decorators) if d]
         self.f._decorator_exprs[info] = [dec.decorator for dec in node.decorators]
         self.f.functions.append(info)
@@ -153,7 +163,15 @@ class _Collector(cst.CSTVisitor):
             self._bind_target(target.target, node.value if len(node.targets) == 1 else None)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._bind_target(node.target, node.value)
+        ann = node.annotation.annotation
+        target = node.target
+        cls = self._in_class_body()
+        if cls is not None and isinstance(target, cst.Name):
+            cls.attr_annotations.setdefault(target.value, []).append((ann, None))
+        elif (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self"
+              and self.scope is not None and self.scope.cls is not None):
+            self.scope.cls.attr_annotations.setdefault(target.attr.value, []).append((ann, self.scope))
+        self._bind_target(target, node.value, ann)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self._bind_target(node.target, None)
@@ -167,7 +185,11 @@ class _Collector(cst.CSTVisitor):
     def visit_CompFor(self, node: cst.CompFor) -> None:
         # comprehension variables live in their own scope; binding them as "other"
         # only matters for shadowing builtins, which is what we want
-        self._bind_target(node.target, None)
+        self._in_comp_for = True
+        try:
+            self._bind_target(node.target, None)
+        finally:
+            self._in_comp_for = False
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         if node.asname is not None:
@@ -180,18 +202,25 @@ class _Collector(cst.CSTVisitor):
     def visit_Global(self, node: cst.Global) -> None:
         return None
 
-    def _bind_target(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+    def _bind_target(self, target: cst.BaseExpression, value: cst.BaseExpression | None,
+                     annotation: cst.BaseExpression | None = None, unpacked: cst.BaseExpression | None = None) -> None:
         if isinstance(target, cst.Name):
             if value is not None:
-                self.bind(target.value, _Binding("value", target=value))
+                self.bind(target.value, _Binding("value", target=value, annotation=annotation))
             else:
-                self.bind(target.value, _Binding("other"))
+                self.bind(target.value, _Binding("other", annotation=annotation, unpacked=unpacked))
         elif isinstance(target, (cst.Tuple, cst.List)):
-            for el in target.elements:
+            # ``a, b = f(), g()``: each name is paired with its element (for the types)
+            pairs = _elements(value) if value is not None else None
+            if pairs is not None and (len(pairs) != len(target.elements) or any(
+                    isinstance(el, cst.StarredElement) or isinstance(el.value, cst.StarredElement)
+                    for el in target.elements)):
+                pairs = None
+            for i, el in enumerate(target.elements):
                 inner = el.value
                 if isinstance(inner, cst.StarredElement):
                     inner = inner.value
-                self._bind_target(inner, None)
+                self._bind_target(inner, None, unpacked=pairs[i] if pairs is not None else None)
         elif isinstance(target, cst.StarredElement):
             self._bind_target(target.value, None)
         elif (
@@ -236,6 +265,15 @@ class _Collector(cst.CSTVisitor):
     def visit_If(self, node: cst.If) -> None:
         if self.scope is None and not self.classes and _is_main_guard(node.test):
             self.f.main_guards.append(node)
+
+
+def _elements(value: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+    """The elements of a tuple or list display with no starred element, else None."""
+    if not isinstance(value, (cst.Tuple, cst.List)):
+        return None
+    if any(isinstance(el, cst.StarredElement) for el in value.elements):
+        return None
+    return [el.value for el in value.elements]
 
 
 def _is_main_guard(test: cst.BaseExpression) -> bool:

@@ -21,6 +21,8 @@ class ClassInfo:
     #: ``self.x = <expr>`` assignments in any method: name -> value expressions
     attr_values: dict[str, list[tuple[cst.BaseExpression, "FunctionInfo"]]] = field(default_factory=dict)
     decorators: list[str] = field(default_factory=list)
+    #: declared attribute types: ``x: T`` in the class body, ``self.x: T`` in any method
+    attr_annotations: dict[str, list[tuple[cst.BaseExpression, "FunctionInfo | None"]]] = field(default_factory=dict)
 
     def __hash__(self) -> int:
         return id(self)
@@ -42,6 +44,8 @@ class FunctionInfo:
     calls: list[cst.Call] = field(default_factory=list)  # calls in this body, not in nested defs
     nested: dict[str, "FunctionInfo"] = field(default_factory=dict)
     decorators: list[str] = field(default_factory=list)
+    #: parameter name -> its annotation (None when unannotated), every kind of parameter
+    params: dict[str, Optional[cst.BaseExpression]] = field(default_factory=dict)
 
     def __hash__(self) -> int:
         return id(self)
@@ -60,4 +64,11 @@ class _Binding:
     qualified: str | None = None  # for imports
     target: object = None  # FunctionInfo / ClassInfo / value expression
     scope: Scope = None
+    #: ``x: T`` / ``x: T = v``: the declared type
+    annotation: Optional[cst.BaseExpression] = None
+    #: ``a, b = f(), g()``: the expression paired with this name (kind stays "other")
+    unpacked: Optional[cst.BaseExpression] = None
+    #: how many ``Name`` nodes spelling this name the walk had seen when it bound it: a use of
+    #: the name whose index in ``ModuleFacts.name_nodes`` is larger comes after this binding
+    order: int = -1
 

@@ -13,9 +13,10 @@ from .exit_paths import ExitPathQueries
 from .model import ClassInfo, FunctionInfo, Scope, _Binding
 from .names import Names
 from .tree import TreeShape
+from .types import TypeQueries
 
 
-class ModuleFacts(TreeShape, Names, ExecutionQueries, ExitPathQueries):
+class ModuleFacts(TreeShape, Names, ExecutionQueries, ExitPathQueries, TypeQueries):
     """Facts about one parsed module. Built by ``ModuleFacts.build(module)``."""
 
     def __init__(self, module: cst.Module, path: str = "<string>") -> None:

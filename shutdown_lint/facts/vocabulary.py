@@ -6,7 +6,7 @@ from __future__ import annotations
 import builtins
 
 #: Facts a rule may declare in ``facts_needed``. All are derived from one walk.
-FACTS = ("parents", "imports", "functions", "calls", "execution")
+FACTS = ("parents", "imports", "functions", "calls", "execution", "types")
 
 _BUILTINS = frozenset(dir(builtins))
 

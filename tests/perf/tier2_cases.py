@@ -655,3 +655,26 @@ CASES["SHD602"] = [
     ("import asyncio\nasync def f(cmd):\n    c = asyncio.create_subprocess_exec(*cmd)\n", True),
     ("import threading\ndef f():\n    t = threading.Thread(target=g)\n    t.start()\n    work()\n    t.join()\n", False),
 ]
+
+# SHD301's tier 2 and the types from declarations (issue 28): a receiver typed only by a
+# parameter or variable annotation (a string one too), a closure over such a parameter,
+# tuple unpacking, httpx2 and the urllib3 classes stay candidates; an in-memory or
+# unannotated receiver does not. Findings agree with the tiers on and off.
+CASES["SHD301"] += [
+    ("import io\nasync def f(fh: io.BufferedReader):\n    return fh.read()\n", True),
+    ("import io\nasync def f(fh: io.TextIOWrapper | None = None):\n    return fh.readline()\n", True),
+    ("from typing import IO, Optional\nasync def f(*, fh: Optional[IO[str]]):\n    fh.write('x')\n", True),
+    ("async def f(fh: 'typing.TextIO', /):\n    return fh.read()\n", True),
+    ("from typing import Optional\nasync def f(c: Optional['httpx.Client']):\n    return c.send(1)\n", True),
+    ("async def f():\n    c: 'httpx2.Client' = make()\n    return c.send(1)\n", True),
+    ("import io\ndef outer(fh: io.TextIOWrapper):\n    async def inner():\n        return fh.readline()\n"
+     "    return inner\n", True),
+    ("from pathlib import Path\nasync def f(a, b):\n    p1, p2 = Path(a), Path(b)\n    return p1.exists()\n", True),
+    ("import urllib3\nasync def f():\n    c: urllib3.request.RequestMethods = make()\n    return c.urlopen('GET', 'u')\n",
+     True),
+    ("import httpx2\nasync def f():\n    return httpx2.get('u')\n", True),
+    # in memory, or not typed: nothing can block
+    ("import io\nasync def f(buf: io.StringIO):\n    return buf.read()\n", False),
+    ("async def f(fh):\n    return fh.read()\n", False),
+    ("async def f(fh: 'StringIO'):\n    return fh.read()\n", False),
+]
