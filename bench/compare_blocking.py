@@ -12,6 +12,9 @@ through a callee) and near-miss lines flagged. A tool that is not installed is s
 
 ruff: ``ruff check --isolated --select ASYNC``; flake8-async: ``flake8 --isolated
 --select ASYNC``; SHD301: ``shutdown-lint --isolated --select SHD301``.
+
+The same three tools on the peers' own fixtures (from their checkouts): ``bench/compare_fixtures.py``,
+which finds the tools with ``_tool`` below.
 """
 
 from __future__ import annotations
