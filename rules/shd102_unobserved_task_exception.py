@@ -52,6 +52,16 @@ _GATHERS = frozenset({"asyncio.gather", "tqdm.asyncio.tqdm.gather", "tqdm.asynci
 OBSERVED = "observed"
 UNOBSERVED = "unobserved"
 REFERENCE_ONLY = "reference-only"
+LOG_ONLY = "log-only"  # a done callback retrieves the exception and only writes it into a log
+
+#: Calls that only write what they are given into a log (the last part of the called name;
+#: for a method, the receiver's name holds "log": ``logger``, ``self._log``, ``logging``).
+_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log"})
+_LOG_FUNCS = frozenset({"print", "log", "warnings.warn", "traceback.print_exception", "traceback.print_exc",
+                        "traceback.print_tb"})
+#: Calls that turn a value into text: what they return is followed further.
+_TEXT_FUNCS = frozenset({"str", "repr", "format", "type", "traceback.format_exception", "traceback.format_exc",
+                         "traceback.format_tb", "getattr"})
 
 Mode = str  # "task" (the node is a task) or "collection" (the node holds tasks)
 
@@ -83,6 +93,25 @@ class UnobservedTaskException(Rule):
     trainer: generation workers gathered this way after `cancel()` at the end of an epoch).
     Tasks handed to a function as a parameter default (`async def watch(tasks=workers)`) are
     followed into that function.
+
+    A done callback observes the task only when it does something with the exception: stores
+    it (`self.error = t.exception()`), forwards it (`fut.set_exception(exc)`,
+    `queue.put_nowait(exc)`, any call that is not a log), re-raises it, or acts (`os._exit`,
+    `event.set()`, any other call). A callback of this module (function, method or lambda)
+    that retrieves the exception and only writes it into a log (`log.error("failed: %s",
+    t.exception())`, `print(f"...{t.exception()}")`) is flagged with its own message: the
+    failure is printed, but code waiting for the task's output waits forever. No fix then
+    under `on-error = "log"` (supervising would log it a second time); with `"cancel-main"` /
+    `"exit"` the unsafe fix ends the run. A callback from another module or a
+    `functools.partial` is not judged (observed).
+
+    A coroutine "handles its own errors" (not flagged here, see SHD106) only when no broad
+    handler and no `finally` of it raises: `try: ... except Exception: log() finally: if
+    dirty: raise ...` lets the `finally`'s error escape the task, and it is flagged.
+    Measured on ten RL/agent code bases and this repository's venv site-packages: neither
+    change adds or drops a finding there (74 SHD102/SHD106 findings before and after); the
+    one log-only callback found (verl's `on_run_headless_done`) ends the process with
+    `os._exit(1)` after logging, which counts as acting.
 
     The asyncio docs' "keep a reference" idiom, `tasks.add(t)` plus
     `t.add_done_callback(tasks.discard)`, keeps the task alive but never looks at its
@@ -233,15 +262,46 @@ class UnobservedTaskException(Rule):
             task = ensure_future(coro)
             return task
         """,
-        # a done callback that looks at the result
+        # a done callback that forwards the exception to the waiting side (set on a future)
         """
         import asyncio
-        def on_done(t):
-            if t.exception():
-                log(t.exception())
-        async def main(loop):
+        async def main(loop, result):
+            def on_done(t):
+                if t.exception() is not None:
+                    log.error("producer failed: %s", t.exception())
+                    result.set_exception(t.exception())
             task = asyncio.get_running_loop().create_task(work())
             task.add_done_callback(on_done)
+            await result
+        """,
+        # a done callback that stores the exception for the consumer
+        """
+        import asyncio
+        class Pump:
+            def start(self):
+                self.task = asyncio.create_task(self.produce())
+                self.task.add_done_callback(self._on_done)
+            def _on_done(self, t):
+                exc = t.exception()
+                if exc:
+                    logger.error(f"producer failed: {exc}")
+                    self.error = exc
+            async def produce(self):
+                await self.queue.put(1)
+        """,
+        # a finally that cannot raise does not stop the task handling its own errors
+        """
+        import asyncio
+        async def poll(q):
+            while True:
+                try:
+                    await q.step()
+                except Exception:
+                    logger.exception("poll failed")
+                finally:
+                    q.mark()
+        async def main(q):
+            asyncio.create_task(poll(q))
         """,
         # already supervised
         """
@@ -311,6 +371,92 @@ class UnobservedTaskException(Rule):
         """,
     ]
     invalid = [
+        # the done callback only writes the exception into a log: the consumer waits forever
+        Invalid(
+            """
+            import asyncio
+            def on_done(t):
+                if t.exception():
+                    log.error("producer failed: %s", t.exception())
+            async def main(queue):
+                task = asyncio.get_running_loop().create_task(produce(queue))
+                task.add_done_callback(on_done)
+                await queue.get()
+            """,
+            fixed=None,
+            message_contains="only written into a log",
+        ),
+        # ... also with a lambda and an f-string
+        Invalid(
+            """
+            import asyncio
+            async def main(queue):
+                task = asyncio.create_task(produce(queue))
+                task.add_done_callback(lambda t: print(f"producer ended: {t.exception()!r}"))
+                await queue.get()
+            """,
+            fixed=None,
+            message_contains="only written into a log",
+        ),
+        # ... with on-error = "cancel-main" the fix ends the run instead (unsafe)
+        Invalid(
+            """
+            import asyncio
+            def on_done(t):
+                if t.exception():
+                    log.error("producer failed: %s", t.exception())
+            async def main(queue):
+                task = asyncio.create_task(produce(queue))
+                task.add_done_callback(on_done)
+                await queue.get()
+            """,
+            fixed="""
+            import asyncio
+            import runtime_guard
+
+            def on_done(t):
+                if t.exception():
+                    log.error("producer failed: %s", t.exception())
+            async def main(queue):
+                task = runtime_guard.supervise(asyncio.create_task(produce(queue)), on_error="cancel-main")
+                task.add_done_callback(on_done)
+                await queue.get()
+            """,
+            options={"on-error": "cancel-main"},
+        ),
+        # the task catches every Exception, but its finally raises: that error is lost
+        Invalid(
+            """
+            import asyncio
+            async def drain(queue):
+                try:
+                    await queue.run()
+                except Exception:
+                    logger.exception("drain failed")
+                finally:
+                    if queue.dirty:
+                        raise RuntimeError("queue left dirty")
+            async def main(queue):
+                asyncio.create_task(drain(queue))
+                await queue.wait()
+            """,
+            fixed="""
+            import asyncio
+            import runtime_guard
+
+            async def drain(queue):
+                try:
+                    await queue.run()
+                except Exception:
+                    logger.exception("drain failed")
+                finally:
+                    if queue.dirty:
+                        raise RuntimeError("queue left dirty")
+            async def main(queue):
+                runtime_guard.supervise(asyncio.create_task(drain(queue)), on_error="log")
+                await queue.wait()
+            """,
+        ),
         Invalid(
             """
             import asyncio
@@ -555,11 +701,16 @@ class UnobservedTaskException(Rule):
             return
         if self._lost_in_gather and target is not None and self._records_failures(target):
             return  # the coroutine keeps its own failures (`except BaseException as e: failure = e`)
+        log_only = verdict == LOG_ONLY
         if verdict == REFERENCE_ONLY:
             if not self.config["flag-reference-only"]:
                 return
             message = (f"task kept in `{where}` whose done callback only discards it: an exception it "
                        "raises is never looked at and the program goes on")
+        elif log_only:
+            message = (f"the task's exception is only written into a log by its done callback `{where}`: it is "
+                       "not stored, forwarded, set on a future or re-raised, so the program goes on and code "
+                       "waiting for this task's output waits forever")
         elif self._lost_in_gather:
             message = (f"task{'' if where is None else f' stored in `{where}`'} is awaited only through "
                        "`gather(..., return_exceptions=True)` whose results are discarded: an exception it "
@@ -576,6 +727,8 @@ class UnobservedTaskException(Rule):
         fix_message = f'Wrap in `runtime_guard.supervise(..., on_error="{policy}")`'
         # Only "log" leaves the program's behaviour alone; the other policies end it when a task fails.
         fix = Fix.safe(*edits, message=fix_message) if policy == "log" else Fix.unsafe(*edits, message=fix_message)
+        if log_only and policy == "log":
+            fix = None  # supervise(on_error="log") would log it a second time and change nothing else
         self.report(node, message, fix=fix)
 
     def _coroutine_elsewhere(self, arg: cst.BaseExpression, at: cst.Call):
@@ -654,9 +807,55 @@ class UnobservedTaskException(Rule):
             return UNOBSERVED, None
         return OBSERVED, None  # gather/wait/shield/supervise or another function: handed over
 
+    def _callback_only_logs(self, cb: cst.BaseExpression, at: cst.Call) -> bool:
+        """A done callback (a same-module function, method or lambda) that retrieves the task's
+        exception (``t.exception()`` / ``t.result()``) and only writes it into a log: it is
+        never stored, forwarded, set on a future or re-raised, and the task is handed to no
+        other call. Unresolved callbacks and ``functools.partial`` are not judged (False)."""
+        if isinstance(cb, cst.Lambda):
+            params = cb.params.params
+            body: cst.CSTNode = cb.body
+        else:
+            if isinstance(cb, cst.Call):
+                return False
+            fn = self.facts.resolve_function(cb, at)
+            if fn is None:
+                return False
+            params = list(fn.node.params.params)
+            if fn.cls is not None and params and params[0].name.value in ("self", "cls"):
+                params = params[1:]
+            body = fn.node.body
+        if not params:
+            return False
+        task = params[0].name.value
+        retrieved = False
+        for use in self.facts.name_nodes(body, task):
+            parent = self.facts.parent(use)
+            if isinstance(parent, cst.Param):
+                continue
+            if isinstance(parent, cst.Attribute) and parent.value is use:
+                method = parent.attr.value
+                call = self.facts.parent(parent)
+                if not (isinstance(call, cst.Call) and call.func is parent):
+                    return False  # `t.result` handed over
+                if method in ("exception", "result"):
+                    retrieved = True
+                    if _kept(self.facts, call, body):
+                        return False
+                    continue
+                if method in _NEUTRAL_TASK_METHODS:
+                    continue
+                return False
+            if _only_logged(self.facts, use, body):
+                continue
+            return False  # the task itself handed to a call, stored, returned
+        return retrieved and not _acts(self.facts, body, task)
+
     def _records_failures(self, fn) -> bool:
-        """A broad handler in ``fn`` hands the exception on (stores it, passes it to a call):
-        the failure is kept somewhere a discarded gather result does not matter."""
+        """A broad handler in ``fn`` hands the exception on (stores it, passes it to a call,
+        logs it): the task catches its own failure there, so it does not end with it, and a
+        discarded gather result does not matter. (Logging counts here: it is the task
+        handling its own error, not someone else looking at the task's exception.)"""
         found = [False]
         facts = self.facts
 
@@ -707,6 +906,8 @@ class UnobservedTaskException(Rule):
             if name == "add_done_callback":
                 if call.args and _only_forgets(call.args[0].value):
                     return REFERENCE_ONLY, _code(call.args[0].value).rsplit(".", 1)[0]
+                if call.args and self._callback_only_logs(call.args[0].value, call):
+                    return LOG_ONLY, _code(call.args[0].value)
                 return OBSERVED, None
             if name in _OBSERVING_METHODS:
                 return OBSERVED, None
@@ -785,8 +986,8 @@ class UnobservedTaskException(Rule):
         verdict: tuple[str, Optional[str]] = (UNOBSERVED, label)
         for use in uses:
             v = self._follow(use, mode)
-            if v[0] == REFERENCE_ONLY:
-                verdict = (REFERENCE_ONLY, v[1] or label)
+            if v[0] in (REFERENCE_ONLY, LOG_ONLY):
+                verdict = _best(verdict, (v[0], v[1] or label))
             elif v[0] == OBSERVED:
                 return v
         return verdict
@@ -843,7 +1044,8 @@ _BROAD_HANDLERS = ("Exception", "BaseException")
 
 def _swallows_errors(body: cst.BaseSuite) -> bool:
     """The body catches every ``Exception`` (directly or in each loop iteration) and does not
-    re-raise: ``while True: try: ... except Exception: log(...)``. Around the ``try``, only
+    re-raise, in a handler or a ``finally``: ``while True: try: ... except Exception: log(...)``.
+    Around the ``try``, only
     bookkeeping is allowed: docstrings, ``assert``, assignments, ``await asyncio.sleep(...)``
     and ``if`` blocks made of those."""
     stmts = body.body if isinstance(body, cst.IndentedBlock) else []
@@ -853,6 +1055,8 @@ def _swallows_errors(body: cst.BaseSuite) -> bool:
             broad = [h for h in st.handlers if h.type is None or _code(h.type).split(".")[-1] in _BROAD_HANDLERS]
             if not broad or any(_raises(h.body) for h in broad) or st.orelse is not None:
                 return False
+            if st.finalbody is not None and _raises(st.finalbody.body):
+                return False  # what the finally raises escapes the task
             guarded = True
         elif isinstance(st, (cst.While, cst.For)) and st.orelse is None:
             if not _swallows_errors(st.body):
@@ -933,9 +1137,98 @@ def _raises(body: cst.BaseSuite) -> bool:
     return bool(found)
 
 
+def _is_log_call(facts, call: cst.Call) -> bool:
+    name = (facts.call_name(call) or _code(call.func)).removeprefix("builtins.")
+    if name in _LOG_FUNCS:
+        return True
+    f = call.func
+    return isinstance(f, cst.Attribute) and f.attr.value in _LOG_METHODS and "log" in _code(f.value).lower()
+
+
+def _only_logged(facts, expr: cst.CSTNode, region: cst.CSTNode) -> bool:
+    """The value of ``expr`` goes only into a log: an argument of a log call, directly or
+    formatted (f-string, ``%``/``+``, ``str()``/``repr()``/``format_exception()``, a keyword
+    such as ``exc_info=``), or only tested (``if exc:``, ``exc is None``)."""
+    node = expr
+    while True:
+        parent = facts.parent(node)
+        if isinstance(parent, (cst.FormattedStringExpression, cst.FormattedString, cst.BinaryOperation,
+                               cst.Element, cst.Tuple, cst.List, cst.DictElement, cst.Dict)):
+            node = parent
+            continue
+        if isinstance(parent, cst.Arg):
+            call = facts.parent(parent)
+            if isinstance(call, cst.Call):
+                if _is_log_call(facts, call):
+                    return True
+                if (facts.call_name(call) or _code(call.func)).removeprefix("builtins.") in _TEXT_FUNCS:
+                    node = call
+                    continue
+            return False
+        if isinstance(parent, (cst.If, cst.While, cst.IfExp, cst.Comparison, cst.ComparisonTarget,
+                               cst.BooleanOperation, cst.UnaryOperation)):
+            return True
+        return False
+
+
+def _acts(facts, body: cst.CSTNode, task: str) -> bool:
+    """The callback does something besides logging: a ``raise``, or a call that is not a log
+    call, a text conversion or a method of the task (``os._exit(1)``, ``event.set()``,
+    ``self.stop()``, ``loop.call_soon_threadsafe(...)``): it may end the run or wake the
+    waiting code."""
+    found = [False]
+
+    class _Scan(cst.CSTVisitor):
+        def visit_Raise(self, n: cst.Raise) -> None:
+            found[0] = True
+
+        def visit_Call(self, n: cst.Call) -> None:
+            if _is_log_call(facts, n):
+                return
+            name = (facts.call_name(n) or _code(n.func)).removeprefix("builtins.")
+            if name in _TEXT_FUNCS or name in ("isinstance", "len", "bool"):
+                return
+            f = n.func
+            if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == task \
+                    and f.attr.value in ("exception", "result", *_NEUTRAL_TASK_METHODS):
+                return
+            found[0] = True
+
+    body.visit(_Scan())
+    return found[0]
+
+
+def _kept(facts, expr: cst.CSTNode, region: cst.CSTNode) -> bool:
+    """The exception ``expr`` (``t.exception()``, ``t.result()``, a handler's bound name) is
+    kept: stored in an attribute, a subscript or a name used for more than logging,
+    forwarded to a call that is not a log (``fut.set_exception(e)``, ``queue.put_nowait(e)``),
+    returned, or re-raised (``raise e``, a bare ``t.result()``). Only written into a log,
+    or only tested: not kept."""
+    if _only_logged(facts, expr, region):
+        return False
+    parent = facts.parent(expr)
+    if isinstance(parent, cst.Assign) and parent.value is expr:
+        for t in parent.targets:
+            if not isinstance(t.target, cst.Name):
+                return True  # self.error = e, errors[k] = e
+            name = t.target.value
+            uses = [n for n in facts.name_nodes(region, name) if n is not t.target
+                    and not isinstance(facts.parent(n), cst.AssignTarget)]
+            if any(_kept(facts, n, region) for n in uses):
+                return True
+        return False
+    if isinstance(parent, cst.NamedExpr) and parent.value is expr:
+        name = parent.target.value if isinstance(parent.target, cst.Name) else None
+        if name is None:
+            return True
+        uses = [n for n in facts.name_nodes(region, name) if n is not parent.target]
+        return any(_kept(facts, n, region) for n in uses) or _kept(facts, parent, region)
+    return True  # raised, returned, handed to a call, a bare `t.result()`: kept
+
+
 def _best(a: tuple[str, Optional[str]], b: tuple[str, Optional[str]]) -> tuple[str, Optional[str]]:
     """Observed if either path observes."""
-    order = {OBSERVED: 2, REFERENCE_ONLY: 1, UNOBSERVED: 0}
+    order = {OBSERVED: 3, LOG_ONLY: 2, REFERENCE_ONLY: 1, UNOBSERVED: 0}
     return a if order[a[0]] >= order[b[0]] else b
 
 
@@ -1014,12 +1307,12 @@ def _stored_and_observed(tree, call: ast.Call, fn, parents: dict) -> bool:
         else:
             continue
         where = tree.parents(region)
-        if any(type(n.ctx) is ast.Load and _observes(n, where) for n in found):
+        if any(type(n.ctx) is ast.Load and _observes(n, where, tree) for n in found):
             return True
     return False
 
 
-def _observes(use: ast.AST, parents: dict) -> bool:
+def _observes(use: ast.AST, parents: dict, tree=None) -> bool:
     """``_follow(use, "task")`` says OBSERVED at its first step: handed over at once, or a
     method of the task that looks at it (``_method_use``: not a neutral one; a done
     callback that does more than forget the task)."""
@@ -1033,7 +1326,17 @@ def _observes(use: ast.AST, parents: dict) -> bool:
         return p.attr not in _NEUTRAL_TASK_METHODS  # e.g. ``task.result`` handed over as a callback
     if p.attr == "add_done_callback":
         first = call.args[0] if call.args else (call.keywords[0].value if call.keywords else None)
-        return first is None or not _only_forgets_ast(first)
+        # a callback observes unless it only forgets the task or only logs its exception
+        # (``_callback_only_logs``: judged on libcst); a partial is never judged
+        if first is None or type(first) is ast.Call:
+            return True
+        if _only_forgets_ast(first):
+            return False
+        if type(first) in (ast.Name, ast.Attribute) and tree is not None:
+            # ``_callback_only_logs`` judges only a function of this module by that name
+            name = first.id if type(first) is ast.Name else first.attr
+            return not any(fn.name == name for fn in tree.functions)
+        return False
     return p.attr in _OBSERVING_METHODS or p.attr not in _NEUTRAL_TASK_METHODS
 
 

@@ -413,6 +413,23 @@ CASES["SHD301"] = [
     ("import queue\nQ = queue.Queue()\nasync def f():\n    return Q.get()\n", True),
 ]
 
+# SHD102's tier 2: a done callback surely observes only when it is a call (a partial) or names
+# no function of this module; a function here may only log the exception (reported) or act
+# (os._exit: not reported), a lambda may only log.
+_CB = "def on_done(t):\n    log.error('failed: %s', t.exception())\n"
+CASES["SHD102"] += [
+    (_WORK + _CB + "async def main(q):\n    t = asyncio.create_task(work())\n    t.add_done_callback(on_done)\n"
+     "    await q.get()\n", True),
+    (_WORK + _CB.replace("    log.error", "    import os\n    os._exit(1)\n    log.error")
+     + "async def main(q):\n    t = asyncio.create_task(work())\n    t.add_done_callback(on_done)\n", True),
+    (_WORK + "async def main(q):\n    t = asyncio.create_task(work())\n"
+     "    t.add_done_callback(lambda x: print(x.exception()))\n", True),
+    (_WORK + "from handlers import on_done\nasync def main(q):\n    t = asyncio.create_task(work())\n"
+     "    t.add_done_callback(on_done)\n", False),
+    (_WORK + _CB + "import functools\nasync def main(q):\n    t = asyncio.create_task(work())\n"
+     "    t.add_done_callback(functools.partial(on_done))\n", False),
+]
+
 # SHD102's tier 2: a spawn whose task (or a display holding it) is not awaited, returned,
 # yielded or passed to a call other than an adder, a neutral builtin or a gather told
 # ``return_exceptions``; findings agree with the tiers on and off.
