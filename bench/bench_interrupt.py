@@ -1,9 +1,10 @@
 """Time from a stop signal to the end of ``shutdown-lint`` (issue 31): target 0.5 s at any --jobs.
 
 Cases: SIGINT to the process group (Ctrl+C in a terminal), SIGINT to the main process only,
-SIGTERM to the main process; for a ``--jobs 2`` run, a ``--jobs 2 --fix`` run and a ``--jobs 1``
-run over a generated tree (each file a SHD101 finding with a fix plus plain code), and for the
-language server (connected, linting a large document). Each process starts in its own session,
+SIGTERM to the main process; for a ``--jobs 2`` run, a ``--jobs 2 --fix`` run, a ``--jobs 1``
+run and ``--watch --jobs 2`` (stopped during its first run) over a generated tree (each file a
+SHD101 finding with a fix, plus plain code), and for the language server (connected, linting a
+large document). Each process starts in its own session,
 as under a terminal or a CI runner; the signal goes once the run is clearly under way. Prints one
 line per case and run: seconds to exit, exit status, and the processes of its group left 0.5 s
 later.
@@ -40,7 +41,8 @@ SOURCE = (
 )
 SIGNALS = {"SIGINT group": (signal.SIGINT, True), "SIGINT main": (signal.SIGINT, False),
            "SIGTERM main": (signal.SIGTERM, False)}
-RUNS = {"-j2": ["--jobs", "2"], "-j2 --fix": ["--jobs", "2", "--fix", "--unsafe-fixes"], "-j1": ["--jobs", "1"]}
+RUNS = {"-j2": ["--jobs", "2"], "-j2 --fix": ["--jobs", "2", "--fix", "--unsafe-fixes"], "-j1": ["--jobs", "1"],
+        "--watch -j2": ["--watch", "--jobs", "2"]}
 
 
 def _tree(root: str, n: int) -> None:
@@ -104,7 +106,7 @@ def cli_case(src: str, run: list[str], signum: int, to_group: bool, files: int) 
         proc = subprocess.Popen(cmd, cwd=d, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
         deadline = time.monotonic() + 60
-        want = 2 if "2" in run else 0
+        want = 2 if "2" in run else 0  # the pool's workers have started
         while time.monotonic() < deadline and proc.poll() is None and len(_children(proc.pid)) < want:
             time.sleep(0.05)
         time.sleep(2.0)  # well into the run

@@ -946,13 +946,57 @@ def _may_store_executor(tree) -> bool:
 
 
 def _may_drain(tree) -> bool:
-    """The second shape (``visit_With``, ``_check_local``): a factory of an executor that waits
-    for its queued work is called somewhere, and ``submit`` or ``map`` is spelled."""
+    """The second shape (``visit_With``, ``_check_local``): a ``with`` item that may call a factory
+    of an executor that waits for its queued work, bound by ``as V``, with ``V.submit``/``V.map``
+    called in the block; or, in a function, ``V = <factory>(...)`` with ``V.submit``/``V.map``
+    and ``V.shutdown`` called in it. (The loops, the worker counts and the cancelling paths are
+    left to the rule.)"""
     if not tree.mentions(tuple(_QUEUE_METHODS)):
         return False
     factories = [n for n in ExecutorWithoutShutdown.options["executor_factories"].default
                  if n not in _TERMINATING_POOLS]
-    return any(tree.may_call_any(call, factories) for call in tree.all_calls())
+    for node in ast.walk(tree.module):
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                if (isinstance(item.optional_vars, ast.Name) and isinstance(item.context_expr, ast.Call)
+                        and _queues(node.body, item.optional_vars.id)
+                        and tree.may_call_any(item.context_expr, factories)):
+                    return True
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for sub in ast.walk(node):
+                if (isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call)
+                        and any(isinstance(t, ast.Name) for t in sub.targets)):
+                    for t in sub.targets:
+                        if (isinstance(t, ast.Name) and _queues(node.body, t.id)
+                                and _calls_method(node.body, t.id, frozenset({"shutdown"}))
+                                and tree.may_call_any(sub.value, factories)):
+                            return True
+    return False
+
+
+_AST_LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _queues(body: list, name: str) -> bool:
+    """``<name>.map(...)`` anywhere in ``body``, or ``<name>.submit(...)`` inside a loop or a
+    comprehension in it (nested functions included: a superset of ``_queues_in_bulk``)."""
+    if _calls_method(body, name, frozenset({"map"})):
+        return True
+    for stmt in body:
+        for loop in ast.walk(stmt):
+            if isinstance(loop, _AST_LOOPS) and _calls_method([loop], name, frozenset({"submit"})):
+                return True
+    return False
+
+
+def _calls_method(body: list, name: str, methods: frozenset) -> bool:
+    """Some ``<name>.<method>(...)`` in ``body`` (nested functions included: a superset)."""
+    for stmt in body:
+        for n in ast.walk(stmt):
+            if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in methods
+                    and isinstance(n.func.value, ast.Name) and n.func.value.id == name):
+                return True
+    return False
 
 
 def _surely_released(tree, target, fn) -> bool:
