@@ -98,9 +98,11 @@ class ChildProcessNeverStopped(Rule):
     same group often dies with its parent, but not when it handles SIGINT (a Python
     server), runs in its own session, or when only the parent is signalled (`kill -INT`,
     a scheduler, a supervisor). Measured here (tests/behaviour/test_shd602_child_process.py):
-    a parent that starts `sleep 300` (or a Python child writing a heartbeat file),
-    and is then interrupted with SIGINT or raises before its `wait()`, exits with the
-    child still alive; with the fix the child is gone when the parent has exited.
+    a parent that starts a Python child writing a heartbeat file and then raises, gets
+    SIGINT alone, or gets SIGINT with its group while the child runs in its own session,
+    exits with the child still alive (not a zombie, heartbeat still changing); with the fix
+    the child is gone when the parent has exited, and a run to the end prints the same and
+    exits 0 as before.
 
     For a non-daemon `multiprocessing.Process` the exit handler joins the child: an
     exception between `start()` and `join()` keeps the parent alive until the child's work
@@ -156,6 +158,11 @@ class ChildProcessNeverStopped(Rule):
     which it now signals (its process group included) and waits up to 10 s for, where
     the original left it alone.
 
+    No `with` rewrite, although a `with` block is not reported: `Popen.__exit__` does not
+    stop the child. On `KeyboardInterrupt` it waits at most 0.25 s and leaves it running
+    (CPython assumes the terminal's SIGINT reached the child too); on any other exception it
+    waits for the child to end by itself, so the parent hangs where it used to exit.
+
     No fix for asyncio or `multiprocessing` children (`terminate_process_groups` takes
     `Popen` objects), for a child nothing ever waits for (ending it would change the
     normal path: it may be meant to outlive the function), or when the child is used
@@ -183,9 +190,11 @@ class ChildProcessNeverStopped(Rule):
     - `ctx = multiprocessing.get_context("spawn"); ctx.Process(...)` is not recognised.
     - Where the normal path stops the child is not checked path by path: any stop outside a
       cleanup block counts as the normal-path stop (`if done: p.wait()` included).
-    - An asyncio child whose coroutine is cancelled is killed (SIGKILL, no grace) when its
-      transport is garbage-collected, if the loop still runs then; the rule reports it as
-      not stopped, since when that happens is not in the code.
+    - An asyncio child is not killed for the coroutine: measured here, `asyncio.run(main())`
+      whose `main` starts `sleep 30` with `create_subprocess_exec` and then raises (or gets
+      SIGINT) exits with status 1 (-2) and the child is still alive 0.5 s later.
+    - A `with Popen(...)` block is trusted (see "Fix safety" for what its exit does on
+      Ctrl+C), as is `subprocess.run`.
 
     ## References
     - Flow-Factory #149: graceful shutdown on Ctrl+C to prevent zombie GPU processes

@@ -8,7 +8,9 @@ the child is still alive afterwards: its pid is a live process (not a zombie) an
 heartbeat file keeps changing. Fixed (the real fixer's output, a safe fix: the statements
 after the start in a `try` whose `finally` calls `runtime_guard.terminate_process_groups`):
 the child is gone when the parent has exited. Normal path: same stdout, stderr and exit
-status before and after the fix.
+status before and after the fix. The unsafe label is measured too: when the region can
+return before the wait, a run down that path leaves the child running before the fix and
+ends it after (same output and status).
 """
 from __future__ import annotations
 
@@ -75,9 +77,27 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _beating(beat, within: float) -> bool:
+    """The heartbeat file changes within ``within`` seconds (a loaded machine may delay the
+    child's first beats)."""
+    def read():
+        try:
+            return beat.read_text()
+        except FileNotFoundError:
+            return None
+    first = read()
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        now = read()
+        if now and now != first:
+            return True
+    return False
+
+
 def _run(path, mode, tmp_path, tag):
     """Run the program in ``mode``; returns (status, stdout, stderr, child pid, child alive
-    1 s after the parent exited, heartbeat changed during that second)."""
+    1 s after the parent exited, heartbeat file still changing after that)."""
     pidfile, beat = tmp_path / f"{tag}-{mode}.pid", tmp_path / f"{tag}-{mode}.beat"
     group = mode == "ctrl-c-group"
     proc = subprocess.Popen([sys.executable, str(path), mode, str(pidfile), str(beat)], cwd=REPO, env=ENV,
@@ -94,11 +114,9 @@ def _run(path, mode, tmp_path, tag):
                 os.kill(proc.pid, signal.SIGINT)  # kill -INT <parent>, a scheduler, a supervisor
         out, err = proc.communicate(timeout=30)  # liveness bound: 10 s grace + kill at most
         out = "started\n" + out
-        before = beat.read_text() if beat.exists() else ""
         time.sleep(1.0)
         alive = _alive(pid)
-        after = beat.read_text() if beat.exists() else ""
-        return proc.returncode, out, err, pid, alive, before != after
+        return proc.returncode, out, err, pid, alive, _beating(beat, 5.0 if alive else 1.0)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -176,3 +194,55 @@ def test_the_helper_does_nothing_to_a_reaped_child(monkeypatch):
             os.kill(grandchild, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+UNSAFE = textwrap.dedent('''
+    import subprocess
+    import sys
+
+    def prepare():
+        print("prepared", flush=True)
+
+    def main(mode, pidfile):
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with open(pidfile, "w") as f:
+            f.write(str(child.pid))
+        prepare()
+        if mode == "detach":
+            print("left running", flush=True)
+            return
+        child.terminate()
+        child.wait()
+
+    if __name__ == "__main__":
+        main(*sys.argv[1:])
+''')
+
+
+@pytest.mark.timeout(90)
+def test_unsafe_when_a_normal_path_leaves_before_the_wait(tmp_path):
+    """The same edit is labelled unsafe when the region can return before the wait: on that
+    normal path (`detach`) the original leaves the child running on purpose, the fixed
+    program's `finally` ends it. Measured: same output and status, the child's fate differs."""
+    src = tmp_path / "unsafe.py"
+    src.write_text(UNSAFE)
+    diags = lint_source(UNSAFE.encode(), str(src), SETTINGS).diagnostics
+    assert [d.code for d in diags] == ["SHD602"] and diags[0].fix is not None
+    assert fix_source(UNSAFE.encode(), str(src), SETTINGS, unsafe=False).source == UNSAFE.encode()
+    fixed_src = fix_source(UNSAFE.encode(), str(src), SETTINGS, unsafe=True).source
+    assert b"finally:\n        runtime_guard.terminate_process_groups([child])" in fixed_src
+    fixed = tmp_path / "unsafe_fixed.py"
+    fixed.write_bytes(fixed_src)
+    fates = []
+    for path in (src, fixed):
+        pidfile = tmp_path / f"{path.stem}.pid"
+        run = subprocess.run([sys.executable, str(path), "detach", str(pidfile)], cwd=REPO, env=ENV,
+                             capture_output=True, text=True, timeout=60)
+        pid = int(pidfile.read_text())
+        time.sleep(0.5)
+        fates.append((run.returncode, run.stdout, run.stderr, _alive(pid)))
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+    assert fates[0] == (0, "prepared\nleft running\n", "", True)
+    assert fates[1] == (0, "prepared\nleft running\n", "", False)  # the normal-path difference
