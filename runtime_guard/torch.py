@@ -22,7 +22,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     ) from exc
 
 from .exit import hard_exit
-from .signals import in_main_thread
+from .signals import in_main_thread, install_owned
 from ._threads import QuietTimer, daemon_thread
 
 __all__ = ["install_distributed_teardown", "teardown"]
@@ -50,10 +50,16 @@ def _forget_in_child() -> None:
     except (AttributeError, OSError, RuntimeError, ValueError):
         pass
     try:
-        if signal.getsignal(signal.SIGTERM) is _installed.get("handler"):
+        current = signal.getsignal(signal.SIGTERM)
+        if current is _installed.get("handler"):
             previous = _installed.get("previous")
             # None: the previous handler was not installed from Python and cannot be put back.
-            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+            current = previous if previous is not None else signal.SIG_DFL
+        if current is not None:
+            # Also when runtime_guard.signals' fork hook already gave the handler back: unregister
+            # above put back the C-level action faulthandler saved (Python's), whatever Python's
+            # table says now (measured: SIG_DFL in the table, "Signal 15 ignored", child alive).
+            signal.signal(signal.SIGTERM, current)
     except (OSError, RuntimeError, ValueError, TypeError):
         pass
     for fd in _delivery_pipe:
@@ -229,7 +235,7 @@ def install_distributed_teardown(grace: float = 25.0, *, exit_code: int = 143,
         teardown(budget)
         hard_exit(exit_code)
 
-    signal.signal(signal.SIGTERM, on_sigterm)
+    install_owned(signal.SIGTERM, on_sigterm)  # a child forked afterwards gets `previous` back, stacked ones too
     _installed.update(handler=on_sigterm, previous=previous)
     _on_delivery_in_c(signal.SIGTERM, on_delivery)  # after signal.signal: faulthandler chains to it
     # No atexit teardown here: a program that ends without SIGTERM ends exactly as it did without

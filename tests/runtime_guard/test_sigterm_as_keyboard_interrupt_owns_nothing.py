@@ -80,9 +80,11 @@ FORK_CHILD = """
     def run_loop_child():
         asyncio.run(asyncio.sleep(30))
     async def main():
-        if {stack_loop_thread}:
+        if "{stack}" == "loop_thread":
             t = runtime_guard.LoopThread(target=lambda: asyncio.run(asyncio.sleep(0)), daemon=True)
             t.start(); t.join()  # installs LoopThread's handler over ours (it chains to ours)
+        elif "{stack}" == "torch":
+            __import__("runtime_guard.torch").torch.install_distributed_teardown()  # SHD502's helper over ours (it chains to ours)
         for target in (work, run_loop_child):
             child = multiprocessing.get_context("fork").Process(target=target)
             child.start()
@@ -95,9 +97,10 @@ FORK_CHILD = """
 """
 
 
-@pytest.mark.parametrize("stack_loop_thread", [False, True])
-def test_a_forked_child_dies_of_sigterm_as_before(stack_loop_thread: bool) -> None:
-    r = run_code(FORK_CHILD.format(stack_loop_thread=stack_loop_thread), timeout=90)
+@pytest.mark.parametrize("stack", ["none", "loop_thread", pytest.param("torch", marks=pytest.mark.torch)])
+def test_a_forked_child_dies_of_sigterm_as_before(stack: str) -> None:
+    """Also with another runtime_guard handler installed over ours: the child unwinds both."""
+    r = run_code(FORK_CHILD.format(stack=stack), timeout=90)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["work exit -15", "run_loop_child exit -15"], r.stdout + r.stderr
     assert "KeyboardInterrupt" not in r.stderr
