@@ -39,10 +39,32 @@ if hasattr(os, "register_at_fork"):
 def _in_forked_child() -> bool:
     """A forked child inherits the parent's atexit handlers; running them there would flush the
     parent's files and trackers a second time (that is why forked children use ``os._exit``).
-    Known from the moment ``runtime_guard`` was imported (``runtime_guard/__init__.py``)."""
+
+    Known (1) for any ``fork`` made after ``runtime_guard`` was imported (``os.register_at_fork``
+    in ``runtime_guard/__init__.py``), and (2) whatever the import order, in a ``multiprocessing``
+    child started with ``fork`` or ``forkserver`` (DataLoader workers, ``Pool`` workers): their
+    handlers are the parent's or the fork server's, and ``multiprocessing`` itself ends those
+    children with ``os._exit``. Not known: a bare ``os.fork()`` child of a process that had not
+    imported ``runtime_guard`` before the fork (nothing in the process records that fork); there
+    ``hard_exit`` runs the inherited handlers, as ``sys.exit`` would."""
     import runtime_guard
 
-    return bool(getattr(runtime_guard, "_forked_child", False))
+    return bool(getattr(runtime_guard, "_forked_child", False)) or _multiprocessing_forked_child()
+
+
+def _multiprocessing_forked_child() -> bool:
+    process = sys.modules.get("multiprocessing.process")
+    if process is None:  # never imported: not a multiprocessing child
+        return False
+    try:
+        if process.parent_process() is None:
+            return False
+        method = getattr(type(process.current_process()), "_start_method", None)
+        if method is None:  # multiprocessing.Process: the default context's method, set in the child too
+            method = sys.modules["multiprocessing"].get_start_method(allow_none=True)
+    except Exception:
+        return False
+    return method in ("fork", "forkserver")
 
 
 def flush_all() -> None:
@@ -96,8 +118,9 @@ def run_atexit_handlers(timeout: float = ATEXIT_TIMEOUT) -> bool:
     on stderr by CPython and the next one runs; a handler that hangs is abandoned when the
     time is up (the handlers after it do not run). Returns True when all finished in time.
 
-    Skipped (returns False) in a forked child, whose handlers belong to the parent, and while
-    the interpreter is already finalizing (it runs them itself)."""
+    Skipped (returns False) in a forked child, whose handlers belong to the parent (see
+    ``_in_forked_child`` for which forks are known), and while the interpreter is already
+    finalizing (it runs them itself)."""
     if timeout <= 0 or sys.is_finalizing() or _in_forked_child():
         return False
     return _bounded(atexit._run_exitfuncs, "runtime_guard-atexit", timeout)
