@@ -118,8 +118,9 @@ def run_atexit_handlers(timeout: float = ATEXIT_TIMEOUT) -> bool:
     on stderr by CPython and the next one runs; a handler that hangs is abandoned when the
     time is up (the handlers after it do not run). Returns True when all finished in time.
 
-    Skipped (returns False) in a forked child, whose handlers belong to the parent (see
-    ``_in_forked_child`` for which forks are known), and while the interpreter is already
+    Skipped (returns False) in a forked child, whose handlers belong to the parent (all of
+    them, also any the child registered after the fork; see ``_in_forked_child`` for which
+    forks are known), and while the interpreter is already
     finalizing (it runs them itself)."""
     if timeout <= 0 or sys.is_finalizing() or _in_forked_child():
         return False
