@@ -368,10 +368,10 @@ class _Walker:
         itself. Its ``else`` runs when it ends without ``break``."""
         ways, body_falls = self.block(st.body, loop_depth + 1)
         breaks = _breaks(st.body)
-        endless = isinstance(st, cst.While) and _is_true(st.test) and not breaks
-        runs = isinstance(st, cst.While) and _is_true(st.test) or (isinstance(st, cst.For) and _non_empty(st.iter))
+        forever = isinstance(st, cst.While) and _is_true(st.test)  # ends only by `break`
+        runs = isinstance(st, cst.For) and _non_empty(st.iter)
         # the loop can end by running out: its body may not run, may fall off its end or continue
-        ends = not endless and (not runs or body_falls or _continues(st.body))
+        ends = not forever and (not runs or body_falls or _continues(st.body))
         if st.orelse is not None and ends:
             w, else_falls = self.block(st.orelse.body, loop_depth)
             ways |= w

@@ -37,12 +37,74 @@ def _handlers(facts: ModuleFacts) -> list[cst.ExceptHandler]:
     ("for x in xs:\n    break\nraise", {RERAISE}),
     # a return in a nested finally swallows the raise before it
     ("try:\n    raise\nfinally:\n    return", {RETURN}),
+    # every path (issue 28): a loop that may run no time, one over a non-empty literal, its else
+    ("for x in xs:\n    raise", {RERAISE, FALL_THROUGH}),
+    ("for x in [1, 2]:\n    raise", {RERAISE}),
+    ("for x in (*(), *(1,)):\n    raise", {RERAISE}),
+    ("for x in range(3):\n    raise", {RERAISE}),
+    ("for x in []:\n    raise", {RERAISE, FALL_THROUGH}),
+    ("for x in [1, 2]:\n    if x:\n        continue\n    raise", {RERAISE, FALL_THROUGH}),
+    ("while g():\n    pass\nelse:\n    raise", {RERAISE}),
+    ("while g():\n    if x:\n        break\n    raise\nelse:\n    raise", {RERAISE, FALL_THROUGH}),
+    ("while True:\n    raise", {RERAISE}),
+    ("while True:\n    if x:\n        break\n    raise", {RERAISE, FALL_THROUGH}),
+    # match: falls when no case is irrefutable or a case falls
+    ("match x:\n    case 1:\n        raise", {RERAISE, FALL_THROUGH}),
+    ("match x:\n    case 1:\n        raise\n    case _:\n        raise", {RERAISE}),
+    ("match x:\n    case 1:\n        raise\n    case y:\n        raise", {RERAISE}),
+    ("match x:\n    case _ if g():\n        raise", {RERAISE, FALL_THROUGH}),
+    # a nested handler re-raises what it caught: the outer exception only if it catches everything
+    ("try:\n    g()\nexcept ValueError as v:\n    raise v\nraise", {RAISE_OTHER, RERAISE}),
+    ("try:\n    g()\nexcept ValueError:\n    raise\nraise", {RAISE_OTHER, RERAISE}),
+    ("try:\n    g()\nexcept BaseException as b:\n    raise b\nraise", {RERAISE}),
+    ("try:\n    g()\nexcept ValueError:\n    raise e\nraise", {RERAISE}),
 ])
 def test_ways_out_of_a_handler(body, ways):
     facts = _facts("import sys\ndef f():\n    while True:\n        try:\n            g()\n        except Exception as e:\n"
                    + textwrap.indent(body, " " * 12) + "\n")
     paths = facts.exit_paths(_handlers(facts)[0])
     assert paths.ways == ways
+
+
+def test_leaves_yields_and_always_reraises():
+    facts = _facts(textwrap.dedent("""
+        async def f(xs):
+            for x in xs:
+                try:
+                    await g()
+                except BaseException as e:
+                    yield 1
+                    try:
+                        return
+                    finally:
+                        raise
+                except ValueError as e:
+                    if x:
+                        continue
+                    try:
+                        raise RuntimeError() from e
+                    except RuntimeError:
+                        pass
+                    raise KeyError()
+                except KeyError:
+                    raise
+    """))
+    hs = _handlers(facts)  # in source order: the nested `except RuntimeError` is third
+    first, second, third = (facts.exit_paths(hs[i]) for i in (0, 1, 3))
+    # the `return` is overridden by the finally's raise: not a way out, not a leaving statement
+    assert first.ways == {RERAISE} and first.always_reraises and first.leaves == ()
+    assert len(first.yields) == 1
+    # the guarded raise (a nested try may catch it) is not listed; the last one is
+    kinds = [way for _, way in second.leaves]
+    assert kinds == ["continue", RAISE_OTHER] and not second.always_reraises
+    assert third.always_reraises
+
+
+def test_hands_on_ignores_raise_statements():
+    facts = _facts("try:\n    g()\nexcept BaseException as e:\n    raise ValueError() from e\n"
+                   "try:\n    g()\nexcept BaseException as e:\n    log(e)\n")
+    a, b = (facts.exit_paths(h) for h in _handlers(facts))
+    assert not a.hands_on and b.hands_on
 
 
 def test_break_in_handler_leaves_the_enclosing_loop():
