@@ -38,6 +38,7 @@ _LAZY = {
     "LoopThread": ("loop_thread", "LoopThread"),
     "stop_loop_threads": ("loop_thread", "stop_loop_threads"),
     "terminate_process_groups": ("processes", "terminate_process_groups"),
+    "install_exit_report": ("exit_report", "install"),
 }
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -4,17 +4,26 @@ Usage (like ``python -m cProfile``)::
 
     python -m runtime_guard [--threshold S] [--json FILE] script.py [args...]
     python -m runtime_guard [--threshold S] [--json FILE] -m package.module [args...]
+    python -m runtime_guard --exit-report [--json FILE] (script.py | -m module) [args...]
 
 The program sees the ``sys.argv`` and ``__main__`` it would see when started directly, and its exit
 status is passed through. Every loop it creates (``asyncio.run``, loops in threads, uvloop) is
 watched; a summary is printed to stderr at exit. This works whatever way the package was installed,
 unlike ``RUNTIME_GUARD=1``, which needs ``runtime_guard-autoload.pth`` in site-packages.
 
+``--exit-report`` runs the exit report (``runtime_guard.exit_report``) instead of the watchdog: when
+the program ends (return, exception, SIGINT, SIGTERM) it prints what it left running (pending tasks,
+threads, child processes, executors, process groups, Ray work), each with the line that started it
+and the rule that finds it statically; nothing when nothing is left. ``--json FILE`` then writes the
+report as JSON (always).
+
 Exit status 2 with a one-line message for bad usage, a script that does not exist or a module that
 cannot be found.
 
 Signals, threads, children: those of ``runtime_guard.watchdog.install`` (no handler, no mask; one
 monitor thread and faulthandler's timer thread); the program runs in this process (no child).
+With ``--exit-report``: those of ``runtime_guard.exit_report.install`` (a SIGTERM handler only over
+the default action, which reports and dies of SIGTERM again; no thread; nothing in forked children).
 """
 from __future__ import annotations
 
@@ -23,14 +32,16 @@ import sys
 from typing import List, Optional, Sequence
 
 PROG = "python -m runtime_guard"
-USAGE = f"usage: {PROG} [--threshold S] [--json FILE] (script.py | -m module) [args...]"
+USAGE = f"usage: {PROG} [--threshold S | --exit-report] [--json FILE] (script.py | -m module) [args...]"
 HELP = f"""{USAGE}
 
 Run a Python program with the runtime_guard loop-stall watchdog on every event loop it creates.
 
 options:
   --threshold S   report a loop blocked for longer than S seconds (default: $RUNTIME_GUARD_THRESHOLD or 0.1)
-  --json FILE     also append every stall as a JSON line to FILE
+  --json FILE     also append every stall as a JSON line to FILE (with --exit-report: write the report there)
+  --exit-report   instead of the watchdog: at exit, print what the program left running (tasks, threads,
+                  child processes, executors, process groups, Ray work) with the lines that started them
   -m module       run a library module as a script, like python -m
   -h, --help      show this help and exit
 """
@@ -38,6 +49,9 @@ options:
 
 class _Usage(Exception):
     pass
+
+
+_flags: "set[str]" = set()  # flags without a value seen by _parse (--exit-report)
 
 
 def _parse(argv: List[str]) -> "tuple[Optional[float], Optional[str], Optional[str], List[str]]":
@@ -67,6 +81,8 @@ def _parse(argv: List[str]) -> "tuple[Optional[float], Optional[str], Optional[s
                     raise _Usage(f"--threshold expects seconds, got {value!r}") from None
                 if not threshold > 0:
                     raise _Usage(f"--threshold must be > 0, got {value!r}")
+        elif arg == "--exit-report":
+            _flags.add("exit-report")
         elif arg == "--":
             return threshold, json_file, None, argv[i + 1:]
         elif arg.startswith("-m") and len(arg) > 2:  # -mpkg.mod, as python accepts
@@ -84,15 +100,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args and args[0] in ("-h", "--help"):
         sys.stdout.write(HELP)
         return 0
+    _flags.clear()
     try:
         threshold, json_file, module, rest = _parse(args)
         if module is None and not rest:
             raise _Usage("no script or -m module given")
+        exit_report = "exit-report" in _flags
+        if exit_report and threshold is not None:
+            raise _Usage("--exit-report runs instead of the watchdog: drop --threshold")
     except _Usage as e:
         print(f"{USAGE}\n{PROG}: error: {e}", file=sys.stderr)
         return 2
-
-    import runpy
 
     if module is None:
         script = rest[0]
@@ -114,22 +132,47 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(f"{PROG}: error: cannot run module {module!r}: {reason}", file=sys.stderr)
             return 2
 
+    if exit_report:
+        from . import exit_report as report
+
+        report.install(json_file)
+        try:
+            _run(module, rest)
+        except BaseException as e:
+            report.note_ending(e)
+            raise
+        report.note_ending(None)
+        return 0
+
     from .watchdog import install, summary
 
     install(threshold, report_file=json_file)
     _report_clean_exit_at_exit(summary)
+    _run(module, rest)
+    return 0
+
+
+#: The program's module globals, kept until the process ends as ``python script.py`` keeps
+#: ``__main__``'s (runpy hands back a copy; dropping it would collect the program's objects
+#: before its atexit handlers and the exit report run).
+_program_globals: Optional[dict] = None
+
+
+def _run(module: Optional[str], rest: List[str]) -> None:
+    global _program_globals
+    import runpy
 
     if module is None:
+        script = rest[0]
         # what `python script.py` does: the script's directory first on sys.path, argv[0] the script
         sys.argv[:] = rest
         sys.path[0] = os.path.dirname(os.path.abspath(script))
-        runpy.run_path(script, run_name="__main__")
+        _program_globals = runpy.run_path(script, run_name="__main__")
     else:
         # what `python -m module` does: the current directory on sys.path, argv[0] the module's file
         sys.argv[:] = [module, *rest]
         sys.path[0] = os.getcwd()
-        runpy.run_module(module, run_name="__main__", alter_sys=True)
-    return 0
+        _program_globals = runpy.run_module(module, run_name="__main__", alter_sys=True)
 
 
 def _report_clean_exit_at_exit(summary) -> None:  # type: ignore[no-untyped-def]

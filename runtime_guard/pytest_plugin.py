@@ -3,6 +3,11 @@
 Registered through the ``pytest11`` entry point; inert unless the option or the
 ``loop_stall_threshold`` ini value is set. Works with pytest-asyncio and anyio (any loop the test
 runs is hooked through ``runtime_guard.watchdog.install``).
+
+``pytest --exit-report [--exit-report-json FILE]`` installs ``runtime_guard.exit_report`` at start:
+when the pytest process ends, it prints (to stderr) what the session left running (pending tasks,
+threads, child processes, executors, process groups), each with the line in a test or in the code
+under test that started it; nothing when nothing is left. It changes no test's outcome.
 """
 from __future__ import annotations
 
@@ -22,6 +27,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="fail tests whose asyncio event loop is blocked longer than SECONDS (runtime_guard)")
     parser.addini("loop_stall_threshold", "fail tests whose event loop stalls longer than this (seconds)",
                   default="")
+    group.addoption("--exit-report", action="store_true", default=False,
+                    help="at exit, print what the session left running (tasks, threads, child processes, "
+                         "executors, process groups) with the lines that started them (runtime_guard)")
+    group.addoption("--exit-report-json", default=None, metavar="FILE",
+                    help="with --exit-report: also write the report to FILE as JSON")
 
 
 def _threshold(config: pytest.Config) -> Optional[float]:
@@ -39,6 +49,10 @@ def _collect(report: Any) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     global _active
+    if config.getoption("--exit-report", default=False) and not _exit_report_is_for_a_pytester_run():
+        from . import exit_report
+
+        exit_report.install(config.getoption("--exit-report-json", default=None))
     threshold = _threshold(config)
     if threshold is None:
         return
@@ -86,3 +100,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Gener
         report.longrepr = f"event loop stalled during the test (runtime_guard --loop-stall-threshold):\n{text}"
     else:
         report.sections.append(("runtime_guard loop stalls", text))
+
+
+def _exit_report_is_for_a_pytester_run() -> bool:
+    """An in-process pytester run inside a session that already reports: the outer one does."""
+    from . import exit_report
+
+    return exit_report.is_installed()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: Any) -> None:
+    if session.config.getoption("--exit-report", default=False):
+        from . import exit_report
+
+        if exit_report.is_installed():
+            exit_report.note_ending(None, f"pytest session ended with status {int(exitstatus)}")
