@@ -464,6 +464,9 @@ def audit_one(name: str, src: str, work: str, linter: list[str], jobs: int, time
     before_hashes = py_files(fixed)
 
     findings = load_json(run_linter([*common, "--output-format", "json"], fixed, timeout), f"{name}: lint")
+    # entries with no code are files the linter could not analyse (newer JSON output lists them)
+    unanalysed = [f"{f.get('path')}: {f.get('message', '')}" for f in findings if not f.get("code")]
+    findings = [f for f in findings if f.get("code")]
     diff = run_linter([*common, "--diff"], fixed, timeout).stdout
     if py_files(fixed) != before_hashes:
         raise AuditError(f"{name}: the lint or --diff run changed files")
@@ -477,6 +480,7 @@ def audit_one(name: str, src: str, work: str, linter: list[str], jobs: int, time
     copy_tree(fixed, fixed2)
     left = load_json(run_linter([*common, "--fix", "--output-format", "json"], fixed2, timeout),
                      f"{name}: second fix")
+    left = [f for f in left if f.get("code")]
     for tree_dir, what in ((fixed, "fixed"), (fixed2, "fixed2")):
         with open(os.path.join(base, f"{what}.hashes.json"), "w") as fh:
             json.dump(py_files(tree_dir), fh)
@@ -589,7 +593,7 @@ def audit_one(name: str, src: str, work: str, linter: list[str], jobs: int, time
         "name": name, "source": os.path.abspath(src), "commit": commit, "py_files": len(before_hashes),
         "findings": len(findings), "fixable": sum(1 for r in records if r["applicability"] != "none"),
         "fixes_applied": applied, "findings_left": len(left), "changed_files": len(changed),
-        "original_fails_too": original_fails, "undefined_checker": flakes_tool or ("pyflakes" if _pyflakes() else "ast"),
+        "original_fails_too": original_fails, "unanalysed": unanalysed, "undefined_checker": flakes_tool or ("pyflakes" if _pyflakes() else "ast"),
         "problems": {k: v for k, v in problems.items() if v}, "records": records, "combined": combined,
         "left_codes": dict(Counter(d.get("code") for d in left)), "helpers": dict(sorted(helpers.items())),
         "seconds": round(time.monotonic() - t0, 1),
@@ -698,6 +702,9 @@ def summary_markdown(results: list[dict], rows: dict[str, dict], header: str) ->
         lines.append("\nruntime_guard calls the fixes introduce (each resolved, bound to its signature, awaited "
                      "exactly when a coroutine function): " + ", ".join(f"`{k}` {v}" for k, v in sorted(helpers.items())))
     for r in results:
+        if r.get("unanalysed"):
+            lines.append(f"\n{r['name']}: files the linter could not analyse ({len(r['unanalysed'])}): "
+                         + "; ".join(r["unanalysed"][:10]) + (" ..." if len(r["unanalysed"]) > 10 else ""))
         if r["original_fails_too"]:
             lines.append(f"\n{r['name']}: changed files whose original does not compile under this Python either "
                          f"(not counted as a fix problem): {', '.join(r['original_fails_too'])}")
@@ -769,7 +776,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                 failed = True
                 res = {"name": name, "source": os.path.abspath(p), "commit": commit, "py_files": 0, "findings": 0,
                        "fixable": 0, "fixes_applied": None, "findings_left": 0, "changed_files": 0,
-                       "original_fails_too": [], "problems": {"the audit failed": [str(e)]}, "records": [],
+                       "original_fails_too": [], "unanalysed": [], "problems": {"the audit failed": [str(e)]}, "records": [],
                        "combined": [], "left_codes": {}, "helpers": {}, "seconds": 0}
             else:
                 print(f"fix_audit: {name}: {res['findings']} findings, {res['fixes_applied']} fixes applied, "

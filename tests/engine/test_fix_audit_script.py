@@ -60,6 +60,7 @@ def _tree(root):
     # CRLF line ends and no newline at the end: --diff must still equal --fix
     (pkg / "crlf.py").write_bytes(b"import time\r\n\r\n\r\nasync def tick():\r\n    time.sleep(1)")
     (pkg / "clean.py").write_text("def f():\n    return 1\n")
+    (pkg / "broken.py").write_text("def f(:\n")  # unparsable: listed apart, not a finding
     return root / "src" / "tiny"
 
 
@@ -74,7 +75,8 @@ def test_audit_of_a_tiny_tree(tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     (cb,) = summary["codebases"]
     assert cb["name"] == "tiny" and cb["commit"] == "abc123"
-    assert cb["py_files"] == 3 and cb["problems"] == {}
+    assert cb["py_files"] == 4 and cb["problems"] == {}
+    assert [x.split(":")[0] for x in cb["unanalysed"]] == ["pkg/broken.py"]
     assert cb["changed_files"] == 2  # worker.py and crlf.py; clean.py untouched
     rules = summary["rules"]
     assert rules["SHD301"]["findings"] == 2
@@ -89,7 +91,7 @@ def test_audit_of_a_tiny_tree(tmp_path):
     # the table is printed and written
     for text in (proc.stdout, (out / "summary.md").read_text()):
         assert "| SHD601 | 1 | 0 | 0 | 1 | all |" in text
-        assert "| tiny | abc123 | 3 |" in text and "pass |" in text
+        assert "| tiny | abc123 | 4 |" in text and "pass |" in text
 
     # one hunk per fix, each the finding's edits alone on the original file
     shd301 = (out / "hunks" / "SHD301.txt").read_text()
