@@ -52,8 +52,9 @@ class ChildProcessNeverStopped(Rule):
     (nor `os.kill(p.pid, ...)`, `runtime_guard.terminate_process_groups([p])`, a helper
     whose name says it stops or reaps) on the paths an exception or Ctrl+C takes:
 
-    - **never stopped**: a `Popen` or asyncio child that nothing waits for, terminates or
-      kills on any path (a `subprocess.Popen(...)` statement whose result is dropped too);
+    - **never stopped**: a `Popen` or asyncio child with a pipe to this process
+      (`stdin`/`stdout`/`stderr=PIPE`) that nothing waits for, terminates or kills on any
+      path (a `subprocess.Popen(...)` statement whose result is dropped too);
     - **stopped on the normal path only**: the `wait()` is there, but code runs between the
       start and the wait and no `finally` (nor `except BaseException`/`KeyboardInterrupt`,
       nor `except CancelledError` in a coroutine) stops the child: an exception or Ctrl+C
@@ -81,8 +82,10 @@ class ChildProcessNeverStopped(Rule):
     reported, for Ctrl+C), and in a pytest fixture, whose code after `yield` pytest runs
     after a failed test too;
     `subprocess.run/call/check_call/check_output` (they kill the child on any exception,
-    Ctrl+C included); a child started with `start_new_session=True` and never waited for
-    (a deliberately detached daemon); `multiprocessing` children that are daemons
+    Ctrl+C included); a child with no pipe to this process that nothing ever waits for or
+    stops, or one started with `start_new_session=True` that is only waited for, never
+    terminated (a launched editor, browser or GUI, a detached daemon: it is meant to outlive
+    the code; a lone `p.poll()` is a look, not a wait); `multiprocessing` children that are daemons
     (`daemon=True`, `p.daemon = True`) or never joined: `multiprocessing`'s exit handler
     terminates daemon children and joins the others on every exit that runs `atexit`
     (normal, exception, `KeyboardInterrupt`). A SIGTERM or SIGKILL of the parent runs no
@@ -170,21 +173,24 @@ class ChildProcessNeverStopped(Rule):
 
     ## Known limits
     - Measured on real code (SHD602 alone over the test venv's site-packages without test
-      directories, ray, torch, pip, click... 9,857 files, and the 12 code bases under
-      `/work/.mirror` (OpenHands, SkyRL, OpenRLHF, prime-rl, slime, ruff, trl, AReaL, autogen,
-      flake8-async, rllm, verl: 8,289 files); every finding read): 10 findings on real code, 8
-      true (a `communicate(timeout=...)` whose `TimeoutExpired` an `except Exception` turns
-      into another error with the shell command still running; a `start_new_session=True`
-      torchrun tree and a `bash -c` killed only by `except Exception`; sglang servers left
-      running when a fixture raises on a startup timeout; two asyncio example runs not
-      stopped when the coroutine is cancelled; a dropped `docker buildx use` child) and 2
-      false (pre-commit reads a pty and re-raises a rare read error; torch's
-      gprof2dot-to-dot pipeline, whose upstream child ends on SIGPIPE). The 20 false alarms
-      of the first version are the shapes listed under "Not flagged": the wait after a
-      `try`/`except OSError` around the start, behind `if wait:`, in an `if` test, after a
-      bare annotation; output-reading and logging loops; a kill before the code's own
-      `raise`; earlier children of the same name. ruff's lint fixtures add 45 dropped
-      `Popen(...)` lines (synthetic, not counted).
+      directories: ray, torch, pip, click, ... 9,857 files; the 12 code bases under
+      `/work/.mirror`: OpenHands, SkyRL, OpenRLHF, prime-rl, slime, ruff, trl, AReaL, autogen,
+      flake8-async, rllm, verl, 8,289 files; CPython 3.11's standard library without tests,
+      734 files; every finding read): 11 findings, 8 true (a `communicate(timeout=...)`
+      whose `TimeoutExpired` an `except Exception` turns into another error with the shell
+      command still running; a `start_new_session=True` torchrun tree and a `bash -c`
+      stopped only by `except Exception`; sglang servers left running when a fixture raises
+      on a startup timeout; two asyncio example runs left when the coroutine is cancelled; a
+      dropped `docker buildx use` whose piped output nobody reads) and 3 false (pre-commit
+      reads a pty and re-raises a rare read error; torch's gprof2dot-to-dot pipeline and
+      `http.server`'s CGI child, which end on a closed pipe). The first version reported 46
+      (and 45 synthetic `Popen(...)` lines of ruff's lint fixtures); the 35 it no longer
+      reports are the shapes listed under "Not flagged": the wait after a `try`/`except
+      OSError` around the start or in its `else`, behind `if wait:`, in an `if` test, after
+      a bare annotation; loops that only read and log the output (pip, nodeenv, ray, SkyRL,
+      slime); a kill before the code's own `raise` (AReaL fixtures); launches with no pipe
+      and `start_new_session=True` browsers (`webbrowser`, idlelib); a lone `poll()`; a
+      `TimeoutExpired` the code handles; earlier and later children of the same name.
     - A child kept on `self` and stopped in `close()`, or handed to a call, is trusted to be
       stopped there; the rule does not follow it (SHD503 does this for executors).
     - `ctx = multiprocessing.get_context("spawn"); ctx.Process(...)` is not recognised.
@@ -271,11 +277,16 @@ class ChildProcessNeverStopped(Rule):
             proc = subprocess.Popen(cmd)
             atexit.register(proc.kill)
         """,
-        # a deliberately detached daemon
+        # a deliberately detached daemon, a launched editor, a browser polled once
         """
         import subprocess
         def daemonize(cmd):
             subprocess.Popen(cmd, start_new_session=True)
+        def open_editor(path):
+            subprocess.Popen(["code", path])
+        def open_browser(url):
+            p = subprocess.Popen(["firefox", url], start_new_session=True)
+            return p.poll() is None
         """,
         # multiprocessing: a daemon child, and one only joined at exit by multiprocessing
         """
@@ -390,8 +401,8 @@ class ChildProcessNeverStopped(Rule):
             import subprocess
 
             def warm_cache(path):
-                subprocess.Popen(["cat", path], stdout=subprocess.DEVNULL)
-                helper = subprocess.Popen(["prefetch", path])
+                subprocess.Popen(["docker", "buildx", "use", "default"], stdout=subprocess.PIPE)
+                helper = subprocess.Popen(["prefetch", path], stdout=subprocess.PIPE, text=True)
                 print("started", helper.pid)
             """,
             count=2,
@@ -480,11 +491,13 @@ class ChildProcessNeverStopped(Rule):
         if kind == "asyncio" and expr is call:
             return  # the coroutine is not awaited here: whoever awaits it gets the child
         session = _new_session(f, call)
+        piped = _piped(call)
         if isinstance(holder, cst.Expr):
-            if kind != "mp" and not session:
-                self.report(call, f"the child process started here is dropped: it is never waited for, terminated "
-                                  f"or killed, so an exception or Ctrl+C in the code that follows (and the "
-                                  f"parent's exit) leaves it running; {_advice()}")
+            if kind != "mp" and not session and piped:
+                self.report(call, f"the child process started here is dropped with a pipe to this process "
+                                  f"(`{piped}=PIPE`): it is never waited for, terminated or killed, so an exception "
+                                  f"or Ctrl+C in the code that follows (and the parent's exit) leaves it running; "
+                                  f"{_advice()}")
             return
         if isinstance(holder, cst.Assign) and len(holder.targets) == 1 and holder.value is expr:
             target = holder.targets[0].target
@@ -499,9 +512,13 @@ class ChildProcessNeverStopped(Rule):
         region = fn.node if fn is not None else f.module
         names = f.name_nodes(region, var)
         at = next((i for i, n in enumerate(names) if n is target), 0)
-        # the uses after the start first (source order), then the ones before it (a loop's
-        # earlier iteration, another child of the same name)
-        uses = [(n, self._classify(n, fn)) for n in names[at + 1:] + names[:at]]
+        rebound = [i for i, n in enumerate(names) if i != at and self._starts_another(n)]
+        # the uses after the start up to the next child started under the same name (source
+        # order), then, in a loop, the ones before it back to the previous one (a later
+        # iteration's)
+        end = next((i for i in rebound if i > at), len(names))
+        begin = max((i + 1 for i in rebound if i < at), default=0) if self._in_loop(call, fn) else at
+        uses = [(n, self._classify(n, fn)) for n in names[at + 1:end] + names[begin:at]]
         kinds = {k for _, (k, _) in uses}
         if kinds & {_HANDOFF, _WITH, _REGISTER}:
             return
@@ -532,7 +549,7 @@ class ChildProcessNeverStopped(Rule):
                                   f"keeps running; stop it in a `finally`")
             return
         if not normal:
-            if not session:
+            if not session and piped:
                 self.report(call, f"`{var}` (a child process) is never waited for, terminated or killed: an "
                                   f"exception or {interrupt} in the code that follows (and the parent's exit) "
                                   f"leaves it running; {_advice(var)}")
@@ -543,13 +560,40 @@ class ChildProcessNeverStopped(Rule):
             self.report(call, f"`{var}` is stopped only on the normal path (`{_code(first)}`): an exception or "
                               f"{interrupt} between its start and that call leaves the child running after the "
                               f"parent is gone; {_advice(var)}", fix=fix)
-        elif session:
+        elif session and any(not _is_wait(s) for s in normal):
             self.report(call, f"`{var}` runs in its own session (`{session}`), so the terminal's Ctrl+C does not "
                               f"reach it, and when Ctrl+C interrupts `{_code(first)}` nothing stops it; {_advice(var)}",
                         fix=fix)
-        elif _timed(first) and kind == "popen":
+        elif _timed(first) and kind == "popen" and not self._timeout_handled(first):
             self.report(call, f"`{_code(first)}` raises `TimeoutExpired` with the child still running, and nothing "
                               f"kills it (the child is not killed when the timeout expires); {_advice(var)}", fix=fix)
+
+    def _starts_another(self, n: cst.Name) -> bool:
+        """``n`` is bound to another child here (``p = subprocess.Popen(...)`` again)."""
+        target = self.facts.parent(n)
+        assign = self.facts.parent(target) if isinstance(target, cst.AssignTarget) else None
+        if not isinstance(assign, cst.Assign):
+            return False
+        value = assign.value.expression if isinstance(assign.value, cst.Await) else assign.value
+        return isinstance(value, cst.Call) and (self.facts.call_name(value) or "") in _KIND
+
+    def _in_loop(self, node: cst.CSTNode, fn) -> bool:
+        stop = fn.node if fn is not None else None
+        for anc in self.facts.ancestors(node):
+            if anc is stop or isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                return False
+            if isinstance(anc, (cst.For, cst.While)):
+                return True
+        return False
+
+    def _timeout_handled(self, site: cst.CSTNode) -> bool:
+        """An enclosing ``try`` names ``TimeoutExpired`` in a handler: the code chose what to
+        do with a child that outlives the timeout (``webbrowser`` leaves a browser running)."""
+        for tr in self.facts.enclosing_trys(site):
+            for h in tr.handlers:
+                if h.type is not None and "TimeoutExpired" in _code(h.type):
+                    return True
+        return False
 
     # ------------------------------------------------------------------ uses of the child's name
     def _classify(self, n: cst.Name, fn) -> tuple[str, Optional[cst.CSTNode]]:
@@ -564,7 +608,9 @@ class ChildProcessNeverStopped(Rule):
                 if attr in _STOP_METHODS:
                     return _STOP, up
                 if attr == "poll":
-                    return _POLL, up
+                    # ``while p.poll() is None:`` waits; a lone poll only looks
+                    return (_POLL, up) if any(isinstance(a, cst.While) and f.is_ancestor(a.test, up)
+                                              for a in f.ancestors(up)) else (_PLAIN, None)
                 if attr == "start":
                     return _START, up
                 return _PLAIN, None
@@ -861,6 +907,22 @@ def _new_session(facts, call: cst.Call) -> Optional[str]:
     return None
 
 
+def _piped(call: cst.Call) -> Optional[str]:
+    """A ``stdin``/``stdout``/``stderr`` pipe to this process (``subprocess.PIPE``,
+    ``asyncio.subprocess.PIPE``): the child is tied to the parent, not launched to live on."""
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value in ("stdin", "stdout", "stderr") and \
+                _code(a.value).rsplit(".", 1)[-1] == "PIPE":
+            return a.keyword.value
+    return None
+
+
+def _is_wait(site: cst.CSTNode) -> bool:
+    """A stop that only waits (``wait``, ``communicate``, ``join``, a ``poll`` loop)."""
+    return isinstance(site, cst.Call) and isinstance(site.func, cst.Attribute) and \
+        site.func.attr.value in ("wait", "communicate", "join", "poll")
+
+
 def _daemon_kw(call: cst.Call) -> bool:
     return any(a.keyword is not None and a.keyword.value == "daemon" and not (
         isinstance(a.value, cst.Name) and a.value.value in ("False", "None")) for a in call.args)
@@ -957,7 +1019,8 @@ def _may_start_child(tree) -> bool:
     """True unless no call the rule can report exists: the rule reports only a factory call
     (``may_call_any`` over ``FACTORIES``, through aliases) that is the whole value of a
     one-target assignment to a plain name (``p = ...``, ``p: T = ...``; ``await`` allowed) or
-    the whole value of an expression statement."""
+    the whole value of an expression statement with a ``stdin``/``stdout``/``stderr``
+    keyword whose value is spelled ``PIPE`` or ``<x>.PIPE`` (``_piped``)."""
     for target, value, _fn in tree.assigns:
         if type(value) is ast.Await:
             value = value.value
@@ -971,7 +1034,10 @@ def _may_start_child(tree) -> bool:
         up = parents.get(id(c))
         if type(up) is ast.Await:
             up = parents.get(id(up))
-        if type(up) is ast.Expr:
+        if type(up) is ast.Expr and any(
+                k.arg in ("stdin", "stdout", "stderr") and (
+                    (type(k.value) is ast.Name and k.value.id == "PIPE")
+                    or (type(k.value) is ast.Attribute and k.value.attr == "PIPE")) for k in c.keywords):
             return True
     return False
 
