@@ -653,7 +653,12 @@ CASES["SHD602"] = [
     # a factory's result kept in a plain name, or dropped as a statement: a candidate
     ("import subprocess\ndef f(cmd):\n    p = subprocess.Popen(cmd)\n    work()\n    p.wait()\n", True),
     ("from subprocess import Popen as P\ndef f(cmd):\n    p: P = P(cmd)\n    work()\n    p.wait()\n", True),
-    ("import subprocess\nsubprocess.Popen(['notify-send', 'done'])\n", True),
+    ("import subprocess\nsubprocess.Popen(['notify-send', 'done'])\n", False),  # dropped, no pipe: a launch
+    ("import subprocess\nsubprocess.Popen(['docker', 'ps'], stdout=subprocess.PIPE)\n", True),
+    ("from subprocess import Popen, PIPE\nPopen(['docker', 'ps'], stderr=PIPE)\n", True),
+    ("import subprocess\nsubprocess.Popen(['docker', 'ps'], stdout=subprocess.DEVNULL)\n", False),
+    ("import asyncio\nasync def f():\n    await asyncio.create_subprocess_exec('ls', stdout=asyncio.subprocess.PIPE)\n",
+     True),
     ("import asyncio\nasync def f(cmd):\n    p = await asyncio.create_subprocess_exec(*cmd)\n    await work()\n"
      "    await p.wait()\n", True),
     ("import multiprocessing as mp\ndef f():\n    p = mp.Process(target=g)\n    p.start()\n    work()\n    p.join()\n",
