@@ -133,7 +133,9 @@ FAKE_LINTER = textwrap.dedent(
     edit = {"content": "def broken(:\\n", "location": {"line": 2, "column": 1}, "end_location": {"line": 2, "column": 1}}
     print(json.dumps([{"code": "SHD999", "name": "x", "message": "m", "path": path, "line": 1, "column": 1,
                        "end_line": 1, "end_column": 2,
-                       "fix": {"applicability": "safe", "message": "break it", "edits": [edit]}}]))
+                       "fix": {"applicability": "safe", "message": "break it", "edits": [edit]}},
+                      {"code": None, "name": "error", "message": "cannot parse", "path": "bad.py", "line": 1,
+                       "column": 1, "end_line": 1, "end_column": 1, "fix": None}]))
     sys.exit(1)
     """
 )
@@ -148,7 +150,9 @@ def test_each_check_can_fail(tmp_path):
     out = tmp_path / "out"
     proc = _run("--out", str(out), "--linter", f"{sys.executable} {fake}", str(src))
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    problems = json.loads((out / "summary.json").read_text())["codebases"][0]["problems"]
+    summary = json.loads((out / "summary.json").read_text())
+    problems = summary["codebases"][0]["problems"]
+    assert summary["codebases"][0]["unanalysed"] == ["bad.py: cannot parse"] and list(summary["rules"]) == ["SHD999"]
     assert set(problems) == {"fixed file does not parse/compile", "not idempotent (second --fix changed)",
                              "--diff differs from --fix", "a fix alone does not apply/parse"}
     assert "FAIL:" in proc.stdout and "mod.py: ast.parse" in proc.stdout
