@@ -15,8 +15,10 @@ imports and a light notion of scope.
 The package's modules say what they compute: ``vocabulary`` (contexts and the calls that
 create them), ``model`` and ``collector`` (the walk), ``tree`` (tree shape), ``names``
 (qualified names and call resolution), ``execution`` (where code runs), ``exit_paths``
-(how control leaves a handler, exit statuses) and ``module`` (``ModuleFacts``, which
-combines them). Rules import everything from ``shutdown_lint.facts``.
+(how control leaves a handler, exit statuses), ``types`` (the type of a value from
+constructors, annotations, tuple unpacking, closures and ``self.x``: ``ModuleFacts.typer``,
+``type_of``) and ``module`` (``ModuleFacts``, which combines them). Rules import everything
+from ``shutdown_lint.facts``.
 """
 
 from __future__ import annotations
