@@ -109,7 +109,9 @@ class ChildProcessNeverStopped(Rule):
 
     For a non-daemon `multiprocessing.Process` the exit handler joins the child: an
     exception between `start()` and `join()` keeps the parent alive until the child's work
-    ends by itself (the Flow-Factory "zombie GPU processes after Ctrl+C" shape).
+    ends by itself (the Flow-Factory "zombie GPU processes after Ctrl+C" shape). Measured
+    (same test file): a parent whose 6-second child is running raises, and exits only
+    after about 6 s (status 1); SIGINT to the parent alone gives the same wait (status -2).
 
     ## Example
     ```python

@@ -246,3 +246,54 @@ def test_unsafe_when_a_normal_path_leaves_before_the_wait(tmp_path):
             os.kill(pid, signal.SIGKILL)
     assert fates[0] == (0, "prepared\nleft running\n", "", True)
     assert fates[1] == (0, "prepared\nleft running\n", "", False)  # the normal-path difference
+
+
+MP = textwrap.dedent('''
+    import multiprocessing
+    import sys
+    import time
+
+    def produce():
+        time.sleep(6)  # a data loader's work
+
+    def main(mode):
+        loader = multiprocessing.Process(target=produce)
+        loader.start()
+        print("started", flush=True)
+        if mode == "raise":
+            raise RuntimeError("fit failed")
+        while True:
+            time.sleep(0.05)
+        loader.join()
+
+    if __name__ == "__main__":
+        main(sys.argv[1])
+''')
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("mode", ["raise", "sigint"])
+def test_multiprocessing_child_holds_the_parent_at_exit(tmp_path, mode):
+    """A non-daemon multiprocessing child with no stop on the exception path: the parent's
+    exit handler joins it, so the parent that raised (or got SIGINT alone) lives on until the
+    child's 6 s of work are done. SHD602 reports it (no fix: the helper takes Popen objects)."""
+    path = tmp_path / "mp.py"
+    path.write_text(MP)
+    diags = lint_source(MP.encode(), str(path), SETTINGS).diagnostics
+    assert [d.code for d in diags] == ["SHD602"] and "joins every non-daemon child" in diags[0].message
+    assert diags[0].fix is None
+    proc = subprocess.Popen([sys.executable, str(path), mode], cwd=REPO, env=ENV, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "started"
+        t0 = time.monotonic()
+        if mode == "sigint":
+            proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=10)
+    assert proc.returncode == (1 if mode == "raise" else -signal.SIGINT)
+    assert took > 4.0, f"the parent exited after {took:.1f} s: it did not wait for the child"
