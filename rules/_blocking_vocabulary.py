@@ -166,8 +166,12 @@ FAMILIES: tuple[Family, ...] = (
     ),
     Family(
         "ray",
-        calls=("ray.get", "ray.wait", "ray.util.queue.Queue.get", "ray.util.queue.Queue.put"),
+        # runtime_guard's sync helpers (SHD403's fix in sync code) block exactly as ray.get does: a coroutine
+        # that reaches one through a sync function still stalls its loop
+        calls=("ray.get", "ray.wait", "ray.util.queue.Queue.get", "ray.util.queue.Queue.put",
+               "runtime_guard.ray.interruptible_get", "runtime_guard.ray.interruptible_wait"),
         polls={"ray.get": (None, None), "ray.wait": (None, None),
+               "runtime_guard.ray.interruptible_get": (None, None), "runtime_guard.ray.interruptible_wait": (None, None),
                "ray.util.queue.Queue.get": (0, 1), "ray.util.queue.Queue.put": (1, 2)},
     ),
 )

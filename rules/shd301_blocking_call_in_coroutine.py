@@ -440,6 +440,28 @@ class BlockingCallInCoroutine(Rule):
         ),
     ]
     invalid = [
+        # SHD403's sync fix blocks as ray.get did: reached from a coroutine it still stalls the loop
+        Invalid(
+            """
+            import runtime_guard
+
+            def fetch(ref):
+                return runtime_guard.ray.interruptible_get(ref)
+
+            async def step(ref):
+                return fetch(ref)
+            """,
+            fixed="""
+            import runtime_guard
+            import asyncio
+
+            def fetch(ref):
+                return runtime_guard.ray.interruptible_get(ref)
+
+            async def step(ref):
+                return await asyncio.to_thread(fetch, ref)
+            """,
+        ),
         Invalid(
             """
             import asyncio
