@@ -278,6 +278,11 @@ class ChildProcessNeverStopped(Rule):
         def start_logged(cmd):
             proc = subprocess.Popen(cmd)
             atexit.register(proc.kill)
+        def start_shared(cmd):
+            global SERVER
+            SERVER = subprocess.Popen(cmd)
+            warm_up()
+            SERVER.wait()
         """,
         # a deliberately detached daemon, a launched editor, a browser polled once
         """
@@ -522,7 +527,7 @@ class ChildProcessNeverStopped(Rule):
         begin = max((i + 1 for i in rebound if i < at), default=0) if self._in_loop(call, fn) else at
         uses = [(n, self._classify(n, fn)) for n in names[at + 1:end] + names[begin:at]]
         kinds = {k for _, (k, _) in uses}
-        if kinds & {_HANDOFF, _WITH, _REGISTER}:
+        if kinds & {_HANDOFF, _WITH, _REGISTER} or (fn is not None and _declared_shared(fn.node, var)):
             return
         stops = [(site, self._protection(site, fn, kind)) for _, (k, site) in uses if k in (_STOP, _POLL)]
         protections = {p for _, p in stops}
@@ -907,6 +912,21 @@ def _new_session(facts, call: cst.Call) -> Optional[str]:
                 _code(value).rsplit(".", 1)[-1] in ("setsid", "setpgrp"):
             return "preexec_fn=" + _code(value)
     return None
+
+
+def _declared_shared(fn_node: cst.FunctionDef, var: str) -> bool:
+    """``global var`` / ``nonlocal var`` in the function: other code holds the child too."""
+    found = [False]
+
+    class _Scan(cst.CSTVisitor):
+        def visit_Global(self, n: cst.Global) -> None:
+            found[0] = found[0] or any(item.name.value == var for item in n.names)
+
+        def visit_Nonlocal(self, n: cst.Nonlocal) -> None:
+            found[0] = found[0] or any(item.name.value == var for item in n.names)
+
+    fn_node.body.visit(_Scan())
+    return found[0]
 
 
 def _piped(call: cst.Call) -> Optional[str]:
