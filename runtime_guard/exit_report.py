@@ -53,12 +53,13 @@ from __future__ import annotations
 import atexit
 import os
 import sys
-import weakref
-from typing import Any, Dict, List, Optional, Tuple
+from _weakrefset import WeakSet  # weakref.WeakSet itself; already loaded by threading and abc
 
-__all__ = ["install", "uninstall", "is_installed", "collect", "report", "note_ending", "format_report"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is not imported at run time (start-up cost when left on everywhere)
+    from typing import Any, Dict, List, Optional, Tuple
 
-Site = Tuple[str, int, str]  # (file, line, owner: "user" | "lib" | "guard")
+    __all__ = ["install", "uninstall", "is_installed", "collect", "report", "note_ending", "format_report"]
 
 _TRUE = ("1", "true", "yes", "on")
 _MAX_FRAMES = 64
@@ -71,7 +72,7 @@ _reported = False
 _ending: Optional[Dict[str, Any]] = None
 _patched: List[Tuple[Any, str, Any]] = []  # (owner object, attribute, original)
 _child_sites: Dict[int, Tuple[Optional[Site], Any]] = {}
-_executors: "weakref.WeakSet[Any]" = weakref.WeakSet()
+_executors: "WeakSet[Any]" = WeakSet()
 _pg_sites: Dict[int, Optional[Site]] = {}  # id(process group) -> where it was made
 _default_pg_site: Optional[Site] = None
 _ray_items: Optional[List[Dict[str, Any]]] = None
@@ -253,8 +254,9 @@ def _patch_asyncio(mod: Any) -> None:
             task = create_task(self, *args, **kwargs)
             if _enabled:
                 try:
-                    task._runtime_guard_site = _site(2)
-                    if _is_runner(sys._getframe(1)):
+                    site = task._runtime_guard_site = _site(2)
+                    caller = sys._getframe(1)
+                    if (site is None or caller.f_code.co_filename != site[0]) and _is_runner(caller):
                         task._runtime_guard_main = True
                 except Exception:
                     pass
@@ -396,7 +398,7 @@ def _install_sigterm() -> None:
     import signal
     import threading
 
-    if threading.current_thread() is not threading.main_thread():
+    if _sigterm_handler_installed or threading.current_thread() is not threading.main_thread():
         return
     if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         return  # ignored, a Python handler, or one from outside Python: its owner decides
@@ -471,6 +473,8 @@ def install(json_file: Optional[str] = None, *, sigterm: bool = True, at_exit: b
     global _enabled, _installed, _json_file, _reported
     try:
         _json_file = json_file
+        if json_file:
+            import json  # noqa: F401  (now, not inside a signal handler at exit)
         if _enabled:
             return True
         _patch_loaded_and_hook()

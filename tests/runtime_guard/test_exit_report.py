@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
@@ -129,6 +130,11 @@ def _run_all(tmp_path: Path, source: str, *, name: str, extra_args: Tuple[str, .
             words = run.ready[-1].split()
             if len(words) > 1 and words[1].isdigit():
                 children.append(int(words[1]))
+        # Let each main thread get into its sleep: a signal that lands between CPython's check for
+        # signals and the sleep's system call waits for the sleep to end with any Python handler
+        # (SIGINT's own KeyboardInterrupt handler too; see docs/runtime_guard.md, exit report).
+        time.sleep(0.3)
+        for run in runs.values():
             if run.ending in ("SIGINT", "SIGTERM"):
                 run.proc.send_signal(getattr(signal, run.ending))
         for run in runs.values():
@@ -226,6 +232,7 @@ def test_autoload_env_variable_reports_on_sigterm(tmp_path: Path) -> None:
     try:
         ready = wait_for_line(proc, "ready", timeout=60)
         child = int(ready[-1].split()[1])
+        time.sleep(0.3)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
     finally:
