@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import faulthandler
+import itertools
 import json
 import linecache
 import logging
@@ -119,6 +120,8 @@ class StallReport:
     hint: Optional[str] = None
     samples: int = 0
     sampled: bool = True  # False: the monitor could not run during the stall (C code held the GIL)
+    stall_id: int = 0  # per process, in detection order: pairs a JSON "stall" record with its "stall_end"
+    measured_end: bool = False  # True: duration runs to the loop's first beat after the stall (or its stop)
 
     @property
     def location(self) -> str:
@@ -168,7 +171,8 @@ class _Watched:
         self.thread_id: Optional[int] = None
         self.due: Optional[float] = None  # monotonic time the next heartbeat is due
         self.state = (0, 0.0)  # (beat sequence, lateness of that beat): one attribute so reads are atomic
-        self.big = (0, 0.0)  # last beat that was at least `threshold` late
+        self.big = (0, 0.0, 0.0)  # (seq, lateness, monotonic time) of the last beat >= `threshold` late
+        self.stopped_at = 0.0  # monotonic time the loop last left run_forever (hooked) or was unwatched
         self.late_mark = threshold if threshold is not None else float("inf")
         self.consumed_big = 0
         self.handle: Any = None
@@ -177,6 +181,7 @@ class _Watched:
         self.stall_seq = 0
         self.stall_t0 = 0.0
         self.stall_locations: Dict[str, int] = {}
+        self.stop_grace = 0  # monitor passes spent waiting for the stop time of a loop seen stopped
 
     def beat(self) -> None:
         # Runs on the loop every `interval`: keep it tiny. Catches Exception only, so a
@@ -189,7 +194,7 @@ class _Watched:
             seq = self.state[0] + 1
             late = (now - due) if due is not None else 0.0
             if late >= self.late_mark:
-                self.big = (seq, late)  # written before `state` so the monitor never misses it
+                self.big = (seq, late, now)  # written before `state` so the monitor never misses it
             self.state = (seq, late)
             self.thread_id = _get_ident()
             self.due = now + self.interval
@@ -208,6 +213,7 @@ class _Watched:
             self.handle = loop.call_later(self.interval, self.beat)
 
     def cancel(self) -> None:
+        self.stopped_at = _monotonic()
         self.active = False
         loop = self.loop_ref()
         handle = self.handle
@@ -273,6 +279,7 @@ class _Monitor:
         self.lock = threading.RLock()
         self.wake = threading.Event()
         self.stopping = False
+        self.ending: List[_Watched] = []  # unwatched while stalled: closed on the next pass
         self.thread: Optional[threading.Thread] = None
 
     def ensure_thread(self) -> None:
@@ -297,6 +304,9 @@ class _Monitor:
         with self.lock:
             if self.watched.get(w.key) is w:
                 del self.watched[w.key]
+            if w.stall is not None and w not in self.ending:
+                self.ending.append(w)  # the monitor closes it (sinks run there, not in this thread)
+                self.wake.set()
         w.active = False
         _hard.release(w)
 
@@ -313,6 +323,10 @@ class _Monitor:
         with self.lock:
             now = _monotonic()
             next_in = self.MAX_SLEEP
+            try:
+                self._end_forgotten()
+            except Exception:
+                pass
             for w in list(self.watched.values()):
                 try:
                     next_in = min(next_in, self._check_one(w, now))
@@ -326,16 +340,30 @@ class _Monitor:
         loop = w.loop_ref()
         if loop is None or loop.is_closed():
             if w.stall is not None:
-                self._end_stall(w, None)
+                w.consumed_big = w.big[0]
+                self._end_stall(w, self._stop_time(w))
             self.forget(w)
             return self.MAX_SLEEP
         seq = w.state[0]
-        big_seq, big_late = w.big
+        big_seq, big_late, _ = w.big
         running = loop.is_running()
         if w.stall is not None:
-            if seq != w.stall_seq or not running:
+            if big_seq > w.stall_seq:
+                # The first beat after the stall ran at big_at: the loop was back then.
                 w.consumed_big = big_seq
-                self._end_stall(w, big_late if big_seq > w.stall_seq else None)
+                self._end_stall(w, self._stop_time(w))
+                return 0.0
+            if seq != w.stall_seq or not running:
+                # The loop left run_forever (or was restarted, which resets the beat's schedule)
+                # before a late beat could measure the end: the stop time does, when the
+                # run_forever hook or LoopWatch.stop has stamped it. The hook stamps it just after
+                # is_running() turns False, so give it a few ms before settling for the last sample.
+                end = self._stop_time(w)
+                if end is None and not running and w.stop_grace < 3:
+                    w.stop_grace += 1
+                    return 0.002
+                w.consumed_big = big_seq
+                self._end_stall(w, end)
                 return 0.0
             self._sample(w, now, update=True)
             return min(w.threshold / 2, self.MAX_SLEEP)
@@ -355,8 +383,10 @@ class _Monitor:
             w.stall_seq = seq
             w.stall_t0 = due
             w.stall_locations = {}
+            w.stop_grace = 0
             report = self._sample(w, now, update=False)
             if report is not None:
+                report.stall_id = next(_stall_ids)
                 w.stall = report
                 _emit(w, report, "stall")
             return min(w.threshold / 2, self.MAX_SLEEP)
@@ -379,21 +409,39 @@ class _Monitor:
             w.stall_locations[report.location] = 1
         return report
 
-    def _end_stall(self, w: _Watched, late: Optional[float]) -> None:
+    @staticmethod
+    def _stop_time(w: _Watched) -> Optional[float]:
+        """When w's stall ended, if known: its first beat after the stall, else its loop's stop."""
+        big_seq, _, big_at = w.big
+        if big_seq > w.stall_seq:
+            return big_at
+        stopped = w.stopped_at
+        return stopped if stopped > w.stall_t0 else None
+
+    def _end_stall(self, w: _Watched, end: Optional[float]) -> None:
+        """Close w's stall. ``end``: monotonic time the loop was back (its first beat after the stall)
+        or stopped; None when neither was seen, and the last sample's duration stays (a lower bound)."""
         report = w.stall
         w.stall = None
         if report is None:
             return
-        if late is not None:
-            report.duration = max(report.duration, late)
+        if end is not None:
+            report.duration = max(report.duration, end - w.stall_t0)
+            report.measured_end = True
         report.ongoing = False
         _finish(w, report)
+
+    def _end_forgotten(self) -> None:
+        """Close the stalls of loops unwatched (LoopWatch.stop, collected) while they were stalled."""
+        while self.ending:
+            w = self.ending.pop()
+            self._end_stall(w, self._stop_time(w))
 
     def _missed_stall(self, w: _Watched, late: float) -> None:
         report = StallReport(
             loop=w.loop_desc, thread_name=_thread_name(w.thread_id), thread_id=w.thread_id or 0,
             threshold=w.threshold or 0.0, started_at=time.time() - late, duration=late, ongoing=False,
-            sampled=False,
+            sampled=False, stall_id=next(_stall_ids), measured_end=True,
         )
         _emit(w, report, "stall")
         _finish(w, report)
@@ -419,6 +467,19 @@ def _frames(frame: Any) -> List[Any]:
         out.append(frame)
         frame = frame.f_back
     return out  # innermost first
+
+
+def _launcher_or_guard(frame: Any) -> bool:
+    """A frame of runtime_guard itself or of runpy (``python -m``, ``runpy.run_path``)."""
+    filename = frame.f_code.co_filename
+    if filename == "<frozen runpy>":
+        return True
+    try:
+        if frame.f_globals.get("__name__") == "runpy":
+            return True
+    except Exception:
+        pass
+    return bool(_PKG_DIR) and os.path.normcase(os.path.abspath(filename)).startswith(_PKG_DIR)  # type: ignore[arg-type]
 
 
 def _user_index(frames: List[Any]) -> int:
@@ -471,7 +532,10 @@ def _build_report(w: _Watched, frame: Any, duration: float) -> StallReport:
         report.rule, report.fix, report.hint = hint.rule, hint.fix, hint.text()
     report.running = _describe_running(w, frames)
     stack = []
-    for fr in reversed(frames):
+    for i in range(len(frames) - 1, -1, -1):
+        fr = frames[i]
+        if i > idx and _launcher_or_guard(fr):
+            continue  # outside the blocking frame: runpy, python -m runtime_guard, the run_forever hook
         line = linecache.getline(fr.f_code.co_filename, fr.f_lineno or 0).strip()
         stack.append(f"{fr.f_code.co_filename}:{fr.f_lineno} in {fr.f_code.co_name}" + (f"  | {line}" if line else ""))
     report.stack = stack
@@ -483,8 +547,15 @@ def _build_report(w: _Watched, frame: Any, duration: float) -> StallReport:
 
 _history_lock = threading.Lock()
 _count = 0
+_total = 0.0
 _worst: List[StallReport] = []
 _WORST_KEPT = 10
+#: Stalls grouped by blocking location: location -> [count, total s, longest s, function, rule, hint].
+_by_location: Dict[str, List[Any]] = {}
+_LOCATIONS_KEPT = 500  # beyond this many distinct locations, further ones are counted under _OTHER
+_OTHER = "<other locations>"
+_SUMMARY_LOCATIONS_SHOWN = 10
+_stall_ids = itertools.count(1)
 _jsonl_lock = threading.Lock()
 
 
@@ -522,12 +593,23 @@ def _wait_for_reports(timeout: float) -> None:
 
 
 def _finish(w: _Watched, report: StallReport) -> None:
-    global _count
+    global _count, _total
     with _history_lock:
         _count += 1
+        _total += report.duration
         _worst.append(report)
         _worst.sort(key=lambda r: r.duration, reverse=True)
         del _worst[_WORST_KEPT:]
+        key = report.location
+        if key not in _by_location and len(_by_location) >= _LOCATIONS_KEPT:
+            key = _OTHER
+        group = _by_location.get(key)
+        if group is None:
+            info = (None, None, None) if key == _OTHER else (report.function, report.rule, report.hint)
+            group = _by_location[key] = [0, 0.0, 0.0, *info]
+        group[0] += 1
+        group[1] += report.duration
+        group[2] = max(group[2], report.duration)
     for sink in list(w.sinks):
         end = getattr(sink, "stall_ended", None)
         if end is not None:
@@ -583,10 +665,16 @@ def _make_sinks(on_stall: Optional[OnStall], report_file: Any) -> List[OnStall]:
 
 
 def summary() -> Dict[str, Any]:
-    """Stalls so far in this process: count and the worst ones (duration, location, hint)."""
+    """Stalls that ended so far in this process: ``count``, ``total`` (s), ``locations`` (one entry per
+    blocking location: ``count``, ``total``, ``longest``, most total time first) and ``worst`` (the
+    longest single stalls). Durations are final: each runs to the loop's first beat after the stall."""
     with _history_lock:
+        groups = sorted(_by_location.items(), key=lambda kv: (-kv[1][1], kv[0]))
         return {
             "count": _count,
+            "total": round(_total, 4),
+            "locations": [{"location": loc, "function": g[3], "count": g[0], "total": round(g[1], 4),
+                           "longest": round(g[2], 4), "rule": g[4], "hint": g[5]} for loc, g in groups],
             "worst": [{"duration": round(r.duration, 4), "location": r.location, "function": r.function,
                        "thread": r.thread_name, "hint": r.hint} for r in _worst],
         }
@@ -594,18 +682,38 @@ def summary() -> Dict[str, Any]:
 
 def reset_summary() -> None:
     """Forget the stalls counted so far (tests that plant stalls on purpose use this)."""
-    global _count
+    global _count, _total
     with _history_lock:
         _count = 0
+        _total = 0.0
         _worst.clear()
+        _by_location.clear()
+
+
+def format_summary(s: Optional[Dict[str, Any]] = None) -> str:
+    """The exit summary: one line per blocking location (most total time first), '' when no stall."""
+    s = summary() if s is None else s
+    if not s["count"]:
+        return ""
+    groups = s["locations"]
+    lines = [f"runtime_guard: {s['count']} event-loop stall(s) in this process, {s['total']:.3f}s in all, "
+             f"at {len(groups)} location(s):"]
+    for g in groups[:_SUMMARY_LOCATIONS_SHOWN]:
+        where = g["location"] + (f" in {g['function']}" if g["function"] else "")
+        rule = f" [{g['rule']}]" if g["rule"] else ""
+        lines.append(f"  {g['count']} x {where}: {g['total']:.3f}s in all, longest {g['longest']:.3f}s{rule}")
+    if len(groups) > _SUMMARY_LOCATIONS_SHOWN:
+        rest = groups[_SUMMARY_LOCATIONS_SHOWN:]
+        lines.append(f"  ... {len(rest)} more location(s): {sum(g['count'] for g in rest)} stall(s), "
+                     f"{sum(g['total'] for g in rest):.3f}s in all")
+    return "\n".join(lines)
 
 
 def _log_summary() -> None:
     try:
-        s = summary()
-        if s["count"]:
-            worst = "; ".join(f"{w['duration']:.3f}s at {w['location']}" for w in s["worst"][:5])
-            log.warning("runtime_guard: %d event-loop stall(s) in this process; worst: %s", s["count"], worst)
+        text = format_summary()
+        if text:
+            log.warning("%s", text)
     except Exception:
         pass
 
@@ -752,6 +860,7 @@ def _on_loop_stop(w: Optional[_Watched]) -> None:
     if w is None:
         return
     try:
+        w.stopped_at = _monotonic()
         w.due = None
         _hard.release(w)
     except Exception:
@@ -895,8 +1004,16 @@ def register_loop(loop: asyncio.AbstractEventLoop) -> None:
 def _after_fork_child() -> None:
     # The monitor thread does not exist in the child and the parent's loops are not running there:
     # forget them. The run_forever hooks stay, so loops the child starts are watched (new monitor).
-    global _monitor
+    global _monitor, _history_lock, _jsonl_lock, _emit_done, _emitting, _stall_ids
+    # Locks the parent's monitor thread may have held at the fork are replaced; the parent's stalls
+    # are its own: the child's exit summary counts only the child's (reset_summary below).
     try:
+        _history_lock = threading.Lock()
+        _jsonl_lock = threading.Lock()
+        _emit_done = threading.Condition()
+        _emitting = 0
+        _stall_ids = itertools.count(1)
+        reset_summary()
         _monitor = _Monitor()
         _hard.owner = None
         _hard.next_arm = 0.0

@@ -239,3 +239,130 @@ def test_summary_counts_stalls() -> None:
 def test_watch_loop_outside_loop_raises_clear_error() -> None:
     with pytest.raises(RuntimeError):
         runtime_guard.watch_loop()
+
+
+# --- issue 29: the report's grouping, real durations, and a stack without the launcher -----------
+
+GROUPED_PROGRAM = """\
+import asyncio, time
+
+async def main():
+    for _ in range(3):
+        await asyncio.sleep(0.05)
+        time.sleep(0.3)  # REPEATED
+    await asyncio.sleep(0.05)
+    time.sleep(0.5)  # ONCE
+
+asyncio.run(main())
+"""
+
+
+def _launch(tmp_path: Path, program: str, *args: str) -> "tuple[object, list]":
+    import subprocess
+    import sys
+
+    from rg_testutil import child_env, REPO
+
+    script = tmp_path / "prog.py"
+    script.write_text(program)
+    out = tmp_path / "stalls.jsonl"
+    r = subprocess.run([sys.executable, "-m", "runtime_guard", "--threshold", "0.1", "--json", str(out), *args,
+                        str(script)], capture_output=True, text=True, timeout=60, env=child_env(), cwd=str(REPO))
+    records = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
+    return r, records
+
+
+def test_exit_summary_groups_stalls_by_location_with_counts_and_total(tmp_path: Path) -> None:
+    r, records = _launch(tmp_path, GROUPED_PROGRAM)
+    assert r.returncode == 0, r.stderr
+    script = str(tmp_path / "prog.py")
+    summary = r.stderr[r.stderr.index("runtime_guard: 4 event-loop stall(s)"):].splitlines()
+    assert "at 2 location(s):" in summary[0], summary
+    # one line per location, most total time first: 3 x 0.3 s before 1 x 0.5 s
+    assert summary[1].startswith(f"  3 x {script}:6 in main: "), summary
+    assert summary[2].startswith(f"  1 x {script}:8 in main: "), summary
+    total_repeated = float(summary[1].split(": ")[1].split("s in all")[0])
+    assert 3 * 0.28 <= total_repeated <= 3 * 1.0, summary
+    ends = [x for x in records if x["event"] == "stall_end"]
+    assert [x["lineno"] for x in ends] == [6, 6, 6, 8]
+    grand_total = float(summary[0].split(", ")[1].split("s in all")[0])
+    assert abs(grand_total - sum(x["duration"] for x in ends)) < 0.01
+
+
+def test_real_duration_of_a_block_that_ends_the_loop(tmp_path: Path) -> None:
+    # The block is the coroutine's last statement: the loop stops before a beat can run. Before,
+    # the summary kept the last in-stall sample (0.252 s for this 0.3 s block).
+    r, records = _launch(tmp_path, "import asyncio, time\n\nasync def main():\n    await asyncio.sleep(0.05)\n"
+                                   "    time.sleep(0.3)\n\nasyncio.run(main())\n")
+    assert r.returncode == 0, r.stderr
+    line = next(x for x in r.stderr.splitlines() if x.startswith("  1 x "))
+    assert 0.28 <= float(line.split("longest ")[1].split("s")[0]) <= 1.0, r.stderr
+    stall, end = records
+    assert stall["event"] == "stall" and stall["ongoing"] and stall["duration"] < 0.28  # the detection sample
+    assert end["event"] == "stall_end" and end["stall_id"] == stall["stall_id"] and not end["ongoing"]
+    assert end["measured_end"] and 0.28 <= end["duration"] <= 1.0, end
+
+
+@pytest.mark.parametrize("last", [False, True])
+def test_real_duration_in_process_report(last: bool) -> None:
+    reports: list = []
+
+    async def main() -> None:
+        with runtime_guard.watch_loop(threshold=0.1, on_stall=reports.append, hard_threshold=None):
+            await asyncio.sleep(0.05)
+            time.sleep(0.3)
+            if not last:
+                await asyncio.sleep(0.1)
+
+    asyncio.run(main())
+    watchdog.settle()  # the with block may have ended the watch mid-stall: the monitor closes it
+    assert len(reports) == 1 and not reports[0].ongoing and reports[0].measured_end
+    assert 0.28 <= reports[0].duration <= 1.0, reports[0].duration
+
+
+@pytest.mark.parametrize("how", ["script", "module"])
+def test_stack_leaves_out_launcher_and_guard_frames(tmp_path: Path, how: str) -> None:
+    import subprocess
+    import sys
+
+    from rg_testutil import child_env
+
+    pkg = tmp_path / "stallpkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "__main__.py").write_text("import asyncio, time\n\nasync def main():\n    await asyncio.sleep(0.05)\n"
+                                     "    time.sleep(0.3)\n    await asyncio.sleep(0.05)\n\nasyncio.run(main())\n")
+    out = tmp_path / "stalls.jsonl"
+    target = [str(pkg / "__main__.py")] if how == "script" else ["-m", "stallpkg"]
+    r = subprocess.run([sys.executable, "-m", "runtime_guard", "--json", str(out), *target], capture_output=True,
+                       text=True, timeout=60, env=child_env(), cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    stall = json.loads(out.read_text().splitlines()[0])
+    stack = stall["stack"]
+    guard_dir = str(Path(watchdog.__file__).parent)
+    assert stack[0].startswith(str(pkg / "__main__.py") + ":8 in <module>"), stack  # asyncio.run(main())
+    assert stack[-1].startswith(str(pkg / "__main__.py") + ":5 in main"), stack
+    assert not [s for s in stack if "runpy" in s.split(" in ")[0] or s.startswith(guard_dir)], stack
+    assert "runpy" not in r.stderr and guard_dir not in r.stderr.replace("runtime_guard:", "")
+
+
+def test_fork_child_does_not_inherit_the_parents_summary() -> None:
+    r = run_code("""
+        import asyncio, os, time, runtime_guard
+        from runtime_guard import watchdog
+        runtime_guard.install_watchdog(0.1, hard_threshold=None, on_stall=lambda r: None)
+        async def blocker():
+            await asyncio.sleep(0.05)
+            time.sleep(0.3)
+            await asyncio.sleep(0.05)
+        asyncio.run(blocker())
+        watchdog.settle()
+        pid = os.fork()
+        if pid == 0:
+            print('CHILD', watchdog.summary()['count'], flush=True)
+            os._exit(0)
+        os.waitpid(pid, 0)
+        print('PARENT', watchdog.summary()['count'], flush=True)
+    """)
+    assert r.returncode == 0, r.stderr
+    assert "CHILD 0" in r.stdout and "PARENT 1" in r.stdout, r.stdout
