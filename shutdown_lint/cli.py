@@ -52,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="commands:\n"
                "  check [PATH ...]  lint (the same as giving the paths alone)\n"
                "  rule CODE         a rule's documentation page (like --explain); rule --all lists them\n"
+               "  map ENTRY         what a program starts and how each piece stops (see docs/map.md)\n"
                "  server            run the language server (LSP over stdio) for editors; see docs/editors.md\n"
                "                    (needs the lsp extra: pip install 'shutdown-lint[lsp]')",
         formatter_class=_MetavarCheckFormatter,  # the real one is set below
@@ -208,10 +209,14 @@ def _main(argv: list[str]) -> int:
         return server_main(argv[1:])
     if argv[:1] == ["rule"]:
         return _rule_command(argv[1:])
+    if argv[:1] == ["map"]:
+        from .map.command import main as map_main
+
+        return map_main(argv[1:])
     if argv[:1] == ["check"]:
         argv = argv[1:]
     elif argv and _unknown_command(argv[0]):
-        raise UsageError(f"unknown command {argv[0]!r} (commands: check, rule, server), and no file or "
+        raise UsageError(f"unknown command {argv[0]!r} (commands: check, rule, map, server), and no file or "
                          "directory has that name")
     parser = build_parser()
     try:

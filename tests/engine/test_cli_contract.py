@@ -231,7 +231,7 @@ def test_rule_prints_the_page(bare, cli):
 def test_unknown_command(bare, tmp_path):
     proc = _sub(bare, "chekc", ".", tmp_path=tmp_path)
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr.strip() == ("shutdown-lint: error: unknown command 'chekc' (commands: check, rule, server), "
+    assert proc.stderr.strip() == ("shutdown-lint: error: unknown command 'chekc' (commands: check, rule, map, server), "
                                    "and no file or directory has that name")
     assert os.listdir(bare) == []
     # a directory with that name is linted
