@@ -299,6 +299,40 @@ def _patch_c10d(mod: Any) -> None:
                 _patched.append((dist, name, original))
 
 
+_ray_sites: Dict[bytes, Optional[Site]] = {}  # ObjectRef.binary() -> where .remote() was called
+_MAX_RAY_SITES = 10000
+
+
+def _patch_ray_remote(cls: Any) -> None:
+    def make(remote: Any) -> Any:
+        def remote_and_record(self: Any, *args: Any, **kwargs: Any) -> Any:
+            result = remote(self, *args, **kwargs)
+            if _enabled:
+                try:
+                    site = _site(2)
+                    if site is not None and _kind(site[0]) == "user":
+                        site = (site[0], site[1], "user")  # called into Ray from user code: the user's line
+                    for ref in (result if isinstance(result, list) else (result,)):
+                        binary = getattr(ref, "binary", None)
+                        if binary is not None:
+                            if len(_ray_sites) >= _MAX_RAY_SITES:
+                                _ray_sites.pop(next(iter(_ray_sites)), None)
+                            _ray_sites[binary()] = site
+                except Exception:
+                    pass
+            return result
+        return remote_and_record
+    _patch(cls, "_remote", make)
+
+
+def _patch_ray_actor(mod: Any) -> None:
+    _patch_ray_remote(mod.ActorMethod)
+
+
+def _patch_ray_remote_function(mod: Any) -> None:
+    _patch_ray_remote(mod.RemoteFunction)
+
+
 _TARGETS = {
     "threading": _patch_threading,
     "subprocess": _patch_subprocess,
@@ -307,6 +341,8 @@ _TARGETS = {
     "concurrent.futures.process": _patch_cf_process,
     "asyncio.base_events": _patch_asyncio,
     "torch.distributed.distributed_c10d": _patch_c10d,
+    "ray.actor": _patch_ray_actor,
+    "ray.remote_function": _patch_ray_remote_function,
 }
 _pending: Dict[str, Any] = {}
 
@@ -381,7 +417,10 @@ _previous_signal: Any = None
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
+    global _ray_items
     try:
+        if _ray_items is None:
+            _ray_items = []  # no call into Ray from a signal handler: it may be what was interrupted
         report({"kind": "SIGTERM"})
     except BaseException:
         pass
@@ -484,7 +523,8 @@ def install(json_file: Optional[str] = None, *, sigterm: bool = True, at_exit: b
             _installed = True
             if at_exit:
                 atexit.register(_at_exit)
-                threading = sys.modules.get("threading")
+                import threading
+
                 register = getattr(threading, "_register_atexit", None)
                 if register is not None:
                     try:
@@ -831,7 +871,8 @@ def _ray_work() -> Optional[List[Dict[str, Any]]]:
         refs = []
         for oid in list(counts)[:10000]:
             try:
-                refs.append(ray.ObjectRef(bytes.fromhex(oid) if isinstance(oid, str) else oid))
+                text = oid.decode() if isinstance(oid, bytes) else str(oid)  # the id in hex
+                refs.append(ray.ObjectRef(bytes.fromhex(text)))
             except Exception:
                 continue
         if not refs:
@@ -839,7 +880,7 @@ def _ray_work() -> Optional[List[Dict[str, Any]]]:
         _, pending = ray.wait(refs, num_returns=len(refs), timeout=0, fetch_local=False)
         items = []
         for ref in pending:
-            site = None
+            site = _ray_sites.get(ref.binary())
             call_site = None
             try:
                 call_site = ref.call_site() if hasattr(ref, "call_site") else None
