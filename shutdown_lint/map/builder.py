@@ -1202,6 +1202,10 @@ class Builder:
         seen: set[int] = set()
         for mod, fn, method, b in scopes:
             for call, endings in _calls_with_endings(fn):
+                if b is not None and isinstance(call.func, ast.Attribute) and call.func.attr == "start" \
+                        and _is_handle(call.func.value, b) and h.kind in ("thread", "child_process"):
+                    # Thread.start / Process.start: where the thread or process begins to run
+                    node.details.setdefault("started_at", []).append(mod.rel(call.lineno))
                 if id(call) not in seen and self._is_stop(call, h, mod, b):
                     seen.add(id(call))
                     uses.append((call.lineno, _src(call), endings, mod.rel(call.lineno), method, b, call))

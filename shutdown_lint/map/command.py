@@ -68,6 +68,9 @@ def main(argv: list[str]) -> int:
                    help="the project's root (default: the pyproject.toml folder above a script; else .)")
     p.add_argument("--format", choices=("tree", "json", "html"), default="tree", help="default: tree")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument("--against", metavar="REPORT",
+                   help="an exit report (python -m runtime_guard --exit-report --json REPORT): mark which predicted "
+                        "gaps happened and list the leftovers the map did not predict")
     try:
         args = p.parse_args(argv)
     except SystemExit as e:
@@ -78,7 +81,16 @@ def main(argv: list[str]) -> int:
         raise UsageError(f"map: --project {args.project!r} is not a directory")
     try:
         entry = resolve(args.module or args.entry, bool(args.module), args.project)
+        report = None
+        if args.against:
+            from .against import load_report
+
+            report = load_report(args.against)
         result = build_map(entry)
+        if report is not None:
+            from .against import compare
+
+            result.against = compare(result, report, args.against)
     except EntryError as e:
         raise UsageError(str(e)) from None
     if args.format == "json":

@@ -146,6 +146,26 @@ def _card(node: Node, ids: dict[int, str]) -> str:
     return "".join(parts)
 
 
+def _against(against: dict) -> str:
+    def items(rows: list, text) -> str:
+        return "".join(f"<li>{text(x)}</li>" for x in rows) or "<li>none</li>"
+
+    return "".join([
+        f'<h2>Against the exit report <code>{escape(against["report"])}</code></h2>',
+        f'<div class="sub">The program ended: {escape(against["ending"] or "unknown")}.</div>',
+        f'<div class="counts"><div class="count"><b>{len(against["happened"])}</b>predicted and seen at exit</div>'
+        f'<div class="count"><b>{len(against["not_predicted"])}</b>left at exit, not predicted (rule gaps)</div>'
+        f'<div class="count"><b>{len(against["predicted_not_seen"])}</b>predicted, not in the report</div></div>',
+        '<h2>Not predicted</h2><ul id="not-predicted">',
+        items(against["not_predicted"], lambda x: f'{escape(x["what"] or "")} <span class="at">{escape(x["at"] or "?")}'
+              f'</span>: {escape(x["why"])}; the report names {escape(", ".join(x["rules"]) or "no rule")}'),
+        '</ul><h2>Predicted and seen</h2><ul id="happened">',
+        items(against["happened"], lambda x: f'<a href="#{x["node"]}">{escape(x["what"] or "")}</a> '
+              f'<span class="at">{escape(x["at"] or "?")}</span>: predicted {escape(x["predicted"])}'),
+        "</ul>",
+    ])
+
+
 def render_html(result: MapResult) -> str:
     ids = result.ids()
     nodes = list(result.nodes())
@@ -178,6 +198,8 @@ def render_html(result: MapResult) -> str:
                  '<div class="sub">Start points in the project\'s other code, each mapped as if its own '
                  "process's main thread ran it.</div>", '<ul class="tree top">',
                  *(_card(n, ids) for n in result.unreached), "</ul>"]
+    if result.against is not None:
+        body.append(_against(result.against))
     if result.unattached or result.notes:
         body.append('<h2>Notes</h2><ul class="notes">')
         body += [f"<li>{escape(f.code)} {escape(f.message)} ({escape(f.at)}): on no node</li>"

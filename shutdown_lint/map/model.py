@@ -93,6 +93,8 @@ class MapResult:
     unattached: list[Finding] = field(default_factory=list)
     #: what the map could not follow (a call it could not resolve, a file it could not read)
     notes: list[str] = field(default_factory=list)
+    #: ``--against REPORT``: the exit report's leftovers matched to the nodes (``against.compare``)
+    against: Optional[dict[str, Any]] = None
 
     def nodes(self):
         yield from self.root.walk()
@@ -104,7 +106,7 @@ class MapResult:
 
     def to_dict(self) -> dict[str, Any]:
         ids = self.ids()
-        return {
+        out = {
             "schema": "shutdown-lint-map/1",
             "entry": {"given": self.entry, "kind": self.entry_kind},
             "endings": list(ENDINGS),
@@ -113,3 +115,6 @@ class MapResult:
             "unattached_findings": [f.to_dict() for f in self.unattached],
             "notes": list(self.notes),
         }
+        if self.against is not None:
+            out["against"] = self.against
+        return out

@@ -60,6 +60,25 @@ def _add(tree, node: Node) -> None:
         _add(branch, c)
 
 
+def _against(console, against: dict) -> None:
+    from rich.markup import escape
+
+    ending = against["ending"] or "unknown ending"
+    console.print(f"[bold]Against {escape(against['report'])}[/] (the program ended: {escape(ending)})")
+    console.print(f"  [green]predicted and seen at exit[/]: {len(against['happened'])}")
+    for x in against["happened"]:
+        console.print(f"    {escape(x['what'] or '')} ({escape(x['at'] or '?')}): predicted {x['predicted']}"
+                      + (f" [magenta]{x['rule']}[/]" if x.get("rule") else ""))
+    console.print(f"  [bold red]left at exit, not predicted (rule gaps)[/]: {len(against['not_predicted'])}")
+    for x in against["not_predicted"]:
+        rules = ", ".join(x["rules"]) or "no rule"
+        console.print(f"    {escape(x['what'] or '')} ({escape(x['at'] or '?')}): {escape(x['why'])}; "
+                      f"the report names {escape(rules)}")
+    console.print(f"  [yellow]predicted, not in the report[/]: {len(against['predicted_not_seen'])}")
+    for x in against["predicted_not_seen"]:
+        console.print(f"    {x['kind']} {escape(x['at'])}: predicted {x['predicted']}")
+
+
 def render_tree(result: MapResult, out: Optional[IO[str]] = None, color: bool = True,
                 width: Optional[int] = None) -> str:
     """Prints the tree to ``out`` (or returns it as plain text when ``out`` is None)."""
@@ -88,6 +107,8 @@ def render_tree(result: MapResult, out: Optional[IO[str]] = None, color: bool = 
     starts = sum(1 for n in result.nodes() if n.kind not in ("process", "module"))
     console.print(f"{starts} start points; {len(gaps)} gaps (killed, left running or skipped on an ending); "
                   f"{unknown} endings unknown")
+    if result.against is not None:
+        _against(console, result.against)
     for f in result.unattached:
         console.print(f"[dim]finding on no node:[/] [magenta]{f.code}[/] {escape(f.message[:120])} ({escape(f.at)})")
     for note in result.notes:

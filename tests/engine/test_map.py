@@ -371,3 +371,113 @@ def test_html_screenshot_in_headless_chromium(capsys, tmp_path):
     keep = os.environ.get("SHUTDOWN_LINT_MAP_SCREENSHOT")
     if keep:  # to look at it: SHUTDOWN_LINT_MAP_SCREENSHOT=/tmp/map.png pytest -m slow ...
         shutil.copyfile(shot, keep)
+
+
+# ------------------------------------------------------------------------------------ --against
+
+AGAINST_PROG = '''\
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+
+def spin():
+    while True:
+        time.sleep(0.05)
+
+
+def main():
+    worker = threading.Thread(target=spin, daemon=True)
+    worker.start()
+    child = subprocess.Popen(["sleep", "30"], start_new_session=True, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    print("child", child.pid, flush=True)
+    pool = ThreadPoolExecutor(max_workers=1)
+    pool.submit(sum, [1, 2]).result()
+    pool.shutdown()
+    make = getattr(threading, "Thread")
+    make(target=spin, daemon=True).start()
+    if sys.argv[1:] == ["wait"]:
+        print("ready", flush=True)
+        time.sleep(30)
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def _kill(pid: int) -> None:
+    import signal
+
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+@pytest.mark.parametrize("ending", ["normal", "sigterm"])
+def test_against_a_real_exit_report(ending, tmp_path, capsys):
+    """A real run under the exit report (return, or SIGTERM while it sleeps), then the map of the
+    same program checked against it: the daemon thread and the child were predicted and seen; the
+    thread started through getattr (no node) is a leftover the map did not predict."""
+    import signal
+    import time
+
+    (tmp_path / "prog.py").write_text(AGAINST_PROG)
+    report = tmp_path / "report.json"
+    cmd = [sys.executable, "-m", "runtime_guard", "--exit-report", "--json", str(report), "prog.py"]
+    child_pid = None
+    proc = subprocess.Popen(cmd + (["wait"] if ending == "sigterm" else []), cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        child_pid = int(line.split()[1])
+        if ending == "sigterm":
+            assert proc.stdout.readline().strip() == "ready"
+            time.sleep(0.3)
+            proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == (0 if ending == "normal" else -signal.SIGTERM), err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if child_pid:
+            _kill(child_pid)
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        data = as_json(capsys, "prog.py", "--against", str(report))
+    finally:
+        os.chdir(cwd)
+    against = data["against"]
+    assert against["ending"] == ending
+    assert [(x["kind"], x["at"], x["predicted"]) for x in against["happened"]] == [
+        ("thread", "prog.py:15", "killed"), ("child", "prog.py:16", "left_running")]
+    assert [(x["kind"], x["at"], x["node"]) for x in against["not_predicted"]] == [("thread", "prog.py:23", None)]
+    assert against["not_predicted"][0]["why"].startswith("no node")
+    # SIGTERM kills whatever is alive when it lands: the pool was shut down before the sleep, so the
+    # map's "killed on SIGTERM" for it is listed as predicted but not seen
+    assert [(x["kind"], x["at"], x["predicted"]) for x in against["predicted_not_seen"]] == (
+        [] if ending == "normal" else [("executor", "prog.py:19", "killed")])
+    thread = by_at(data, "prog.py:14", "thread")
+    assert thread["details"]["started_at"] == ["prog.py:15"] and thread["details"]["exit_report"]["left"] is True
+    jsonschema = pytest.importorskip("jsonschema")
+    with open(SCHEMA) as fh:
+        jsonschema.Draft202012Validator(json.load(fh)).validate(data)
+    # the tree and the page say the same
+    code, out, _ = run_map(capsys, os.path.join(str(tmp_path), "prog.py"), "--against", str(report))
+    assert code == 0 and "left at exit, not predicted (rule gaps): 1" in out
+    page = _html(capsys, os.path.join(str(tmp_path), "prog.py"), "--against", str(report))
+    assert 'id="not-predicted"' in page and "prog.py:23" in page
+
+
+def test_against_a_file_that_is_not_a_report(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"items": 3}')
+    proc = subprocess.run([sys.executable, "-m", "shutdown_lint", "map", "-m", "demo.cli", "--project", DEMO,
+                           "--against", str(bad)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "is not an exit report" in proc.stderr and "Traceback" not in proc.stderr
