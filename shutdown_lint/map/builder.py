@@ -23,6 +23,8 @@ from .entry import Entry
 from .model import ENDINGS, Ending, Finding, MapResult, Node
 
 _MAX_DEPTH = 14
+#: the section of start points the entry does not reach reads at most this many project files
+_MAX_UNREACHED_FILES = 400
 
 # ---------------------------------------------------------------------------------------- names
 
@@ -237,8 +239,8 @@ class Builder:
         try:
             with open(path, "rb") as fh:
                 tree = ast.parse(fh.read(), path)
-        except (OSError, SyntaxError, ValueError) as e:
-            self.notes.append(f"{_display(path)}: not read ({e.__class__.__name__}: {e})")
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError) as e:
+            self.notes.append(f"{_display(path, self.entry.project)}: not read ({e.__class__.__name__}: {e})")
             return None
         names = self.index.module_names(path)
         name = names[0] if names else os.path.splitext(os.path.basename(path))[0]
@@ -329,6 +331,14 @@ class Builder:
 
     # ---------------------------------------------------------------- building
     def build(self) -> MapResult:
+        try:
+            return self._build()
+        except RecursionError:
+            from .entry import EntryError
+
+            raise EntryError("map: the code is nested too deeply to walk (recursion limit)") from None
+
+    def _build(self) -> MapResult:
         mod = self.module(self.entry.path)
         if mod is None:
             from .entry import EntryError
@@ -394,6 +404,10 @@ class Builder:
     def _unreached(self) -> list[Node]:
         groups: list[Node] = []
         files = [f for f in self.index.project_files() if not _is_test_file(f)]
+        if len(files) > _MAX_UNREACHED_FILES:
+            self.notes.append(f"the project has {len(files)} files: the start points the entry does not reach are "
+                              f"listed for the first {_MAX_UNREACHED_FILES} only (give --project a narrower folder)")
+            files = files[:_MAX_UNREACHED_FILES]
         for path in files:
             mod = self.module(path)
             if mod is None or mod.path == self.entry.path and not self.entry.function:
@@ -452,7 +466,11 @@ class Builder:
         for st in body:
             if not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
                 parent.spans.append((mod.path, st.lineno, st.end_lineno or st.lineno))
-        self.walk_body(body, ctx)
+        try:
+            self.walk_body(body, ctx)
+        except RecursionError:
+            self.notes.append(f"{mod.rel(1)}: nested too deeply to walk; what its module-level code starts is not "
+                              "mapped")
 
     def walk_function(self, mod: _Module, fn: ast.AST, cls: Optional[ast.ClassDef], ctx: _Ctx,
                       args: Optional[ast.Call] = None) -> Optional[_Handle]:
@@ -482,6 +500,8 @@ class Builder:
                     inner.locals[a.arg] = found
         try:
             self.walk_body(fn.body, inner)
+        except RecursionError:
+            self.notes.append(f"{mod.rel(fn.lineno)}: nested too deeply to walk; what it starts is not mapped")
         finally:
             self.visiting.pop()
         for sub in ast.walk(fn):
@@ -1026,9 +1046,11 @@ class Builder:
 
     def _loop_endings(self, node: Node, ctx: _Ctx) -> None:
         at = node.at
-        if ctx.where == "ray_worker":
+        if ctx.where in ("ray_worker", "child"):
             for e in ENDINGS:
-                node.endings[e] = Ending("unknown", "runs in a Ray worker: its ending is the worker's")
+                node.endings[e] = Ending("unknown", "runs in a Ray worker: its ending is the worker's"
+                                         if ctx.where == "ray_worker" else
+                                         "runs in a child process: its endings are the child's")
             return
         done = Ending("stopped", "asyncio.run's shutdown: cancels the tasks left, awaits them, closes the loop", at)
         node.endings["normal"] = done
@@ -1129,7 +1151,9 @@ class Builder:
 
     def _with_endings(self, node: Node, kind: str, ctx: _Ctx, st: ast.AST) -> None:
         end = ctx.mod.rel(st.lineno)
-        what = {"executor": "the with block's exit: shutdown(wait=True) (waits for queued jobs)",
+        pool = "multiprocessing" in node.label or node.label.startswith(("Pool(", "ThreadPool("))
+        what = {"executor": "the with block's exit: Pool.terminate() (stops its workers at once)" if pool else
+                "the with block's exit: shutdown(wait=True) (waits for queued jobs)",
                 "child_process": "the with block's exit: waits for the child",
                 "resource": f"{node.details.get('cleanup', '__exit__')} at the block's exit"}.get(kind, "the with exit")
         e_ok = Ending("stopped", what, end)
@@ -1288,6 +1312,12 @@ class Builder:
                 else:
                     found[e] = Ending(state, f"{verb} `{text}`{where}", at)
         node.endings.update(found)
+        # an ignored signal never ends anything: the program goes on
+        for e, disp in (("ctrl_c", self.sigint), ("sigterm", self.sigterm)):
+            if disp is not None and disp[1] == "ignore" and node.details.get("runs_in") in ("main", "thread",
+                                                                                            "daemon_thread"):
+                node.endings[e] = Ending("left_running", f"{disp[0].details['signal']} is ignored: the program "
+                                         "goes on", disp[0].at)
         # a SIGTERM handler that raises in the main thread: SIGTERM unwinds as Ctrl+C does
         if self.sigterm is not None and self.sigterm[1] == "raises" and node.details.get("runs_in") == "main" \
                 and h.kind in ("thread", "executor", "child_process", "process_group", "ray_actor", "ray_task"):

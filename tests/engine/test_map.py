@@ -481,3 +481,80 @@ def test_against_a_file_that_is_not_a_report(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "shutdown_lint", "map", "-m", "demo.cli", "--project", DEMO,
                            "--against", str(bad)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "is not an exit report" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# ------------------------------------------------------------------------------------ more starts, bad input
+
+OTHER_STARTS = '''\
+import asyncio
+import atexit
+import multiprocessing
+import signal
+
+from runtime_guard import LoopThread
+
+
+async def work():
+    await asyncio.sleep(1)
+
+
+def child_main():
+    asyncio.run(work())
+
+
+def main():
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(work())
+    finally:
+        loop.close()
+    proc = multiprocessing.Process(target=child_main, daemon=True)
+    proc.start()
+    LoopThread()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    atexit.register(print, "bye")
+    with multiprocessing.Pool(2) as pool:
+        pool.map(abs, [1, 2])
+
+
+main()
+'''
+
+
+def test_other_starts(tmp_path, capsys):
+    (tmp_path / "prog.py").write_text(OTHER_STARTS)
+    data = as_json(capsys, str(tmp_path / "prog.py"))
+    got = {(n["kind"], n["at"]): n for n, _ in all_nodes(data)}
+    loop = got[("event_loop", "prog.py:18")]
+    assert loop["endings"]["normal"] == {"state": "stopped", "by": "stopped by `loop.close()`", "at": "prog.py:22",
+                                         "rule": None}
+    assert loop["details"]["run_at"] == ["prog.py:20"]
+    child = got[("child_process", "prog.py:23")]
+    assert child["details"]["started_at"] == ["prog.py:24"]
+    assert child["endings"]["normal"]["by"] == "daemon process: terminated by multiprocessing's exit hook"
+    # the child's own loop: its endings are the child's, not the parent's
+    assert [c["endings"]["ctrl_c"]["state"] for c in child["children"]] == ["unknown"]
+    assert got[("thread", "prog.py:25")]["endings"]["normal"]["state"] == "unknown"  # LoopThread, never stopped
+    # SIGINT ignored: Ctrl+C ends nothing
+    assert got[("signal_handler", "prog.py:26")]["endings"]["ctrl_c"]["state"] == "left_running"
+    assert data["root"]["endings"]["ctrl_c"]["state"] == "left_running"
+    assert loop["endings"]["ctrl_c"] == {"state": "left_running", "by": "SIGINT is ignored: the program goes on",
+                                         "at": "prog.py:26", "rule": None}
+    assert got[("atexit_hook", "prog.py:27")]["endings"]["sigterm"]["state"] == "skipped"
+    pool = got[("executor", "prog.py:28")]
+    assert pool["endings"]["exception"]["by"] == "the with block's exit: Pool.terminate() (stops its workers at once)"
+
+
+def test_unreadable_files_are_notes_and_a_broken_entry_is_an_error(tmp_path, capsys):
+    (tmp_path / "ok.py").write_text("import helper\nhelper.go()\n")
+    (tmp_path / "helper.py").write_text("def go(\n")
+    (tmp_path / "deep.py").write_text("def f():\n    x = " + "+".join(["1"] * 20000) + "\n")
+    (tmp_path / "latin.py").write_bytes(b"\xff\xfe not utf-8\n")
+    code, out, err = run_map(capsys, str(tmp_path / "ok.py"))
+    assert code == 0, err
+    notes = [line for line in out.splitlines() if line.startswith("note: ")]
+    assert {n.split(":")[1].strip() for n in notes} == {"deep.py", "helper.py", "latin.py"}, notes
+    proc = subprocess.run([sys.executable, "-m", "shutdown_lint", "map", "helper.py"], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2 and "map: cannot read the entry 'helper.py'" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
