@@ -305,3 +305,19 @@ def test_pytest_option_reports_what_a_session_left(tmp_path: Path) -> None:
     item = _one(json.loads(report.read_text())["items"], kind="thread", name="left")
     assert (item["file"], item["line"]) == (str(test_file), 5), item
     assert f"{test_file}:5" in r.stderr
+
+
+def test_launcher_module_form_and_usage_errors(tmp_path: Path) -> None:
+    (tmp_path / "leaver.py").write_text(textwrap.dedent("""
+        import threading, time
+        threading.Thread(target=time.sleep, args=(3600,), name="left", daemon=True).start()  # line 3
+    """))
+    report = tmp_path / "r.json"
+    r = subprocess.run([sys.executable, "-m", "runtime_guard", "--exit-report", "--json", str(report), "-m", "leaver"],
+                       capture_output=True, text=True, cwd=str(tmp_path), env=child_env(), timeout=60)
+    assert r.returncode == 0, r.stderr
+    item = _one(json.loads(report.read_text())["items"], kind="thread", name="left")
+    assert (Path(item["file"]).name, item["line"]) == ("leaver.py", 3), item
+    bad = subprocess.run([sys.executable, "-m", "runtime_guard", "--exit-report", "--threshold", "1", "leaver.py"],
+                         capture_output=True, text=True, cwd=str(tmp_path), env=child_env(), timeout=60)
+    assert bad.returncode == 2 and "drop --threshold" in bad.stderr, bad.stderr
