@@ -50,6 +50,27 @@ _WITH_SKIP = ("open", "io.open", "contextlib.suppress", "warnings.", "torch.no_g
               "tempfile.", "threading.Lock", "threading.RLock", "asyncio.Lock", "asyncio.timeout",
               "contextlib.redirect_", "unittest.mock")
 
+#: runtime_guard helpers that install a signal handler (what the linter's fixes insert): signal, effect
+_SIGNAL_HELPERS = {
+    "runtime_guard.sigterm_as_keyboard_interrupt": ("SIGTERM", "raises"),
+    "runtime_guard.signals.sigterm_as_keyboard_interrupt": ("SIGTERM", "raises"),
+    "runtime_guard.torch.install_distributed_teardown": ("SIGTERM", "pg_teardown"),
+    "runtime_guard.ray.setup_worker": ("SIGTERM", "ray_worker_cleanup"),
+}
+#: what each signal effect does, in words (the handler's name is put in front)
+_EFFECT_TEXT = {
+    "ignore": "ignored: the signal is lost and the program goes on",
+    "default": "default action restored",
+    "raises": "raises: the program unwinds as on Ctrl+C",
+    "cancels": "cancels the main task (the loop unwinds)",
+    "pg_teardown": "destroys the process group, then exits (no finally of the main thread runs)",
+    "ray_worker_cleanup": "cancels the tasks on the actor's event loop and waits for their cleanup, then Ray exits "
+                          "the worker",
+    "other": "runs; what it stops is not known to the map",
+}
+_EFFECT_STATE = {"ignore": "left_running", "raises": "stopped", "cancels": "stopped", "pg_teardown": "killed",
+                 "ray_worker_cleanup": "stopped", "other": "unknown"}
+
 #: stop calls on a handle of each kind (method names)
 _STOP_METHODS = {
     "thread": {"join"},
@@ -68,6 +89,12 @@ _STOP_FUNCS = {
     "ray.cancel": "ray_task",
     "ray.get": "ray_task",
     "ray.wait": "ray_task",
+    "runtime_guard.ray.interruptible_get": "ray_task",
+    "runtime_guard.ray.interruptible_wait": "ray_task",
+    "runtime_guard.ray.cancel_and_wait": "ray_task",
+    "runtime_guard.ray.wait_for_cleanup": "ray_task",
+    "runtime_guard.cancel_and_wait": "task",
+    "runtime_guard.tasks.cancel_and_wait": "task",
     "asyncio.wait_for": "task",
     "asyncio.wait": "task",
     "asyncio.gather": "task",
@@ -446,7 +473,7 @@ class Builder:
             # this module's code as one program: its own signal handlers decide its SIGTERM/SIGINT
             self.sigterm = self.sigint = None
             for sig, node, effect in self.signal_nodes:
-                if any(node is n for n in group.walk()):
+                if node.details.get("runs_in") not in ("ray_worker", "child") and any(node is n for n in group.walk()):
                     if sig == "SIGTERM":
                         self.sigterm = (node, effect)
                     elif sig == "SIGINT":
@@ -679,11 +706,11 @@ class Builder:
             daemon = kw.get("daemon")
             d = daemon.value if isinstance(daemon, ast.Constant) else (None if daemon is not None else False)
             if loop_thread:
-                d = None
+                d = _const(daemon) if daemon is not None else False
             node = self.add(ctx, "thread", f"{name.rsplit('.', 1)[1]}({_src(kw.get('target')) if kw.get('target') is not None else ''})",
                             line, {"daemon": d, "name": _const(kw.get("name")), "loop_thread": loop_thread})
             target = kw.get("target") or (call.args[1] if name == "threading.Timer" and len(call.args) > 1 else None)
-            where = "daemon_thread" if d else "thread"
+            where = "loop_thread" if loop_thread else "daemon_thread" if d else "thread"
             if target is not None:
                 self._callable(target, self._child_ctx(ctx, node, where=where, loop=None), node)
             h = self._handle(node, "thread", ctx, call)
@@ -721,6 +748,15 @@ class Builder:
             return h
         if name in _SIGNAL or (written and written.endswith(".add_signal_handler")):
             self._signal(call, name, written or "", ctx)
+            return None
+        if name in _SIGNAL_HELPERS:
+            sig, effect = _SIGNAL_HELPERS[name]
+            node = self.add(ctx, "signal_handler", f"{name}()", line,
+                            {"signal": sig, "handler": name, "via": name, "effect": effect})
+            for e in ENDINGS:
+                node.endings[e] = Ending("not_applicable", "a signal handler stays installed until replaced")
+            node.endings["sigterm"] = Ending(_EFFECT_STATE[effect], f"{name} {_EFFECT_TEXT[effect]}", node.at)
+            self.signal_nodes.append((sig, node, effect))
             return None
         if name in _ATEXIT and call.args:
             node = self.add(ctx, "atexit_hook", f"atexit.register({_src(call.args[0])})", line)
@@ -904,13 +940,9 @@ class Builder:
             for e in ENDINGS:
                 node.endings[e] = Ending("not_applicable", "a signal handler stays installed until replaced")
             if ending:
-                text = {"ignore": "ignored: the signal is lost and the program goes on",
-                        "default": "default action restored",
-                        "raises": f"{hname} raises: the program unwinds as on Ctrl+C",
-                        "cancels": f"{hname}: cancels the main task (the loop unwinds)",
-                        "other": f"{hname} runs; what it stops is not known to the map"}[disposition]
-                state = {"ignore": "left_running", "default": "killed" if short == "SIGTERM" else "stopped",
-                         "raises": "stopped", "cancels": "stopped", "other": "unknown"}[disposition]
+                text = _EFFECT_TEXT[disposition] if disposition in ("ignore", "default") else \
+                    f"{hname} {_EFFECT_TEXT[disposition]}"
+                state = _EFFECT_STATE.get(disposition) or ("killed" if short == "SIGTERM" else "stopped")
                 node.endings[ending] = Ending(state, text, ctx.mod.rel(call.lineno))
 
     def _handler_effect(self, handler: ast.AST, ctx: _Ctx) -> str:
@@ -1000,8 +1032,9 @@ class Builder:
     # ---------------------------------------------------------------- endings
     def _process_endings(self, root: Node) -> None:
         """The process's own endings, then the SIGTERM/SIGINT dispositions every node inherits."""
-        term = [(n, d) for s, n, d in self.signal_nodes if s == "SIGTERM"]
-        intr = [(n, d) for s, n, d in self.signal_nodes if s == "SIGINT"]
+        own = [(s, n, d) for s, n, d in self.signal_nodes if n.details.get("runs_in") not in ("ray_worker", "child")]
+        term = [(n, d) for s, n, d in own if s == "SIGTERM"]
+        intr = [(n, d) for s, n, d in own if s == "SIGINT"]
         self.sigterm = term[-1] if term else None
         self.sigint = intr[-1] if intr else None
         root.endings["normal"] = Ending("stopped", "returns: atexit hooks run, then the interpreter exits 0")
@@ -1032,7 +1065,10 @@ class Builder:
                               node.at)
             return Ending("unknown", f"the handler {node.details['handler']} cancels a task; what that stops "
                           "outside its loop is not known to the map", node.at)
-        if effect == "default":
+        if effect in ("default", "pg_teardown"):
+            if effect == "pg_teardown" and default_state == "killed":
+                return Ending("killed", f"{node.details['handler']} exits the process: no finally, no atexit hook",
+                              node.at)
             return Ending(default_state, default_text, at)
         return Ending("unknown", f"the handler {node.details['handler']} runs: what it stops is not known to the map",
                       node.at)
@@ -1055,6 +1091,13 @@ class Builder:
         done = Ending("stopped", "asyncio.run's shutdown: cancels the tasks left, awaits them, closes the loop", at)
         node.endings["normal"] = done
         node.endings["exception"] = done
+        if ctx.where == "loop_thread":
+            for e in ENDINGS:
+                node.endings[e] = Ending("stopped", _LOOP_THREAD_STOP if e != "sigterm" else _LOOP_THREAD_TERM)
+            if self.sigterm is not None and self.sigterm[1] not in ("default",):
+                node.endings["sigterm"] = Ending("unknown", "LoopThread's SIGTERM handler is not installed over "
+                                                 f"{self.sigterm[0].details['handler']} ({self.sigterm[0].at})")
+            return
         if ctx.where in ("thread", "daemon_thread"):
             daemon = ctx.where == "daemon_thread"
             text = ("the loop runs in a daemon thread: frozen mid-step at interpreter exit, its tasks never "
@@ -1174,6 +1217,8 @@ class Builder:
         """Ctrl+C for code that runs a cleanup while unwinding (finally, with exits)."""
         if ctx.where == "ray_worker":
             return Ending("unknown", "runs in a Ray worker: Ctrl+C reaches the driver; the worker's ending is Ray's")
+        if ctx.where == "loop_thread":
+            return Ending("stopped", "the loop is cancelled by runtime_guard.LoopThread at exit: " + (ok.by or ""), ok.at)
         if ctx.where in ("thread", "daemon_thread"):
             return Ending("killed" if ctx.where == "daemon_thread" else "left_running",
                           "Ctrl+C reaches the main thread only; this code runs in a thread that goes on"
@@ -1187,6 +1232,9 @@ class Builder:
             return Ending("unknown", "runs in a Ray worker: its ending is the worker's")
         if ctx.where == "child":
             return Ending("unknown", "runs in a child process")
+        if ctx.where == "loop_thread" and ctx.loop is not None:
+            return Ending(ctx.loop.endings["sigterm"].state, "as its loop: " + (ctx.loop.endings["sigterm"].by or ""),
+                          ok.at)
         if ctx.where in ("thread", "daemon_thread"):
             return Ending("killed", "the process dies at once")
         if ctx.loop is not None and ctx.loop.endings["sigterm"].state != "stopped":
@@ -1243,11 +1291,13 @@ class Builder:
                 False: ("left_running", "never joined: the interpreter waits for it at exit, as long as it runs"),
                 None: ("unknown", "whether it is a daemon is not known to the map"),
             }[daemon]
-            if node.details.get("loop_thread"):
-                default = ("unknown", "runtime_guard.LoopThread: stopped by its own stop()/context exit; no call "
-                           "found")
             base = {"normal": default, "exception": default, "ctrl_c": default}
             node.endings["sigterm"] = self._inherited("sigterm", "killed", "the process dies at once")
+            if node.details.get("loop_thread"):
+                base = {e: ("stopped", _LOOP_THREAD_STOP) for e in ("normal", "exception", "ctrl_c")}
+                node.endings["sigterm"] = Ending("stopped", _LOOP_THREAD_TERM) if self.sigterm is None else \
+                    Ending("unknown", "LoopThread's SIGTERM handler is not installed over "
+                           f"{self.sigterm[0].details['handler']} ({self.sigterm[0].at})")
         elif h.kind == "executor":
             default = ("stopped", "never shut down: concurrent.futures' exit hook waits for its running and "
                        "queued jobs")
@@ -1283,6 +1333,9 @@ class Builder:
             node.endings[e] = Ending(state, text)
         found: dict[str, Ending] = {}
         for line, text, endings, at, method, b, call in uses:
+            fname = self.canonical(b.mod if b else h.mod, dotted(call.func)) or ""
+            if fname.startswith("runtime_guard.ray.interruptible_") and "normal" in endings:
+                endings = set(endings) | {"ctrl_c"}  # it cancels and waits on Ctrl+C wherever it is
             if method is not None and b is not None and _def_line(b.cls, method) != getattr(b.fn, "lineno", None):
                 # a stop in another method: on the endings the walk reached that method on
                 reached = self.reached_on.get((b.mod.path, _def_line(b.cls, method)))
@@ -1297,8 +1350,12 @@ class Builder:
                 if e == "sigterm":
                     continue
                 where = f" in {method}()" if method else ""
-                fname = self.canonical(b.mod if b else h.mod, dotted(call.func)) or ""
-                if fname == "ray.kill":
+                if fname in ("runtime_guard.ray.interruptible_get", "runtime_guard.ray.interruptible_wait"):
+                    state, verb = "stopped", "waited for (on Ctrl+C: cancelled, its cleanup waited for) by"
+                elif fname in ("runtime_guard.ray.cancel_and_wait", "runtime_guard.ray.wait_for_cleanup",
+                               "runtime_guard.cancel_and_wait", "runtime_guard.tasks.cancel_and_wait"):
+                    state, verb = "stopped", "cancelled, its cleanup waited for, by"
+                elif fname == "ray.kill":
                     state, verb = "killed", "ended at once (running tasks fail, no atexit handler runs in it) by"
                 elif fname in ("ray.get", "ray.wait") or (isinstance(call.func, ast.Attribute)
                                                           and call.func.attr in ("join", "wait", "communicate")):
@@ -1318,12 +1375,31 @@ class Builder:
                                                                                             "daemon_thread"):
                 node.endings[e] = Ending("left_running", f"{disp[0].details['signal']} is ignored: the program "
                                          "goes on", disp[0].at)
+        if h.kind == "process_group" and self.sigterm is not None and self.sigterm[1] == "pg_teardown":
+            node.endings["sigterm"] = Ending("stopped", f"{self.sigterm[0].details['handler']}'s SIGTERM handler "
+                                             "destroys it", self.sigterm[0].at)
+        if h.kind == "ray_actor":
+            self._worker_cleanup(node)
         # a SIGTERM handler that raises in the main thread: SIGTERM unwinds as Ctrl+C does
         if self.sigterm is not None and self.sigterm[1] == "raises" and node.details.get("runs_in") == "main" \
                 and h.kind in ("thread", "executor", "child_process", "process_group", "ray_actor", "ray_task"):
             like = node.endings["ctrl_c"]
             node.endings["sigterm"] = Ending(like.state, f"{self.sigterm[0].details['handler']} raises "
                                              f"({self.sigterm[0].at}), then as on Ctrl+C: {like.by}", like.at)
+
+    def _worker_cleanup(self, actor: Node) -> None:
+        """``runtime_guard.ray.setup_worker()`` in the actor: SIGTERM cancels the tasks on its loop and
+        waits for their cleanup; what the map could not tell for them on SIGTERM it now can."""
+        hooks = [n for n in actor.walk() if n.kind == "signal_handler" and n.details.get("effect") == "ray_worker_cleanup"]
+        if not hooks:
+            return
+        text = "runtime_guard.ray.setup_worker's SIGTERM handler cancels the actor loop's tasks and waits for their cleanup"
+        if actor.endings["sigterm"].rule is None:
+            actor.endings["sigterm"] = Ending("stopped", text, hooks[0].at)
+        for n in actor.walk():
+            if n is not actor and n.kind != "signal_handler" and n.endings["sigterm"].state == "unknown" \
+                    and n.endings["sigterm"].rule is None:
+                n.endings["sigterm"] = Ending("stopped", text, hooks[0].at)
 
     def _is_stop(self, call: ast.Call, h: _Handle, mod: _Module, b: Optional[_Binding]) -> bool:
         func = call.func
@@ -1339,6 +1415,11 @@ class Builder:
             return any(_is_handle(a, b) or any(_is_handle(e, b) for e in getattr(a, "elts", []))
                        for a in call.args)
         return False
+
+
+_LOOP_THREAD_STOP = ("runtime_guard.LoopThread's exit hook cancels this loop's tasks, gives their cleanup "
+                     "cleanup_timeout s, stops the loop and joins the thread")
+_LOOP_THREAD_TERM = "runtime_guard.LoopThread's SIGTERM handler stops this loop as at exit, then the process dies"
 
 
 def _is_test_file(path: str) -> bool:
