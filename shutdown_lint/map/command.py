@@ -33,6 +33,10 @@ def findings_for(files: list[str], project: str) -> tuple[list, list[str]]:
         except (OSError, SettingsError) as e:
             notes.append(f"{f}: not analysed ({e})")
             continue
+        except Exception as e:  # noqa: BLE001 - a rule's own bug must not lose the map
+            notes.append(f"{f}: not analysed (internal error in the analyzer: {e.__class__.__name__}: {e}); "
+                         "its findings are missing from the map")
+            continue
         if result.error:
             notes.append(result.error)
         out.extend(result.diagnostics)
