@@ -100,7 +100,9 @@ def _kind(filename: str) -> str:
 
 @dataclass
 class StallReport:
-    """One loop stall. ``duration`` is a lower bound, updated until the stall ends."""
+    """One loop stall. ``duration``: from the loop's last heartbeat before the stall to the latest
+    sample while ``ongoing``, then (``measured_end``) to its first heartbeat after the stall or its
+    stop: at most one heartbeat interval (threshold/10) longer than the blocking call itself."""
 
     loop: str
     thread_name: str
@@ -381,7 +383,10 @@ class _Monitor:
         overdue = now - due
         if overdue >= w.threshold:
             w.stall_seq = seq
-            w.stall_t0 = due
+            # The stall began after the last beat, which ran at due - interval: the duration is the
+            # gap between that beat and the first one after the stall (or the loop's stop), at
+            # most one interval longer than the blocking call itself.
+            w.stall_t0 = due - w.interval
             w.stall_locations = {}
             w.stop_grace = 0
             report = self._sample(w, now, update=False)
@@ -440,8 +445,8 @@ class _Monitor:
     def _missed_stall(self, w: _Watched, late: float) -> None:
         report = StallReport(
             loop=w.loop_desc, thread_name=_thread_name(w.thread_id), thread_id=w.thread_id or 0,
-            threshold=w.threshold or 0.0, started_at=time.time() - late, duration=late, ongoing=False,
-            sampled=False, stall_id=next(_stall_ids), measured_end=True,
+            threshold=w.threshold or 0.0, started_at=time.time() - late - w.interval, duration=late + w.interval,
+            ongoing=False, sampled=False, stall_id=next(_stall_ids), measured_end=True,
         )
         _emit(w, report, "stall")
         _finish(w, report)
