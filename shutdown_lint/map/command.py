@@ -17,28 +17,38 @@ def findings_for(files: list[str], project: str) -> tuple[list, list[str]]:
     from ..analyzer import lint_source
     from ..hierarchy import Overrides, Resolver, SettingsError
     from ..index import hooks
+    from ..index import project as index_project
 
     cfg = C.load(None, project)
     catalogue = C.load_catalogue(None, C.code_key())
     ns = argparse.Namespace(select=None, extend_select=None, ignore=None, per_file_ignores=None,
                             target_version=None)
     resolver = Resolver(cfg, Overrides.from_args(ns), catalogue, fixed=False)
+    previous = index_project.current()  # the map in a process that lints too (tests, the language server)
     hooks.start([project], None, None)
+    try:
+        return _lint_files(files, project, resolver, lint_source, SettingsError)
+    finally:
+        index_project.set_current(previous)
+
+
+def _lint_files(files, project, resolver, lint_source, SettingsError) -> tuple[list, list[str]]:
     out, notes = [], []
     for f in files:
+        shown = os.path.relpath(f, project) if f.startswith(project + os.sep) else f
         try:
             settings = resolver.settings(resolver.config_path(f))
             with open(f, "rb") as fh:
                 result = lint_source(fh.read(), f, settings, fix_edits=False)
         except (OSError, SettingsError) as e:
-            notes.append(f"{f}: not analysed ({e})")
+            notes.append(f"{shown}: not analysed ({e})")
             continue
         except Exception as e:  # noqa: BLE001 - a rule's own bug must not lose the map
-            notes.append(f"{f}: not analysed (internal error in the analyzer: {e.__class__.__name__}: {e}); "
+            notes.append(f"{shown}: not analysed (internal error in the analyzer: {e.__class__.__name__}: {e}); "
                          "its findings are missing from the map")
             continue
         if result.error:
-            notes.append(result.error)
+            notes.append(result.error.replace(f, shown, 1))
         out.extend(result.diagnostics)
     return out, notes
 

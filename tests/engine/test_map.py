@@ -260,8 +260,12 @@ def test_tree_output(capsys):
 
 
 def test_entry_forms(capsys, tmp_path):
+    from shutdown_lint.index.project import current
+
+    before = current()
     # a script path: the project is the pyproject.toml folder above it
     data = as_json(capsys, os.path.join(ROLLOUT, "rollout", "server.py"))
+    assert current() is before  # the run's project index is put back (a process that also lints)
     assert data["entry"]["kind"] == "script"
     assert [c["at"] for c in data["root"]["children"]] == ["rollout/server.py:29"]
     assert data["root"]["children"][0]["endings"]["sigterm"]["rule"] == "SHD402"
