@@ -8,6 +8,8 @@ import libcst as cst
 
 from shutdown_lint import candidates as C
 from shutdown_lint.facts import FunctionInfo, Scope, names_in
+from shutdown_lint.facts.classes import is_stub, overrides
+from shutdown_lint.index.classes import overrides as class_overrides
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule, Valid
 from shutdown_lint.traversal import walk
 
@@ -82,7 +84,11 @@ class GatherWithoutTaskGroup(Rule):
     of what it calls do not count there: in public code they mostly concern a session the
     caller passed in), followed two calls deep. The message
     names the file and line (`BaseEnv.rollout` has a `finally` block at
-    `sandbox/env.py:41`); a callee elsewhere that owns nothing is not flagged. The fix is
+    `sandbox/env.py:41`); a callee elsewhere that owns nothing is not flagged. A child that
+    calls an abstract or stub method (`@abstractmethod`, a body of `...`/`pass`/`raise
+    NotImplementedError`) is judged by its overrides: in subclasses of this module and of the
+    modules that import it (`BaseEnv.rollout` is abstract here; its override
+    `DockerEnv.rollout` has `async with Sandbox.create(...)` at `envs/docker.py:7`). The fix is
     in this file, and unsafe (resolution by name).
 
     Not flagged: `return_exceptions=True`; a gather of one explicit child; gathers over pure
@@ -575,6 +581,8 @@ class GatherWithoutTaskGroup(Rule):
         if fn in seen:
             return None
         seen.add(fn)
+        if fn.cls is not None and is_stub(self.facts, fn):
+            return self._owned_by_override(fn, depth, seen)
         words = self._words()
         for kind in _cleanup_blocks(fn.node):
             return f"`{fn.name}` has {kind}"
@@ -598,6 +606,18 @@ class GatherWithoutTaskGroup(Rule):
                             return why
         return None
 
+    def _owned_by_override(self, fn: FunctionInfo, depth: int, seen: set) -> Optional[str]:
+        """A call to an abstract or stub method runs one of its overrides: the reason one of
+        them (in this module, or elsewhere through the project index) owns a resource."""
+        for other in overrides(self.facts, fn):
+            if isinstance(other, FunctionInfo):
+                why = self._owns(other, depth, seen) if other.is_async else None
+            else:
+                why = self._owns_elsewhere(other, depth, seen)
+            if why:
+                return f"`{fn.cls.name}.{fn.name}` is abstract here; its override {why}"  # type: ignore[union-attr]
+        return None
+
     def _owns_elsewhere(self, fn, depth: int, seen: Optional[set] = None) -> Optional[str]:
         """``_owns`` for a function in another module (``project.ProjectFunction``): the reason
         names the file and line, since the reader cannot see it from here."""
@@ -610,6 +630,13 @@ class GatherWithoutTaskGroup(Rule):
         info = fn.info
         if not info["async"]:
             return None  # a plain function's finally runs before it returns: no orphan can skip it
+        if info.get("stub") and fn.cls is not None and self.facts.project is not None:
+            # abstract there: what runs is an override in a module that imports that one
+            for other in class_overrides(self.facts.project, fn.path, fn.cls.name, fn.name):
+                why = self._owns_elsewhere(other, depth, seen)
+                if why:
+                    return f"`{fn.qualname}` is abstract; its override {why}"
+            return None
         if info["finally"]:
             return f"`{fn.qualname}` has a `finally` block at {fn.where(info['finally'][0])}"
         for text, line in info["async_with"]:

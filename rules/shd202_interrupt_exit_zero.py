@@ -7,7 +7,8 @@ import libcst as cst
 
 from shutdown_lint import candidates as C
 from shutdown_lint.facts import DRIVER, RETURN, STATUS_ZERO, TORCH_WORKER
-from shutdown_lint.facts.exit_paths import EXIT_FUNCTIONS
+from shutdown_lint.facts.exit_paths import (EXIT_FUNCTIONS, FALL_THROUGH, _later_code_exits, _loop_between,
+                                            _returns_only_none)
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule
 from shutdown_lint.tree_tier import (DEFS, TRYS, identifiers, is_main_guard, nested_statements, positional_args,
                                      walk_within)
@@ -42,6 +43,13 @@ class InterruptExitZero(Rule):
       instead of raising `KeyboardInterrupt` in it, so a plain `except KeyboardInterrupt:` there
       never runs (measured: status 130), while one that swallows the cancellation and returns
       makes `asyncio.run` return normally (measured: status 0);
+    - the same handler in any function or method (this module or another one of the project)
+      that is the last thing the process does: reached from the `__main__` block, a console
+      script of the project's `pyproject.toml`, `sys.exit(f())` or `asyncio.run(f())` through
+      calls after which nothing exits, raises or returns a value, at any depth (`main()` ->
+      `Trainer(cfg).fit()` -> `self._loop()`, a helper called last in `main()`'s `finally`).
+      Methods are followed through local instances, `self.m()` and base classes in other
+      modules (the project index; the message names the chain);
     - `sys.exit(0)` (or any exit call with status 0, or `raise SystemExit(0)`) in a SIGINT or
       SIGTERM handler installed with `signal.signal` or `loop.add_signal_handler` (a function or
       a lambda) that shuts something down first (a call other than logging). A SIGTERM
@@ -59,7 +67,10 @@ class InterruptExitZero(Rule):
     Not flagged: exits with a non-zero or computed status, exits inside functions or
     lambdas defined in the handler (they do not run there), `except Exception:` handlers
     (they never see `KeyboardInterrupt`), a handler inside a loop that goes on (a REPL), a
-    handler followed by code that exits or raises, `return 1` under `sys.exit(main())`, a
+    handler followed by code that exits or raises, a handler for several types that tests
+    `isinstance(e, ...)` for the others only (its normal way out may be theirs), and, when
+    the handler is found through a chain of calls, one whose body is only `pass` (the idiom that
+    hides a foreground server's traceback) or that also catches an `...Exit` exception, `return 1` under `sys.exit(main())`, a
     `try` that never ends by itself (`while True` with no way out, `serve_forever()`,
     `uvicorn.run()`: Ctrl+C is how a monitor or a server is meant to stop), a
     handler whose `try` raises `KeyboardInterrupt` itself (an idle shutdown) or whose function
@@ -133,10 +144,11 @@ class InterruptExitZero(Rule):
     # the coroutine given to asyncio.run); a SIGINT/SIGTERM handler that exits 0
     _EXITS = C.qualified("sys.exit", "os._exit", "builtins.exit", "builtins.quit", "builtins.SystemExit",
                          "runtime_guard.hard_exit", "runtime_guard.exit.hard_exit")
-    candidate = C.AnyOf(C.All(C.Word("KeyboardInterrupt"), C.AnyOf(_EXITS, C.Word("__main__"))),
-                        C.All(C.Word("SIGINT", "SIGTERM"), _EXITS))
-    # tier 2: an `except KeyboardInterrupt` with an exit in it, or in a module with a `__main__`
-    # block; or a SIGINT/SIGTERM handler installed in a module that exits somewhere
+    # (without an exit or a `__main__` block: the entrypoint may be in another module)
+    candidate = C.AnyOf(C.Word("KeyboardInterrupt"), C.All(C.Word("SIGINT", "SIGTERM"), _EXITS))
+    # tier 2: an `except KeyboardInterrupt` with an exit in it, or one that may return normally
+    # (to the `__main__` block, or from a function another module's entrypoint may call last);
+    # or a SIGINT/SIGTERM handler installed in a module that exits somewhere
     candidate_tree = staticmethod(lambda tree: _may_exit_zero_on_interrupt(tree))
     facts_needed = ("parents", "imports", "functions", "calls", "execution")
     options = {
@@ -612,13 +624,21 @@ class InterruptExitZero(Rule):
         """``except KeyboardInterrupt: log(); cleanup()`` that returns or falls through to the
         end of the process entrypoint: the process exits 0 (exit-path facts)."""
         if not self._catches_interrupt(node) or self._raises_interrupt_itself(node) or self._sigint_handled_in(node) \
-                or self._runs_until_stopped(node):
+                or self._runs_until_stopped(node) or self._dispatches_on_type(node):
             return
         entry = self.facts.normal_return_to_entrypoint(node)
+        coroutine = entry is not None and "asyncio.run" in entry
         if entry is None:
-            return
+            # deeper: the handler's function (or method) is reached from the entrypoint through
+            # calls after which nothing exits or raises, in any module (the project index)
+            fn = self._leaves_function(node) if self._does_something(node) else None
+            chain = self.facts.process_tail(fn) if fn is not None else None
+            if not chain:
+                return
+            entry = chain[0] + " (" + ", ".join(f"the last call of {c}" for c in chain[1:]) + ")"
+            coroutine = fn.is_async
         what = "`except KeyboardInterrupt`"
-        if "asyncio.run" in entry:
+        if coroutine:
             # Python 3.11+: Ctrl+C cancels asyncio.run's main task (the KeyboardInterrupt comes out
             # of asyncio.run, never inside the coroutine); only a handler that also catches the
             # cancellation and returns makes asyncio.run return normally (measured: status 0)
@@ -631,6 +651,62 @@ class InterruptExitZero(Rule):
             "with status 0: schedulers and scripts record the interrupted run as a success",
             fix=self._exit_fix(node),
         )
+
+    def _does_something(self, handler: cst.ExceptHandler) -> bool:
+        """For a handler found through a chain of calls: it does some work (logs, saves, cleans
+        up), and it is not a handler for exits too. Measured on site-packages: a bare ``pass``
+        deep in a library is the idiom that hides the traceback of a foreground server or mount
+        (aiohttp's ``run_app``, fsspec's FUSE ``run``), and ``except (KeyboardInterrupt,
+        SystemExit, ...)`` hands the status to a function that exits (virtualenv)."""
+        body = handler.body
+        stmts = body.body if isinstance(body, cst.IndentedBlock) else [body]
+        smalls: list = []
+        for st in stmts:
+            if isinstance(st, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+                smalls += st.body
+            else:
+                smalls.append(st)  # a compound statement does something
+        if all(isinstance(sm, cst.Pass) or (isinstance(sm, cst.Expr) and isinstance(sm.value, (cst.SimpleString, cst.Ellipsis)))
+               for sm in smalls):
+            return False
+        t = handler.type
+        exprs = [] if t is None else [el.value for el in t.elements] if isinstance(t, cst.Tuple) else [t]
+        return not any(_code(e).rsplit(".", 1)[-1].endswith("Exit") for e in exprs)
+
+    def _dispatches_on_type(self, handler: cst.ExceptHandler) -> bool:
+        """``except (KeyboardInterrupt, JobError) as e:`` whose body tests ``isinstance(e, ...)``
+        for other types only: the way out that returns may be another type's (AReaL's
+        launchers re-raise the interrupt in the ``else`` branch); not judged."""
+        if handler.name is None or not isinstance(handler.name.name, cst.Name):
+            return False
+        bound = handler.name.name.value
+        tested = False
+        for call in self.facts.calls:
+            if not self.facts.is_ancestor(handler.body, call) or self.facts.call_name(call) != "builtins.isinstance":
+                continue
+            if len(call.args) == 2 and isinstance(call.args[0].value, cst.Name) and call.args[0].value.value == bound:
+                if "KeyboardInterrupt" in _code(call.args[1].value) or "BaseException" in _code(call.args[1].value):
+                    return False
+                tested = True
+        return tested
+
+    def _leaves_function(self, handler: cst.ExceptHandler):
+        """The function the handler returns from normally (the conditions of the exit-path
+        facts' ``normal_return_to_entrypoint``: no loop around it that goes on, a ``finally``
+        that only falls through, no later statement that exits, raises or returns)."""
+        fn = self.facts.enclosing_function(handler)
+        tr = self.facts.parent(handler)
+        if fn is None or not isinstance(tr, (cst.Try, cst.TryStar)):
+            return None
+        paths = self.facts.exit_paths(handler)
+        returns_none = RETURN in paths.ways and _returns_only_none(handler.body)
+        if not ((FALL_THROUGH in paths.ways and not _loop_between(self.facts, handler, fn)) or returns_none):
+            return None
+        if tr.finalbody is not None and not self.facts.exit_paths(tr.finalbody).ways <= {FALL_THROUGH}:
+            return None
+        if FALL_THROUGH in paths.ways and not returns_none and _later_code_exits(self.facts, tr, fn):
+            return None
+        return fn
 
     def _shuts_down(self, handler: cst.CSTNode, exit_node: cst.CSTNode) -> bool:
         """The signal handler does some work besides logging before it exits (it "shuts down")."""
@@ -858,6 +934,9 @@ def _may_exit_zero_on_interrupt(tree) -> bool:
        ``__name__ == ...`` block, or in a non-method function reached by name from calls in such
        a block (``_entrypoint_of``: called there, or its coroutine run by ``asyncio.run`` in a
        function that is itself such an entrypoint).
+    4. ``visit_ExceptHandler`` through ``process_tail``: a ``KeyboardInterrupt`` handler that
+       may leave any function or method normally (the index decides, from other modules, whether
+       it is the last thing the process does; a coroutine's handler must catch the cancellation).
     """
     interrupts = [h for h in tree.handlers if h.type is not None and _names_interrupt(tree, h.type)]
     # path 1
@@ -869,8 +948,15 @@ def _may_exit_zero_on_interrupt(tree) -> bool:
     if _signal_handler_exits(tree):
         return True
     # path 3
-    if interrupts and tree.has_main_guard:
-        return _interrupt_at_entrypoint(tree)
+    if interrupts and tree.has_main_guard and _interrupt_at_entrypoint(tree):
+        return True
+    # path 4: ``process_tail`` (the project index) may make any function or method a process
+    # tail, whatever this module holds: a handler that may leave one normally (a coroutine's
+    # must also catch the cancellation)
+    if interrupts:
+        ctx = _Context(tree)
+        return any(_handler_may_return_to_entry(ctx, fn.node.body, needs_cancellation=type(fn.node) is ast.AsyncFunctionDef)
+                   for fn in tree.functions)
     return False
 
 

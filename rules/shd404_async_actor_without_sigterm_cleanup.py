@@ -7,6 +7,8 @@ import libcst as cst
 
 from shutdown_lint import candidates as C
 from shutdown_lint.facts import ClassInfo, FunctionInfo
+from shutdown_lint.facts.execution import _same_module_bases as same_module_bases
+from shutdown_lint.index.project import ProjectClass, display as display_path
 from shutdown_lint.rule import Fix, InsertAfter, InsertBefore, Invalid, Option, Replace, Rule
 from shutdown_lint.traversal import walk
 from shutdown_lint.tree_tier import TRYS
@@ -36,6 +38,13 @@ class AsyncActorWithoutSigtermCleanup(Rule):
     or `loop.add_signal_handler(SIGTERM, ...)`, and no
     `ray.init(runtime_env={"worker_process_setup_hook": "runtime_guard.ray.setup_worker"})`
     in the module.
+
+    Also flagged: an actor class whose async methods are all inherited (a subclass built in a
+    factory function, `class GPUWorker(RolloutWorker): pass; return ray.remote(...)(GPUWorker)`)
+    when a base class of this module, or one in another module of the project (the project
+    index), has an async method with a `finally` or an `async with` and no base calls the setup
+    or installs a signal handler. The fix then goes only into an `__init__` the class has (a
+    new one would skip the base's).
 
     Also flagged: a *threaded* actor, a sync actor declared with `max_concurrency` > 1 (or a
     `max_concurrency` that is not a literal, or `concurrency_groups`) in `@ray.remote(...)`,
@@ -121,10 +130,10 @@ class AsyncActorWithoutSigtermCleanup(Rule):
     name = "async-actor-without-sigterm-cleanup"
     summary = "Async Ray actor holding resources with no SIGTERM handling: its tasks' cleanup never runs"
     triggers = ("remote",)
-    # tier 1: @ray.remote class with async methods, or a threaded actor (max_concurrency)
-    # running asyncio.run
-    candidate = C.All(C.qualified("ray.remote", "ray.actor.remote"),
-                      C.AnyOf(C.Word("async"), C.Word("max_concurrency", "concurrency_groups")))
+    # tier 1: a Ray actor class (with async methods, its own or inherited), or a threaded actor
+    # (max_concurrency) running asyncio.run
+    # (an actor class's async methods may be inherited from a base in another module: no `async` here)
+    candidate = C.qualified("ray.remote", "ray.actor.remote")
     # tier 2: a class that may be a Ray actor (decorated with ray.remote, or handed to a
     # call: ``ray.remote(Cls)``) with an async method, or in a file that sets
     # max_concurrency / concurrency_groups somewhere (a threaded actor)
@@ -544,7 +553,10 @@ class AsyncActorWithoutSigtermCleanup(Rule):
         if cls is not None and self.facts.is_threaded_ray_actor(cls):
             self._check_threaded(node, cls)
             return
-        if cls is None or not self.facts.is_ray_remote_class(cls) or not cls.has_async_methods:
+        if cls is None or not self.facts.is_ray_remote_class(cls):
+            return
+        if not cls.has_async_methods:
+            self._check_inherited(node, cls)
             return
         owner = next((m for m in cls.methods.values() if m.is_async and self._owns_resource(m)), None)
         if owner is None or self._handles_sigterm(cls) or self._module_setup_hook():
@@ -555,6 +567,46 @@ class AsyncActorWithoutSigtermCleanup(Rule):
             "its event loop's tasks are never cancelled, so their cleanup never runs",
             fix=self._fix(cls),
         )
+
+    def _check_inherited(self, node: cst.ClassDef, cls: ClassInfo) -> None:
+        """An actor class whose async methods are all inherited: from a base of this module, or
+        one in another module of the project (the project index, through the class hierarchy).
+        The fix only goes into an ``__init__`` the class has (a new one would skip the base's)."""
+        owner: Optional[str] = None
+        handled = False
+        for base in same_module_bases(self.facts, cls):
+            if self._handles_sigterm(base):
+                handled = True
+            m = next((m for m in base.methods.values() if m.is_async and m.name not in cls.methods
+                      and self._owns_resource(m)), None)
+            if m is not None and owner is None:
+                owner = f"`{base.name}.{m.name}()`"
+        view = self.facts.project
+        if owner is None and view is not None:
+            for base in cls.node.bases:
+                q = self.facts.qualified_name(base.value, node)
+                hit = view.resolve(q) if q else None
+                if not isinstance(hit, ProjectClass):
+                    continue
+                for c in view.index.mro(hit, view.deps):
+                    for name, info in c.info["methods"].items():
+                        if any(call[0].rsplit(".", 1)[-1] in self._setup_words() for call in info["calls"]):
+                            handled = True
+                        if owner is None and info["async"] and name not in cls.methods and (
+                                info["finally"] or info["async_with"]):
+                            owner = f"`{c.name}.{name}()` ({display_path(c.path)}:{info['line']})"
+                view.deps.pop(view.path, None)
+        if owner is None or handled or self._handles_sigterm(cls) or self._module_setup_hook():
+            return
+        self.report(
+            node.name,
+            f"async actor `{cls.name}` holds resources in {owner}, inherited, but does not handle SIGTERM: "
+            "its event loop's tasks are never cancelled, so their cleanup never runs",
+            fix=self._fix(cls) if "__init__" in cls.methods else None,
+        )
+
+    def _setup_words(self) -> set[str]:
+        return {name.rsplit(".", 1)[-1] for name in self.config["setup_calls"]} | {"signal", "add_signal_handler"}
 
     def _check_threaded(self, node: cst.ClassDef, cls: ClassInfo) -> None:
         """A threaded actor (``max_concurrency`` > 1) whose method runs a resource-owning coroutine
@@ -798,12 +850,31 @@ def _may_be_async_actor(tree) -> bool:
         methods = tree.methods.get(id(cls), ())
         if any(m.is_async and _may_own_resource(m.node) for m in methods):
             return True
+        if cls.bases and not any(m.is_async for m in methods) and _made_remote(tree, cls):
+            return True  # its async methods may be inherited (``_check_inherited``: another module too)
         if threaded and any(_may_run_loop(tree, m.node) for m in methods):
             if owning_coroutine is None:
                 owning_coroutine = any(f.is_async and _may_own_resource(f.node) for f in tree.functions)
             if owning_coroutine:
                 return True
     return False
+
+
+def _made_remote(tree, cls) -> bool:
+    """``is_ray_remote_class`` for a class with no async method of its own: decorated with
+    something named ``remote``, or named in the arguments of a call that may be ``ray.remote``
+    / ``ray.remote(...)(Cls)`` (``_ray_remote_call_classes``)."""
+    if any("remote" in tree.words(d.func if isinstance(d, ast.Call) else d) for d in cls.decorator_list):
+        return True
+    for c in tree.all_calls():
+        func = c.func
+        if tree.may_call_any(c, _REMOTE) or (isinstance(func, ast.Call) and tree.may_call_any(func, _REMOTE)):
+            if any(isinstance(a, ast.Name) and a.id == cls.name for a in c.args):
+                return True
+    return False
+
+
+_REMOTE = ("ray.remote", "ray.actor.remote")
 
 
 def _may_own_resource(fn: ast.AST) -> bool:

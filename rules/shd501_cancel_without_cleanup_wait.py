@@ -773,9 +773,10 @@ def _cooperative_cancels(tree, calls):
 
 def _remote_roots(tree) -> set[str]:
     """Names of functions the facts may give ``RAY_REMOTE``: decorated with something that
-    may be ``ray.remote`` (called or not), methods of a class so decorated, and anything
-    named inside the arguments of a call that may be ``ray.remote`` / ``ray.remote(...)(x)``
-    (a function, or a class whose methods then count)."""
+    may be ``ray.remote`` (called or not), functions named inside the arguments of a call that
+    may be ``ray.remote`` / ``ray.remote(...)(x)``, and the methods of every class (a class
+    becomes part of an actor through a subclass made remote here or in another module:
+    ``remote_bases``, the project index)."""
     def remote_decorator(node) -> bool:
         for d in node.decorator_list:
             if "remote" in tree.words(d.func if isinstance(d, ast.Call) else d):
@@ -790,8 +791,8 @@ def _remote_roots(tree) -> set[str]:
                 handed |= T.identifiers(a)
     roots |= {fn.name for fn in tree.functions if fn.name in handed}
     for cls in tree.classes:
-        if cls.name in handed or remote_decorator(cls):
-            roots |= {m.name for m in tree.methods.get(id(cls), ())}
+        # any class: a subclass made an actor elsewhere (the project index) makes its methods remote
+        roots |= {m.name for m in tree.methods.get(id(cls), ())}
     return roots
 
 
@@ -820,8 +821,9 @@ def _may_cancel_then_exit(tree) -> bool:
     - a ``return`` in a handler (``in_handler``) when ``ends_process`` and not in a worker ->
       clause (d): a ``return`` in the function at or after the cancel's line, and the cancel
       lies in a ``finally``/interrupt handler or the function may be driver code.
-    Everything else returns None before ``self.report``. No clause reads other modules: the
-    facts the rule uses (contexts, driver, qualified names) are all of this module.
+    Everything else returns None before ``self.report``. No clause reads other modules; the one
+    fact that does (``RAY_REMOTE`` of a base class's methods, from a subclass made an actor
+    elsewhere) is covered by counting every method as a possible remote root.
     """
     module_cancels = _cooperative_cancels(tree, tree.module_calls)
     if module_cancels:

@@ -86,6 +86,12 @@ class ExecutionQueries:
     def is_ray_remote_class(self, cls: Optional[ClassInfo]) -> bool:
         return cls is not None and cls in self._execution.ray_classes
 
+    def remote_through_subclass(self, cls: Optional[ClassInfo]) -> Optional[str]:
+        """Where ``cls``, not an actor itself, becomes part of one: a subclass made a Ray actor
+        in this module or elsewhere in the project (its methods then run in the actor)."""
+        found = self._execution.remote_bases.get(cls) if cls is not None else None
+        return found[0] if found else None
+
     def is_threaded_ray_actor(self, cls: Optional[ClassInfo]) -> bool:
         """A sync Ray actor whose methods run on a thread pool: declared (decorator,
         ``ray.remote(...)(Cls)`` or ``Cls.options(...)``) with ``max_concurrency`` > 1 (or not a
@@ -102,6 +108,22 @@ class ExecutionQueries:
                 args = [a for a in call.args if a.keyword is None]
                 out.append((call, self.coroutine_target(args[0].value, call) if args else None))
         return out
+
+    def process_tail(self, fn: Optional[FunctionInfo]) -> Optional[list[str]]:
+        """When ``fn`` (a top-level function or a method of a top-level class) can be the last
+        thing the process does - its normal return ends the process with status 0 - the chain
+        that makes it so, callee first (``["`Trainer.fit()`", "`main()`", "the `__main__` block
+        of train.py"]``): reached from the ``__main__`` block or a console script through calls
+        after which nothing exits, raises or returns a value, at any depth, across modules
+        (``index/tails.py``). None without a project index (a snippet, stdin)."""
+        view = getattr(self, "project", None)
+        if view is None or fn is None or fn.scope is not None:
+            return None
+        if fn.cls is not None and (fn.cls.scope is not None or fn.cls.outer_class is not None):
+            return None
+        from ..index.tails import process_tail
+
+        return process_tail(view, self.path, fn.qualname)  # type: ignore[attr-defined]
 
     def only_main_task(self, fn: FunctionInfo) -> bool:
         """True when the module only ever runs coroutine ``fn`` as the main coroutine of
@@ -144,6 +166,7 @@ class _Execution:
         self.ray_classes |= _ray_remote_call_classes(f)  # ``ray.remote(Cls)`` / ``ray.remote(**kw)(Cls)``
         self.threaded_classes = {c for c in _threaded_actor_classes(f) if c in self.ray_classes
                                  and not c.has_async_methods}
+        self._inherit_remote()
         for fn in f.functions:
             if any(d in ("ray.remote", "ray.actor.remote") for d in fn.decorators):
                 self.add(fn, RAY_REMOTE)
@@ -153,6 +176,11 @@ class _Execution:
                     self.add(fn, RAY_ASYNC_ACTOR)
                 elif fn.cls in self.threaded_classes:
                     self.add(fn, RAY_THREADED_ACTOR)
+            elif fn.cls is not None and fn.cls in self.remote_bases:
+                # a base of an actor class: its methods run in the actor's worker too
+                self.add(fn, RAY_REMOTE)
+                if self.remote_bases[fn.cls][1]:
+                    self.add(fn, RAY_ASYNC_ACTOR)
 
         entry_calls: list[tuple[cst.Call, FunctionInfo]] = []  # (asyncio.run call, coroutine fn)
         torch_roots: set[FunctionInfo] = set()
@@ -278,6 +306,46 @@ class _Execution:
                     self.main_task_only.add(fn)
                     changed = True
 
+    def _inherit_remote(self) -> None:
+        """Classes that are not actors themselves but a base of one: ``remote_bases[cls] =
+        (where, the actor has async methods)``. Same module: the bases (named directly) of an
+        actor class. Across modules (the project index, ``index/classes.py``): a subclass made
+        an actor anywhere in this module or the modules importing it, also one built in a
+        factory function (``class Sub(Base): ...; ray.remote(Sub)``); only for classes whose
+        methods make a Ray call or an exit (what the rules judge by where it runs), in a module
+        whose text names ``ray``."""
+        f = self.facts
+        self.remote_bases: dict[ClassInfo, tuple[str, bool]] = {}
+        for actor in self.ray_classes:
+            chain = [actor]
+            todo = [actor]
+            while todo:
+                c = todo.pop()
+                for b in _same_module_bases(f, c):
+                    if b not in chain:
+                        chain.append(b)
+                        todo.append(b)
+            is_async = any(c.has_async_methods for c in chain)
+            for b in chain[1:]:
+                if b not in self.ray_classes and b not in self.remote_bases:
+                    self.remote_bases[b] = (f"`{actor.name}` is a Ray actor", is_async)
+        view = getattr(f, "project", None)
+        if view is None:
+            return
+        # only classes whose methods make a call the rules judge by where it runs (a Ray call, an
+        # exit): the search reads the modules that import this one
+        candidates = [c for c in f.classes if c.scope is None and c.outer_class is None
+                      and c not in self.ray_classes and c not in self.remote_bases
+                      and any(f.call_name(call) in _WHERE_IT_RUNS_MATTERS for m in c.methods.values() for call in m.calls)]
+        if not candidates or not view.index.text_has(view.path, ("ray",)):
+            return
+        from ..index.classes import made_remote
+
+        for c in candidates:
+            found = made_remote(view, f.path, c.name)
+            if found is not None:
+                self.remote_bases[c] = found
+
     def _closure(self, roots: Iterable[FunctionInfo], stop=None) -> set[FunctionInfo]:
         return reachable(
             roots,
@@ -297,6 +365,22 @@ def reachable(roots: Iterable[FunctionInfo], step) -> set[FunctionInfo]:
         seen.add(fn)
         todo.extend(x for x in step(fn) if x not in seen)
     return seen
+
+
+#: calls whose judgement depends on running in a Ray worker (SHD403, SHD501, SHD201)
+_WHERE_IT_RUNS_MATTERS = frozenset({"ray.get", "ray.wait", "ray.cancel", "sys.exit", "builtins.exit", "builtins.quit",
+                                    "os._exit", "ray.init"})
+
+
+def _same_module_bases(f: ModuleFacts, cls: ClassInfo) -> list[ClassInfo]:
+    """The classes of this module that ``cls`` names as its bases."""
+    out = []
+    for base in cls.node.bases:
+        if isinstance(base.value, cst.Name):
+            b = f.lookup(base.value.value, cls.scope)
+            if b is not None and b.kind == "class":
+                out.append(b.target)  # type: ignore[arg-type]
+    return out
 
 
 def _coroutine_exprs(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:

@@ -20,13 +20,14 @@ round-trip to source text.
 from __future__ import annotations
 
 import ast
+import bisect
 import hashlib
 import json
 import warnings
 from typing import Any, Optional
 
 #: Bump when the shape of a summary changes (cached summaries of other versions are ignored).
-SUMMARY_VERSION = 2
+SUMMARY_VERSION = 3
 
 #: Flag bits of a recorded call.
 IN_CLEANUP = 1  # in a ``finally`` or ``except`` block of the same function
@@ -39,7 +40,11 @@ _REGISTRARS = ("atexit.register", "signal.signal", "loop.add_signal_handler", "a
 
 
 def summarize(source: bytes, path: str = "<string>") -> Optional[dict]:
-    """The summary of one module's source, or None when it does not parse."""
+    """The summary of one module's source, or None when it does not parse. For a
+    ``pyproject.toml``: its console scripts (``{"scripts": {name: "pkg.mod:func"}}``), so that
+    a result that depends on them is re-linted when they change (``store.stale``)."""
+    if path.endswith("pyproject.toml"):
+        return _scripts(source)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -47,7 +52,12 @@ def summarize(source: bytes, path: str = "<string>") -> Optional[dict]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     try:
-        return _ModuleSummarizer().run(tree)
+        out = _ModuleSummarizer().run(tree)
+        if b"remote" in source:  # two more walks of the tree: only where ray.remote can be spelled
+            remote = _remote_targets(tree)
+            if remote:
+                out["remote"] = remote
+        return out
     except RecursionError:
         return None
 
@@ -76,6 +86,14 @@ class _ModuleSummarizer:
                                "functions": {}, "classes": {}, "registered": []}
         for stmt in tree.body:
             self._top(stmt, out)
+        # the calls the ``__main__`` block ends the process with (``tails.py``); what
+        # ``ray.remote(X)`` makes an actor anywhere in the module is added by ``summarize``
+        main_tail: list[str] = []
+        for stmt in tree.body:
+            if isinstance(stmt, ast.If) and _is_main_guard(stmt.test):
+                main_tail += _tail_calls(stmt.body)
+        if main_tail:
+            out["main_tail"] = main_tail
         return out
 
     def _top(self, stmt: ast.stmt, out: dict) -> None:
@@ -201,6 +219,11 @@ def _function(node: ast.FunctionDef | ast.AsyncFunctionDef) -> dict:
     }
     if w.self_attrs:
         out["self_attrs"] = w.self_attrs
+    tail = _tail_calls(node.body, node, sorted(w.bad_lines))
+    if tail:
+        out["tail"] = tail
+    if _is_stub(node):
+        out["stub"] = True
     return out
 
 
@@ -250,6 +273,8 @@ class _FunctionWalker(ast.NodeVisitor):
         self._cleanup_depth = 0
         self._finally_depth = 0
         self._awaited: set[int] = set()
+        #: lines of a ``raise``, an exit call or a ``return <value>`` (``_tail_calls``)
+        self.bad_lines: list[int] = []
 
     def visit_FunctionDef(self, node: ast.AST) -> None:
         return None
@@ -288,6 +313,12 @@ class _FunctionWalker(ast.NodeVisitor):
     def visit_Raise(self, node: ast.Raise) -> None:
         if self._finally_depth and self.finally_raises is None:
             self.finally_raises = node.lineno
+        self.bad_lines.append(node.lineno)
+        self.generic_visit(node)
+
+    def visit_Return(self, node: ast.Return) -> None:
+        if node.value is not None and not (isinstance(node.value, ast.Constant) and node.value.value is None):
+            self.bad_lines.append(node.lineno)
         self.generic_visit(node)
 
     def visit_AsyncWith(self, node: ast.AsyncWith) -> None:
@@ -326,6 +357,8 @@ class _FunctionWalker(ast.NodeVisitor):
                 self.spawns = True
             if name in _EXIT_CALLS:
                 self.exits = True
+            if name in _EXITS_BY_NAME:
+                self.bad_lines.append(node.lineno)
         self.generic_visit(node)
 
 
@@ -372,3 +405,227 @@ def _raises(body: list[ast.stmt]) -> bool:
             if isinstance(node, ast.Raise):
                 return True
     return False
+
+
+# ---------------------------------------------------------------------- tails and stubs
+_EXITS_BY_NAME = frozenset({"sys.exit", "os._exit", "exit", "quit", "os.abort"})
+
+
+def _is_main_guard(test: ast.AST) -> bool:
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    return any(isinstance(x, ast.Name) and x.id == "__name__" for x in sides) and any(
+        isinstance(x, ast.Constant) and x.value == "__main__" for x in sides)
+
+
+def _local_types(node: ast.AST) -> dict[str, str]:
+    """``x = Cls(...)`` in a function body (not nested defs): ``x -> Cls`` when every plain
+    assignment of ``x`` there names the same class (by convention: a capitalised callee)."""
+    seen: dict[str, Optional[str]] = {}
+    todo = list(getattr(node, "body", []))
+    while todo:
+        st = todo.pop()
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
+            targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+            typ = _value_type(st.value)
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    ok = typ is not None and not typ.endswith("()")
+                    seen[t.id] = typ if ok and seen.get(t.id, typ) == typ else None
+        elif isinstance(st, (ast.With, ast.AsyncWith)):
+            for item in st.items:
+                if isinstance(item.optional_vars, ast.Name):
+                    seen[item.optional_vars.id] = None
+        todo.extend(c for c in ast.iter_child_nodes(st) if isinstance(c, ast.stmt))
+    return {k: v for k, v in seen.items() if v}
+
+
+def _callee_written(call: ast.Call, local: dict[str, str]) -> Optional[str]:
+    """The callee as written, with a local instance's name replaced by its class
+    (``trainer.fit`` -> ``Trainer.fit``; ``Trainer(cfg).fit`` -> ``Trainer.fit``)."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
+        inner = _value_type(func.value)
+        if inner and not inner.endswith("()"):
+            return f"{inner}.{func.attr}"
+        return None
+    name = dotted(func)
+    if name is None:
+        return None
+    first, _, rest = name.partition(".")
+    if rest and first in local:
+        return f"{local[first]}.{rest}"
+    return name
+
+
+def _tail_call(st: ast.stmt) -> Optional[ast.Call]:
+    """What the statement calls when it is a call whose return leaves nothing to do: ``f()``,
+    ``await f()``, ``asyncio.run(f())``, ``sys.exit(f())`` (``sys.exit(asyncio.run(f()))``)."""
+    if not isinstance(st, ast.Expr):
+        return None
+    value = st.value
+    if isinstance(value, ast.Await):
+        value = value.value
+    if not isinstance(value, ast.Call):
+        return None
+    for _ in range(2):
+        name = dotted(value.func) or ""
+        if name in ("sys.exit", "asyncio.run", "anyio.run", "trio.run", "uvloop.run") and len(value.args) == 1 \
+                and not value.keywords and isinstance(value.args[0], ast.Call):
+            value = value.args[0]
+            continue
+        break
+    if (dotted(value.func) or "") in _EXITS_BY_NAME:
+        return None
+    return value
+
+
+def _ends_badly(stmts: list[ast.stmt]) -> bool:
+    """Some statement raises, exits or returns a value (the status under ``sys.exit(f())``)."""
+    for st in stmts:
+        for node in ast.walk(st):
+            if isinstance(node, ast.Raise):
+                return True
+            if isinstance(node, ast.Return) and node.value is not None and not (
+                    isinstance(node.value, ast.Constant) and node.value.value is None):
+                return True
+            if isinstance(node, ast.Call) and (dotted(node.func) or "") in _EXITS_BY_NAME:
+                return True
+    return False
+
+
+def _tail_calls(body: list[ast.stmt], node: Optional[ast.AST] = None, bad_lines: Optional[list[int]] = None
+                ) -> list[str]:
+    """The calls of ``body`` after whose normal return the body ends with nothing that raises,
+    exits or returns a value: a call statement, not in a loop, followed (in its block and the
+    blocks around it: an ``else``/``finally`` of its ``try`` included) by such code only.
+    Walked from the end: once later code is known to raise or exit, nothing earlier is read.
+    ``bad_lines`` (sorted; from the function's walk): where it raises, exits or returns a value;
+    without them (the ``__main__`` block) each statement is walked."""
+    out: list[ast.Call] = []
+
+    def ends_badly(stmts: list[ast.stmt]) -> bool:
+        if bad_lines is None:
+            return _ends_badly(stmts)
+        for st in stmts:
+            i = bisect.bisect_left(bad_lines, st.lineno)
+            if i < len(bad_lines) and bad_lines[i] <= (st.end_lineno or st.lineno):
+                return True
+        return False
+
+    def block(stmts: list[ast.stmt], bad: bool) -> None:
+        for st in reversed(stmts):
+            if bad:
+                return
+            if isinstance(st, ast.If):
+                block(st.body, bad)
+                block(st.orelse, bad)
+            elif isinstance(st, (ast.With, ast.AsyncWith)):
+                block(st.body, bad)
+            elif isinstance(st, TRYS):
+                tail_bad = ends_badly(st.finalbody)
+                if not tail_bad:
+                    block(st.orelse, False)
+                    for h in st.handlers:
+                        block(h.body, False)
+                    block(st.body, ends_badly(st.orelse))
+                block(st.finalbody, False)
+            elif not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                     ast.For, ast.AsyncFor, ast.While)):
+                call = _tail_call(st)
+                if call is not None:
+                    out.append(call)
+            bad = ends_badly([st])
+
+    block(body, False)
+    if not out:
+        return []
+    local = _local_types(node) if node is not None and any(
+        isinstance(c.func, ast.Attribute) for c in out) else {}
+    names: list[str] = []
+    for call in reversed(out):
+        name = _callee_written(call, local)
+        if name and name not in names:
+            names.append(name)
+    return names
+
+
+TRYS = (ast.Try,) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+
+
+def _is_stub(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """An abstract method or a stub: ``@abstractmethod``, or a body of only a docstring,
+    ``pass``, ``...`` and ``raise NotImplementedError``."""
+    for d in node.decorator_list:
+        if (dotted(d) or "").rsplit(".", 1)[-1] in ("abstractmethod", "abstractproperty"):
+            return True
+    for st in node.body:
+        if isinstance(st, ast.Pass):
+            continue
+        if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant) and (
+                isinstance(st.value.value, str) or st.value.value is Ellipsis):
+            continue
+        if isinstance(st, ast.Raise) and st.exc is not None and (
+                dotted(st.exc.func if isinstance(st.exc, ast.Call) else st.exc) or "") == "NotImplementedError":
+            continue
+        return False
+    return True
+
+
+def _remote_targets(tree: ast.Module) -> list[str]:
+    """``callee:name`` for each name handed to ``ray.remote(X)`` / ``ray.remote(**options)(X)``
+    anywhere in the module (as written; the reader checks through the imports that the callee is
+    Ray's). A class defined inside a function (a factory: ``class Sub(Base): ...; return
+    ray.remote(Sub)``, or decorated there) is recorded by its bases: what it makes remote that
+    another module can name."""
+    local: dict[str, list[str]] = {}
+    top = {id(st) for st in tree.body}
+    handed: list[tuple[str, str]] = []
+    for node in ast.walk(tree):
+        if type(node) is ast.ClassDef and id(node) not in top:
+            local.setdefault(node.name, []).extend(b for b in (dotted(x) for x in node.bases) if b)
+            for d in node.decorator_list:
+                callee = dotted(d.func if isinstance(d, ast.Call) else d) or ""
+                if callee.rsplit(".", 1)[-1] == "remote":
+                    handed.append((callee, node.name))
+        elif type(node) is ast.Call and len(node.args) == 1 and not node.keywords:
+            func = node.func
+            callee = dotted(func.func) if isinstance(func, ast.Call) else dotted(func)
+            if callee and callee.rsplit(".", 1)[-1] == "remote":
+                target = dotted(node.args[0])
+                if target:
+                    handed.append((callee, target))
+    out: list[str] = []
+    for callee, target in handed:
+        for t in local.get(target, [target]) if "." not in target else [target]:
+            if f"{callee}:{t}" not in out:
+                out.append(f"{callee}:{t}")
+    return out
+
+
+def _scripts(source: bytes) -> Optional[dict]:
+    """``[project.scripts]``, ``[project.gui-scripts]`` and ``[tool.poetry.scripts]`` targets."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        try:
+            import tomli as tomllib  # type: ignore[no-redef]
+        except ImportError:
+            return None
+    try:
+        data = tomllib.loads(source.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    found: dict[str, str] = {}
+    project = data.get("project") if isinstance(data.get("project"), dict) else {}
+    tool = data.get("tool") if isinstance(data.get("tool"), dict) else {}
+    poetry = tool.get("poetry") if isinstance(tool.get("poetry"), dict) else {}
+    for table in (project.get("scripts"), project.get("gui-scripts"), poetry.get("scripts")):
+        if isinstance(table, dict):
+            for name, target in table.items():
+                if isinstance(target, str) and ":" in target:
+                    found[str(name)] = target.split("[", 1)[0].strip()
+    return {"scripts": found}

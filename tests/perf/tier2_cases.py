@@ -182,11 +182,12 @@ CASES["SHD202"] = [
     ("import sys\ntry:\n    work()\nexcept KeyboardInterrupt:\n    sys.exit(0)\n", True),
     ("import sys\ntry:\n    work()\nexcept (ValueError, KeyboardInterrupt):\n    raise SystemExit\n", True),
     ("from os import _exit as bye\ntry:\n    work()\nexcept KeyboardInterrupt:\n    bye(0)\n", True),
-    ("def main():\n    try:\n        work()\n    except KeyboardInterrupt:\n        cleanup()\n", False),
+    # CHANGED (was False): another module's entrypoint may call main() last (process_tail, the project index)
+    ("def main():\n    try:\n        work()\n    except KeyboardInterrupt:\n        cleanup()\n", True),
     ("def main():\n    try:\n        work()\n    except KeyboardInterrupt:\n        cleanup()\n\n"
      "if __name__ == '__main__':\n    main()\n", True),
     ("import sys\ndef main():\n    try:\n        work()\n    except KeyboardInterrupt:\n        cleanup()\n"
-     "def other():\n    sys.exit(0)\n", False),
+     "def other():\n    sys.exit(0)\n", True),  # CHANGED (was False): as above
     ("import signal, sys\ndef on_int(s, f):\n    stop()\n    sys.exit(0)\nsignal.signal(signal.SIGINT, on_int)\n", True),
     ("import signal, sys\nsignal.signal(signal.SIGTERM, lambda s, f: sys.exit(0))\n", False),  # CHANGED (was True): only exits
     ("import signal, sys\ndef on_usr(s, f):\n    sys.exit(0)\nsignal.signal(signal.SIGUSR1, on_usr)\n", False),
@@ -207,7 +208,7 @@ CASES["SHD202"] = [
     ("import signal, sys\nsignal.signal(signal.SIGINT, lambda s, f, _=sys.exit(0): stop())\n", True),  # a lambda's default
     # entrypoints: the handler's function must be called from __main__ or run by asyncio.run from there
     ("def run_app():\n    try:\n        work()\n    except KeyboardInterrupt:\n        pass\n"
-     "def main():\n    run_app()\nif __name__ == '__main__':\n    main()\n", False),
+     "def main():\n    run_app()\nif __name__ == '__main__':\n    main()\n", True),  # CHANGED: a chain (process_tail)
     ("import asyncio\nasync def amain():\n    try:\n        await work()\n    except KeyboardInterrupt:\n        return\n"
      "def main():\n    asyncio.run(amain())\nif __name__ == '__main__':\n    main()\n", False),
     ("import asyncio\nasync def amain():\n    try:\n        await work()\n    except (KeyboardInterrupt, asyncio.CancelledError):\n"
