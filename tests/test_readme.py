@@ -47,6 +47,18 @@ def test_every_rule_has_a_behaviour_test():
         assert any(n.startswith(prefix) for n in names), f"{rule.code} has no behaviour test in tests/behaviour/"
 
 
+def test_example_output_shown_is_what_command_1_prints():
+    """The README's and docs/cli.md's copies of command 1's last lines are what it prints today."""
+    import subprocess
+
+    run = subprocess.run([sys.executable, "-m", "shutdown_lint", "--no-cache", "--output-format", "concise",
+                          "examples/rollout_project"], cwd=ROOT, capture_output=True, text=True, timeout=240)
+    hint, summary = run.stdout.strip().splitlines()[-2:]
+    for doc in (README, ROOT / "docs" / "cli.md"):
+        text = doc.read_text()
+        assert f"{hint}\n{summary}\n" in text, f"{doc.name}: refresh the example's last lines: {hint!r} {summary!r}"
+
+
 if __name__ == "__main__":
     text = README.read_text()
     head, rest = text.split(START, 1)
