@@ -23,9 +23,14 @@ def _modules(view: ProjectView, path: str, *words: str) -> list[str]:
     of ``words`` (what a match must spell: the class's name, since a subclass or ``ray.remote(X)``
     names it; a summary costs an ``ast`` parse, a text search a read. A subclass of a subclass
     defined in a third module, which names only its direct base, is not followed). The importers
-    are searched once per module and run."""
+    are searched once per module and run; at most ``_MAX_IMPORTERS`` of them are read."""
     path = os.path.abspath(path)
-    return [path, *(m for m in importers(view, path) if all(view.index.text_has(m, (w,)) for w in words))]
+    near = [m for m in importers(view, path) if all(view.index.text_has(m, (w,)) for w in words)]
+    return [path, *near[:_MAX_IMPORTERS]]
+
+
+#: importers read per search, nearest first (a hub module's importers are hundreds)
+_MAX_IMPORTERS = 48
 
 
 def importers(view: ProjectView, path: str) -> list[str]:
@@ -94,7 +99,7 @@ def made_remote(view: ProjectView, path: str, name: str) -> Optional[tuple[str, 
     function - (where, whether the actor has async methods); else None."""
     target = (os.path.abspath(path), name)
     try:
-        for m in _modules(view, path, name, "remote"):
+        for m in _modules(view, path, name, "remote", "ray"):
             s = view.summary_of(m)
             if not s:
                 continue
