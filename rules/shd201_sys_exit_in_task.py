@@ -80,6 +80,14 @@ class SysExitInTask(Rule):
     the main coroutine's `finally`); `hard_exit` skips that unwinding (measured in
     tests/behaviour/test_shd201_sys_exit.py).
 
+    No fix when the exit sits in a `try` that has a `finally` (in its body, a handler or its
+    `else`), or in a `with`/`async with` block, of the exit's own function: `SystemExit` runs
+    that `finally` or the context manager's exit on its way out of the function in every
+    context (task, thread, executor job), and `hard_exit` would end the process before it,
+    e.g. a decorator whose `finally` destroys the process group after `sys.exit(1)`. Move the
+    cleanup before the exit, or call `hard_exit` after the `try`/`with` yourself. An exit in
+    the `finally` itself is fixed (measured in tests/behaviour/test_shd201_sys_exit.py).
+
     ## References
     - SkyRL #1691: process hang when vLLM engine dies during async generation
     - Python docs: `sys.exit`, `os._exit`, `threading.excepthook`
@@ -246,6 +254,72 @@ class SysExitInTask(Rule):
             """,
             count=1,
         ),
+        # in a `try` with a `finally` of the same function (prime-rl's clean_exit: the finally
+        # tears the process group down): SystemExit runs it, hard_exit would not: no fix
+        Invalid(
+            """
+            import functools
+            import sys
+
+            def clean_exit(func):
+                @functools.wraps(func)
+                async def wrapper(*args, **kwargs):
+                    try:
+                        return await func(*args, **kwargs)
+                    except Exception:
+                        sys.exit(1)
+                    finally:
+                        teardown()
+                return wrapper
+            """,
+            fixed=None,
+        ),
+        # in a `with` / `async with` block: SystemExit runs `__exit__`/`__aexit__`: no fix
+        Invalid(
+            """
+            import threading
+
+            def pump(lock):
+                with lock:
+                    raise SystemExit(2)
+
+            threading.Thread(target=pump, args=(threading.Lock(),)).start()
+            """,
+            fixed=None,
+        ),
+        Invalid(
+            """
+            import sys
+
+            async def serve(pool):
+                async with pool.connection() as conn:
+                    if not await conn.ping():
+                        sys.exit(3)
+            """,
+            fixed=None,
+        ),
+        # in the `finally` itself, with no cleanup around it: nothing of the function is skipped
+        Invalid(
+            """
+            import sys
+
+            async def run(job):
+                try:
+                    await job()
+                finally:
+                    sys.exit(1)
+            """,
+            fixed="""
+            import sys
+            import runtime_guard
+
+            async def run(job):
+                try:
+                    await job()
+                finally:
+                    runtime_guard.hard_exit(1)
+            """,
+        ),
     ]
 
     # ------------------------------------------------------------------ visitors
@@ -255,7 +329,7 @@ class SysExitInTask(Rule):
         reason = self._reason(node)
         if reason is None:
             return
-        fix = self._fix_of(node)(
+        fix = None if self._unwinds_own_cleanup(node) else self._fix_of(node)(
             Replace(node, guard_call("hard_exit", _exit_args(node.args))),
             _imp(),
             message="Replace with `runtime_guard.hard_exit()`",
@@ -275,7 +349,7 @@ class SysExitInTask(Rule):
         args = _exit_args(exc.args if isinstance(exc, cst.Call) else [])
         fix = None
         parent = self.facts.parent(node)
-        if isinstance(parent, cst.SimpleStatementLine):
+        if isinstance(parent, cst.SimpleStatementLine) and not self._unwinds_own_cleanup(node):
             fix = self._fix_of(node)(
                 Replace(node, cst.Expr(guard_call("hard_exit", args))),
                 _imp(),
@@ -284,6 +358,24 @@ class SysExitInTask(Rule):
         self.report(node, f"`raise SystemExit` {reason}", fix=fix)
 
     # ------------------------------------------------------------------ context
+    def _unwinds_own_cleanup(self, node: cst.CSTNode) -> bool:
+        """The exit sits in the body, a handler or the ``else`` of a ``try`` with a ``finally``,
+        or in a ``with``/``async with`` block, of its own function: ``SystemExit`` runs that
+        ``finally`` or ``__exit__`` on its way out of the function (in a task, a thread or an
+        executor job alike), and ``hard_exit`` would end the process before it."""
+        fn = self.facts.enclosing_function(node)
+        stop = fn.node if fn is not None else None
+        child = node
+        for anc in self.facts.ancestors(node):
+            if anc is stop or isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return False
+            if isinstance(anc, (cst.Try, cst.TryStar)) and anc.finalbody is not None and child is not anc.finalbody:
+                return True
+            if isinstance(anc, cst.With):
+                return True
+            child = anc
+        return False
+
     def _fix_of(self, node: cst.CSTNode):
         """``Fix.safe`` where the exit can never end the process as written (a thread target, a
         coroutine whose loop runs in another thread): every run that reaches it is the hazard's

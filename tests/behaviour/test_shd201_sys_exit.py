@@ -267,3 +267,93 @@ def test_executor_job_awaited_on_the_main_thread_is_why_the_label_is_unsafe(tmp_
     fixed = tmp_path / "executor_fixed.py"
     fixed.write_text(_fixed(EXECUTOR_AWAITED, status=2))
     assert _run(fixed, wait=20) == (False, 2, "")
+
+
+# fix audit N3 (prime-rl clean_exit.async_wrapper): the exit sits in a `try` whose `finally` is
+# the process-group teardown. SystemExit runs that finally; hard_exit would end the process first.
+OWN_FINALLY = textwrap.dedent(
+    '''
+    import asyncio
+    import functools
+    import sys
+
+
+    def clean_exit(func):
+        @functools.wraps(func)
+        async def async_wrapper(*args, **kwargs):
+            try:
+                return await func(*args, **kwargs)
+            except Exception:
+                print("fatal error, exiting 1", flush=True)
+                sys.exit(1)
+            finally:
+                print("teardown ran", flush=True)
+
+        return async_wrapper
+
+
+    @clean_exit
+    async def main():
+        print("WAITING", flush=True)
+        await asyncio.sleep(0.01)
+        raise RuntimeError("step failed")
+
+
+    if __name__ == "__main__":
+        asyncio.run(main())
+    '''
+).lstrip()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("shape", ["try-finally", "with", "async-with"])
+def test_no_fix_where_hard_exit_would_skip_the_functions_own_cleanup(tmp_path, shape):
+    """The fixer leaves the exit alone, so the teardown still runs; the old fix (the same
+    replacement by hand) skipped it."""
+    program = OWN_FINALLY
+    if shape != "try-finally":
+        cm = textwrap.dedent(
+            '''
+            import contextlib
+
+
+            @contextlib.contextmanager
+            def teardown():
+                try:
+                    yield
+                finally:
+                    print("teardown ran", flush=True)
+
+
+            @contextlib.asynccontextmanager
+            async def ateardown():
+                with teardown():
+                    yield
+
+            ''')
+        block = "with teardown():" if shape == "with" else "async with ateardown():"
+        old_body = ("        try:\n            return await func(*args, **kwargs)\n"
+                    "        except Exception:\n            print(\"fatal error, exiting 1\", flush=True)\n"
+                    "            sys.exit(1)\n        finally:\n            print(\"teardown ran\", flush=True)\n")
+        assert old_body in program
+        program = program.replace("import sys\n", "import sys\n" + cm).replace(
+            old_body,
+            f"        {block}\n            try:\n                return await func(*args, **kwargs)\n"
+            "            except Exception:\n                print(\"fatal error, exiting 1\", flush=True)\n"
+            "                sys.exit(1)\n")
+        assert f"        {block}\n" in program and "finally:\n            print" not in program
+    fixed = fix_source(program.encode(), "prog.py", SETTINGS, unsafe=True).source.decode()
+    original = tmp_path / "original.py"
+    original.write_text(program)
+    assert _run(original, wait=20) == (False, 1, "fatal error, exiting 1\nteardown ran\n")
+    after = tmp_path / "after.py"
+    after.write_text(fixed)
+    assert _run(after, wait=20) == (False, 1, "fatal error, exiting 1\nteardown ran\n")
+    (found,) = lint_source(program.encode(), "prog.py", SETTINGS).diagnostics
+    assert found.code == "SHD201" and found.fix is None, found  # flagged, no fix offered
+    assert fixed == program
+    # what the fix used to write: the process ends before the teardown
+    old_fix = tmp_path / "old_fix.py"
+    old_fix.write_text(program.replace("import sys\n", "import sys\nimport runtime_guard\n", 1)
+                       .replace("sys.exit(1)", "runtime_guard.hard_exit(1)"))
+    assert _run(old_fix, wait=20) == (False, 1, "fatal error, exiting 1\n")
