@@ -342,12 +342,14 @@ def code_key() -> Optional[str]:
     if directory is None:
         return None
     parts = [__version__]
+    engine = os.path.dirname(os.path.abspath(__file__))
     try:
-        for where in (directory, os.path.dirname(os.path.abspath(__file__))):
+        # the facts and the project index decide findings as much as the rules do
+        for where in (directory, engine, os.path.join(engine, "facts"), os.path.join(engine, "index")):
             for entry in sorted(os.scandir(where), key=lambda e: e.name):
                 if entry.name.endswith(".py"):
                     st = entry.stat()
-                    parts.append(f"{entry.name}:{st.st_mtime_ns}:{st.st_size}")
+                    parts.append(f"{os.path.basename(where)}/{entry.name}:{st.st_mtime_ns}:{st.st_size}")
     except OSError:
         return None
     return "|".join(parts)
