@@ -118,28 +118,36 @@ class SwallowedCancellation(Rule):
 
     ## Fix safety
     Unsafe (a fix is safe only if the program does exactly what it did on every path where
-    the hazard does not occur): every shape below leaves the paths without a cancellation
-    as they were, but on a cancellation the task now ends cancelled instead of returning or
-    going on, which its awaiters see (`TimeoutError` from `wait_for`, a `TaskGroup`
-    unwinding, a caller's `except CancelledError`).
+    the hazard does not occur). Every fix re-raises only when the current task itself is
+    being cancelled, `if asyncio.current_task().cancelling(): raise`, so it needs
+    `--target-version py311` or later (`Task.cancelling()` is new in 3.11; below that no fix
+    is offered). A `CancelledError` that comes out of awaiting *another* task or future that
+    someone else cancelled (a job task, a future tied to a cancellation token), while the
+    current task was not cancelled, takes the handler's own way as before; so does every
+    path without a cancellation. When the current task is being cancelled, the task now ends
+    with what the handler caught instead of returning or going on, which its awaiters see
+    (`TimeoutError` from `wait_for`, a `TaskGroup` unwinding, a caller's `except
+    CancelledError`); this includes an exception other than `CancelledError` that a broad
+    handler catches while a cancellation of the task is pending, and a task whose earlier
+    cancellation was swallowed without `uncancel()` (its count stays above zero).
 
     Shapes:
-    - a `CancelledError` handler gets `raise` at its end (replacing a trailing `pass`, bare
-      `return`, `break` or `continue`); no fix when it ends in `return <value>` (a value
-      chosen for the cancellation);
-    - a bare `except:`, an `except BaseException:` or a tuple with `CancelledError` gets an
-      `except asyncio.CancelledError: raise` handler just before it, so other exceptions are
-      handled as before (it reuses an `import asyncio as x` alias, or adds `import asyncio`);
-      on a cancellation the broad handler's body no longer runs;
+    - a `CancelledError` handler gets the check before its last way out (a trailing bare
+      `return`, `break` or `continue` stays after it, a trailing `pass` is replaced, a
+      handler that falls off its end gets it last); no fix when it ends in `return <value>`
+      (a value chosen for the cancellation);
+    - a bare `except:`, an `except BaseException:` or a tuple with `CancelledError` gets the
+      check as its first statement, so other exceptions are handled as before (it reuses an
+      `import asyncio as x` alias, or adds `import asyncio`); on the task's own cancellation
+      the broad handler's body no longer runs;
     - in the cancel-then-await idiom a broad handler becomes `except
-      (asyncio.CancelledError, Exception):` whose first statement is `if
-      asyncio.current_task().cancelling(): raise` (the awaited task's own cancellation and
-      failure are still ignored; `KeyboardInterrupt`, `SystemExit` and the caller's
-      cancellation pass; needs `--target-version py311`, as `Task.cancelling()` is new in 3.11).
+      (asyncio.CancelledError, Exception):` whose first statement is the check (the awaited
+      task's own cancellation and failure are still ignored; `KeyboardInterrupt`,
+      `SystemExit` and the caller's cancellation pass).
 
     Each is offered only where the `raise` skips nothing the cancelled run would have done:
-    from each way out of the handler that becomes the `raise` (falling off its end, a bare
-    `return`, `break`, `continue`), no further statement of the function runs before it
+    from each way out of the handler that the check's `raise` takes over on the task's own
+    cancellation (falling off its end, a bare `return`, `break`, `continue`), no further statement of the function runs before it
     ends, except the rest of a loop that the swallowed cancellation kept going (the hazard
     itself; nothing after a `while True` without `break` ever runs), and no enclosing `try`
     of the function catches the `raise` (a handler for `CancelledError`/`BaseException`, or
@@ -380,9 +388,9 @@ class SwallowedCancellation(Rule):
             async def stage(job):
                 try:
                     await job.run()
-                except asyncio.CancelledError:
-                    raise
                 except (asyncio.CancelledError, KeyboardInterrupt):
+                    if asyncio.current_task().cancelling():
+                        raise
                     job.log("stopped")
             """,
             message_contains="`except (asyncio.CancelledError, KeyboardInterrupt)`",
@@ -438,7 +446,8 @@ class SwallowedCancellation(Rule):
                 except asyncio.CancelledError:
                     # keep the sandbox for debugging
                     log.info("trial cancelled")  # noted
-                    raise
+                    if asyncio.current_task().cancelling():
+                        raise
             """,
             message_contains="cancel",
         ),
@@ -456,6 +465,7 @@ class SwallowedCancellation(Rule):
             """,
             fixed="""
             from asyncio import CancelledError
+            import asyncio
 
             class Leases:
                 async def hold(self, lease):
@@ -463,7 +473,9 @@ class SwallowedCancellation(Rule):
                         try:
                             await self.renew(lease)
                         except CancelledError:
-                            raise
+                            if asyncio.current_task().cancelling():
+                                raise
+                            break
             """,
         ),
         Invalid(
@@ -482,9 +494,9 @@ class SwallowedCancellation(Rule):
             async def serve(queue):
                 try:
                     item = await queue.get()
-                except aio.CancelledError:
-                    raise
                 except (aio.CancelledError, ValueError):
+                    if aio.current_task().cancelling():
+                        raise
                     return None
             """,
         ),
@@ -507,9 +519,9 @@ class SwallowedCancellation(Rule):
                 while True:
                     try:
                         await client.ping()
-                    except asyncio.CancelledError:
-                        raise
                     except:  # never let the heartbeat die
+                        if asyncio.current_task().cancelling():
+                            raise
                         pass
                     await asyncio.sleep(5)
             """,
@@ -530,9 +542,9 @@ class SwallowedCancellation(Rule):
                 async with session.get(url) as r:
                     try:
                         return await r.read()
-                    except asyncio.CancelledError:
-                        raise
                     except BaseException:
+                        if asyncio.current_task().cancelling():
+                            raise
                         log.warning("read failed")
             """,
         ),
@@ -549,8 +561,67 @@ class SwallowedCancellation(Rule):
             async def wait_done(job):
                 try:
                     await job.done()
-                except asyncio.CancelledError: raise
+                except asyncio.CancelledError:
+                    if asyncio.current_task().cancelling():
+                        raise
             """,
+        ),
+        # fix audit N2: `await t` on a job task someone else cancels raises CancelledError in
+        # a runner nobody cancelled; the check keeps the runner's `return` for that path
+        Invalid(
+            """
+            import asyncio
+
+            async def run_job(jobs, n):
+                t = asyncio.create_task(job(n))
+                jobs[n] = t
+                try:
+                    print("job result:", await t)
+                except asyncio.CancelledError:
+                    print("job stopped by the user"); return
+            """,
+            fixed="""
+            import asyncio
+
+            async def run_job(jobs, n):
+                t = asyncio.create_task(job(n))
+                jobs[n] = t
+                try:
+                    print("job result:", await t)
+                except asyncio.CancelledError:
+                    print("job stopped by the user")
+                    if asyncio.current_task().cancelling():
+                        raise
+                    return
+            """,
+        ),
+        # below Python 3.11 there is no Task.cancelling(): a plain `raise` would also re-raise
+        # another task's cancellation, so no fix
+        Invalid(
+            """
+            import asyncio
+
+            async def run_job(t):
+                try:
+                    print("job result:", await t)
+                except asyncio.CancelledError:
+                    return
+            """,
+            fixed=None,
+            target_version="py310",
+        ),
+        Invalid(
+            """
+            import asyncio
+
+            async def fetch(session, url):
+                try:
+                    return await session.get(url)
+                except BaseException:
+                    return None
+            """,
+            fixed=None,
+            target_version="py310",
         ),
         # `break` -> `raise` would skip the flush after the loop: no fix
         Invalid(
@@ -843,24 +914,27 @@ class SwallowedCancellation(Rule):
 
     # ------------------------------------------------------------------ fix
     def _fix(self, handler: _Handler, kind: str, paths) -> Optional[Fix]:
+        """Re-raise only when this task itself is being cancelled (``Task.cancelling()``, 3.11+):
+        a ``CancelledError`` that comes out of awaiting *another* task or future that someone
+        else cancelled (the current task was not) takes the handler's own way as before. A
+        ``CancelledError`` handler gets the check before its last way out (replacing a
+        trailing ``pass``); a broad handler gets it as its first statement."""
+        if not self.settings.target_at_least("py311") or isinstance(handler, cst.ExceptStarHandler):
+            return None
+        alias = self.facts.module_alias("asyncio")  # reuse `import asyncio as aio`
+        check = _cancelling_check(alias or "asyncio")
         if kind == "cancelled":
-            new_body = _append_raise(handler.body)
+            new_body = _check_before_end(handler.body, check)
             if new_body is None or not self._raise_skips_nothing(handler, {_terminal_way(handler.body)}, False):
                 return None
-            return Fix.unsafe(Replace(handler.body, new_body), message="Re-raise the cancellation")
-        if not self._raise_skips_nothing(handler, paths.ways):
-            return None
-        if isinstance(handler, cst.ExceptStarHandler):
-            return None  # `except* CancelledError: raise` would re-raise a group; leave it to a human
-        alias = self.facts.module_alias("asyncio")  # reuse `import asyncio as aio`
-        reraise = cst.ExceptHandler(
-            body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Raise()])]),
-            type=cst.Attribute(cst.Name(alias or "asyncio"), cst.Name("CancelledError")),
-            whitespace_after_except=cst.SimpleWhitespace(" "),
-        )
-        new = cst.FlattenSentinel([reraise, handler])
-        edits = [Replace(handler, new)] + ([] if alias else [AddImport("asyncio")])
-        return Fix.unsafe(*edits, message="Re-raise CancelledError before the broad handler")
+            message = "Re-raise the cancellation when this task is being cancelled"
+        else:
+            if not self._raise_skips_nothing(handler, paths.ways):
+                return None
+            new_body = _check_first(handler.body, check)
+            message = "Re-raise first in the handler when this task is being cancelled"
+        edits = [Replace(handler.body, new_body)] + ([] if alias else [AddImport("asyncio")])
+        return Fix.unsafe(*edits, message=message)
 
     # ------------------------------------------------------------------ where control goes next
     def _falls_into_raise(self, handler: _Handler, tr: Union[cst.Try, cst.TryStar], paths) -> bool:
@@ -1013,21 +1087,82 @@ class SwallowedCancellation(Rule):
             return None
         alias = self.facts.module_alias("asyncio")
         asyncio_name = alias or "asyncio"
-        check = cst.If(
-            test=cst.parse_expression(f"{asyncio_name}.current_task().cancelling()"),
-            body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Raise()])]),
-        )
-        body = handler.body
-        if isinstance(body, cst.IndentedBlock):
-            new_body = body.with_changes(body=[check, *body.body])
-        else:
-            rest = cst.SimpleStatementLine(list(body.body), trailing_whitespace=body.trailing_whitespace)
-            new_body = cst.IndentedBlock([check, rest])
+        new_body = _check_first(handler.body, _cancelling_check(asyncio_name))
         new = handler.with_changes(type=_narrow_type(asyncio_name), body=new_body,
                                    whitespace_after_except=cst.SimpleWhitespace(" "))
         edits = [Replace(handler, new)] + ([] if alias else [AddImport("asyncio")])
         return Fix.unsafe(*edits, message="Catch `(asyncio.CancelledError, Exception)` and re-raise when this "
                                           "task itself is cancelled")
+
+
+def _cancelling_check(asyncio_name: str) -> cst.If:
+    """``if asyncio.current_task().cancelling(): raise``"""
+    return cst.If(
+        test=cst.parse_expression(f"{asyncio_name}.current_task().cancelling()"),
+        body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Raise()])]),
+    )
+
+
+def _check_first(body: cst.BaseSuite, check: cst.If) -> cst.IndentedBlock:
+    """``body`` with ``check`` as its first statement."""
+    if isinstance(body, cst.IndentedBlock):
+        return body.with_changes(body=[check, *body.body])
+    return cst.IndentedBlock([check, _suite_line(body)])
+
+
+def _suite_line(body: cst.SimpleStatementSuite) -> cst.SimpleStatementLine:
+    """``except X: a; b  # why`` as a line of its own (a last semicolon dropped)."""
+    trailing = body.trailing_whitespace
+    if trailing.comment is not None and not trailing.whitespace.value:
+        trailing = trailing.with_changes(whitespace=cst.SimpleWhitespace("  "))
+    return cst.SimpleStatementLine(_unsemi(list(body.body)), trailing_whitespace=trailing)
+
+
+def _unsemi(small: list) -> list:
+    """A line's small statements without a semicolon after the last one."""
+    return [*small[:-1], small[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)] if small else small
+
+
+_TERMINAL = (cst.Pass, cst.Return, cst.Break, cst.Continue)
+
+
+def _split_last(line: cst.SimpleStatementLine, check: cst.If) -> Optional[list]:
+    """The statements that replace ``line`` (the handler's last): ``check`` before its last
+    small statement when that is a bare ``return``/``break``/``continue`` (kept) or ``pass``
+    (dropped unless a comment sits on its line), else after the line; None when the line ends
+    in ``return <value>``."""
+    small = list(line.body)
+    last = small[-1]
+    if isinstance(last, cst.Return) and last.value is not None:
+        return None
+    if not isinstance(last, _TERMINAL):
+        return [line, check]
+    head = small[:-1]
+    if head:
+        out: list = [line.with_changes(body=_unsemi(head), trailing_whitespace=cst.TrailingWhitespace()), check]
+    else:
+        out = [check.with_changes(leading_lines=line.leading_lines)]
+    if not isinstance(last, cst.Pass) or line.trailing_whitespace.comment is not None:
+        trailing = line.trailing_whitespace
+        if trailing.comment is not None and not trailing.whitespace.value:
+            trailing = trailing.with_changes(whitespace=cst.SimpleWhitespace("  "))  # (`return;  # why`)
+        out.append(line.with_changes(body=[last.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)],
+                                     leading_lines=(), trailing_whitespace=trailing))
+    return out
+
+
+def _check_before_end(body: cst.BaseSuite, check: cst.If) -> Optional[cst.BaseSuite]:
+    """``body`` with ``check`` before its last way out (see ``_split_last``), or None when it
+    returns a value."""
+    if isinstance(body, cst.SimpleStatementSuite):
+        stmts = _split_last(_suite_line(body), check)
+        return None if stmts is None else cst.IndentedBlock(stmts)
+    stmts = list(body.body)
+    last = stmts[-1]
+    if not isinstance(last, cst.SimpleStatementLine):
+        return body.with_changes(body=[*stmts, check])
+    tail = _split_last(last, check)
+    return None if tail is None else body.with_changes(body=[*stmts[:-1], *tail])
 
 
 def _narrow_type(alias: str) -> cst.Tuple:
@@ -1065,7 +1200,7 @@ def _raises_a_cancellation(node: cst.CSTNode) -> bool:
 
 
 def _terminal_way(body: cst.BaseSuite) -> str:
-    """How the handler's last statement leaves, when ``_append_raise`` replaces it."""
+    """How the handler's last statement leaves, where the fix puts the cancelling() check."""
     if isinstance(body, cst.SimpleStatementSuite):
         last = body.body[-1]
     else:
@@ -1074,43 +1209,6 @@ def _terminal_way(body: cst.BaseSuite) -> str:
             return FALL_THROUGH
         last = line.body[-1]
     return {cst.Return: RETURN, cst.Break: BREAK, cst.Continue: CONTINUE}.get(type(last), FALL_THROUGH)
-
-
-def _last_small(small: list) -> list:
-    """``small`` with its last statement (``pass``, a bare ``return``, ``break``, ``continue``)
-    replaced by ``raise``, or ``raise`` appended; None when it returns a value."""
-    last = small[-1]
-    if isinstance(last, cst.Return) and last.value is not None:
-        return None
-    if isinstance(last, (cst.Pass, cst.Return, cst.Break, cst.Continue)):
-        return [*small[:-1], cst.Raise(semicolon=last.semicolon)]
-    return [*small[:-1], last.with_changes(semicolon=cst.Semicolon(whitespace_after=cst.SimpleWhitespace(" "))),
-            cst.Raise()]
-
-
-def _append_raise(body: cst.BaseSuite) -> Optional[cst.BaseSuite]:
-    """``body`` with ``raise`` as its last statement, or None when it returns a value."""
-    if isinstance(body, cst.SimpleStatementSuite):
-        small = _last_small(list(body.body))
-        return None if small is None else body.with_changes(body=small)
-    stmts = list(body.body)
-    last = stmts[-1]
-    if isinstance(last, cst.SimpleStatementLine):
-        if len(last.body) == 1:
-            only = last.body[0]
-            if isinstance(only, cst.Return) and only.value is not None:
-                return None
-            if isinstance(only, (cst.Pass, cst.Return, cst.Break, cst.Continue)):
-                stmts[-1] = last.with_changes(body=[cst.Raise()])
-                return body.with_changes(body=stmts)
-        elif isinstance(last.body[-1], (cst.Return, cst.Break, cst.Continue, cst.Pass)):
-            small = _last_small(list(last.body))
-            if small is None:
-                return None
-            stmts[-1] = last.with_changes(body=small)
-            return body.with_changes(body=stmts)
-    stmts.append(cst.SimpleStatementLine([cst.Raise()]))
-    return body.with_changes(body=stmts)
 
 
 def _is_true_loop(loop: Union[cst.For, cst.While]) -> bool:

@@ -117,7 +117,7 @@ def test_taskgroup_shutdown_hangs_before_fix(tmp_path):
     assert rc is None  # still running after 8 s: the group waits forever for the heartbeat
 
     fixed = _fixed(TASKGROUP)
-    assert b"except asyncio.CancelledError:" in fixed
+    assert b"if asyncio.current_task().cancelling():" in fixed
     rc, out, err = _run(fixed, tmp_path, "fixed.py", 30)
     assert rc == 1
     assert "trajectory failed" in err  # the real error surfaces
@@ -423,3 +423,85 @@ def test_nested_handler_falling_into_the_outer_raise_is_not_a_finding(tmp_path):
     assert lint_source(NESTED_FALLS_INTO_RAISE.encode(), "nested.py", SETTINGS).diagnostics == []
     rc, out, _ = _run(NESTED_FALLS_INTO_RAISE.encode(), tmp_path, "nested.py", 30)
     assert rc == 0 and "cleanup cut short" in out and "cancel: PROPAGATED" in out, out
+
+
+# fix audit N2: `await t` on a job task that someone else cancels raises CancelledError in the
+# runner although nobody cancelled the runner. The fix must keep the runner's own way out on
+# that path (it re-raises only when the current task is being cancelled) and still propagate
+# the runner's own cancellation.
+INNER_CANCEL = textwrap.dedent('''
+    import asyncio
+
+    jobs = {}
+
+
+    async def job(n):
+        await asyncio.sleep(10)
+        return n
+
+
+    async def run_job(n):
+        t = asyncio.create_task(job(n))
+        jobs[n] = t
+        try:
+            print("job result:", await t, flush=True)
+        except asyncio.CancelledError:
+            print(f"job {n} was stopped", flush=True)
+            return
+
+
+    async def main():
+        runner = asyncio.create_task(run_job(1))
+        await asyncio.sleep(0.05)
+        jobs[1].cancel()  # the user stops job 1, not the runner
+        await runner
+        print("server goes on serving", flush=True)
+        runner = asyncio.create_task(run_job(2))
+        await asyncio.sleep(0.05)
+        runner.cancel()  # the server stops the runner itself
+        try:
+            await runner
+            print("runner: SWALLOWED", flush=True)
+        except asyncio.CancelledError:
+            print("runner: PROPAGATED", flush=True)
+
+
+    asyncio.run(main())
+''')
+
+INNER_CANCEL_SHAPES = {
+    "return": INNER_CANCEL,
+    "falls-off-the-end": INNER_CANCEL.replace('was stopped", flush=True)\n        return\n',
+                                              'was stopped", flush=True)\n'),
+    "broad": INNER_CANCEL.replace("except asyncio.CancelledError:\n        print(f",
+                                  "except BaseException:\n        print(f"),
+}
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("shape", sorted(INNER_CANCEL_SHAPES))
+def test_another_tasks_cancellation_is_handled_as_before(tmp_path, shape):
+    src = INNER_CANCEL_SHAPES[shape]
+    assert src != INNER_CANCEL or shape == "return"
+    found = lint_source(src.encode(), "hazard.py", SETTINGS).diagnostics
+    assert [d.code for d in found] == ["SHD104"] and found[0].fix is not None, found
+    fixed = _fixed(src)
+    rc, before, err = _run(src.encode(), tmp_path, "before.py", 30)
+    assert rc == 0, err
+    assert before.splitlines() == ["job 1 was stopped", "server goes on serving", "job 2 was stopped",
+                                   "runner: SWALLOWED"]
+    rc, after, err = _run(fixed, tmp_path, "after.py", 30)
+    print(shape, fixed.decode(), after, err)
+    assert rc == 0, err  # the old fix: CancelledError out of asyncio.run, rc 1
+    # the job's cancellation: as before; the runner's own: no longer swallowed
+    assert after.splitlines() == ["job 1 was stopped", "server goes on serving", "job 2 was stopped",
+                                  "runner: PROPAGATED"] if shape != "broad" else \
+        after.splitlines() == ["job 1 was stopped", "server goes on serving", "runner: PROPAGATED"]
+
+
+def test_no_fix_below_python_311():
+    """Without ``Task.cancelling()`` a plain ``raise`` cannot tell the two paths apart."""
+    for src in INNER_CANCEL_SHAPES.values():
+        found = lint_source(src.encode(), "hazard.py",
+                            Settings(selected=("SHD104",), target_version="py310")).diagnostics
+        assert [d.code for d in found] == ["SHD104"] and found[0].fix is None, found
