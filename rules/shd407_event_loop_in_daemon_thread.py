@@ -59,9 +59,10 @@ class EventLoopInDaemonThread(Rule):
     ```
     `runtime_guard.LoopThread` is a `threading.Thread` with the same arguments (plus
     `cleanup_timeout=10`). It records the loops its target runs and, at interpreter exit
-    (before non-daemon threads are joined) and on SIGTERM, cancels each loop's tasks once,
-    roots first, waits up to `cleanup_timeout` seconds for their cleanup, stops the loop and
-    joins the thread. On SIGTERM it then calls the SIGTERM handler that was installed before
+    (a daemon thread's loop after the last `atexit` handler, so the program's own exit code
+    can still use it; a non-daemon thread's before the interpreter joins it) and on SIGTERM,
+    cancels each loop's tasks once, roots first, waits up to `cleanup_timeout` seconds for
+    their cleanup, stops the loop, joins the thread and closes the loop. On SIGTERM it then calls the SIGTERM handler that was installed before
     it, or, where SIGTERM had its default action, lets the process die of SIGTERM as before.
     It blocks no signal in the thread.
 
@@ -84,6 +85,17 @@ class EventLoopInDaemonThread(Rule):
     `SIG_DFL` (code that installs its own handler only over the default acts differently).
     On SIGTERM with a loop running, one warning line is logged. The fix adds
     `import runtime_guard`.
+    Exit-time code that uses the loop (fix audit N1): `atexit` handlers, registered before or
+    after the thread started, and non-daemon threads still finishing at exit find the loop
+    running, as with the daemon thread (measured in the behaviour test: the audit's
+    `run(coro)` bridge prints `atexit hook: client closed`, status 0, before and after).
+    What remains different: the loop's tasks are cancelled after the last `atexit` handler,
+    when `concurrent.futures` has already shut its executors down, so task cleanup that calls
+    `run_in_executor`/`asyncio.to_thread` raises `RuntimeError`; a loop stopped this way (or
+    on SIGTERM) is closed, so a later submission (a `__del__` at module teardown, a SIGTERM
+    handler chained after it) raises `RuntimeError: Event loop is closed` at once where the
+    daemon thread's frozen loop made it wait forever; `hard_exit` (`os._exit`) still leaves
+    the loop frozen, as before.
 
     ## References
     - Python docs: `threading` ("Daemon threads are abruptly stopped at shutdown. Their

@@ -6,7 +6,25 @@ runs. ``LoopThread`` is a drop-in ``threading.Thread`` (same constructor) whose 
 ones its target runs with ``asyncio.run``, ``run_until_complete`` or ``run_forever`` -- are
 stopped cleanly at interpreter exit and on SIGTERM: their tasks are cancelled once each, roots
 first (``runtime_guard._cancel``), their cleanup gets up to ``cleanup_timeout`` seconds, then the
-loop is stopped and the thread joined (bounded).
+loop is stopped, the thread joined (bounded) and the loop closed.
+
+When, at interpreter exit (CPython's order: ``threading``'s exit hooks, then the join of the
+non-daemon threads, then the ``atexit`` handlers last-registered first, then finalization, where
+daemon threads are frozen):
+
+* ``daemon=True``: after every ``atexit`` handler, registered before or after the thread started
+  -- the moment the ``atexit`` registry is emptied, still before finalization -- so the
+  program's own exit code (an ``atexit`` handler that closes a client living on the loop with
+  ``run_coroutine_threadsafe(...).result()``) still finds the loop running, as it did with a
+  plain daemon thread. ``concurrent.futures`` has shut its executors down by then: task cleanup
+  that needs ``run_in_executor``/``to_thread`` gets ``RuntimeError``.
+* ``daemon=False``: from ``threading``'s exit hook, before the interpreter joins the thread (it
+  would otherwise wait forever for a ``run_forever`` that nobody stops); ``atexit`` handlers run
+  after that and find the loop closed (with a plain non-daemon thread they never ran: the join
+  hung).
+* A loop that ``LoopThread`` stopped is closed once its thread has ended, so code that submits
+  to it later fails at once (``RuntimeError: Event loop is closed``) instead of waiting forever
+  on a loop that will never run again. ``stop()`` called by the program does not close.
 
 What it does to signals, threads and children:
 
@@ -35,6 +53,7 @@ import asyncio
 import atexit
 import logging
 import signal
+import sys
 import threading
 import time
 import weakref
@@ -101,6 +120,11 @@ class LoopThread(threading.Thread):
     def stop(self, timeout: Optional[float] = None) -> bool:
         """Cancel this thread's loops' tasks, wait (bounded) for their cleanup, stop the loops and
         join the thread. Returns True when the thread ended. Safe to call from any other thread."""
+        return self._rg_stop(timeout, close=False)
+
+    def _rg_stop(self, timeout: Optional[float], close: bool) -> bool:
+        # close: close the loops stopped here once the thread has ended, so that a later
+        # run_coroutine_threadsafe/call_soon_threadsafe raises instead of waiting forever.
         if timeout is None:
             timeout = self.cleanup_timeout
         if self is threading.current_thread():
@@ -108,9 +132,8 @@ class LoopThread(threading.Thread):
         self._rg_stop_requested = True
         deadline = time.monotonic() + timeout
         events = []
-        for loop in self.loops():
-            if not loop.is_running():
-                continue
+        stopped = [loop for loop in self.loops() if loop.is_running()]
+        for loop in stopped:
             done = threading.Event()
             try:
                 loop.call_soon_threadsafe(_start_cancel, loop, done)
@@ -132,7 +155,16 @@ class LoopThread(threading.Thread):
                 pass
         if self.is_alive():
             self.join(max(0.1, deadline - time.monotonic()))
-        return not self.is_alive()
+        if self.is_alive():
+            return False
+        if close:
+            for loop in stopped:
+                try:
+                    if not loop.is_running() and not loop.is_closed():
+                        loop.close()
+                except Exception:
+                    log.debug("runtime_guard: closing the loop of %s failed", self.name, exc_info=True)
+        return True
 
 
 def _start_cancel(loop: asyncio.AbstractEventLoop, done: threading.Event) -> None:
@@ -144,11 +176,16 @@ def _start_cancel(loop: asyncio.AbstractEventLoop, done: threading.Event) -> Non
 
 def stop_loop_threads(timeout: Optional[float] = None) -> int:
     """Stop every running ``LoopThread`` (see ``LoopThread.stop``); returns how many were stopped."""
+    return _stop_threads(timeout, close=False)
+
+
+def _stop_threads(timeout: Optional[float], close: bool, daemon: Optional[bool] = None) -> int:
     with _lock:
-        threads = [t for t in list(_threads) if t.is_alive() and t is not threading.current_thread()]
+        threads = [t for t in list(_threads) if t.is_alive() and t is not threading.current_thread()
+                   and (daemon is None or t.daemon == daemon)]
     for t in threads:
         try:
-            t.stop(timeout)
+            t._rg_stop(timeout, close)
         except Exception:
             log.debug("runtime_guard: stopping %s failed", t.name, exc_info=True)
     return len(threads)
@@ -192,12 +229,39 @@ def _patch_set_event_loop() -> None:
     cls.set_event_loop = set_event_loop
 
 
-def _at_exit() -> None:
-    global _stopping
-    if _stopping:
-        return
-    _stopping = True
-    stop_loop_threads()
+def _before_join() -> None:
+    """``threading``'s exit hook (the interpreter is exiting; no ``atexit`` handler has run yet):
+    stop the non-daemon loop threads, which the interpreter joins next, and arrange for the
+    daemon ones to be stopped after the last ``atexit`` handler."""
+    if not _stopping:
+        _stop_threads(None, close=True, daemon=False)
+    try:
+        atexit.register(_atexit_entry, _AfterAtexit())
+    except Exception:
+        pass
+
+
+class _AfterAtexit:
+    """Held only by the ``atexit`` registry (the argument of ``_atexit_entry``), registered by
+    ``_before_join`` at exit. CPython empties the registry after running every handler and before
+    it starts finalizing (``_PyAtExit_Call``), so ``__del__`` runs after the program's own
+    ``atexit`` handlers -- those registered before and after it -- while daemon threads still run.
+    Registered only once the interpreter exits, so ``atexit._clear()`` or ``hard_exit``
+    (``atexit._run_exitfuncs`` then ``os._exit``) during the run never stop the loops."""
+
+    def __del__(self) -> None:
+        global _stopping
+        try:
+            if _stopping or sys.is_finalizing():  # too late: daemon threads no longer run
+                return
+            _stopping = True
+            _stop_threads(None, close=True)
+        except Exception:
+            pass
+
+
+def _atexit_entry(_holder: _AfterAtexit) -> None:
+    """Does nothing: ``_holder`` is dropped after the last ``atexit`` handler; its ``__del__`` works."""
 
 
 def _sigterm_handler(previous: Any) -> Callable[[int, Any], Any]:
@@ -205,7 +269,7 @@ def _sigterm_handler(previous: Any) -> Callable[[int, Any], Any]:
         global _stopping
         if not _stopping:
             _stopping = True
-            n = stop_loop_threads()
+            n = _stop_threads(None, close=True)
             if n:  # nothing to say (no new output) where no loop thread was running
                 log.warning("runtime_guard: SIGTERM: stopped %d loop thread(s)", n)
         if callable(previous):
@@ -254,12 +318,13 @@ def _install() -> None:
             _patch_run_forever(uvloop.Loop)
     except Exception:
         pass
-    # threading's exit hooks run before the interpreter joins non-daemon threads (and long before
-    # daemon threads are frozen); fall back to atexit where that private hook is missing.
+    # threading's exit hooks run before the interpreter joins non-daemon threads and before any
+    # atexit handler (fall back to atexit where that private hook is missing); the daemon loops
+    # are stopped after every atexit handler (see _AfterAtexit).
     register = getattr(threading, "_register_atexit", None)
     try:
         if register is None:
             raise AttributeError
-        register(_at_exit)
+        register(_before_join)
     except (AttributeError, RuntimeError):
-        atexit.register(_at_exit)
+        atexit.register(_before_join)

@@ -161,3 +161,107 @@ def test_daemon_loop_leaks_at_exit_and_on_sigterm_and_the_fix_cleans_up(tmp_path
     assert rc == 0 and left == [], err
     rc, left, _, err = results["after", "wait"]
     assert rc == -signal.SIGTERM and left == [], err  # cleaned up, then died of SIGTERM as before
+
+
+# ---------------------------------------------------------------------------------------------
+# The fix audit's N1 (docs/fix-audit.md): the program's own exit code still uses the loop.
+# The usual `run(coro)` bridge (trl `HarborEnv.__del__`, slime `AsyncLoopThread.run`, verl
+# `_run_async_safely`): an atexit handler closes a client that lives on the loop by submitting
+# a coroutine and waiting for its result. With a plain daemon thread the loop still runs while
+# atexit handlers run: `atexit hook: client closed`, status 0. LoopThread used to stop the loop
+# from threading's exit hook, before every atexit handler: the handler then waited forever.
+
+BRIDGE = textwrap.dedent('''
+    import asyncio
+    import atexit
+    import threading
+
+
+    class AsyncLoopThread:
+        def __init__(self):
+            self.loop = asyncio.new_event_loop()
+            self._thread = threading.Thread(target=self._start_loop, daemon=%s)
+            self._thread.start()
+
+        def _start_loop(self):
+            asyncio.set_event_loop(self.loop)
+            self.loop.run_forever()
+
+        def run(self, coro):
+            return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+
+    async def close_client():
+        await asyncio.sleep(0.05)
+        return "client closed"
+
+
+    def _close_at_exit():
+        try:
+            print("atexit hook:", BRIDGE.run(close_client()), flush=True)
+        except RuntimeError as exc:
+            print("atexit hook: RuntimeError:", exc, flush=True)
+
+
+    %s
+    print("main done", flush=True)
+''')
+REGISTER = {
+    "before": "atexit.register(_close_at_exit)\nBRIDGE = AsyncLoopThread()",
+    "after": "BRIDGE = AsyncLoopThread()\natexit.register(_close_at_exit)",
+}
+
+
+def _bridge(daemon: bool, when: str) -> str:
+    return BRIDGE % (daemon, REGISTER[when])
+
+
+def _run_to_end(path, timeout: float) -> tuple:
+    """(returncode or 'hung', stdout, stderr): ends the child (SIGKILL) if it is still running at `timeout`."""
+    proc = subprocess.Popen([sys.executable, str(path)], cwd=REPO, env=ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        return proc.returncode, out, err
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate(timeout=30)
+        return "hung", out, err
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_daemon_loop_still_serves_the_programs_atexit_handler_after_the_fix(tmp_path, when):
+    source = _bridge(True, when)
+    original = tmp_path / "original.py"
+    original.write_text(source)
+    assert [d.code for d in lint_source(source.encode(), str(original), SETTINGS).diagnostics] == ["SHD407"]
+    fixed_src = fix_source(source.encode(), str(original), SETTINGS, unsafe=True).source
+    assert b"runtime_guard.LoopThread(target=self._start_loop, daemon=True)" in fixed_src
+    fixed = tmp_path / "fixed.py"
+    fixed.write_bytes(fixed_src)
+    before = _run_to_end(original, 120)
+    after = _run_to_end(fixed, 120)  # generous: today it finishes in well under a second
+    assert before[:2] == (0, "main done\natexit hook: client closed\n"), before
+    assert after[:2] == before[:2], after  # the same output, status 0, no hang
+    assert "Traceback" not in after[2], after[2]
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_non_daemon_loop_thread_lets_the_process_exit_and_a_late_submission_fails_fast(tmp_path, when):
+    # Not SHD407's finding (a non-daemon thread keeps the process alive instead): with a plain
+    # non-daemon thread the interpreter joins it before any atexit handler runs, and nobody stops
+    # run_forever: the exit hangs. LoopThread(daemon=False) stops it before that join (that is
+    # what lets the process exit at all), so the atexit handler that runs afterwards finds the loop
+    # stopped: it must fail at once ("Event loop is closed"), not wait forever.
+    source = _bridge(False, when)
+    original = tmp_path / "original.py"
+    original.write_text(source)
+    assert lint_source(source.encode(), str(original), SETTINGS).diagnostics == []
+    swapped = tmp_path / "loop_thread.py"
+    swapped.write_text("import runtime_guard\n" + source.replace("threading.Thread(", "runtime_guard.LoopThread("))
+    before = _run_to_end(original, 15)  # hangs forever in the join; 15 s shows it
+    assert before[:2] == ("hung", "main done\n"), before
+    after = _run_to_end(swapped, 120)  # generous: today it finishes in well under a second
+    assert after[:2] == (0, "main done\natexit hook: RuntimeError: Event loop is closed\n"), after
