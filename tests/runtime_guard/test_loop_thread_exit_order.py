@@ -75,3 +75,22 @@ def test_clearing_atexit_or_running_its_handlers_mid_run_does_not_stop_the_loop(
     """, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["after clear: served True", "atexit: served", "task cleanup ran"], r.stdout
+
+
+def test_a_del_at_module_teardown_that_submits_to_the_stopped_loop_fails_fast() -> None:
+    # With a plain daemon thread this __del__ never ran (the frozen thread keeps the process's
+    # objects); the loop thread has ended here, so it runs at module teardown, after the loop was
+    # stopped: it must raise (the loop is closed), not wait forever (HEAD before this: hung).
+    r = run_code(SERVE + """
+    class Client:
+        def __del__(self):
+            print("del runs", flush=True)
+            submit("closed")
+    runtime_guard.LoopThread(target=serve, daemon=True).start()
+    started.wait(10)
+    CLIENT = Client()
+    print("main done", flush=True)
+    """, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["main done", "task cleanup ran", "del runs"], r.stdout
+    assert "RuntimeError: Event loop is closed" in r.stderr, r.stderr
