@@ -351,7 +351,7 @@ class _Monitor:
         running = loop.is_running()
         if w.stall is not None:
             if big_seq > w.stall_seq:
-                # The first beat after the stall ran at big_at: the loop was back then.
+                # The first beat after the stall (w.big) ran when the loop was back.
                 w.consumed_big = big_seq
                 self._end_stall(w, self._stop_time(w))
                 return 0.0
