@@ -1,7 +1,7 @@
 """Overhead and detection benchmark for runtime_guard's loop-stall watchdog, against its peers.
 
-    python bench/bench_watchdog.py                 # 40 rounds: ~15 minutes on 2 cores
-    python bench/bench_watchdog.py --quick         # 3 rounds, 20 trials: a smoke run, no conclusions
+    python bench/bench_watchdog.py --minutes 29    # what docs/measurements.md reports (577 rounds there)
+    python bench/bench_watchdog.py --quick         # 5 rounds, 20 trials: a smoke run, no conclusions
     python bench/bench_watchdog.py --json out.json # also write every measurement
 
 Overhead: two asyncio workloads (many small tasks; a loopback 127.0.0.1 echo server under a
@@ -9,12 +9,13 @@ bounded load) with: no watchdog, runtime_guard (default threshold 0.1 s), and wh
 pick instead, each set up as its documentation says with a 0.1 s threshold where it has one:
 asyncio debug mode, aiodebug.log_slow_callbacks, loopmon, aiocop (audit hooks + slow-task
 detection + its CPU sampler) and blockbuster (raises on blocking calls in the loop). A peer that is
-not installed is left out and named. Each configuration runs in its own subprocess (peers
-monkey-patch asyncio globally) that reports the median of REPEAT runs after a warm-up.
+not installed is left out and named. Each configuration lives in its own worker process (peers
+monkey-patch asyncio globally) for the whole run: set up once on one loop, one warm-up, then one
+measured run per request.
 
 Interleaving and the noise floor: each round runs every configuration once per workload, in a new
 random order; a configuration's cost is the median over rounds of its rate divided by the "off"
-rate of the same round (paired, so load that drifts between rounds cancels). "off-again" is a
+rate of the same round. "off-again" is a
 second uninstrumented configuration measured exactly like the others: the median of its paired
 ratio should be 1, and the 95% bootstrap interval of that median (resampling rounds) is the noise
 floor. A difference smaller than the floor is not resolved. The per-run spread of "off" (IQR over
