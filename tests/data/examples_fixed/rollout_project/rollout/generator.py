@@ -66,4 +66,5 @@ class RolloutWorker:
                 await asyncio.sleep(1.0)
             except asyncio.CancelledError:
                 log.info("generation loop cancelled")
-                raise
+                if asyncio.current_task().cancelling():
+                    raise
