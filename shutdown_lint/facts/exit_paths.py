@@ -449,41 +449,23 @@ def _is_true(expr: cst.BaseExpression) -> bool:
 
 def _breaks(body: cst.CSTNode) -> bool:
     """A ``break`` that leaves this loop (not one of a nested loop)."""
-    found = [False]
-
-    class _Scan(cst.CSTVisitor):
-        def visit_For(self, n: cst.For) -> bool:
-            return False
-
-        def visit_While(self, n: cst.While) -> bool:
-            return False
-
-        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
-            return False
-
-        def visit_Break(self, n: cst.Break) -> None:
-            found[0] = True
-
-    body.visit(_Scan())
-    return found[0]
+    return _jumps(body, cst.Break)
 
 
 def _continues(body: cst.CSTNode) -> bool:
     """A ``continue`` of this loop (not one of a nested loop)."""
+    return _jumps(body, cst.Continue)
+
+
+def _jumps(body: cst.CSTNode, kind: type) -> bool:
+    """A statement of ``kind`` (``Break``/``Continue``) in ``body`` outside nested loops and defs."""
     found = [False]
 
     class _Scan(cst.CSTVisitor):
-        def visit_For(self, n: cst.For) -> bool:
-            return False
-
-        def visit_While(self, n: cst.While) -> bool:
-            return False
-
-        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
-            return False
-
-        def visit_Continue(self, n: cst.Continue) -> None:
-            found[0] = True
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, kind):
+                found[0] = True
+            return not isinstance(node, (cst.For, cst.While, cst.FunctionDef))
 
     body.visit(_Scan())
     return found[0]
