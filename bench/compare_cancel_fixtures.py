@@ -35,15 +35,16 @@ from __future__ import annotations
 
 import argparse
 import ast
-import json
 import re
-import subprocess
 import sys
 import tempfile
 from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+from compare_fixtures import run_shd  # noqa: E402  (the one way to collect SHD lines from its JSON)
+
 FILES = ("async103", "async104")
 EXTRA = ("async103_104_py311",)
 F8_DIR = Path("tests/eval_files")
@@ -97,16 +98,6 @@ def _innermost(spans: list[tuple[int, int]], line: int) -> int:
     return max(inside)[0] if inside else 0
 
 
-def run_shd(folder: Path) -> dict[str, set[int]]:
-    done = subprocess.run([sys.executable, "-m", "shutdown_lint", "--isolated", "--no-cache", "--select", "SHD104",
-                           "--output-format", "json", "--exit-zero", str(folder)],
-                          capture_output=True, text=True, timeout=600, cwd=str(ROOT))
-    found: dict[str, set[int]] = defaultdict(set)
-    for d in json.loads(done.stdout or "[]"):
-        found[Path(d["path"]).name].add(d["line"])
-    return found
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--flake8-async", required=True, type=Path, help="checkout of python-trio/flake8-async")
@@ -127,7 +118,7 @@ def main(argv=None) -> int:
             text = src.read_text()
             expected[f"{name}.py"] = expected_lines(text, "ASYNC" + name[5:8])
             (folder / f"{name}.py").write_text(as_coroutine(text))
-        found = run_shd(folder)
+        found = run_shd(folder, select="SHD104")
         total = hit = covered = 0
         per_code: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         for fname, exp in expected.items():
