@@ -19,6 +19,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
+from ..index.summary import dotted as index_dotted
 from .entry import Entry
 from .model import ENDINGS, Ending, Finding, MapResult, Node
 
@@ -126,14 +127,15 @@ RULE_ENDINGS: dict[str, tuple[tuple[str, ...], Optional[str]]] = {
 
 
 def dotted(node: ast.AST) -> Optional[str]:
+    """The index's dotted name, extended through calls in the chain (``Experiment().run``)."""
+    plain = index_dotted(node)
+    if plain is not None:
+        return plain
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
         node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    if isinstance(node, ast.Call):  # Experiment().run -> Experiment().run
+    if isinstance(node, ast.Call):
         inner = dotted(node.func)
         if inner is not None:
             parts.append(inner + "()")
