@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 
@@ -21,6 +22,7 @@ from shutdown_lint.fixer import fix_source
 from shutdown_lint.settings import Settings
 
 SETTINGS = Settings(selected=("SHD104",), target_version="py311")
+HANG_S = 3.0
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 LEASE = textwrap.dedent('''
@@ -82,6 +84,28 @@ def _run(src, tmp_path, name, timeout):
         return None, (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or ""), ""
 
 
+def _run_until_line(src, tmp_path, name, lines, bound):
+    """Run the program until it prints a line starting with one of ``lines`` (or ends, or ``bound``
+    s pass); then kill it. Returns (returncode or None if it was still running, stdout so far)."""
+    path = tmp_path / name
+    path.write_bytes(src)
+    p = subprocess.Popen([sys.executable, str(path)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         text=True)
+    out = []
+    timer = threading.Timer(bound, p.kill)
+    timer.start()
+    try:
+        for line in p.stdout:
+            out.append(line)
+            if line.startswith(tuple(lines)):
+                break
+        return p.poll(), "".join(out)
+    finally:
+        timer.cancel()
+        p.kill()
+        p.communicate()
+
+
 def _fixed(src: str) -> bytes:
     fixed = fix_source(src.encode(), "fixed.py", SETTINGS, unsafe=True).source
     assert lint_source(fixed, "fixed.py", SETTINGS).diagnostics == []
@@ -112,9 +136,20 @@ def test_timeout_ignored_and_lease_kept_before_fix(tmp_path):
 @pytest.mark.timeout(60)
 def test_taskgroup_shutdown_hangs_before_fix(tmp_path):
     assert [d.code for d in lint_source(TASKGROUP.encode(), "hazard.py", SETTINGS).diagnostics] == ["SHD104"]
-    rc, out, _ = _run(TASKGROUP.encode(), tmp_path, "hazard.py", 8)
-    assert "ready" in out
-    assert rc is None  # still running after 8 s: the group waits forever for the heartbeat
+    # HANG_S after "ready" (the trajectory fails 0.2 s into the loop; the fixed program below has
+    # exited 0.25 s after "ready", measured) the hazard is still running: the group waits forever
+    # for the heartbeat. 3 s is 12 times what the fixed program needs.
+    path = tmp_path / "hazard.py"
+    path.write_bytes(TASKGROUP.encode())
+    p = subprocess.Popen([sys.executable, str(path)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         text=True)
+    try:
+        assert p.stdout.readline() == "ready\n"
+        with pytest.raises(subprocess.TimeoutExpired):
+            p.wait(timeout=HANG_S)
+    finally:
+        p.kill()
+        p.communicate()
 
     fixed = _fixed(TASKGROUP)
     assert b"if asyncio.current_task().cancelling():" in fixed
@@ -186,7 +221,9 @@ FINALLY_RETURN = textwrap.dedent('''
 def test_broad_handler_around_cancelled_task_keeps_the_canceller_running(tmp_path):
     found = lint_source(SUPERVISOR.encode(), "hazard.py", SETTINGS).diagnostics
     assert [d.code for d in found] == ["SHD104"] and "KeyboardInterrupt" in found[0].message
-    rc, out, _ = _run(SUPERVISOR.encode(), tmp_path, "hazard.py", 30)
+    # The program itself decides (asyncio.wait(timeout=3) after cancel()) and prints RUNNING or
+    # STOPPED; after RUNNING the hazard never ends, so it is killed once that line is read.
+    rc, out = _run_until_line(SUPERVISOR.encode(), tmp_path, "hazard.py", ("RUNNING", "STOPPED"), 30)
     assert "RUNNING" in out  # 3 s after cancel() the supervisor is still looping
 
     fixed = _fixed(SUPERVISOR)
