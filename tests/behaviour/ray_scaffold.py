@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -50,10 +51,14 @@ def ray_env(*paths: Path) -> dict:
 
 
 @contextmanager
-def driver(script: Path, args: Sequence[str]) -> Iterator[subprocess.Popen]:
+def driver(script: Path, args: Sequence[str], address: "str | None" = None) -> Iterator[subprocess.Popen]:
     """Run ``script args`` in a session of its own; on the way out kill whatever is left of
-    it (the driver and the local cluster it started)."""
-    proc = subprocess.Popen([sys.executable, str(script), *args], cwd=str(script.parent), env=ray_env(),
+    it (the driver and the local cluster it started). With ``address`` (the ``ray_address``
+    fixture's), the driver's ``ray.init()`` joins that cluster (``RAY_ADDRESS``)."""
+    env = ray_env()
+    if address is not None:
+        env["RAY_ADDRESS"] = address
+    proc = subprocess.Popen([sys.executable, str(script), *args], cwd=str(script.parent), env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         yield proc
@@ -63,3 +68,17 @@ def driver(script: Path, args: Sequence[str]) -> Iterator[subprocess.Popen]:
         except (ProcessLookupError, PermissionError):
             pass
         proc.wait(timeout=10)
+
+
+def settled_count(d: Path, seconds: float, bound: float = 60.0) -> int:
+    """How many files are left in ``d`` once nothing changed there for ``seconds`` (Ray ends a
+    gone driver's workers; a cleanup still running would remove files within its own time)."""
+    last, since, end = None, time.monotonic(), time.monotonic() + bound
+    while time.monotonic() < end:
+        now = len(os.listdir(d))
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= seconds:
+            break
+        time.sleep(0.1)
+    return last

@@ -4,6 +4,10 @@ Hazard: the driver exits on KeyboardInterrupt, the remote task is killed with th
 its `finally` blocks never run (every sandbox file leaks). Fixed by the rule's own autofix
 (`runtime_guard.ray.interruptible_get`): the first Ctrl+C cancels the task and waits for its
 cleanup, then the KeyboardInterrupt surfaces; nothing leaks.
+
+The drivers join one local cluster per module (the ``ray_address`` fixture, ``RAY_ADDRESS``); the
+original and the fixed driver run at the same time. A driver's exit ends its job and Ray kills
+the job's workers, as the exit of a driver that started its own cluster does.
 """
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import os
 import signal
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -19,12 +24,13 @@ from shutdown_lint.analyzer import lint_source
 from shutdown_lint.fixer import fix_source
 from shutdown_lint.settings import Settings
 
-from ray_scaffold import driver, rollout_task
+from ray_scaffold import driver, rollout_task, settled_count
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 SETTINGS = Settings(selected=("SHD403",), target_version="py311")
 N = 5
+CLEANUP = 0.3  # seconds deleting a sandbox takes in the remote cleanup
 
 HAZARD = '''\
 import asyncio
@@ -34,10 +40,10 @@ import sys
 import ray
 
 
-''' + rollout_task(0.3) + '''
+''' + rollout_task(CLEANUP) + '''
 
 def main():
-    ray.init(num_cpus=2, include_dashboard=False)
+    ray.init()
     ref = rollout.remote(sys.argv[1], int(sys.argv[2]))
     print("driver waiting", flush=True)
     ray.get(ref)
@@ -48,10 +54,10 @@ if __name__ == "__main__":
 '''
 
 
-def _ctrl_c_run(script: Path, lease_dir: Path) -> dict:
+def _ctrl_c_run(script: Path, lease_dir: Path, address: str) -> dict:
     """Start the driver, wait for N leases, SIGINT it; report how it ended and what leaked."""
     lease_dir.mkdir()
-    with driver(script, [str(lease_dir), str(N)]) as proc:
+    with driver(script, [str(lease_dir), str(N)], address) as proc:
         deadline = time.monotonic() + 90
         while len(os.listdir(lease_dir)) < N and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.2)
@@ -64,21 +70,26 @@ def _ctrl_c_run(script: Path, lease_dir: Path) -> dict:
         except subprocess.TimeoutExpired:
             exited = False
             out = ""
-        time.sleep(2.0)  # let Ray finish tearing down the job's workers
-        return {"exited": exited, "rc": proc.returncode, "leaked": len(os.listdir(lease_dir)), "out": out}
+        # Ray ends the job's workers once the driver is gone; a cleanup still running would remove
+        # the sandboxes within CLEANUP s: count once nothing changed for 1.5 s
+        return {"exited": exited, "rc": proc.returncode, "leaked": settled_count(lease_dir, 1.5), "out": out}
+
+
+def both_ctrl_c_runs(address: str, hazard: Path, fixed: Path, leases: Path) -> "tuple[dict, dict]":
+    """``_ctrl_c_run`` of the original and the fixed driver at the same time, on one cluster."""
+    with ThreadPoolExecutor(2) as pool:
+        runs = [pool.submit(_ctrl_c_run, script, leases / name, address)
+                for script, name in ((hazard, "leases-before"), (fixed, "leases-after"))]
+        return runs[0].result(), runs[1].result()
 
 
 @pytest.mark.timeout(240)
-def test_ctrl_c_during_ray_get_leaks_and_the_fix_cleans_up(tmp_path):
+def test_ctrl_c_during_ray_get_leaks_and_the_fix_cleans_up(tmp_path, ray_address):
     hazard = tmp_path / "hazard" / "driver.py"
     hazard.parent.mkdir()
     hazard.write_text(HAZARD)
     found = lint_source(HAZARD.encode(), str(hazard), SETTINGS).diagnostics
     assert [d.code for d in found] == ["SHD403"]
-
-    before = _ctrl_c_run(hazard, tmp_path / "leases-before")
-    assert before["exited"], "the hazard driver ignored Ctrl+C"
-    assert before["leaked"] == N, before["out"][-3000:]
 
     outcome = fix_source(HAZARD.encode(), str(hazard), SETTINGS, unsafe=True)
     fixed_src = outcome.source.decode()
@@ -88,7 +99,10 @@ def test_ctrl_c_during_ray_get_leaks_and_the_fix_cleans_up(tmp_path):
     fixed.parent.mkdir()
     fixed.write_text(fixed_src)
 
-    after = _ctrl_c_run(fixed, tmp_path / "leases-after")
+    before, after = both_ctrl_c_runs(ray_address, hazard, fixed, tmp_path)
+    assert before["exited"], "the hazard driver ignored Ctrl+C"
+    assert before["leaked"] == N, before["out"][-3000:]
+
     assert after["exited"], "the fixed driver did not exit after Ctrl+C"
     assert after["leaked"] == 0, after["out"][-3000:]
     assert "KeyboardInterrupt" in after["out"]  # the interrupt still surfaces

@@ -5,6 +5,9 @@ Hazard: the same as with `ray.get`: the driver exits on KeyboardInterrupt, the r
 killed with the job and its `finally` blocks never run (every sandbox file leaks). Fixed by
 the rule's own autofix (`runtime_guard.ray.interruptible_wait`): the first Ctrl+C cancels the
 pending task and waits for its cleanup, then the KeyboardInterrupt surfaces; nothing leaks.
+
+As in test_shd403_ray_get_interrupt.py, the drivers join the module's cluster (``ray_address``)
+and run at the same time.
 """
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from shutdown_lint.analyzer import lint_source
 from shutdown_lint.fixer import fix_source
 from shutdown_lint.settings import Settings
 
-from test_shd403_ray_get_interrupt import N, _ctrl_c_run
+from test_shd403_ray_get_interrupt import N, both_ctrl_c_runs
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -49,7 +52,7 @@ def rollout(lease_dir, n):
 
 
 def main():
-    ray.init(num_cpus=2, include_dashboard=False)
+    ray.init()
     refs = [rollout.remote(sys.argv[1], int(sys.argv[2]))]
     print("driver waiting", flush=True)
     while refs:
@@ -63,16 +66,12 @@ if __name__ == "__main__":
 
 
 @pytest.mark.timeout(240)
-def test_ctrl_c_during_ray_wait_leaks_and_the_fix_cleans_up(tmp_path):
+def test_ctrl_c_during_ray_wait_leaks_and_the_fix_cleans_up(tmp_path, ray_address):
     hazard = tmp_path / "hazard" / "driver.py"
     hazard.parent.mkdir()
     hazard.write_text(HAZARD)
     found = lint_source(HAZARD.encode(), str(hazard), SETTINGS).diagnostics
     assert [d.code for d in found] == ["SHD403"] and "ray.wait()" in found[0].message
-
-    before = _ctrl_c_run(hazard, tmp_path / "leases-before")
-    assert before["exited"], "the hazard driver ignored Ctrl+C"
-    assert before["leaked"] == N, before["out"][-3000:]
 
     outcome = fix_source(HAZARD.encode(), str(hazard), SETTINGS, unsafe=True)
     fixed_src = outcome.source.decode()
@@ -82,7 +81,10 @@ def test_ctrl_c_during_ray_wait_leaks_and_the_fix_cleans_up(tmp_path):
     fixed.parent.mkdir()
     fixed.write_text(fixed_src)
 
-    after = _ctrl_c_run(fixed, tmp_path / "leases-after")
+    before, after = both_ctrl_c_runs(ray_address, hazard, fixed, tmp_path)
+    assert before["exited"], "the hazard driver ignored Ctrl+C"
+    assert before["leaked"] == N, before["out"][-3000:]
+
     assert after["exited"], "the fixed driver did not exit after Ctrl+C"
     assert after["leaked"] == 0, after["out"][-3000:]
     assert "KeyboardInterrupt" in after["out"]

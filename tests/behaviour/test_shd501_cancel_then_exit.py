@@ -5,11 +5,17 @@ exits at once. The task does receive the cancellation and starts deleting its sa
 but the driver's exit ends the job and Ray kills the worker half-way: every sandbox leaks.
 Fixed by the rule's own autofix (`runtime_guard.ray.cancel_and_wait(ref, timeout=30)`):
 the driver waits for the cleanup, then exits with the same status; 0 leak.
+
+The drivers join one local cluster per module (the ``ray_address`` fixture, ``RAY_ADDRESS``),
+as a job joins a long-lived cluster; a test's original and fixed drivers run at the same time.
+A driver's exit ends its job and Ray kills the job's workers, so the hazard is the same as with
+a cluster of the driver's own.
 """
 from __future__ import annotations
 
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -18,13 +24,14 @@ from shutdown_lint.analyzer import lint_source
 from shutdown_lint.fixer import fix_source
 from shutdown_lint.settings import Settings
 
-from ray_scaffold import driver, rollout_task
+from ray_scaffold import driver, rollout_task, settled_count
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 SETTINGS = Settings(selected=("SHD501",), target_version="py311")
 N = 5
 BUDGET = 6  # seconds the driver gives the rollout
+CLEANUP = 3  # seconds deleting a sandbox takes in the remote cleanup
 
 HAZARD = '''\
 import asyncio
@@ -35,10 +42,10 @@ import ray
 from ray.exceptions import GetTimeoutError
 
 
-''' + rollout_task(3) + '''
+''' + rollout_task(CLEANUP) + '''
 
 def main():
-    ray.init(num_cpus=2, include_dashboard=False)
+    ray.init()
     ref = rollout.remote(sys.argv[1], int(sys.argv[2]))
     try:
         ray.get(ref, timeout=float(sys.argv[3]))
@@ -53,33 +60,36 @@ if __name__ == "__main__":
 '''
 
 
-def _run(script: Path, lease_dir: Path) -> dict:
+def _run(script: Path, lease_dir: Path, address: str) -> dict:
     lease_dir.mkdir()
     most = 0
-    with driver(script, [str(lease_dir), str(N), str(BUDGET)]) as proc:
+    with driver(script, [str(lease_dir), str(N), str(BUDGET)], address) as proc:
         deadline = time.monotonic() + 120
         while proc.poll() is None and time.monotonic() < deadline:
             most = max(most, len(os.listdir(lease_dir)))
             time.sleep(0.1)
         exited = proc.poll() is not None
         out = proc.communicate(timeout=10)[0] if exited else ""
-        time.sleep(2.0)  # let Ray finish tearing down the job's workers
-        return {"exited": exited, "rc": proc.returncode, "held": most, "leaked": len(os.listdir(lease_dir)),
-                "out": out}
+        # Ray ends the job's workers once the driver is gone; a cleanup that still ran would have
+        # removed the sandboxes within CLEANUP s: count once nothing changed for longer than that
+        leaked = settled_count(lease_dir, CLEANUP + 1.0)
+        return {"exited": exited, "rc": proc.returncode, "held": most, "leaked": leaked, "out": out}
+
+
+def _both(address: str, before: tuple, after: tuple) -> "tuple[dict, dict]":
+    """The original and the fixed driver at the same time, on the module's cluster."""
+    with ThreadPoolExecutor(2) as pool:
+        runs = [pool.submit(_run, *before, address), pool.submit(_run, *after, address)]
+        return runs[0].result(), runs[1].result()
 
 
 @pytest.mark.timeout(240)
-def test_cancel_then_exit_leaks_and_cancel_and_wait_cleans_up(tmp_path):
+def test_cancel_then_exit_leaks_and_cancel_and_wait_cleans_up(tmp_path, ray_address):
     hazard = tmp_path / "hazard" / "driver.py"
     hazard.parent.mkdir()
     hazard.write_text(HAZARD)
     found = lint_source(HAZARD.encode(), str(hazard), SETTINGS).diagnostics
     assert [d.code for d in found] == ["SHD501"]
-
-    before = _run(hazard, tmp_path / "leases-before")
-    assert before["exited"] and before["rc"] == 3, before["out"][-3000:]
-    assert before["held"] == N
-    assert before["leaked"] == N, before["out"][-3000:]
 
     outcome = fix_source(HAZARD.encode(), str(hazard), SETTINGS, unsafe=True)
     fixed_src = outcome.source.decode()
@@ -89,7 +99,11 @@ def test_cancel_then_exit_leaks_and_cancel_and_wait_cleans_up(tmp_path):
     fixed.parent.mkdir()
     fixed.write_text(fixed_src)
 
-    after = _run(fixed, tmp_path / "leases-after")
+    before, after = _both(ray_address, (hazard, tmp_path / "leases-before"), (fixed, tmp_path / "leases-after"))
+    assert before["exited"] and before["rc"] == 3, before["out"][-3000:]
+    assert before["held"] == N
+    assert before["leaked"] == N, before["out"][-3000:]
+
     assert after["exited"] and after["rc"] == 3, after["out"][-3000:]  # same exit status
     assert after["held"] == N
     assert after["leaked"] == 0, after["out"][-3000:]
@@ -106,7 +120,7 @@ import sys
 import ray
 
 
-''' + rollout_task(3) + '''
+''' + rollout_task(CLEANUP) + '''
 
 @ray.remote(max_retries=0)
 def failing(seconds):
@@ -130,7 +144,7 @@ class TaskRunner:
 
 
 def main():
-    ray.init(num_cpus=2, include_dashboard=False)
+    ray.init()
     runner = TaskRunner.remote()
     ray.get(runner.run.remote(sys.argv[1], int(sys.argv[2]), float(sys.argv[3])))
 
@@ -141,18 +155,12 @@ if __name__ == "__main__":
 
 
 @pytest.mark.timeout(240)
-def test_cancel_remaining_then_raise_out_of_actor_leaks_and_the_fix_waits(tmp_path):
+def test_cancel_remaining_then_raise_out_of_actor_leaks_and_the_fix_waits(tmp_path, ray_address):
     hazard = tmp_path / "hazard" / "driver.py"
     hazard.parent.mkdir()
     hazard.write_text(RUNNER_HAZARD)
     found = lint_source(RUNNER_HAZARD.encode(), str(hazard), SETTINGS).diagnostics
     assert [d.code for d in found] == ["SHD501"] and "remote method `run()`" in found[0].message
-
-    before = _run(hazard, tmp_path / "leases-before")
-    assert before["exited"] and before["rc"] != 0, before["out"][-3000:]
-    assert "reward model crashed" in before["out"]
-    assert before["held"] == N
-    assert before["leaked"] == N, before["out"][-3000:]
 
     outcome = fix_source(RUNNER_HAZARD.encode(), str(hazard), SETTINGS, unsafe=True)
     fixed_src = outcome.source.decode()
@@ -162,7 +170,12 @@ def test_cancel_remaining_then_raise_out_of_actor_leaks_and_the_fix_waits(tmp_pa
     fixed.parent.mkdir()
     fixed.write_text(fixed_src)
 
-    after = _run(fixed, tmp_path / "leases-after")
+    before, after = _both(ray_address, (hazard, tmp_path / "leases-before"), (fixed, tmp_path / "leases-after"))
+    assert before["exited"] and before["rc"] != 0, before["out"][-3000:]
+    assert "reward model crashed" in before["out"]
+    assert before["held"] == N
+    assert before["leaked"] == N, before["out"][-3000:]
+
     assert after["exited"] and after["rc"] == before["rc"], after["out"][-3000:]  # same failure, same status
     assert "reward model crashed" in after["out"]
     assert after["held"] == N
