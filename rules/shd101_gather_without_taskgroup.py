@@ -6,7 +6,7 @@ from typing import Iterator, Optional, Sequence
 
 import libcst as cst
 
-from shutdown_lint import candidates as C
+from shutdown_lint.prefilter import words as C
 from shutdown_lint.facts import FunctionInfo, Scope, names_in
 from shutdown_lint.facts.classes import is_stub, overrides
 from shutdown_lint.index.classes import overrides as class_overrides

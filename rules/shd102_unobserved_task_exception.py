@@ -5,7 +5,7 @@ from typing import Optional, Union
 
 import libcst as cst
 
-from shutdown_lint import candidates as C
+from shutdown_lint.prefilter import words as C
 from shutdown_lint.rule import Fix, Invalid, Option, Replace, Rule
 from shutdown_lint.traversal import walk
 
@@ -1256,7 +1256,7 @@ _KEEPS_OR_DROPS = _ADDERS | {"extend", "discard", "remove"}
 
 
 def spawns(tree) -> list[tuple[ast.Call, object]]:
-    """(call, its ``tree_tier.Function`` or None) for every call that may make a task
+    """(call, its ``ast_tree.Function`` or None) for every call that may make a task
     (``is_task_spawn``: its last word, through aliases, is ``create_task``/``ensure_future``)."""
     out = []
     for fn, calls in ((None, tree.module_calls), *((fn, fn.calls) for fn in tree.functions)):

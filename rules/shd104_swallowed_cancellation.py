@@ -5,14 +5,14 @@ from typing import Optional, Union
 
 import libcst as cst
 
-from shutdown_lint import candidates as C
+from shutdown_lint.prefilter import words as C
 from shutdown_lint.facts.exit_paths import (
     BREAK, CONTINUE, FALL_THROUGH, PROPAGATING, RAISE_OTHER, RETURN, SWALLOWING, _breaks, _is_true, _returns_only_none,
     _Walker,
 )
 from shutdown_lint.rule import AddImport, Fix, Invalid, Replace, Rule
 from shutdown_lint.traversal import walk
-from shutdown_lint.tree_tier import DEFS, TRYS, walk_within
+from shutdown_lint.prefilter.ast_tree import DEFS, TRYS, walk_within
 
 _CANCELLED = frozenset({"asyncio.CancelledError", "asyncio.exceptions.CancelledError"})
 _BROAD = frozenset({"builtins.BaseException"})

@@ -5,7 +5,7 @@ from typing import Optional
 
 import libcst as cst
 
-from shutdown_lint.candidates import All, AnyOf, Word
+from shutdown_lint.prefilter.words import All, AnyOf, Word
 from shutdown_lint.rule import Fix, InsertAfter, Invalid, Option, Replace, Rule
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call

@@ -4,9 +4,9 @@ import ast
 
 import libcst as cst
 
-from shutdown_lint.candidates import All, AnyOf, Word, qualified
+from shutdown_lint.prefilter.words import All, AnyOf, Word, qualified
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
-from shutdown_lint.tree_tier import callee_name
+from shutdown_lint.prefilter.ast_tree import callee_name
 
 from ._fixes import IMPORT_RUNTIME_GUARD
 from .shd102_unobserved_task_exception import handles_own_errors, is_task_spawn, spawns, supervise_call

@@ -4,7 +4,7 @@ from typing import Optional, Sequence
 
 import libcst as cst
 
-from shutdown_lint import candidates as C
+from shutdown_lint.prefilter import words as C
 from shutdown_lint import facts as F
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
 

@@ -5,12 +5,12 @@ from typing import Optional, Union
 
 import libcst as cst
 
-from shutdown_lint import candidates as C
+from shutdown_lint.prefilter import words as C
 from shutdown_lint.facts import DRIVER, RETURN, STATUS_ZERO, TORCH_WORKER
 from shutdown_lint.facts.exit_paths import (EXIT_FUNCTIONS, FALL_THROUGH, _later_code_exits, _loop_between,
                                             _returns_only_none)
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule
-from shutdown_lint.tree_tier import (DEFS, TRYS, identifiers, is_main_guard, nested_statements, positional_args,
+from shutdown_lint.prefilter.ast_tree import (DEFS, TRYS, identifiers, is_main_guard, nested_statements, positional_args,
                                      walk_within)
 
 from ._exits import child_process_reason, raises_system_exit, rule_runs_here

@@ -5,10 +5,10 @@ from typing import Optional, Union
 
 import libcst as cst
 
-from shutdown_lint.candidates import qualified
+from shutdown_lint.prefilter.words import qualified
 from shutdown_lint.facts import FunctionInfo, reachable
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
-from shutdown_lint.tree_tier import DEFS, TRYS, identifiers, walk_within
+from shutdown_lint.prefilter.ast_tree import DEFS, TRYS, identifiers, walk_within
 
 from ._exits import child_process_reason, rule_runs_here
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call, strip_trailing_comma

@@ -8,12 +8,12 @@ from typing import Optional
 
 import libcst as cst
 
-from shutdown_lint import candidates as C
+from shutdown_lint.prefilter import words as C
 from shutdown_lint import facts as F
 from shutdown_lint.facts import FunctionInfo, names_in
 from shutdown_lint.facts.types import Typer, normalise
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule, Valid
-from shutdown_lint.tree_tier import callee_name
+from shutdown_lint.prefilter.ast_tree import callee_name
 
 from ._blocking_vocabulary import (
     ASYNC_CODES, ATTRIBUTE_TYPES, CONSUMERS, CONSUMING, FAMILIES, FAMILY_NAMES, FILE, LAZY_CALLS, LAZY_WRAPPERS,

@@ -5,7 +5,7 @@ from typing import Optional, Sequence
 
 import libcst as cst
 
-from shutdown_lint import candidates as C
+from shutdown_lint.prefilter import words as C
 from shutdown_lint.facts import names_in
 from shutdown_lint.rule import Fix, InsertBefore, Invalid, Option, Replace, Rule, Valid
 from shutdown_lint.traversal import walk

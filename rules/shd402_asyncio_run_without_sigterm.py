@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from shutdown_lint import candidates as C
-from shutdown_lint import tree_tier as T
+from shutdown_lint.prefilter import words as C
+from shutdown_lint.prefilter import ast_tree as T
 from shutdown_lint.facts import FunctionInfo, reachable
 from shutdown_lint.rule import Fix, InsertBefore, Invalid, Option, Rule
 

@@ -5,8 +5,8 @@ from typing import Iterable, Optional
 
 import libcst as cst
 
-from shutdown_lint import candidates as C
-from shutdown_lint import tree_tier as T
+from shutdown_lint.prefilter import words as C
+from shutdown_lint.prefilter import ast_tree as T
 from shutdown_lint.facts import ModuleFacts
 from shutdown_lint.rule import Fix, Invalid, Option, Replace, Rule, Valid
 from shutdown_lint.traversal import walk

@@ -5,13 +5,13 @@ from typing import Optional
 
 import libcst as cst
 
-from shutdown_lint import candidates as C
+from shutdown_lint.prefilter import words as C
 from shutdown_lint.facts import ClassInfo, FunctionInfo
 from shutdown_lint.facts.execution import _same_module_bases as same_module_bases
 from shutdown_lint.index.project import ProjectClass, display as display_path
 from shutdown_lint.rule import Fix, InsertAfter, InsertBefore, Invalid, Option, Replace, Rule
 from shutdown_lint.traversal import walk
-from shutdown_lint.tree_tier import TRYS
+from shutdown_lint.prefilter.ast_tree import TRYS
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
 from ._vocabulary import RESOURCE_WORDS, identifier_words, mentions

@@ -5,10 +5,10 @@ from typing import Iterable, Optional
 
 import libcst as cst
 
-from shutdown_lint.candidates import All, Word
+from shutdown_lint.prefilter.words import All, Word
 from shutdown_lint.facts import reachable
 from shutdown_lint.rule import AddImport, Fix, Invalid, Replace, Rule, Valid
-from shutdown_lint.tree_tier import function_names, positional_args, walk_within
+from shutdown_lint.prefilter.ast_tree import function_names, positional_args, walk_within
 
 from ._fixes import dotted
 

@@ -5,7 +5,7 @@ from typing import Optional, Sequence
 
 import libcst as cst
 
-from shutdown_lint.candidates import All, Word
+from shutdown_lint.prefilter.words import All, Word
 from shutdown_lint.facts import FunctionInfo, names_in
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
 

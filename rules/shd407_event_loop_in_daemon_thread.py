@@ -5,9 +5,9 @@ from typing import Optional
 
 import libcst as cst
 
-from shutdown_lint.candidates import All, AnyOf, Word, qualified
+from shutdown_lint.prefilter.words import All, AnyOf, Word, qualified
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
-from shutdown_lint.tree_tier import function_names, keyword
+from shutdown_lint.prefilter.ast_tree import function_names, keyword
 
 from ._fixes import IMPORT_RUNTIME_GUARD, dotted
 

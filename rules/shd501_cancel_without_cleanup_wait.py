@@ -5,8 +5,8 @@ from typing import Optional
 
 import libcst as cst
 
-from shutdown_lint import candidates as C
-from shutdown_lint import tree_tier as T
+from shutdown_lint.prefilter import words as C
+from shutdown_lint.prefilter import ast_tree as T
 from shutdown_lint.facts import RAY_REMOTE
 from shutdown_lint.facts.exit_paths import EXIT_FUNCTIONS
 from shutdown_lint.rule import Fix, InsertAfter, InsertBefore, Invalid, Option, Replace, Rule

@@ -5,9 +5,9 @@ from typing import Optional
 
 import libcst as cst
 
-from shutdown_lint import candidates as C
+from shutdown_lint.prefilter import words as C
 from shutdown_lint import facts as F
-from shutdown_lint import tree_tier as T
+from shutdown_lint.prefilter import ast_tree as T
 from shutdown_lint.facts import FunctionInfo, reachable
 from shutdown_lint.facts.vocabulary import _BUILTINS
 from shutdown_lint.rule import Fix, InsertAfter, Invalid, Option, Rule

@@ -5,7 +5,7 @@ from typing import Optional, Union
 
 import libcst as cst
 
-from shutdown_lint import candidates as C
+from shutdown_lint.prefilter import words as C
 from shutdown_lint import facts as F
 from shutdown_lint.facts import ClassInfo, FunctionInfo, reachable
 from shutdown_lint.rule import Fix, InsertAfter, InsertBefore, Invalid, Option, Replace, Rule

@@ -7,9 +7,9 @@ from typing import Optional
 
 import libcst as cst
 
-from shutdown_lint.candidates import Word
+from shutdown_lint.prefilter.words import Word
 from shutdown_lint.rule import Invalid, Rule
-from shutdown_lint.tree_tier import DEFS, positional_args
+from shutdown_lint.prefilter.ast_tree import DEFS, positional_args
 
 #: Calls that run a command: the command is the first positional argument or ``args=``.
 COMMAND_CALLS = frozenset({

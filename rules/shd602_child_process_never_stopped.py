@@ -5,7 +5,7 @@ from typing import Optional, Union
 
 import libcst as cst
 
-from shutdown_lint import candidates as C
+from shutdown_lint.prefilter import words as C
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call

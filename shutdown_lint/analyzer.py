@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
-import functools
 import gc
 import threading
 from dataclasses import dataclass, field
@@ -18,8 +17,10 @@ from typing import Optional, Sequence
 import libcst as cst
 from libcst.metadata import CodeRange
 
-from . import candidates as candidate_stage
-from . import registry, suppression, tree_tier
+from . import registry, suppression
+from .prefilter import ast_tree
+from .prefilter import select as candidate_stage
+from .prefilter.text import prefilter
 from .positions import Positions, positions_of  # noqa: F401  (positions_of: re-exported for tests and tools)
 from .diagnostic import Diagnostic, FileResult
 from .facts import ModuleFacts
@@ -51,47 +52,6 @@ def _path_matches(path: str, pattern: str) -> bool:
         or fnmatch.fnmatch(posix, f"*/{pattern}")
         or fnmatch.fnmatch(posix.rsplit("/", 1)[-1], pattern)
     )
-
-
-def prefilter(source: bytes, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
-    """Rules whose trigger substrings occur in the file (or that declare none)."""
-    out = []
-    seen: dict[bytes, bool] = {}  # rules share triggers (``cancel``, ``create_task``): search each once
-    for r in rules:
-        triggers = _encoded_triggers(r)
-        if not triggers:
-            out.append(r)
-            continue
-        for t in triggers:
-            if all(_present(g, source, seen) for g in _gates(t)) and _present(t, source, seen):
-                out.append(r)
-                break
-    return out
-
-
-def _present(word: bytes, source: bytes, seen: dict[bytes, bool]) -> bool:
-    """``word in source``, searched once per file (``seen``: the answers so far)."""
-    found = seen.get(word)
-    if found is None:
-        found = seen[word] = word in source
-    return found
-
-
-#: Short words inside several triggers: one search that fails rules out all of them (most
-#: files have no ``SIG``, ``kill`` or ``process_``). Each search of a trigger that is absent
-#: reads the whole file: ~0.06 CPU-s per trigger over a 150 MB corpus.
-_GATE_WORDS = (b"SIG", b"kill", b"process_", b"run_", b"exit")
-
-
-@functools.lru_cache(maxsize=None)
-def _gates(trigger: bytes) -> tuple[bytes, ...]:
-    """The gate words inside ``trigger`` (``_exit`` needs ``exit``), shortest first."""
-    return tuple(sorted((g for g in _GATE_WORDS if g in trigger and g != trigger), key=len))
-
-
-@functools.lru_cache(maxsize=None)
-def _encoded_triggers(rule: type[Rule]) -> tuple[bytes, ...]:
-    return tuple(t.encode() for t in rule.triggers)
 
 
 def parse(source: bytes, path: str) -> cst.Module:
@@ -292,8 +252,8 @@ def select_rules(source: bytes, path: str, settings: Settings,
         _check_nesting(source, path)
         return candidates, STAGE_LIBCST
     try:
-        tree = tree_tier.parse(source)
-    except tree_tier.TooDeep:
+        tree = ast_tree.parse(source)
+    except ast_tree.TooDeep:
         raise AnalysisError(f"{path}:1:1: file too deeply nested to parse (Python's own parser gives up)") from None
     candidates = candidate_stage.filter_rules_by_tree(tree, candidates, settings)
     if not candidates:
@@ -316,7 +276,7 @@ def analyze(source: bytes, path: str, settings: Settings, rules: Optional[Sequen
     try:
         module = _parse_module(source, path)
     except AnalysisError as e:
-        rejected = tree_tier.rejection(source) if decided == STAGE_NEWER else None
+        rejected = ast_tree.rejection(source) if decided == STAGE_NEWER else None
         if rejected is None or ": syntax error: " not in str(e):
             raise
         # both parsers reject it: a real syntax error; CPython's position and words are the better ones
@@ -329,7 +289,7 @@ def analyze(source: bytes, path: str, settings: Settings, rules: Optional[Sequen
     facts.project = project_view(path)  # the project index seen from this file (None: no index)
     text = _decoded(source, module)
     # positions, when a rule or a finding asks, are rendered per top-level statement (positions.py)
-    facts.__dict__["_positions"] = Positions(module, text, tree_tier.cached(source), facts.parent)
+    facts.__dict__["_positions"] = Positions(module, text, ast_tree.cached(source), facts.parent)
     findings: list[Finding] = []
     instances = [r(facts, settings, findings) for r in candidates]
     try:
@@ -412,7 +372,7 @@ def _newer_than_target(source: bytes, path: str, settings: Settings) -> Optional
 
     if settings.target_at_least(f"py3{sys.version_info[1] + 1}"):
         return None
-    rejected = tree_tier.rejection(source)
+    rejected = ast_tree.rejection(source)
     if rejected is None:
         return None
     line, col, msg = rejected

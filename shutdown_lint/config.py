@@ -344,8 +344,8 @@ def code_key() -> Optional[str]:
     parts = [__version__]
     engine = os.path.dirname(os.path.abspath(__file__))
     try:
-        # the facts and the project index decide findings as much as the rules do
-        for where in (directory, engine, os.path.join(engine, "facts"), os.path.join(engine, "index")):
+        # the facts, the project index and the prefilter decide findings as much as the rules do
+        for where in (directory, engine, *(os.path.join(engine, d) for d in ("facts", "index", "prefilter"))):
             for entry in sorted(os.scandir(where), key=lambda e: e.name):
                 if entry.name.endswith(".py"):
                     st = entry.stat()

@@ -217,11 +217,11 @@ class Rule:
     #: Substrings for the text pre-filter: a file containing none of them is never parsed
     #: for this rule. An empty tuple means "always run".
     triggers: ClassVar[tuple[str, ...]] = ()
-    #: Candidate tier 1 (``shutdown_lint.candidates``): a cheap, *necessary* condition on
+    #: Candidate tier 1 (``shutdown_lint.prefilter.words``): a cheap, *necessary* condition on
     #: the file's identifier words (``candidate = All(Word("async"), qualified("ray.get"))``),
     #: checked after the pre-filter. ``None``: no condition, the rule is always a candidate.
     candidate: ClassVar[Any] = None
-    #: Candidate tier 2 (``shutdown_lint.tree_tier``): a necessary condition on the file's
+    #: Candidate tier 2 (``shutdown_lint.prefilter.ast_tree``): a necessary condition on the file's
     #: Python ``ast``, a function ``Tree -> bool`` (write it as a ``staticmethod``), checked
     #: after tier 1 and before the libcst parse. ``None``: always a candidate.
     candidate_tree: ClassVar[Any] = None

@@ -1,5 +1,5 @@
 """The cache key of the code changes when a module that decides findings changes: a rule, the engine,
-the facts package or the project index (an editable install keeps its version number)."""
+the facts package, the project index or the prefilter (an editable install keeps its version number)."""
 from __future__ import annotations
 
 import os
@@ -11,7 +11,7 @@ from shutdown_lint import config
 ENGINE = os.path.dirname(os.path.abspath(config.__file__))
 
 
-@pytest.mark.parametrize("module", ["analyzer.py", "facts/exit_paths.py", "index/summary.py"])
+@pytest.mark.parametrize("module", ["analyzer.py", "facts/exit_paths.py", "index/summary.py", "prefilter/ast_tree.py"])
 def test_code_key_follows_engine_facts_and_index_modules(module):
     path = os.path.join(ENGINE, module)
     before = config.code_key()

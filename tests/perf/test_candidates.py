@@ -1,4 +1,4 @@
-"""The candidate tiers (shutdown_lint/candidates.py: words; shutdown_lint/tree_tier.py:
+"""The candidate tiers (shutdown_lint/prefilter/words.py: words; shutdown_lint/prefilter/ast_tree.py:
 Python's ast) must never lose a finding.
 
 Every rule's examples and every file of the example project are linted with both tiers,
@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from shutdown_lint import candidates, registry, tree_tier
+from shutdown_lint import registry
+from shutdown_lint.prefilter import ast_tree, select
+from shutdown_lint.prefilter import words
 from shutdown_lint.analyzer import lint_source
-from shutdown_lint.candidates import FileText
+from shutdown_lint.prefilter.words import FileText
 from shutdown_lint.settings import Settings
 
 RULES = registry.all_rules()
@@ -24,9 +26,9 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 def _both_ways(source: bytes, path: str, settings: Settings):
     """(both tiers, none); asserts that tier 1 alone agrees too."""
     with_stage = lint_source(source, path, settings)
-    with candidates.disabled(tree_only=True):
+    with select.disabled(tree_only=True):
         words_only = lint_source(source, path, settings)
-    with candidates.disabled():
+    with select.disabled():
         without = lint_source(source, path, settings)
     assert _key(words_only) == _key(without), path
     return with_stage, without
@@ -58,7 +60,7 @@ def test_stage_keeps_example_findings(rule, example):
 
 @pytest.mark.parametrize("rule", RULES, ids=[r.code for r in RULES])
 def test_declaration_admits_every_invalid_example(rule):
-    cond = candidates.declaration(rule)
+    cond = select.declaration(rule)
     if cond is None:
         pytest.skip(f"{rule.code} has no candidate declaration (always parsed)")
     _, invalid = rule.examples()
@@ -78,25 +80,25 @@ def test_stage_keeps_example_project_findings():
     assert total > 0, "the example project should have findings"
 
 
-TREE_DECLARED = [r for r in RULES if candidates.tree_declaration(r) is not None]
+TREE_DECLARED = [r for r in RULES if select.tree_declaration(r) is not None]
 
 
 @pytest.mark.parametrize("rule", TREE_DECLARED, ids=[r.code for r in TREE_DECLARED])
 def test_tree_declaration_admits_every_invalid_example(rule):
-    cond = candidates.tree_declaration(rule)
+    cond = select.tree_declaration(rule)
     _, invalid = rule.examples()
     for ex in invalid:
         if ex.options:
             continue  # a rule whose options are set is always a candidate
-        tree = tree_tier.parse(ex.code.encode())
+        tree = ast_tree.parse(ex.code.encode())
         assert tree is not None, ex.code
         assert cond(tree), f"{rule.code}: candidate_tree rules out\n{ex.code}"
 
 
 def test_declarations_live_on_the_rules():
-    assert not hasattr(candidates, "_declarations"), "tier-1 declarations belong on the rule classes"
+    assert not hasattr(select, "_declarations") and not hasattr(words, "_declarations"), "declarations: on the rules"
     for rule in RULES:
-        assert candidates.declaration(rule) is rule.__dict__.get("candidate"), rule.code
+        assert select.declaration(rule) is rule.__dict__.get("candidate"), rule.code
 
 
 def test_a_rule_that_declares_nothing_is_always_a_candidate():
@@ -108,14 +110,14 @@ def test_a_rule_that_declares_nothing_is_always_a_candidate():
         summary = "test only"
 
     settings = Settings(selected=("SHD999",))
-    assert candidates.filter_rules(b"x = 1\n", [Undeclared], settings) == [Undeclared]
-    assert candidates.filter_rules_by_tree(tree_tier.parse(b"x = 1\n"), [Undeclared], settings) == [Undeclared]
+    assert select.filter_rules(b"x = 1\n", [Undeclared], settings) == [Undeclared]
+    assert select.filter_rules_by_tree(ast_tree.parse(b"x = 1\n"), [Undeclared], settings) == [Undeclared]
 
 
 def test_tree_words_follow_aliases():
     import ast
 
-    tree = tree_tier.parse(b"from time import sleep as nap\nimport queue\nq = queue.Queue()\n"
+    tree = ast_tree.parse(b"from time import sleep as nap\nimport queue\nq = queue.Queue()\n"
                            b"class A:\n    def __init__(self):\n        self.save = torch.save\n")
     name = ast.Name("nap")
     assert tree.words(name) == {"nap", "sleep"}
@@ -131,7 +133,7 @@ def test_tree_mentions_every_spelled_identifier_as_a_full_walk_would():
     source = (b"import os.path as osp\nfrom a.b import c as d\n\n"
               b"async def f(x=Popen):\n    y = [q.get_nowait() for q in queues]\n"
               b"    s = f'{self.f.read}' + 'open'\n    return lambda: Session()\n")
-    tree = tree_tier.parse(source)
+    tree = ast_tree.parse(source)
     walked = set()
     for n in ast.walk(ast.parse(source)):
         if isinstance(n, ast.Name):
@@ -147,9 +149,9 @@ def test_tree_mentions_every_spelled_identifier_as_a_full_walk_would():
 
 def test_tree_tier_keeps_the_parsed_ast_for_reuse():
     source = b"async def f():\n    pass\n"
-    tree = tree_tier.parse(source)
-    assert tree is not None and tree_tier.cached(source) is tree.module
-    assert tree_tier.parse(b"def f[T](x: T): pass\n" if _old_python() else b"def (:\n") is None
+    tree = ast_tree.parse(source)
+    assert tree is not None and ast_tree.cached(source) is tree.module
+    assert ast_tree.parse(b"def f[T](x: T): pass\n" if _old_python() else b"def (:\n") is None
 
 
 def _old_python() -> bool:
@@ -159,36 +161,36 @@ def _old_python() -> bool:
 
 
 def test_every_registered_rule_has_a_declaration():
-    missing = [r.code for r in RULES if candidates.declaration(r) is None]
+    missing = [r.code for r in RULES if select.declaration(r) is None]
     assert not missing, f"rules parsed for every file (no candidate declaration): {missing}"
 
 
 def test_words_are_whole_identifiers():
     text = FileText(b"def __exit__(self):\n    pass  # exit_code\n")
-    assert not candidates.Word("exit").holds(text)
-    assert candidates.Word("exit").holds(FileText(b"import sys\nsys.exit(1)\n"))
-    assert candidates.Word("exit").holds(FileText(b"from sys import exit as die\ndie(1)\n"))
+    assert not words.Word("exit").holds(text)
+    assert words.Word("exit").holds(FileText(b"import sys\nsys.exit(1)\n"))
+    assert words.Word("exit").holds(FileText(b"from sys import exit as die\ndie(1)\n"))
 
 
 def test_qualified_needs_root_module_except_for_types_and_builtins():
-    ray_get = candidates.qualified("ray.get")
+    ray_get = words.qualified("ray.get")
     assert ray_get.holds(FileText(b"import ray as r\nr.get(x)\n"))
     assert not ray_get.holds(FileText(b"d.get(x)\n"))
-    loop_task = candidates.qualified("asyncio.AbstractEventLoop.create_task")
+    loop_task = words.qualified("asyncio.AbstractEventLoop.create_task")
     assert loop_task.holds(FileText(b"import uvloop\nloop = uvloop.new_event_loop()\nloop.create_task(c())\n"))
-    assert candidates.qualified("builtins.exit").holds(FileText(b"exit(1)\n"))
+    assert words.qualified("builtins.exit").holds(FileText(b"exit(1)\n"))
 
 
 def test_options_set_explicitly_bypass_the_declaration():
-    rule = next(r for r in RULES if candidates.declaration(r) is not None)
+    rule = next(r for r in RULES if select.declaration(r) is not None)
     plain = Settings(selected=(rule.code,))
     configured = Settings(selected=(rule.code,), rule_options={rule.code: {"anything": 1}})
-    assert candidates.filter_rules(b"x = 1\n", [rule], plain) == []
-    assert candidates.filter_rules(b"x = 1\n", [rule], configured) == [rule]
+    assert select.filter_rules(b"x = 1\n", [rule], plain) == []
+    assert select.filter_rules(b"x = 1\n", [rule], configured) == [rule]
 
 
 def test_words_in_comments_do_not_count_but_strings_keep_them_conservative():
-    word = candidates.Word("exit")
+    word = words.Word("exit")
     assert not word.holds(FileText(b"x = 1  # early exit here\n"))
     assert word.holds(FileText(b"s = '#'; exit(1)\n"))  # a quote before: cannot tell, keep it
     assert word.holds(FileText(b'x = """\n# text """; exit()\n'))
@@ -199,7 +201,8 @@ def test_candidate_module_is_cheap_to_import():
     import subprocess
     import sys
 
-    code = "import sys, shutdown_lint.candidates; print('libcst' in sys.modules)"
+    code = ("import sys, shutdown_lint.prefilter.select, shutdown_lint.prefilter.ast_tree, shutdown_lint.prefilter.text;"
+            " print('libcst' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
@@ -219,7 +222,7 @@ def test_tree_tier_loses_nothing_on_installed_ray_sources():
     kept = []
     for path in sorted(root.rglob("*.py")):
         source = path.read_bytes()
-        with candidates.disabled(tree_only=True):
+        with select.disabled(tree_only=True):
             try:
                 rules, _ = select_rules(source, str(path), settings)
             except Exception:
@@ -230,7 +233,7 @@ def test_tree_tier_loses_nothing_on_installed_ray_sources():
     ruled_out = findings = 0
     for path, source in kept[::4]:
         with_tier = lint_source(source, str(path), settings, fix_edits=False)
-        with candidates.disabled(tree_only=True):
+        with select.disabled(tree_only=True):
             without = lint_source(source, str(path), settings, fix_edits=False)
         assert _key(with_tier) == _key(without), path
         ruled_out += with_tier.stage == "tree"
@@ -279,7 +282,7 @@ def test_shd503_tier2_drops_a_class_that_shuts_its_executor_in_close(variant, ca
 def test_prefilter_gates_change_nothing():
     """The prefilter's gate words only skip searches that must fail: the rules it keeps are
     those with a trigger in the text."""
-    from shutdown_lint.analyzer import prefilter
+    from shutdown_lint.prefilter.text import prefilter
 
     rules = list(registry.all_rules())
     texts = [b"", b"os._exit(1)", b"signal.SIGTERM", b"SIG_IGN", b"pkill -f x", b"psutil.process_iter()",
@@ -316,9 +319,9 @@ def _tier2_decides(code: str, source: str, candidate: bool) -> list[str]:
     """Rule ``code``'s tier-2 condition on ``source`` is ``candidate``, and linting with the
     tiers on finds what linting with them off does; returns those findings' codes."""
     rule = registry.rules_by_code()[code]
-    assert rule.candidate_tree(tree_tier.parse(source.encode())) is candidate
+    assert rule.candidate_tree(ast_tree.parse(source.encode())) is candidate
     settings = Settings(selected=(code,))
-    with candidates.disabled():
+    with select.disabled():
         without_tiers = [d.code for d in lint_source(source.encode(), "t.py", settings).diagnostics]
     assert [d.code for d in lint_source(source.encode(), "t.py", settings).diagnostics] == without_tiers
     return without_tiers
@@ -341,7 +344,7 @@ def test_from_import_binds_only_what_it_names(source, may):
     """``qualified("ray.init")``: ``from ray import remote`` cannot make ``ray.init`` (the
     facts resolve names through the module's own imports); naming ``init``, a star, an
     ``as`` alias of the module or a list that cannot be read all may."""
-    from shutdown_lint.candidates import qualified
+    from shutdown_lint.prefilter.words import qualified
 
     assert qualified("ray.init").holds(FileText(source)) is may
 
@@ -433,10 +436,10 @@ def test_tier2_near_misses(code, source, candidate):
 def test_names_python_normalises_turn_the_tree_tier_off(code, source):
     """Python's parser normalises identifiers (NFKC), libcst keeps them as written: a file
     with such a name is not judged on its ``ast``, and the findings are those of the tiers off."""
-    assert tree_tier.parse(source.encode()).exact_names is False
-    assert tree_tier.parse("# café, naïve\nx = 'déjà vu'\n".encode()).exact_names is True  # none changes
+    assert ast_tree.parse(source.encode()).exact_names is False
+    assert ast_tree.parse("# café, naïve\nx = 'déjà vu'\n".encode()).exact_names is True  # none changes
     settings = Settings(selected=(code,))
-    with candidates.disabled():
+    with select.disabled():
         without_tiers = [d.code for d in lint_source(source.encode(), "t.py", settings).diagnostics]
     assert without_tiers == [code]
     assert [d.code for d in lint_source(source.encode(), "t.py", settings).diagnostics] == without_tiers

@@ -1,6 +1,6 @@
 """The second candidate tier: sound necessary conditions checked on Python's ``ast``.
 
-The text tier (``candidates.py``) keeps every file whose identifier words could make a
+The text tier (``prefilter.words``) keeps every file whose identifier words could make a
 rule fire; on large code bases that is still ~14% of the lines, and libcst parses at
 ~13k lines per CPU-second. ``ast.parse`` runs ~10x faster, and a tree tells what words
 cannot: *is* the blocking call inside an ``async def``, *is* ``ray.get`` called in a
@@ -583,7 +583,7 @@ def is_main_guard(test: ast.AST) -> bool:
 def _last_and_receivers(name: str) -> tuple[str, tuple[str, ...]]:
     """``asyncio.gather`` -> ("gather", ("asyncio", "tasks")): its last word and the words
     its receiver may end with, over the spellings the facts canonicalise to it."""
-    from .candidates import _spellings
+    from .words import _spellings
 
     parts = name.split(".")
     if len(parts) == 1:
@@ -595,7 +595,7 @@ def _last_and_receivers(name: str) -> tuple[str, tuple[str, ...]]:
 def _factory_results() -> dict[str, set[str]]:
     """Last word of a factory callee -> last words of the types it returns (facts'
     ``FACTORY_TYPES``), so ``loop = get_running_loop(); loop.create_task`` is seen."""
-    from .facts import FACTORY_TYPES
+    from ..facts import FACTORY_TYPES
 
     out: dict[str, set[str]] = {}
     for callee, typ in FACTORY_TYPES.items():

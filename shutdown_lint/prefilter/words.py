@@ -1,4 +1,4 @@
-"""The candidate stage: a cheap, conservative test that runs before libcst.
+"""Candidate tier 1: a cheap, conservative test on a file's identifier words.
 
 The text pre-filter (``Rule.triggers``, substrings) passes 70% of the lines of a large
 code base (``get``, ``run(``, ``remote`` are everywhere); parsing that with libcst is
@@ -19,12 +19,12 @@ cannot have closed; neither resolves to a name). Words inside strings do count, 
 only makes the test more permissive.
 
 Declarations live on the rule they belong to: ``candidate = All(...)`` (tier 1, this
-module) and ``candidate_tree`` (tier 2, ``tree_tier``: the same idea on Python's ``ast``,
+module) and ``candidate_tree`` (tier 2, ``prefilter.ast_tree``: the same idea on Python's ``ast``,
 for conditions words cannot state). A rule that declares nothing is always a candidate.
 A rule whose options are set explicitly in the settings is always a candidate too: its
 vocabulary may name words the declaration does not know.
 
-Disable both tiers with ``SHUTDOWN_LINT_CANDIDATES=0`` or ``with disabled():``;
+Disable both tiers with ``SHUTDOWN_LINT_CANDIDATES=0`` or ``with select.disabled():``;
 tests/perf/test_candidates.py and ``bench/bench_speed.py --check-candidates`` compare
 both ways and must get identical diagnostics.
 
@@ -33,36 +33,8 @@ This module must stay cheap to import: no libcst.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-from typing import TYPE_CHECKING, Iterable, Iterator, Optional, Sequence
-
-if TYPE_CHECKING:
-    from .rule import Rule
-    from .settings import Settings
-
-#: Module switches, read by ``filter_rules`` / ``filter_rules_by_tree``; ``disabled()``
-#: flips them for a block. ``SHUTDOWN_LINT_CANDIDATES=0`` turns both tiers off,
-#: ``SHUTDOWN_LINT_TREE_TIER=0`` only the second (``ast``) one.
-enabled: bool = os.environ.get("SHUTDOWN_LINT_CANDIDATES", "1") != "0"
-tree_enabled: bool = os.environ.get("SHUTDOWN_LINT_TREE_TIER", "1") != "0"
-
-
-@contextlib.contextmanager
-def disabled(tree_only: bool = False) -> Iterator[None]:
-    """Both tiers off for the block (only tier 2 with ``tree_only``)."""
-    global enabled, tree_enabled
-    before = enabled, tree_enabled
-    if tree_only:
-        tree_enabled = False
-    else:
-        enabled = False
-    try:
-        yield
-    finally:
-        enabled, tree_enabled = before
-
+from typing import Iterable, Optional, Sequence
 
 def _is_ident_byte(b: int) -> bool:
     return b == 95 or 48 <= b <= 57 or 65 <= b <= 90 or 97 <= b <= 122  # _ 0-9 A-Z a-z
@@ -330,7 +302,7 @@ def qualified(*names: str) -> Cond:
 
 def _spellings(name: str) -> list[str]:
     """Other spellings that the facts canonicalise to ``name`` (``asyncio.tasks.gather``)."""
-    from .facts import _CANONICAL_PREFIXES
+    from ..facts import _CANONICAL_PREFIXES
 
     return [prefix + name[len(repl):] for prefix, repl in _CANONICAL_PREFIXES if name.startswith(repl)]
 
@@ -371,7 +343,7 @@ def context(name: str) -> Cond:
 
 
 def _context_words() -> dict[str, Cond]:
-    from . import facts as F
+    from .. import facts as F
 
     return {
         "coroutine": Word("async"),
@@ -381,45 +353,3 @@ def _context_words() -> dict[str, Cond]:
         # driver roots: the __main__ block, main(), functions calling ray.init
         "driver": AnyOf(WordThen("def", r"\s+main\s*\("), Word("__main__"), qualified("ray.init")),
     }
-
-
-# --------------------------------------------------------------------------- declarations
-
-
-def declaration(rule: "type[Rule]") -> Optional[Cond]:
-    """The rule's tier-1 condition (``Rule.candidate``), or None: always a candidate."""
-    cond = getattr(rule, "candidate", None)
-    return cond if isinstance(cond, Cond) else None
-
-
-def tree_declaration(rule: "type[Rule]"):
-    """The rule's tier-2 condition (``Rule.candidate_tree``, a function of a
-    ``tree_tier.Tree``), or None: always a candidate."""
-    cond = getattr(rule, "candidate_tree", None)
-    return cond if callable(cond) else None
-
-
-def filter_rules(source: bytes, rules: Sequence["type[Rule]"], settings: "Settings") -> list["type[Rule]"]:
-    """The rules that may report in ``source`` (order kept)."""
-    if not enabled:
-        return list(rules)
-    text = FileText(source)
-    out = []
-    for rule in rules:
-        cond = declaration(rule)
-        if cond is None or settings.rule_options.get(rule.code) or cond.holds(text):
-            out.append(rule)
-    return out
-
-
-def filter_rules_by_tree(tree, rules: Sequence["type[Rule]"], settings: "Settings") -> list["type[Rule]"]:
-    """Tier 2: the rules whose ``candidate_tree`` holds on ``tree`` (order kept).
-    ``tree`` is None when ``ast`` could not parse the file: every rule stays (libcst judges)."""
-    if not enabled or not tree_enabled or tree is None or not tree.exact_names:
-        return list(rules)
-    out = []
-    for rule in rules:
-        cond = tree_declaration(rule)
-        if cond is None or settings.rule_options.get(rule.code) or cond(tree):
-            out.append(rule)
-    return out

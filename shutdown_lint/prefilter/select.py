@@ -1,0 +1,85 @@
+"""Which rules a file still needs after each candidate tier, and the switches that turn the tiers off.
+
+A rule declares its conditions on its own class (its words and vocabulary stay in the rule's
+module): ``candidate`` (tier 1, a ``prefilter.words`` formula) and ``candidate_tree`` (tier
+2, a function of a ``prefilter.ast_tree.Tree``). A rule that declares nothing is always a
+candidate; so is a rule whose options are set explicitly in the settings (its vocabulary may
+name words the declaration does not know).
+
+This module must stay cheap to import: no libcst.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import TYPE_CHECKING, Iterator, Optional, Sequence
+
+from .words import Cond, FileText
+
+if TYPE_CHECKING:
+    from ..rule import Rule
+    from ..settings import Settings
+
+#: Module switches, read by ``filter_rules`` / ``filter_rules_by_tree``; ``disabled()``
+#: flips them for a block. ``SHUTDOWN_LINT_CANDIDATES=0`` turns both tiers off,
+#: ``SHUTDOWN_LINT_TREE_TIER=0`` only the second (``ast``) one.
+enabled: bool = os.environ.get("SHUTDOWN_LINT_CANDIDATES", "1") != "0"
+tree_enabled: bool = os.environ.get("SHUTDOWN_LINT_TREE_TIER", "1") != "0"
+
+
+@contextlib.contextmanager
+def disabled(tree_only: bool = False) -> Iterator[None]:
+    """Both tiers off for the block (only tier 2 with ``tree_only``)."""
+    global enabled, tree_enabled
+    before = enabled, tree_enabled
+    if tree_only:
+        tree_enabled = False
+    else:
+        enabled = False
+    try:
+        yield
+    finally:
+        enabled, tree_enabled = before
+
+
+# --------------------------------------------------------------------------- declarations
+
+
+def declaration(rule: "type[Rule]") -> Optional[Cond]:
+    """The rule's tier-1 condition (``Rule.candidate``), or None: always a candidate."""
+    cond = getattr(rule, "candidate", None)
+    return cond if isinstance(cond, Cond) else None
+
+
+def tree_declaration(rule: "type[Rule]"):
+    """The rule's tier-2 condition (``Rule.candidate_tree``, a function of a
+    ``prefilter.ast_tree.Tree``), or None: always a candidate."""
+    cond = getattr(rule, "candidate_tree", None)
+    return cond if callable(cond) else None
+
+
+def filter_rules(source: bytes, rules: Sequence["type[Rule]"], settings: "Settings") -> list["type[Rule]"]:
+    """The rules that may report in ``source`` (order kept)."""
+    if not enabled:
+        return list(rules)
+    text = FileText(source)
+    out = []
+    for rule in rules:
+        cond = declaration(rule)
+        if cond is None or settings.rule_options.get(rule.code) or cond.holds(text):
+            out.append(rule)
+    return out
+
+
+def filter_rules_by_tree(tree, rules: Sequence["type[Rule]"], settings: "Settings") -> list["type[Rule]"]:
+    """Tier 2: the rules whose ``candidate_tree`` holds on ``tree`` (order kept).
+    ``tree`` is None when ``ast`` could not parse the file: every rule stays (libcst judges)."""
+    if not enabled or not tree_enabled or tree is None or not tree.exact_names:
+        return list(rules)
+    out = []
+    for rule in rules:
+        cond = tree_declaration(rule)
+        if cond is None or settings.rule_options.get(rule.code) or cond(tree):
+            out.append(rule)
+    return out

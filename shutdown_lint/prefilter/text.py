@@ -1,0 +1,54 @@
+"""The text pre-filter, the first and cheapest stage: a rule runs on a file only if one of
+its trigger substrings (``Rule.triggers``) occurs in the file's bytes (or it declares none).
+
+This module must stay cheap to import: no libcst.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Sequence
+
+if TYPE_CHECKING:
+    from ..rule import Rule
+
+
+def prefilter(source: bytes, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
+    """Rules whose trigger substrings occur in the file (or that declare none)."""
+    out = []
+    seen: dict[bytes, bool] = {}  # rules share triggers (``cancel``, ``create_task``): search each once
+    for r in rules:
+        triggers = _encoded_triggers(r)
+        if not triggers:
+            out.append(r)
+            continue
+        for t in triggers:
+            if all(_present(g, source, seen) for g in _gates(t)) and _present(t, source, seen):
+                out.append(r)
+                break
+    return out
+
+
+def _present(word: bytes, source: bytes, seen: dict[bytes, bool]) -> bool:
+    """``word in source``, searched once per file (``seen``: the answers so far)."""
+    found = seen.get(word)
+    if found is None:
+        found = seen[word] = word in source
+    return found
+
+
+#: Short words inside several triggers: one search that fails rules out all of them (most
+#: files have no ``SIG``, ``kill`` or ``process_``). Each search of a trigger that is absent
+#: reads the whole file: ~0.06 CPU-s per trigger over a 150 MB corpus.
+_GATE_WORDS = (b"SIG", b"kill", b"process_", b"run_", b"exit")
+
+
+@functools.lru_cache(maxsize=None)
+def _gates(trigger: bytes) -> tuple[bytes, ...]:
+    """The gate words inside ``trigger`` (``_exit`` needs ``exit``), shortest first."""
+    return tuple(sorted((g for g in _GATE_WORDS if g in trigger and g != trigger), key=len))
+
+
+@functools.lru_cache(maxsize=None)
+def _encoded_triggers(rule: type[Rule]) -> tuple[bytes, ...]:
+    return tuple(t.encode() for t in rule.triggers)
