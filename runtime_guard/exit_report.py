@@ -26,8 +26,9 @@ library's, with the user line that called into it), stored as an attribute of th
 or executor, or in a pid table for children. Patched, process-wide, only while installed:
 ``threading.Thread.start``, ``subprocess.Popen.__init__``, ``multiprocessing.process.BaseProcess
 .start``, ``concurrent.futures`` executors' ``__init__``, ``asyncio.BaseEventLoop.create_task``
-(the user's task factory, if any, still makes the task) and ``torch.distributed``'s
-``init_process_group`` / ``new_group``. Modules not yet imported are patched when they are
+(the user's task factory, if any, still makes the task), uvloop's ``Loop.create_task``,
+``torch.distributed``'s ``init_process_group`` / ``new_group``, and on Ray ``ray.init`` /
+``ray.shutdown`` (the workers' reports: ``runtime_guard._ray_exit_report``). Modules not yet imported are patched when they are
 (a ``sys.meta_path`` finder that answers only for those names), so installing imports none of them.
 
 The report never changes what the program does:
@@ -76,6 +77,10 @@ _executors: "WeakSet[Any]" = WeakSet()
 _pg_sites: Dict[int, Optional[Site]] = {}  # id(process group) -> where it was made
 _default_pg_site: Optional[Site] = None
 _ray_items: Optional[List[Dict[str, Any]]] = None
+_first_record: Any = None  # called once, at the first creation recorded (runtime_guard._ray_exit_report)
+_worker_mode = False  # in a Ray worker (runtime_guard.ray.setup_worker): only what user code made
+_ray_workers_items: List[Dict[str, Any]] = []  # the workers' items, gathered by the driver
+_ray_workers: List[Dict[str, Any]] = []  # the workers asked (node, actor, pid, answered)
 _sigterm_handler_installed = False
 
 # ---------------------------------------------------------------------------------------------
@@ -115,6 +120,13 @@ def _site(depth: int) -> Optional[Site]:
     """The caller's ``(file, line, owner)``: the first frame outside runtime_guard and the
     standard library; when that frame is a library's (or runtime_guard's), the owner says so and
     the line is the user's line further up that called into it, if any."""
+    global _first_record
+    if _first_record is not None:  # a Ray worker's first creation: register with the driver's collector
+        first_record, _first_record = _first_record, None
+        try:
+            first_record()
+        except Exception:
+            pass
     try:
         frame: Any = sys._getframe(depth)
     except ValueError:
@@ -263,6 +275,33 @@ def _patch_asyncio(mod: Any) -> None:
             return task
         return create_task_and_record
     _patch(mod.BaseEventLoop, "create_task", make)
+    _create_task_patch[0] = make
+
+
+_create_task_patch: List[Any] = [None]
+
+
+def _patch_uvloop(mod: Any) -> None:
+    """uvloop (Ray's async actors run on it): its ``Loop`` is a Python subclass of the compiled
+    loop, so the wrapper goes on that subclass (``uninstall`` removes it again)."""
+    import asyncio.base_events as base_events  # uvloop imports asyncio: already loaded
+
+    _patch_asyncio(base_events)
+    loop_cls = getattr(mod, "Loop", None)
+    make = _create_task_patch[0]
+    if loop_cls is None or make is None or "create_task" in loop_cls.__dict__:
+        return
+    original = getattr(loop_cls, "create_task", None)
+    if original is None:
+        return
+    wrapper = make(original)
+    wrapper._runtime_guard_exit_report = True
+    wrapper.__wrapped__ = original
+    setattr(loop_cls, "create_task", wrapper)
+    _patched.append((loop_cls, "create_task", _INHERITED))
+
+
+_INHERITED = object()  # uninstall: delete the attribute (the class inherited it)
 
 
 def _patch_c10d(mod: Any) -> None:
@@ -333,6 +372,60 @@ def _patch_ray_remote_function(mod: Any) -> None:
     _patch_ray_remote(mod.RemoteFunction)
 
 
+def _patch_ray_worker(mod: Any) -> None:
+    """``ray.init``: a job whose setup hook is runtime_guard's gets its workers' reports (see
+    ``runtime_guard._ray_exit_report``); ``ray.shutdown``: they are gathered first."""
+    def make_init(init: Any) -> Any:
+        def init_and_collect(*args: Any, **kwargs: Any) -> Any:
+            aggregate = False
+            if _enabled and not _worker_mode:
+                try:
+                    from . import _ray_exit_report as rr
+
+                    if "runtime_env" in kwargs:
+                        kwargs["runtime_env"] = rr.job_runtime_env(kwargs["runtime_env"])
+                        aggregate = rr.wants_collector(kwargs["runtime_env"])
+                except Exception:
+                    aggregate = False
+            result = init(*args, **kwargs)
+            if aggregate:
+                try:
+                    rr.start_driver()
+                except Exception:
+                    pass
+            return result
+        return init_and_collect
+
+    def make_shutdown(shutdown: Any) -> Any:
+        def gather_and_shutdown(*args: Any, **kwargs: Any) -> Any:
+            if _enabled and not _reported and not _worker_mode:
+                _gather_ray_workers()
+            return shutdown(*args, **kwargs)
+        return gather_and_shutdown
+
+    _patch(mod, "init", make_init)
+    _patch(mod, "shutdown", make_shutdown)
+    package = sys.modules.get("ray")
+    if package is not None and package is not mod:  # names the package already re-exported
+        for owner, name, original in list(_patched):
+            if owner is mod and name in ("init", "shutdown") and getattr(package, name, None) is original:
+                setattr(package, name, getattr(mod, name))
+                _patched.append((package, name, original))
+
+
+def _gather_ray_workers() -> None:
+    """Driver: ask the job's workers for their reports now (once; bounded, never raises)."""
+    rr = sys.modules.get("runtime_guard._ray_exit_report")
+    if rr is None or rr._collector is None:
+        return
+    try:
+        items, workers = rr.worker_items(rr.gather())
+        _ray_workers_items.extend(items)
+        _ray_workers.extend(workers)
+    except Exception:
+        pass
+
+
 _TARGETS = {
     "threading": _patch_threading,
     "subprocess": _patch_subprocess,
@@ -343,6 +436,8 @@ _TARGETS = {
     "torch.distributed.distributed_c10d": _patch_c10d,
     "ray.actor": _patch_ray_actor,
     "ray.remote_function": _patch_ray_remote_function,
+    "ray._private.worker": _patch_ray_worker,
+    "uvloop": _patch_uvloop,
 }
 _pending: Dict[str, Any] = {}
 
@@ -502,15 +597,18 @@ def is_installed() -> bool:
     return _enabled
 
 
-def install(json_file: Optional[str] = None, *, sigterm: bool = True, at_exit: bool = True) -> bool:
+def install(json_file: Optional[str] = None, *, sigterm: bool = True, at_exit: bool = True,
+            worker: bool = False) -> bool:
     """Record creation sites from now on and report what is left when the process ends.
 
     ``json_file``: also write the report there as JSON (written even when nothing is left).
     ``sigterm``: observe a SIGTERM ending (only where SIGTERM has its default action).
     ``at_exit``: report from ``atexit`` (the pytest plugin reports at the end of the session
-    instead). Returns True once installed; never raises."""
-    global _enabled, _installed, _json_file, _reported
+    instead). ``worker``: a Ray worker answering its driver's report (``setup_worker``): only
+    what user code made is reported. Returns True once installed; never raises."""
+    global _enabled, _installed, _json_file, _reported, _worker_mode
     try:
+        _worker_mode = _worker_mode or worker
         _json_file = json_file
         if json_file:
             import json  # noqa: F401  (now, not inside a signal handler at exit)
@@ -551,6 +649,9 @@ def uninstall() -> None:
     while _patched:
         owner, name, original = _patched.pop()
         try:
+            if original is _INHERITED:
+                delattr(owner, name)
+                continue
             setattr(owner, name, original)
         except (AttributeError, TypeError):
             pass
@@ -597,6 +698,8 @@ def _before_threads_joined() -> None:
             _ray_items = _ray_work()
         except Exception:
             _ray_items = None
+        if not _worker_mode:
+            _gather_ray_workers()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -881,6 +984,8 @@ def _ray_work() -> Optional[List[Dict[str, Any]]]:
         items = []
         for ref in pending:
             site = _ray_sites.get(ref.binary())
+            if site is not None and site[2] == "guard":
+                continue  # the exit report's own calls (on Ray: the workers' collector)
             call_site = None
             try:
                 call_site = ref.call_site() if hasattr(ref, "call_site") else None
@@ -903,6 +1008,9 @@ def collect() -> List[Dict[str, Any]]:
             continue
     ray_items = _ray_items if _ray_items is not None else (_ray_work() or [])
     items.extend(ray_items or [])
+    if _worker_mode:  # a Ray worker: Ray's own threads and tasks are not the program's leftovers
+        items = [i for i in items if i["file"] is not None and _kind(i["file"]) == "user"]
+    items.extend(_ray_workers_items)
     return items
 
 
@@ -932,7 +1040,26 @@ def format_report(ending: Dict[str, Any], items: List[Dict[str, Any]]) -> str:
             lines.append(f"      waiting at {d['waiting_at']}" + (f" in thread {d['thread']!r}" if d.get("thread") else ""))
         if d.get("defined_at"):
             lines.append(f"      coroutine defined at {d['defined_at']}")
+        if item.get("process"):
+            lines.append(f"      in {_process_text(item['process'])}")
+    silent = [w for w in _ray_workers if not w.get("answered")]
+    if silent:
+        lines.append(f"  ({len(silent)} Ray worker{'s' if len(silent) != 1 else ''} did not answer: "
+                     + "; ".join(_process_text(w) for w in silent[:10]) + ")")
     return "\n".join(lines) + "\n"
+
+
+def _process_text(p: Dict[str, Any]) -> str:
+    node = p.get("node_ip") or "?"
+    if p.get("node_id"):
+        node += f" (node {str(p['node_id'])[:12]})"
+    where = f"Ray worker pid {p.get('pid', '?')} on {node}"
+    if p.get("actor_id"):
+        actor = p.get("actor_class") or "actor"
+        if p.get("actor_name"):
+            actor += f" {p['actor_name']!r}"
+        where += f", actor {actor} ({str(p['actor_id'])[:12]})"
+    return where
 
 
 def report(ending: Optional[Dict[str, Any]] = None) -> List[Dict[str, Any]]:
@@ -957,8 +1084,10 @@ def report(ending: Optional[Dict[str, Any]] = None) -> List[Dict[str, Any]]:
             import json
 
             with open(_json_file, "w") as f:
-                json.dump({"version": 1, "pid": os.getpid(), "ending": ending, "items": items}, f, indent=1,
-                          default=str)
+                data_out: Dict[str, Any] = {"version": 1, "pid": os.getpid(), "ending": ending, "items": items}
+                if _ray_workers:
+                    data_out["ray_workers"] = _ray_workers
+                json.dump(data_out, f, indent=1, default=str)
         except Exception:
             pass
     return items

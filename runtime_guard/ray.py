@@ -601,6 +601,11 @@ def setup_worker(*, watchdog: Optional[bool] = None, cleanup_timeout: Optional[f
       ``ray.cancel(force=False)`` — delivered with ``_thread.interrupt_main()`` — reaches a task whose
       loop is idle in a long ``asyncio.sleep``.
     * ``watchdog=True`` (or ``RUNTIME_GUARD=1`` in the worker's environment) also reports loop stalls.
+    * When the driver runs the exit report (``RUNTIME_GUARD_EXIT_REPORT_WORKERS=1``, which the
+      driver's exit report adds to the job's ``env_vars``), the worker records where its tasks,
+      threads and children are made and answers the driver's report at the driver's exit (one
+      daemon thread waiting in a call on the job's collector actor; see
+      ``runtime_guard._ray_exit_report``). Otherwise nothing: one environment lookup.
 
     Signals: on the main thread, the SIGTERM handler is replaced for good by a wrapper that does
     the above and then calls the previous handler (``SIG_IGN`` stays ignored; ``SIG_DFL`` becomes
@@ -630,6 +635,10 @@ def setup_worker(*, watchdog: Optional[bool] = None, cleanup_timeout: Optional[f
             _watchdog.register_loop(asyncio.get_running_loop())  # called in an async actor's __init__
         except RuntimeError:
             pass
+        if os.environ.get("RUNTIME_GUARD_EXIT_REPORT_WORKERS"):  # the driver's exit report asks (else: nothing)
+            from . import _ray_exit_report
+
+            _ray_exit_report.start_worker()
         _setup_done = True
     except Exception:
         log.warning("runtime_guard.ray.setup_worker failed", exc_info=True)
