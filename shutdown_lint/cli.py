@@ -568,7 +568,7 @@ def _deps_changed(hit, abspath, cache, cache_dir) -> bool:
 def _apply_nested_excludes(groups, resolver, cfg, args) -> None:
     """A nested configuration's ``exclude`` (anchored to its own directory) drops the files under
     it that discovery found by walking; a file named on the command line stays, unless --force-exclude."""
-    from .discovery import _Ignorer
+    from .discovery import Ignorer
 
     named: Optional[set[str]] = None  # built only when a nested config excludes something
     for path in list(groups):
@@ -579,7 +579,7 @@ def _apply_nested_excludes(groups, resolver, cfg, args) -> None:
             continue
         if named is None:  # a long file list (pre-commit): ~50 ms of abspath on 8,670 paths
             named = {os.path.abspath(p) for p in args.paths or []}
-        ignorer = _Ignorer(nested.root, nested.exclude, False)  # .gitignore files were applied already
+        ignorer = Ignorer(nested.root, nested.exclude, False)  # .gitignore files were applied already
         groups[path] = [f for f in groups[path] if (f.abspath in named and not args.force_exclude)
                         or not ignorer.ignored(f.abspath, False)]
 
@@ -862,12 +862,12 @@ def _add_noqa(diagnostics, abspaths: dict[str, str], resolver) -> tuple[int, lis
 
 def _run_stdin(args, settings, mode, fmt, cfg, catalogue) -> int:
     from .analyzer import AnalysisError, lint_source
-    from .discovery import _Ignorer
+    from .discovery import Ignorer
 
     data = sys.stdin.buffer.read()
     path = args.stdin_filename or "-"
     if args.stdin_filename and args.force_exclude:
-        ignorer = _Ignorer(cfg.root, [*cfg.exclude, *_split(args.exclude)], cfg.respect_gitignore)
+        ignorer = Ignorer(cfg.root, [*cfg.exclude, *_split(args.exclude)], cfg.respect_gitignore)
         if ignorer.ignored(os.path.abspath(args.stdin_filename), False):
             if mode.fix:
                 sys.stdout.buffer.write(data)

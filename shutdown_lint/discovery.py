@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import stat
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 
 from .record import Record
 
@@ -75,16 +75,25 @@ def display_path(abspath: str, cwd: str) -> str:
     return abspath if rel.startswith("..") else rel
 
 
-class _Ignorer:
-    def __init__(self, root: str, exclude: Iterable[str], respect_gitignore: bool) -> None:
-        import pathspec
+class Ignorer:
+    """What ``exclude`` patterns and ``.gitignore`` files leave out (shared by discovery, the
+    command line's nested configurations and stdin, and the language server). pathspec is
+    imported only when there is a pattern to match: a tree with no ``.gitignore`` and no
+    ``exclude`` (a warm run over installed sources) does without it."""
 
-        self._pathspec = pathspec
+    def __init__(self, root: str, exclude: Iterable[str], respect_gitignore: bool) -> None:
         self.root = os.path.abspath(root)
         patterns = [p for p in exclude if p.strip()]
-        self.exclude = pathspec.GitIgnoreSpec.from_lines(patterns) if patterns else None
+        if patterns:
+            import pathspec
+
+            self.exclude = pathspec.GitIgnoreSpec.from_lines(patterns)
+        else:
+            self.exclude = None
         self.respect_gitignore = respect_gitignore
         self._specs: dict[str, object] = {}
+        #: directory -> does a ``.gitignore`` between the git top and it (both included) exist
+        self._chained: dict[str, bool] = {}
         self._top = self._git_top(self.root) or self.root
 
     @staticmethod
@@ -103,11 +112,36 @@ class _Ignorer:
             spec = None
             try:
                 with open(os.path.join(directory, ".gitignore"), encoding="utf-8", errors="replace") as fh:
-                    spec = self._pathspec.GitIgnoreSpec.from_lines(fh.read().splitlines())
+                    lines = fh.read().splitlines()
             except OSError:
                 pass
+            else:
+                import pathspec
+
+                spec = pathspec.GitIgnoreSpec.from_lines(lines)
             self._specs[directory] = spec
         return self._specs[directory]
+
+    def files_kept(self, directory: str) -> bool:
+        """True when no entry directly in ``directory`` (an absolute, normalised path) can be
+        ignored by a pattern: no ``exclude`` pattern applies there and no ``.gitignore`` file is
+        read for it. ``ignored(path, False)`` is then False for each file in it, and
+        ``ignored(path, True)`` for a subdirectory is only its name in ``DEFAULT_EXCLUDED_DIRS``:
+        a walk need not ask."""
+        if self.exclude is not None and _inside(directory, self.root):
+            return False
+        if not self.respect_gitignore or not _inside(directory, self._top):
+            return True
+        return not self._chain_has_spec(directory)
+
+    def _chain_has_spec(self, directory: str) -> bool:
+        known = self._chained.get(directory)
+        if known is None:
+            parent = os.path.dirname(directory)
+            known = self._spec(directory) is not None or (
+                directory != self._top and parent != directory and self._chain_has_spec(parent))
+            self._chained[directory] = known
+        return known
 
     def ignored(self, path: str, is_dir: bool) -> bool:
         path = os.path.abspath(path)
@@ -149,11 +183,11 @@ def _inside(path: str, root: str) -> bool:
 def discover(paths: Iterable[str], root: str, exclude: Iterable[str] = (), *, respect_gitignore: bool = True,
              force_exclude: bool = False, cwd: Optional[str] = None) -> Discovery:
     cwd = os.path.abspath(cwd or os.getcwd())
-    ignorers: list[_Ignorer] = []
+    ignorers: list[Ignorer] = []
 
-    def ignorer() -> _Ignorer:  # built on first use (pathspec, .gitignore files): a file list needs none
+    def ignorer() -> Ignorer:  # built on first use (pathspec, .gitignore files): a file list needs none
         if not ignorers:
-            ignorers.append(_Ignorer(root, exclude, respect_gitignore))
+            ignorers.append(Ignorer(root, exclude, respect_gitignore))
         return ignorers[0]
 
     out = Discovery()
@@ -219,9 +253,10 @@ def _all_plain(paths: list[str]) -> bool:
 
 
 _DISPLAY = itemgetter(0)  # SourceFile.display
+_NAME = attrgetter("name")
 
 
-def _walk(top: str, ignorer: _Ignorer, seen_dirs: set[tuple[int, int]], add, warnings: list[str],
+def _walk(top: str, ignorer: Ignorer, seen_dirs: set[tuple[int, int]], add, warnings: list[str],
           cwd: str) -> None:
     stack = [top]
     while stack:
@@ -235,16 +270,18 @@ def _walk(top: str, ignorer: _Ignorer, seen_dirs: set[tuple[int, int]], add, war
             continue  # a symlink loop, or a directory reached twice
         seen_dirs.add(key)
         try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+            entries = sorted(os.scandir(directory), key=_NAME)
         except OSError:
             continue
+        # most directories have no pattern that could leave a file out: ask only where one can
+        kept = ignorer.files_kept(directory)
         for entry in entries:
             try:
                 is_dir = entry.is_dir()  # follows symlinks
             except OSError:
                 continue
             if is_dir:
-                if not ignorer.ignored(entry.path, True):
+                if (entry.name not in DEFAULT_EXCLUDED_DIRS) if kept else not ignorer.ignored(entry.path, True):
                     stack.append(entry.path)
             elif entry.name.endswith(".py"):
                 try:
@@ -254,5 +291,5 @@ def _walk(top: str, ignorer: _Ignorer, seen_dirs: set[tuple[int, int]], add, war
                         continue
                 except OSError:
                     continue
-                if not ignorer.ignored(entry.path, False):
+                if kept or not ignorer.ignored(entry.path, False):
                     add(entry.path)

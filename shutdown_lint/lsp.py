@@ -128,11 +128,11 @@ class ShutdownLintServer(LanguageServer):
                                                              message=f"shutdown-lint: {self._messages.pop(0)}"))
 
     def _ignorer(self, cfg: C.Config):  # type: ignore[no-untyped-def]
-        from .discovery import _Ignorer
+        from .discovery import Ignorer
 
         key = (cfg.path, cfg.root)
         if key not in self._ignorers:  # it caches the .gitignore files it has read
-            self._ignorers[key] = _Ignorer(cfg.root, cfg.exclude, cfg.respect_gitignore)
+            self._ignorers[key] = Ignorer(cfg.root, cfg.exclude, cfg.respect_gitignore)
         return self._ignorers[key]
 
     def lint(self, uri: str, text: str) -> Optional[tuple[FileResult, Any]]:
