@@ -62,7 +62,7 @@ def test_hypothesmith_from_node(source):
 
 @pytest.mark.timeout(180)
 @ci(150)
-@given(hypothesmith.from_grammar())
+@given(st.deferred(hypothesmith.from_grammar))  # built on first use: building it costs ~3 s of CPU at import
 def test_hypothesmith_from_grammar(source):
     # the grammar strategy may produce code CPython rejects (an error diagnostic is fine)
     data = source.encode("utf-8")
