@@ -2,6 +2,7 @@
 
     python bench/bench_exit_report.py            # ~3 minutes on 2 cores
     python bench/bench_exit_report.py --quick
+    python bench/bench_exit_report.py --startup-only --before /tmp/old   # start-up vs another checkout
 
 Every measurement is interleaved (the order of the arms is shuffled in every round) and has an A/A
 control ("off" against "off-again", both without the report) whose difference is the noise floor:
@@ -50,7 +51,9 @@ def _floor(off: List[float], again: List[float]) -> float:
 
 # ----------------------------------------------------------------------------- whole process
 
-def bench_process(rounds: int, program: str = "", label: str = "an empty program") -> None:
+def bench_process(rounds: int, program: str = "", label: str = "an empty program", before: str = "") -> None:
+    """``before``: another checkout's root (e.g. a ``git archive`` of an older commit): its
+    runtime_guard is measured in the same interleaved rounds ("report-before", "import-before")."""
     pth = REPO / "runtime_guard" / "data" / "runtime_guard-autoload.pth"
     with tempfile.TemporaryDirectory() as d:
         (Path(d) / pth.name).write_text(pth.read_text())
@@ -62,24 +65,97 @@ def bench_process(rounds: int, program: str = "", label: str = "an empty program
         import compileall
 
         compileall.compile_dir(str(REPO / "runtime_guard"), quiet=1)
-        arms: Dict[str, Dict[str, str]] = {
-            "off": base, "off-again": base, "report": {**base, "RUNTIME_GUARD_EXIT_REPORT": "1"},
+        arms: Dict[str, "tuple[Dict[str, str], str]"] = {
+            "off": (base, boot), "off-again": (base, boot),
+            "report": ({**base, "RUNTIME_GUARD_EXIT_REPORT": "1"}, boot),
+            # the off path of a program that imports the package (helpers) with nothing turned on
+            "import": (base, boot + "; import runtime_guard"),
         }
-        times: Dict[str, List[float]] = {k: [] for k in arms}
+        if before:
+            compileall.compile_dir(str(Path(before) / "runtime_guard"), quiet=1)
+            old = {**base, "PYTHONPATH": before}
+            arms["report-before"] = ({**old, "RUNTIME_GUARD_EXIT_REPORT": "1"}, boot)
+            arms["import-before"] = (old, boot + "; import runtime_guard")
+        # wall time, and the child's own CPU time (user + system, from wait4): on a loaded machine
+        # the wall time mostly measures the other jobs, the CPU time what the process itself did
+        times: Dict[str, Dict[str, List[float]]] = {"wall": {k: [] for k in arms}, "cpu": {k: [] for k in arms}}
         for _ in range(rounds):
             order = list(arms)
             random.shuffle(order)
             for arm in order:
+                env, code = arms[arm]
                 t0 = time.perf_counter()
-                r = subprocess.run([sys.executable, "-c", boot], env=arms[arm], capture_output=True)
-                times[arm].append(time.perf_counter() - t0)
+                p = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, cwd=d)  # `-c` puts the cwd first on sys.path
+                err = p.stderr.read() if p.stderr else b""
+                _, status, usage = os.wait4(p.pid, 0)
+                p.returncode = os.waitstatus_to_exitcode(status)
+                times["wall"][arm].append(time.perf_counter() - t0)
+                times["cpu"][arm].append(usage.ru_utime + usage.ru_stime)
+                assert p.returncode == 0 and not err, err
+        print(f"whole process (start + exit, nothing leaks), {label}, {rounds} interleaved rounds (medians):")
+        for what in ("wall", "cpu"):
+            t = times[what]
+            off, again = t["off"], t["off-again"]
+            line = f"  {what:4}: off {statistics.median(off) * 1e3:.2f} ms (floor {_floor(off, again):.2f}%)"
+            for arm in arms:
+                if arm in ("off", "off-again"):
+                    continue
+                d_ms = _median_diff(off, t[arm]) * 1e3
+                line += f"; {arm} {d_ms:+.2f} ms"
+            print(line)
+
+
+_INPROC = """
+import atexit, os, sys, time
+marks = {{}}
+atexit.register(lambda: os.write(1, ("%.1f %.1f %.1f" % (marks["pth"], marks["imp"],
+                                    (time.thread_time() - marks["exit"]) * 1e6)).encode()))
+t0 = time.thread_time()
+import site; site.addsitedir({d!r})
+t1 = time.thread_time()
+import runtime_guard
+marks["pth"], marks["imp"] = (t1 - t0) * 1e6, (time.thread_time() - t1) * 1e6
+{program}
+atexit.register(lambda: marks.__setitem__("exit", time.thread_time()))
+"""
+
+
+def bench_inprocess(rounds: int, program: str = "", label: str = "an empty program", before: str = "") -> None:
+    """The main thread's own CPU time (``time.thread_time``, so other jobs on the machine do not
+    count) for: the .pth line (with the report: import runtime_guard + exit_report, install), then
+    ``import runtime_guard`` (the off path: nothing turned on), and the exit (atexit handlers: the
+    report's collection). Arms: off, the report, and ``before``'s runtime_guard with the report."""
+    pth = REPO / "runtime_guard" / "data" / "runtime_guard-autoload.pth"
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / pth.name).write_text(pth.read_text())
+        code = _INPROC.format(d=d, program=program)
+        base = {k: v for k, v in os.environ.items() if k not in ("RUNTIME_GUARD", "RUNTIME_GUARD_EXIT_REPORT")}
+        base.pop("PYTHONDONTWRITEBYTECODE", None)
+        import compileall
+
+        roots = {"": str(REPO)}
+        if before:
+            roots["-before"] = before
+        arms: Dict[str, Dict[str, str]] = {}
+        for suffix, root in roots.items():
+            compileall.compile_dir(str(Path(root) / "runtime_guard"), quiet=1)
+            arms["off" + suffix] = {**base, "PYTHONPATH": root}
+            arms["report" + suffix] = {**base, "PYTHONPATH": root, "RUNTIME_GUARD_EXIT_REPORT": "1"}
+        got: Dict[str, List[List[float]]] = {k: [] for k in arms}
+        for _ in range(rounds):
+            order = list(arms)
+            random.shuffle(order)
+            for arm in order:
+                r = subprocess.run([sys.executable, "-c", code], env=arms[arm], capture_output=True, text=True,
+                                   cwd=d)  # not the repository: `-c` puts the cwd first on sys.path
                 assert r.returncode == 0 and not r.stderr, r.stderr
-        off, again, rep = times["off"], times["off-again"], times["report"]
-        d_ms = _median_diff(off, rep) * 1e3
-        print(f"whole process (start + exit, nothing leaks), {label}, {rounds} interleaved rounds:")
-        print(f"  off {statistics.median(off) * 1e3:.2f} ms, report {statistics.median(rep) * 1e3:.2f} ms: "
-              f"{d_ms:+.2f} ms ({d_ms / 1e3 / statistics.median(off) * 100:+.2f}%); "
-              f"noise floor (off vs off-again) {_floor(off, again):.2f}%")
+                got[arm].append([float(x) for x in r.stdout.split()])
+        print(f"in-process CPU time of the main thread (µs, medians of {rounds} interleaved runs), {label}:")
+        print(f"  {'arm':14} {'.pth line':>10} {'import runtime_guard':>21} {'exit':>8}")
+        for arm, rows in got.items():
+            med = [statistics.median(col) for col in zip(*rows)]
+            print(f"  {arm:14} {med[0]:10.0f} {med[1]:21.0f} {med[2]:8.0f}")
 
 
 # ----------------------------------------------------------------------------- per created thing
@@ -267,12 +343,19 @@ def bench_site() -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--before", default="", help="another checkout whose runtime_guard is measured alongside")
+    ap.add_argument("--startup-only", action="store_true", help="only the whole-process rows")
     args = ap.parse_args()
     random.seed(29)
     print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
-    bench_process(20 if args.quick else 150)
+    bench_process(20 if args.quick else 150, before=args.before)
     bench_process(20 if args.quick else 150, "import asyncio, concurrent.futures, subprocess, typing",
-                  "a program importing asyncio, concurrent.futures, subprocess, typing")
+                  "a program importing asyncio, concurrent.futures, subprocess, typing", before=args.before)
+    bench_inprocess(20 if args.quick else 100, before=args.before)
+    bench_inprocess(20 if args.quick else 100, "import asyncio, concurrent.futures, subprocess, typing",
+                    "a program importing asyncio, concurrent.futures, subprocess, typing", before=args.before)
+    if args.startup_only:
+        return
     bench_items(5 if args.quick else 21, args.quick)
     bench_recording(5 if args.quick else 41)
     bench_site()

@@ -6,9 +6,11 @@ lazily; they need the ``ray`` / ``torch`` extras). See docs/runtime_guard.md.
 """
 from __future__ import annotations
 
-import importlib
 import os
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False  # typing is not imported at run time: ~3 ms of every start-up with the guard on
+if TYPE_CHECKING:
+    from typing import Any
 
 # the same version as shutdown_lint (one repository, two distributions; a test keeps them equal)
 __version__ = "0.1.0"
@@ -90,6 +92,8 @@ def install_from_env() -> bool:
 
 
 def __getattr__(name: str) -> Any:
+    import importlib
+
     if name in ("ray", "torch", "leases"):
         return importlib.import_module(f"{__name__}.{name}")
     target = _LAZY.get(name)

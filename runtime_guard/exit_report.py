@@ -54,7 +54,6 @@ from __future__ import annotations
 import atexit
 import os
 import sys
-from _weakrefset import WeakSet  # weakref.WeakSet itself; already loaded by threading and abc
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not imported at run time (start-up cost when left on everywhere)
@@ -73,7 +72,7 @@ _reported = False
 _ending: Optional[Dict[str, Any]] = None
 _patched: List[Tuple[Any, str, Any]] = []  # (owner object, attribute, original)
 _child_sites: Dict[int, Tuple[Optional[Site], Any]] = {}
-_executors: "WeakSet[Any]" = WeakSet()
+_executors: Any = None  # a WeakSet, made at the first executor (``_weakrefset`` is not loaded at start-up)
 _pg_sites: Dict[int, Optional[Site]] = {}  # id(process group) -> where it was made
 _default_pg_site: Optional[Site] = None
 _ray_items: Optional[List[Dict[str, Any]]] = None
@@ -181,6 +180,25 @@ def _patch_threading(mod: Any) -> None:
             return start(self)
         return start_and_record
     _patch(mod.Thread, "start", make)
+    if _at_exit_wanted and not _registered_before_join:
+        _register_before_threads_joined(mod)
+
+
+_at_exit_wanted = False
+_registered_before_join = False
+
+
+def _register_before_threads_joined(threading: Any) -> None:
+    """threading's exit hook (before every atexit handler: Ray's own shutdown among them), once;
+    at install when threading is loaded, else when it is imported."""
+    global _registered_before_join
+    register = getattr(threading, "_register_atexit", None)
+    if register is not None:
+        try:
+            register(_before_threads_joined)
+            _registered_before_join = True
+        except RuntimeError:
+            pass
 
 
 def _record_child(pid: Any, site: Optional[Site], what: Any) -> None:
@@ -223,7 +241,7 @@ def _patch_executor_class(cls: Any) -> None:
             if _enabled:
                 try:
                     self._runtime_guard_site = _site(2)
-                    _executors.add(self)
+                    _executor_set().add(self)
                 except Exception:
                     pass
         return init_and_record
@@ -238,6 +256,15 @@ def _patch_executor_class(cls: Any) -> None:
 
     _patch(cls, "__init__", make)
     _patch(cls, "shutdown", make_shutdown)
+
+
+def _executor_set() -> Any:
+    global _executors
+    if _executors is None:
+        from _weakrefset import WeakSet  # weakref.WeakSet itself
+
+        _executors = WeakSet()
+    return _executors
 
 
 def _patch_cf_thread(mod: Any) -> None:
@@ -506,11 +533,6 @@ def _patch_loaded_and_hook() -> None:
 # SIGTERM (only over the default action) and fork
 
 
-_signal_mod: Any = None
-_previous_getsignal: Any = None
-_previous_signal: Any = None
-
-
 def _on_sigterm(signum: int, frame: Any) -> None:
     global _ray_items
     try:
@@ -519,58 +541,48 @@ def _on_sigterm(signum: int, frame: Any) -> None:
         report({"kind": "SIGTERM"})
     except BaseException:
         pass
-    sig = _signal_mod
-    try:
-        sig.signal(signum, sig.SIG_DFL)
-    except (ValueError, OSError):
-        pass
-    os.kill(os.getpid(), signum)  # dies of SIGTERM as it would have: status -15, no atexit
+    from .signals import die_of
+
+    die_of(signum)  # dies of SIGTERM as it would have: status -15, no atexit
 
 
 def _install_sigterm() -> None:
-    global _signal_mod, _previous_getsignal, _previous_signal, _sigterm_handler_installed
-    import signal
-    import threading
-
-    if _sigterm_handler_installed or threading.current_thread() is not threading.main_thread():
+    """Only over the default action, through ``runtime_guard.signals`` (the one owner of handlers
+    that stand in for ``SIG_DFL``: ``signal.getsignal`` answers ``SIG_DFL`` for it, a handler
+    installed later replaces it, a forked child gets the default back)."""
+    global _sigterm_handler_installed
+    if _sigterm_handler_installed:
         return
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+    from . import signals
+
+    sigterm = signals._signal.SIGTERM
+    if not signals.is_default(sigterm):
         return  # ignored, a Python handler, or one from outside Python: its owner decides
-    _signal_mod = signal
-    getsignal, set_signal = signal.getsignal, signal.signal
-
-    def getsignal_hiding_report(signalnum: Any) -> Any:
-        handler = getsignal(signalnum)
-        return signal.SIG_DFL if handler is _on_sigterm else handler
-
-    def signal_hiding_report(signalnum: Any, handler: Any) -> Any:
-        previous = set_signal(signalnum, handler)
-        return signal.SIG_DFL if previous is _on_sigterm else previous
-
-    for wrapper, original in ((getsignal_hiding_report, getsignal), (signal_hiding_report, set_signal)):
-        wrapper.__wrapped__ = original  # type: ignore[attr-defined]
-        wrapper.__name__ = original.__name__
-        wrapper.__qualname__ = original.__qualname__
-        wrapper.__doc__ = original.__doc__
-    set_signal(signal.SIGTERM, _on_sigterm)
-    _previous_getsignal, _previous_signal = getsignal, set_signal
-    signal.getsignal, signal.signal = getsignal_hiding_report, signal_hiding_report
+    try:
+        signals.install_owned(sigterm, _on_sigterm, stands_for_default=True)
+    except ValueError:  # not the main thread
+        return
     _sigterm_handler_installed = True
 
 
 def _uninstall_sigterm() -> None:
     global _sigterm_handler_installed
-    sig = _signal_mod
-    if not _sigterm_handler_installed or sig is None:
+    if not _sigterm_handler_installed:
         return
     _sigterm_handler_installed = False
-    if sig.getsignal is not _previous_getsignal:
-        sig.getsignal, sig.signal = _previous_getsignal, _previous_signal
-    try:
-        if sig.getsignal(sig.SIGTERM) is _on_sigterm:
-            sig.signal(sig.SIGTERM, sig.SIG_DFL)
-    except (ValueError, OSError):
-        pass
+    signals = sys.modules.get("runtime_guard.signals")
+    if signals is not None:
+        signals.uninstall_owned(signals._signal.SIGTERM, _on_sigterm)
+
+
+def _patch_signal(mod: Any) -> None:
+    """``signal`` imported after install: it answers ``SIG_DFL`` for our stand-in."""
+    signals = sys.modules.get("runtime_guard.signals")
+    if signals is not None and signals._hidden:
+        signals.hide(mod)
+
+
+_TARGETS["signal"] = _patch_signal
 
 
 def _after_fork_in_child() -> None:
@@ -579,10 +591,9 @@ def _after_fork_in_child() -> None:
         return
     _enabled = False  # the child runs none of the program's main: no report, no recording
     _child_sites.clear()
-    try:
-        _uninstall_sigterm()
-    except Exception:
-        pass
+    # runtime_guard.signals' own fork hook gives SIGTERM's default back (its lock is new there)
+    global _sigterm_handler_installed
+    _sigterm_handler_installed = False
 
 
 if hasattr(os, "register_at_fork"):
@@ -606,7 +617,7 @@ def install(json_file: Optional[str] = None, *, sigterm: bool = True, at_exit: b
     ``at_exit``: report from ``atexit`` (the pytest plugin reports at the end of the session
     instead). ``worker``: a Ray worker answering its driver's report (``setup_worker``): only
     what user code made is reported. Returns True once installed; never raises."""
-    global _enabled, _installed, _json_file, _reported, _worker_mode
+    global _enabled, _installed, _json_file, _reported, _worker_mode, _at_exit_wanted
     try:
         _worker_mode = _worker_mode or worker
         _json_file = json_file
@@ -614,6 +625,8 @@ def install(json_file: Optional[str] = None, *, sigterm: bool = True, at_exit: b
             import json  # noqa: F401  (now, not inside a signal handler at exit)
         if _enabled:
             return True
+        if not _installed and at_exit:
+            _at_exit_wanted = True  # threading's exit hook: registered by _patch_threading
         _patch_loaded_and_hook()
         _enabled = True
         _reported = False
@@ -621,14 +634,6 @@ def install(json_file: Optional[str] = None, *, sigterm: bool = True, at_exit: b
             _installed = True
             if at_exit:
                 atexit.register(_at_exit)
-                import threading
-
-                register = getattr(threading, "_register_atexit", None)
-                if register is not None:
-                    try:
-                        register(_before_threads_joined)  # before Ray's own atexit shutdown runs
-                    except RuntimeError:
-                        pass
         if sigterm:
             _install_sigterm()
         return True
@@ -823,7 +828,7 @@ def _threads() -> List[Dict[str, Any]]:
     dummy = getattr(threading, "_DummyThread", ())
     loops = _threads_running_loops()
     pooled = set()  # an executor's workers: reported with their executor
-    for ex in _snapshot(_executors):
+    for ex in (_snapshot(_executors) if _executors is not None else ()):
         try:
             pooled.update(id(t) for t in (ex.__dict__.get("_threads") or ()))
         except Exception:
@@ -912,7 +917,7 @@ def _children() -> List[Dict[str, Any]]:
 
 def _executors_left() -> List[Dict[str, Any]]:
     items = []
-    for ex in _snapshot(_executors):
+    for ex in (_snapshot(_executors) if _executors is not None else ()):
         try:
             d = ex.__dict__
             # shutdown() called (also by `with`); the executor's own flags are no use here: at

@@ -13,57 +13,166 @@ not own (``install_owned``, ``die_of``):
 """
 from __future__ import annotations
 
-import logging
 import os
-import signal
 import sys
-import threading
-import warnings
-from types import FrameType
-from typing import Any, Callable, List, Tuple, Union
 
-__all__ = ["sigterm_as_keyboard_interrupt", "in_main_thread", "Handler", "install_owned", "die_of"]
+import _signal  # the C module: no enum classes built at import (``signal`` costs ~1 ms to import)
+import _thread
 
-Handler = Union[Callable[[int, Union[FrameType, None]], Any], int, signal.Handlers, None]
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing, logging, threading, warnings: imported where used (start-up cost)
+    import signal
+    from types import FrameType
+    from typing import Any, Callable, Dict, List, Tuple, Union
 
-log = logging.getLogger("runtime_guard.signals")
+    Handler = Union[Callable[[int, Union[FrameType, None]], Any], int, signal.Handlers, None]
+
+__all__ = ["sigterm_as_keyboard_interrupt", "in_main_thread", "Handler", "install_owned", "die_of",
+           "uninstall_owned"]
 
 #: (signal, our handler, the handler it replaced), oldest first. Per process: cleared after fork.
 _owned: List[Tuple[int, Any, Any]] = []
-_lock = threading.Lock()
+#: signal -> our handler that stands in for the default action: ``signal.getsignal`` answers
+#: ``SIG_DFL`` while it is the one in place, and ``signal.signal`` returns ``SIG_DFL`` for it.
+_hidden: Dict[int, Any] = {}
+_lock = _thread.allocate_lock()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Handler":  # the type alias, for annotations elsewhere: built on first use
+        import signal
+        from types import FrameType
+        from typing import Any as _Any, Callable, Union
+
+        value = Union[Callable[[int, Union[FrameType, None]], _Any], int, signal.Handlers, None]
+        globals()[name] = value
+        return value
+    if name == "log":
+        import logging
+
+        value = logging.getLogger("runtime_guard.signals")
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def in_main_thread() -> bool:
+    import threading
+
     return threading.current_thread() is threading.main_thread()
+
+
+def _raw_set(signum: int, handler: Any) -> Any:
+    """``signal.signal`` without our hiding wrapper (``_signal``: SIG_DFL/SIG_IGN come back as ints)."""
+    if isinstance(handler, int):  # signal.Handlers.SIG_DFL / SIG_IGN: _signal wants the plain int
+        handler = int(handler)
+    return _signal.signal(int(signum), handler)
 
 
 def _give_back_in_child() -> None:
     """After ``fork``: the child runs none of the code our handlers serve. For each handler we
     installed, newest first, put back what it replaced where ours is still the one in place."""
     global _lock
-    _lock = threading.Lock()  # a lock held by another thread at fork time stays held forever
+    _lock = _thread.allocate_lock()  # a lock held by another thread at fork time stays held forever
     for signum, handler, previous in reversed(_owned):
         try:
-            if signal.getsignal(signum) is handler:
+            if _signal.getsignal(signum) is handler:
                 # None: installed outside Python, cannot be put back (installers here never replace one).
-                signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
+                _raw_set(signum, previous if previous is not None else _signal.SIG_DFL)
         except (ValueError, OSError, RuntimeError, TypeError):
             pass
     _owned.clear()
+    _hidden.clear()
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_give_back_in_child)
 
 
-def install_owned(signum: int, handler: Callable[[int, Any], Any]) -> Handler:
+def hide(signal_module: Any) -> None:
+    """Wrap ``signal.getsignal`` / ``signal.signal`` (once) so that a handler installed with
+    ``stands_for_default=True`` reads as ``SIG_DFL`` while it is the one in place: code that
+    installs its own handler only over the default still does, and a handler it installs over
+    ours replaces ours as it would have replaced the default. Called at install when ``signal``
+    is loaded, else when it is imported (``runtime_guard.exit_report``'s import hook)."""
+    sig = signal_module
+    if getattr(sig.getsignal, "_runtime_guard_hides", False):
+        return
+    getsignal, set_signal = sig.getsignal, sig.signal
+
+    def getsignal_hiding(signalnum: Any) -> Any:
+        handler = getsignal(signalnum)
+        if handler is not None and _hidden.get(signalnum) is handler:
+            return sig.SIG_DFL
+        return handler
+
+    def signal_hiding(signalnum: Any, handler: Any) -> Any:
+        previous = set_signal(signalnum, handler)
+        if previous is not None and _hidden.get(signalnum) is previous:
+            if handler is not previous:
+                _hidden.pop(signalnum, None)
+            return sig.SIG_DFL
+        return previous
+
+    for wrapper, original in ((getsignal_hiding, getsignal), (signal_hiding, set_signal)):
+        wrapper.__wrapped__ = original  # type: ignore[attr-defined]
+        wrapper.__name__ = original.__name__
+        wrapper.__qualname__ = original.__qualname__
+        wrapper.__doc__ = original.__doc__
+        wrapper._runtime_guard_hides = True  # type: ignore[attr-defined]
+    sig.getsignal, sig.signal = getsignal_hiding, signal_hiding
+
+
+def _unhide(sig: Any) -> None:
+    getsignal, set_signal = sig.getsignal, sig.signal
+    if getattr(getsignal, "_runtime_guard_hides", False) and getattr(set_signal, "_runtime_guard_hides", False):
+        sig.getsignal, sig.signal = getsignal.__wrapped__, set_signal.__wrapped__
+
+
+def install_owned(signum: int, handler: Callable[[int, Any], Any], *, stands_for_default: bool = False) -> Handler:
     """``signal.signal(signum, handler)`` (main thread only: ValueError elsewhere), recorded so
     that a child forked afterwards gets the replaced handler back. Returns the replaced handler.
-    The caller decides beforehand whether it may replace what is there."""
+    The caller decides beforehand whether it may replace what is there.
+
+    ``stands_for_default``: ``handler`` replaces ``SIG_DFL`` and acts as it does in the end
+    (``die_of``); ``signal.getsignal``/``signal.signal`` answer ``SIG_DFL`` for it (see ``hide``)."""
     with _lock:
-        previous = signal.signal(signum, handler)
+        sig = sys.modules.get("signal")
+        previous = (sig.signal if sig is not None else _raw_set)(signum, handler)
         _owned.append((signum, handler, previous))
+        if stands_for_default:
+            _hidden[signum] = handler
+            if sig is not None:
+                hide(sig)
     return previous
+
+
+def uninstall_owned(signum: int, handler: Any) -> None:
+    """Put back what ``handler`` replaced, where ``handler`` is still the one in place (a handler
+    other code installed over it is left alone); forget it either way."""
+    with _lock:
+        for i in range(len(_owned) - 1, -1, -1):
+            s, h, previous = _owned[i]
+            if s == signum and h is handler:
+                del _owned[i]
+                try:
+                    if _signal.getsignal(signum) is handler:
+                        _raw_set(signum, previous if previous is not None else _signal.SIG_DFL)
+                except (ValueError, OSError, TypeError):
+                    pass
+                break
+        if _hidden.get(signum) is handler:
+            del _hidden[signum]
+        sig = sys.modules.get("signal")
+        if not _hidden and sig is not None:
+            _unhide(sig)
+
+
+def is_default(signum: int) -> bool:
+    """SIGTERM's (or ``signum``'s) disposition is the default action, as the process set it
+    (our own stand-ins for the default count as the default)."""
+    current = _signal.getsignal(signum)
+    return current == _signal.SIG_DFL or (current is not None and _hidden.get(signum) is current)
 
 
 def die_of(signum: int) -> None:
@@ -71,8 +180,9 @@ def die_of(signum: int) -> None:
     the signal to this process again (status ``-signum``, no ``finally``, no ``atexit``, as
     before any handler was installed). Returns only where the signal is blocked in every thread
     (it stays pending and acts when unblocked, as it would have without the handler)."""
+    _hidden.pop(signum, None)
     try:
-        signal.signal(signum, signal.SIG_DFL)
+        _raw_set(signum, _signal.SIG_DFL)
     except (ValueError, OSError):
         pass
     os.kill(os.getpid(), signum)
@@ -137,6 +247,9 @@ def sigterm_as_keyboard_interrupt(*, anywhere: bool = False) -> Handler:
     Off the main thread (where ``signal.signal`` raises ValueError) this is a no-op: it emits a
     RuntimeWarning and returns None.
     """
+    import signal
+    import warnings
+
     if not in_main_thread():
         warnings.warn(
             "runtime_guard.sigterm_as_keyboard_interrupt() called off the main thread; SIGTERM handler not installed",
@@ -148,7 +261,7 @@ def sigterm_as_keyboard_interrupt(*, anywhere: bool = False) -> Handler:
     if current in (_raise_keyboard_interrupt, _raise_keyboard_interrupt_in_loop):
         return current
     if current is not signal.SIG_DFL:
-        log.debug("runtime_guard: SIGTERM already has a handler (%r); sigterm_as_keyboard_interrupt() "
+        __getattr__("log").debug("runtime_guard: SIGTERM already has a handler (%r); sigterm_as_keyboard_interrupt() "
                   "leaves it in place", current)
         return current
     return install_owned(signal.SIGTERM, _raise_keyboard_interrupt if anywhere else _raise_keyboard_interrupt_in_loop)

@@ -1,0 +1,81 @@
+"""The exit report's SIGTERM handler goes through ``runtime_guard.signals`` (install_owned with
+``stands_for_default``, die_of) and stays invisible: ``signal.getsignal`` answers ``SIG_DFL`` while it
+is in place, ``signal.signal`` returns ``SIG_DFL`` for it, and a handler the program installs later
+wins. Real subprocesses, real SIGTERM; ``signal`` imported before the install and after it (the
+launcher installs before the program imports ``signal``: it is then wrapped on import).
+"""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from rg_testutil import child_env, popen_code, wait_for_line
+
+pytestmark = pytest.mark.timeout(120)
+
+PROGRAM = """
+import os, signal, sys, threading
+print("before", signal.getsignal(signal.SIGTERM) is signal.SIG_DFL, flush=True)
+
+def mine(signum, frame):
+    print("mine ran", flush=True)
+    sys.exit(3)
+
+previous = signal.signal(signal.SIGTERM, mine)
+print("previous", previous is signal.SIG_DFL, signal.getsignal(signal.SIGTERM) is mine, flush=True)
+threading.Thread(target=threading.Event().wait, name="left", daemon=True).start()
+print("ready", flush=True)
+threading.Event().wait(60)
+"""
+
+
+@pytest.mark.parametrize("signal_first", [True, False], ids=["signal-imported-first", "signal-imported-after"])
+def test_a_later_user_handler_wins_and_getsignal_says_default_before_it(tmp_path, signal_first) -> None:
+    script = tmp_path / "prog.py"
+    script.write_text(PROGRAM)
+    code = ("import signal\n" if signal_first else "") + (
+        "import sys, runpy\n"
+        "assert ('signal' in sys.modules) == %r, 'signal loaded'\n"
+        "from runtime_guard import exit_report\n"
+        "assert exit_report.install() and exit_report._sigterm_handler_installed\n"
+        "runpy.run_path(%r, run_name='__main__')\n" % (signal_first, str(script)))
+    p = popen_code(code)
+    try:
+        lines = wait_for_line(p, "ready", timeout=60)
+        p.send_signal(signal.SIGTERM)
+        rest, _ = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    out = "".join(lines) + rest
+    assert "before True" in out, out
+    assert "previous True True" in out, out
+    assert "mine ran" in out, out
+    assert p.returncode == 3, out  # the program's handler decided, as without the report
+    assert "runtime_guard exit report: the program ended by" in out and "daemon thread 'left' alive" in out, out
+
+
+def test_default_stays_default_and_the_process_dies_of_sigterm(tmp_path) -> None:
+    """No handler of the program's: our stand-in reports, then dies of SIGTERM (-15)."""
+    script = tmp_path / "prog.py"
+    script.write_text("import signal, threading\n"
+                      "print('default', signal.getsignal(signal.SIGTERM) is signal.SIG_DFL, flush=True)\n"
+                      "threading.Thread(target=threading.Event().wait, name='left', daemon=True).start()\n"
+                      "print('ready', flush=True)\n"
+                      "threading.Event().wait(60)\n")
+    p = subprocess.Popen([sys.executable, "-m", "runtime_guard", "--exit-report", str(script)], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, env=child_env())
+    try:
+        lines = wait_for_line(p, "ready", timeout=60)
+        p.send_signal(signal.SIGTERM)
+        rest, _ = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    out = "".join(lines) + rest
+    assert "default True" in out, out
+    assert p.returncode == -signal.SIGTERM, out
+    assert "ended by SIGTERM" in out and "daemon thread 'left' alive" in out, out
