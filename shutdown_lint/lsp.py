@@ -1,10 +1,18 @@
 """The language server (LSP over stdio, on pygls).
 
-- Diagnostics on open and save at once, on change after a short pause (typing does not queue a
-  lint per keystroke); a result is published only if the document has not changed since.
-- The same analysis, configuration and cache as the command line: each document is linted with
-  the nearest config above it (``hierarchy.Resolver``), excluded files get no diagnostics, and a
-  document whose text equals the file on disk is served from / stored in ``.shutdown_lint_cache``.
+- Diagnostics on open, change and save at once; changes that arrive while a document is being
+  linted are coalesced: when that lint ends, the document's latest text is linted once (typing
+  does not queue a lint per keystroke). A result is published only if the document has not
+  changed since.
+- The same analysis, configuration, project index and cache as the command line: each document
+  is linted with the nearest config above it (``hierarchy.Resolver``) and the project index the
+  command line builds for that file (``shutdown-lint --stdin-filename FILE -`` with the buffer's
+  text gives the same findings), excluded files get no diagnostics, and a document whose text
+  equals the file on disk is served from / stored in ``.shutdown_lint_cache``.
+- Kept warm between requests: the settings, the rule catalogue and the analysis modules are
+  loaded in the background once the client has initialized (the first ``didOpen`` does not pay
+  for imports); each project index stays built until a file is saved or the client reports a
+  changed file. Fix edits are rendered only when a code action asks for them.
 - Code actions: each fix as a quick fix (safe fixes preferred, unsafe ones labelled as such) and a
   ``source.fixAll.shutdown-lint`` action applying every safe fix, as ``--fix`` would.
 - Hover on a rule code or name (``# noqa: SHD201``) or on a finding shows the rule's page.
@@ -24,7 +32,8 @@ import os
 import re
 import sys
 import threading
-from typing import Any, Optional
+from contextlib import contextmanager
+from typing import Any, Iterator, Optional
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
@@ -41,8 +50,6 @@ from .interrupt import deferred, exit_now, handling
 
 SOURCE = "shutdown-lint"
 FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.shutdown-lint"
-#: pause after the last keystroke before a changed document is linted
-DEBOUNCE_S = 0.3
 _WORD = re.compile(r"SHD\d+|[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+")
 _ERROR_AT = re.compile(r"^.*?:(\d+):(\d+): (.*)$")
 
@@ -76,7 +83,8 @@ class ShutdownLintServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("shutdown-lint", __version__, protocol_cls=_Protocol,
                          text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
-        self.results: dict[str, tuple[Optional[int], FileResult, list[str]]] = {}
+        #: uri -> (version, result, lines, with fix edits)
+        self.results: dict[str, tuple[Optional[int], FileResult, list[str], bool]] = {}
         self.pending: dict[str, asyncio.Task] = {}
         self._resolver: Optional[Resolver] = None
         self._caches: dict[str, Any] = {}
@@ -85,6 +93,14 @@ class ShutdownLintServer(LanguageServer):
         self._cache_lock = threading.Lock()
         self._messages: list[str] = []
         self._ignorers: dict[tuple[Optional[str], str], Any] = {}
+        # one lint at a time (the project index is the analysis' module-wide current index)
+        self._lint_lock = threading.Lock()
+        #: project indexes by their roots, kept warm between lints (dropped when a file changes)
+        self._indexes: dict[tuple, Any] = {}
+        self._stores: dict[Optional[str], Any] = {}
+        #: documents being linted now, and those changed meanwhile (linted again when it ends)
+        self._running: dict[str, asyncio.Task] = {}
+        self._dirty: set[str] = set()
 
     def report_server_error(self, error: Exception, source: Any) -> None:  # type: ignore[override]
         if isinstance(error, json.JSONDecodeError):
@@ -115,6 +131,29 @@ class ShutdownLintServer(LanguageServer):
             self._caches.clear()
         self._reported.clear()
         self._ignorers.clear()
+        self.forget_index()
+
+    def forget_index(self) -> None:
+        """A file changed on disk: the project indexes (and their summary stores) are rebuilt
+        on the next lint, from the files as they are now."""
+        with self._lint_lock:
+            self._indexes.clear()
+            self._stores.clear()
+
+    def warm_up(self) -> None:
+        """Load what the first lint needs (settings, the rule catalogue, the analysis and its
+        libcst), in a worker thread once the client has initialized."""
+        try:
+            resolver = self.resolver
+            root = resolver.base.root
+            settings = resolver.settings(resolver.config_path(os.path.join(root, "__init__.py")))
+            from .analyzer import lint_source
+
+            with self._lint_lock:  # a small lint imports what the rules import lazily
+                lint_source(b"import asyncio\n\n\nasync def f():\n    asyncio.create_task(f())\n",
+                            "<warm-up>", settings, fix_edits=False)
+        except Exception as e:  # noqa: BLE001 - the lints report what is wrong
+            log.warning("warm-up: %s: %s", type(e).__name__, e)
 
     def _config_error(self, message: str) -> None:
         # called from lint threads: queued here, shown from the event loop by flush_messages()
@@ -135,8 +174,9 @@ class ShutdownLintServer(LanguageServer):
             self._ignorers[key] = Ignorer(cfg.root, cfg.exclude, cfg.respect_gitignore)
         return self._ignorers[key]
 
-    def lint(self, uri: str, text: str) -> Optional[tuple[FileResult, Any]]:
-        """Findings for ``text`` as the file at ``uri`` (None: excluded, not a file, or bad config)."""
+    def lint(self, uri: str, text: str, edits: bool = False) -> Optional[tuple[FileResult, Any]]:
+        """Findings for ``text`` as the file at ``uri`` (None: excluded, not a file, or bad config);
+        ``edits``: with each fix's text edits (code actions), else only its applicability."""
         path = uri_to_path(uri)
         if path is None:
             return None
@@ -153,15 +193,50 @@ class ShutdownLintServer(LanguageServer):
             return None
         display = _display(abspath, resolver.base.root)
         data = text.encode("utf-8")
-        cached = self._from_cache(abspath, data, settings, resolver.base.root)
+        cached = self._from_cache(abspath, data, settings, resolver.base.root, edits)
         if cached is not None:
-            return FileResult.from_dict({**cached, "path": display}), settings
+            return FileResult.from_dict(cached), settings
         from .analyzer import lint_source
 
-        # as on the command line: a syntax error is reported where a rule would have looked
-        result = lint_source(data, display, settings, fix_edits=True)
+        # as on the command line: the project index for this file, and a syntax error reported
+        # where a rule would have looked
+        with self.project_index(abspath, settings):
+            result = lint_source(data, display, settings, fix_edits=edits)
         self._to_cache(abspath, data, settings, result, display)
         return result, settings
+
+    @contextmanager
+    def project_index(self, abspath: str, settings) -> Iterator[None]:  # type: ignore[no-untyped-def]
+        """One analysis at a time, with the file's project index installed (the analysis reads
+        it as the run's current index)."""
+        from .index.project import set_current
+
+        with self._lint_lock:
+            set_current(self._index_for(abspath, settings, self.resolver.base.root))
+            try:
+                yield
+            finally:
+                set_current(None)
+
+    def _index_for(self, abspath: str, settings, root: str):  # type: ignore[no-untyped-def]
+        """The project index the command line builds for this file alone (its roots: the
+        file's package root, or its folder), kept between lints; None when the index is off."""
+        from .index.hooks import enabled
+
+        if not enabled():
+            return None
+        from .index.project import ProjectIndex
+
+        with self._cache_lock:
+            cache = self._cache_for(settings, root)
+        store = self._stores.get(cache.dir)
+        if store is None:
+            from .index.store import SummaryStore
+
+            store = self._stores[cache.dir] = SummaryStore(cache.dir)
+        fresh = ProjectIndex([abspath], None, store)  # roots only: a few stats
+        key = (cache.dir, tuple((r.dir, r.only) for r in fresh.roots))
+        return self._indexes.setdefault(key, fresh)
 
     def _cache_for(self, settings, root: str):  # type: ignore[no-untyped-def]
         from .cache import Cache
@@ -177,17 +252,24 @@ class ShutdownLintServer(LanguageServer):
             self._caches[key] = Cache(cache_dir_for(root, project) or os.path.join(root, CACHE_DIR_NAME), key)
         return self._caches[key]
 
-    def _from_cache(self, abspath: str, data: bytes, settings, root: str) -> Optional[dict]:  # type: ignore[no-untyped-def]
+    def _from_cache(self, abspath: str, data: bytes, settings, root: str, edits: bool) -> Optional[dict]:  # type: ignore[no-untyped-def]
         from .cache import restore_path, sha256
 
         with self._cache_lock:
-            entry = self._cache_for(settings, root).entry(abspath)
+            cache = self._cache_for(settings, root)
+            entry = cache.entry(abspath)
         if entry is None or entry[2] != sha256(data):
             return None
         result = entry[3]
-        if any(d.get("fix") is not None and not d["fix"].get("edits") for d in result.get("diagnostics", [])):
+        if edits and any(d.get("fix") is not None and not d["fix"].get("edits") for d in result.get("diagnostics", [])):
             return None  # stored by a run that did not render fix edits
-        return restore_path(result, "")
+        if result.get("deps"):  # as a warm run of the command line: a module it relied on changed?
+            from .index.hooks import deps_changed
+
+            with self._cache_lock:
+                if deps_changed(result, abspath, cache, cache.dir):
+                    return None
+        return restore_path(result, _display(abspath, root))
 
     def _to_cache(self, abspath: str, data: bytes, settings, result: FileResult, display: str) -> None:  # type: ignore[no-untyped-def]
         """Store a result only for the text that is on disk (an unsaved buffer has no stat to key)."""
@@ -208,10 +290,8 @@ class ShutdownLintServer(LanguageServer):
         if warning:
             log.warning("%s", warning)
 
-    async def refresh(self, uri: str, delay: float = 0.0) -> None:
-        """Lint the document now (or after ``delay``) and publish, unless it changed meanwhile."""
-        if delay:
-            await asyncio.sleep(delay)
+    async def refresh(self, uri: str) -> None:
+        """Lint the document now and publish, unless it changed meanwhile."""
         doc = self.workspace.get_text_document(uri)
         version, text = doc.version, doc.source
         try:
@@ -230,27 +310,42 @@ class ShutdownLintServer(LanguageServer):
             diagnostics: list[types.Diagnostic] = []
         else:
             result = outcome[0]
-            self.results[uri] = (version, result, lines)
+            self.results[uri] = (version, result, lines, False)
             diagnostics = to_lsp_diagnostics(result, lines, self.workspace.position_codec)
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version))
 
-    def schedule(self, uri: str, delay: float) -> None:
-        old = self.pending.pop(uri, None)
-        if old is not None:
-            old.cancel()
-        self.pending[uri] = asyncio.ensure_future(self.refresh(uri, delay))
+    def schedule(self, uri: str) -> None:
+        """Lint ``uri`` now; if it is being linted, once more when that lint ends."""
+        if uri in self.pending:
+            self._dirty.add(uri)
+            return
+        self.pending[uri] = asyncio.ensure_future(self._lint_until_clean(uri))
 
-    def current_result(self, uri: str) -> Optional[tuple[FileResult, list[str]]]:
+    async def _lint_until_clean(self, uri: str) -> None:
+        try:
+            while True:
+                self._dirty.discard(uri)
+                await self.refresh(uri)
+                if uri not in self._dirty or uri not in self.workspace.text_documents:
+                    return
+        finally:
+            if self.pending.get(uri) is asyncio.current_task():  # not a newer one after a close
+                self.pending.pop(uri, None)
+                self._dirty.discard(uri)
+
+    def current_result(self, uri: str, edits: bool = False) -> Optional[tuple[FileResult, list[str]]]:
+        """The document's result for its current version (``edits``: with fix edits)."""
         doc = self.workspace.get_text_document(uri)
         stored = self.results.get(uri)
-        if stored is not None and stored[0] == doc.version:
+        if stored is not None and stored[0] == doc.version and (stored[3] or not edits):
             return stored[1], stored[2]
-        outcome = self.lint(uri, doc.source)
+        version, text = doc.version, doc.source
+        outcome = self.lint(uri, text, edits)
         if outcome is None:
             return None
-        lines = doc.source.splitlines(keepends=True)
-        self.results[uri] = (doc.version, outcome[0], lines)
+        lines = text.splitlines(keepends=True)
+        self.results[uri] = (version, outcome[0], lines, edits)
         return outcome[0], lines
 
 
@@ -343,14 +438,21 @@ def _wanted(kind: str, only: Optional[list[str]]) -> bool:
 server = ShutdownLintServer()
 
 
+@server.feature(types.INITIALIZED)
+async def initialized(ls: ShutdownLintServer, params: types.InitializedParams) -> None:
+    # the first didOpen usually follows at once: the warm-up holds the lint lock, so that lint
+    # waits for it instead of importing the same modules beside it
+    asyncio.get_running_loop().run_in_executor(None, ls.warm_up)
+
+
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
 async def did_open(ls: ShutdownLintServer, params: types.DidOpenTextDocumentParams) -> None:
-    ls.schedule(params.text_document.uri, 0.0)
+    ls.schedule(params.text_document.uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
 async def did_change(ls: ShutdownLintServer, params: types.DidChangeTextDocumentParams) -> None:
-    ls.schedule(params.text_document.uri, DEBOUNCE_S)
+    ls.schedule(params.text_document.uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
@@ -360,9 +462,13 @@ async def did_save(ls: ShutdownLintServer, params: types.DidSaveTextDocumentPara
         ls.forget_settings()  # a config changed: every open document may lint differently now
         for other in list(ls.workspace.text_documents):
             if other.endswith(".py") or other.endswith(".pyi"):
-                ls.schedule(other, 0.0)
+                ls.schedule(other)
         return
-    ls.schedule(uri, 0.0)
+    ls.forget_index()  # the file on disk changed: what other modules see of it too
+    ls.schedule(uri)
+    for other in list(ls.workspace.text_documents):  # their findings may rest on the saved module
+        if other != uri and (other.endswith(".py") or other.endswith(".pyi")):
+            ls.schedule(other)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
@@ -371,6 +477,7 @@ async def did_close(ls: ShutdownLintServer, params: types.DidCloseTextDocumentPa
     task = ls.pending.pop(uri, None)
     if task is not None:
         task.cancel()
+    ls._dirty.discard(uri)
     ls.results.pop(uri, None)
     ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
@@ -380,7 +487,11 @@ async def did_change_watched(ls: ShutdownLintServer, params: types.DidChangeWatc
     if any(os.path.basename(uri_to_path(c.uri) or "") in C.CONFIG_FILES for c in params.changes):
         ls.forget_settings()
         for other in list(ls.workspace.text_documents):
-            ls.schedule(other, 0.0)
+            ls.schedule(other)
+    elif params.changes:  # a module changed, appeared or went: the project indexes are rebuilt
+        ls.forget_index()
+        for other in list(ls.workspace.text_documents):
+            ls.schedule(other)
 
 
 @server.feature(
@@ -390,12 +501,18 @@ async def did_change_watched(ls: ShutdownLintServer, params: types.DidChangeWatc
 async def code_action(ls: ShutdownLintServer, params: types.CodeActionParams) -> list[types.CodeAction]:
     uri = params.text_document.uri
     only = [str(getattr(k, "value", k)) for k in (params.context.only or [])]
-    current = await asyncio.get_running_loop().run_in_executor(None, ls.current_result, uri)
+    loop = asyncio.get_running_loop()
+    current = await loop.run_in_executor(None, ls.current_result, uri)
+    codec = ls.workspace.position_codec
+    if current is not None and _wanted(types.CodeActionKind.QuickFix.value, only) and any(
+            d.fix is not None and _overlaps(lsp.range, params.range)
+            for d, lsp in zip(current[0].diagnostics, to_lsp_diagnostics(current[0], current[1], codec))):
+        # a fix under the cursor: its text edits are rendered now (the publish did without them)
+        current = await loop.run_in_executor(None, ls.current_result, uri, True)
     ls.flush_messages()
     if current is None:
         return []
     result, lines = current
-    codec = ls.workspace.position_codec
     actions: list[types.CodeAction] = []
     if _wanted(types.CodeActionKind.QuickFix.value, only):
         for d, lsp in zip(result.diagnostics, to_lsp_diagnostics(result, lines, codec)):
@@ -430,7 +547,8 @@ def _fix_all_edit(ls: ShutdownLintServer, uri: str) -> Optional[types.WorkspaceE
         abspath = os.path.abspath(path)
         settings = ls.resolver.for_file(abspath)
         data = doc.source.encode("utf-8")
-        outcome = fix_source(data, _display(abspath, ls.resolver.base.root), settings, unsafe=False)
+        with ls.project_index(abspath, settings):  # as --fix: with the file's project index
+            outcome = fix_source(data, _display(abspath, ls.resolver.base.root), settings, unsafe=False)
     except (SettingsError, AnalysisError) as e:
         log.warning("fix all: %s", e)
         return None
