@@ -336,12 +336,11 @@ class ProcessGroupWithoutTeardown(Rule):
             # a signal/atexit handler that tears down is process-wide; a module that ships a
             # `shutdown_*()` teardown leaves calling it to its framework (Ray Train's backend)
             return True
-        for g in area:
-            if g in sites:
-                return True
-            if any(w in f.module.code_for_node(g.node) for w in _GUARD_WORDS):
-                return True
-        return False
+        if any(g in sites for g in area):
+            return True
+        # a guard word the source lacks is in no function's code: no render needed
+        guards = [w for w in _GUARD_WORDS if f.spells(w)]
+        return bool(guards) and any(any(w in f.module.code_for_node(g.node) for w in guards) for g in area)
 
     def _teardown_in_project(self) -> tuple[Optional[str], Optional[list[str]]]:
         """A teardown in another module of the project (the project index): a cleanup path of

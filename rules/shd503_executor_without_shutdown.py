@@ -955,22 +955,34 @@ def _may_drain(tree) -> bool:
         return False
     factories = [n for n in ExecutorWithoutShutdown.options["executor_factories"].default
                  if n not in _TERMINATING_POOLS]
+    # The factory test comes first: it rules out nearly every with item and assignment, and
+    # the walks of ``_queues`` are what cost (they made this condition quadratic in a function's size).
+    # An assignment is judged against its outermost function's body only: both walks only find
+    # more in a larger body, so an inner function's body can add nothing the outer one lacks.
+    outermost: list = []
     for node in ast.walk(tree.module):
         if isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:
                 if (isinstance(item.optional_vars, ast.Name) and isinstance(item.context_expr, ast.Call)
-                        and _queues(node.body, item.optional_vars.id)
-                        and tree.may_call_any(item.context_expr, factories)):
+                        and tree.may_call_any(item.context_expr, factories)
+                        and _queues(node.body, item.optional_vars.id)):
                     return True
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for sub in ast.walk(node):
-                if (isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call)
-                        and any(isinstance(t, ast.Name) for t in sub.targets)):
-                    for t in sub.targets:
-                        if (isinstance(t, ast.Name) and _queues(node.body, t.id)
-                                and _calls_method(node.body, t.id, frozenset({"shutdown"}))
-                                and tree.may_call_any(sub.value, factories)):
-                            return True
+    stack = list(ast.iter_child_nodes(tree.module))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            outermost.append(node)
+        else:
+            stack.extend(ast.iter_child_nodes(node))
+    for node in outermost:
+        for sub in ast.walk(node):
+            if (isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call)
+                    and any(isinstance(t, ast.Name) for t in sub.targets)
+                    and tree.may_call_any(sub.value, factories)):
+                for t in sub.targets:
+                    if (isinstance(t, ast.Name) and _queues(node.body, t.id)
+                            and _calls_method(node.body, t.id, frozenset({"shutdown"}))):
+                        return True
     return False
 
 

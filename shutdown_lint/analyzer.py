@@ -288,6 +288,7 @@ def analyze(source: bytes, path: str, settings: Settings, rules: Optional[Sequen
         raise AnalysisError(f"{path}:1:1: file too deeply nested to analyse (recursion limit)") from None
     facts.project = project_view(path)  # the project index seen from this file (None: no index)
     text = _decoded(source, module)
+    facts.source_text = text
     # positions, when a rule or a finding asks, are rendered per top-level statement (positions.py)
     facts.__dict__["_positions"] = Positions(module, text, ast_tree.cached(source), facts.parent)
     findings: list[Finding] = []

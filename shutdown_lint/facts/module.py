@@ -45,6 +45,9 @@ class ModuleFacts(TreeShape, Names, ExecutionQueries, ExitPathQueries, TypeQueri
         #: the project index seen from this file (``project.ProjectView``), set by the engine;
         #: None for a lone snippet or when the run has no index
         self.project = None
+        #: the module's source text, set by the engine (None: unknown); every node's code is made
+        #: of pieces of it, so a word it lacks is in no node's code (``spells``)
+        self.source_text: Optional[str] = None
 
     @classmethod
     def build(cls, module: cst.Module, path: str = "<string>") -> "ModuleFacts":
@@ -87,6 +90,11 @@ class ModuleFacts(TreeShape, Names, ExecutionQueries, ExitPathQueries, TypeQueri
         from .elsewhere import resolve_elsewhere
 
         return resolve_elsewhere(self, expr, at)
+
+    def spells(self, word: str) -> bool:
+        """``word`` (no whitespace in it) may occur in some node's code: it occurs in the
+        source text, or the text is unknown. A cheap test before rendering nodes to search them."""
+        return self.source_text is None or word in self.source_text
 
     def line_of(self, node: cst.CSTNode) -> int:
         """1-based line of ``node`` (computed lazily; costs one render of the module)."""
