@@ -2,6 +2,8 @@
 
     python bench/build_corpus.py        # once: the ray/transformers/vllm wheels' .py files
     python bench/bench_speed.py         # the table (about 10 minutes on 2 cores)
+    python bench/bench_speed.py --corpus ray-torch --warm-only --repeat 7
+    python bench/bench_speed.py --lsp-only --repeat 20   # the editor rows alone
 
 Every row runs a real command in a subprocess (interpreter start, discovery, pool and
 output included), timed with a monotonic clock; peak memory is the largest RSS of the
@@ -23,6 +25,21 @@ Rows:
 The cold, cached and warm rows of ruff and shutdown-lint are run --repeat times,
 interleaved (ruff, ours -j2, ours -j1, ruff cached, ours warm, then again), and the
 ratios use the medians: on a shared machine the load changes during a run.
+
+Corpora (--corpus): ``reference`` (the default: bench/corpus/src, built by build_corpus.py) or
+``ray-torch`` (the installed ray and torch packages of this environment, linted in place). Both
+are linted through a list file of relative paths; the warm rows (--warm-only) also lint the
+corpus's top directories, walked (``--no-respect-gitignore`` for both tools: the corpora lie
+under ignored folders).
+
+Editor rows (--lsp, or --lsp-only): ``shutdown-lint server`` through a real LSP client
+(``bench/lsp_latency.py``, JSON-RPC over stdio): first diagnostics after ``didOpen`` of a
+1,000-line file (a fresh server per round, initialized and idle for 2 s, no cache) and after an
+edit (an incremental change in the middle of the buffer), medians of --repeat rounds (20 for
+the targets). The project is a copy of the reference corpus's ray package (2,579 files) and
+the file ``ray/serve/batching.py`` (1,029 lines, 2 findings), or --lsp-project / --lsp-file.
+For scale, ``ruff server`` is run with the same client when it starts here (it does not have
+these rules: only its latency is comparable); the targets are 0.3 s (open) and 0.15 s (edit).
 
 Options: --quick (a tenth of the corpus, for trying the script), --skip-peers,
 --warm-only (only ruff cached vs ours warm, interleaved, and their ratio),
@@ -133,17 +150,26 @@ def main() -> None:
     ap.add_argument("--warm-only", action="store_true",
                     help="only ruff cached vs shutdown-lint warm, interleaved, with their ratio (no cold rows)")
     ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds of the cold/warm rows (medians)")
+    ap.add_argument("--corpus", choices=("reference", "ray-torch"), default="reference",
+                    help="reference: bench/corpus/src; ray-torch: the installed ray and torch sources")
+    ap.add_argument("--lsp", action="store_true", help="also the editor rows (LSP open / edit latency)")
+    ap.add_argument("--lsp-only", action="store_true", help="only the editor rows")
+    ap.add_argument("--lsp-project", type=Path, help="the editor rows' project (default: the corpus's ray package)")
+    ap.add_argument("--lsp-file", type=Path, help="the file opened and edited (default: ray/serve/batching.py)")
     ap.add_argument("--json", help="write the rows here")
     args = ap.parse_args()
 
-    if not SRC.is_dir():
+    if args.corpus == "reference" and not SRC.is_dir():
         raise SystemExit("no corpus: run `python bench/build_corpus.py` first")
-    all_files = build_corpus.files()
+    root, all_files = corpus(args.corpus)
     files = subset(all_files, 10) if args.quick else all_files
     work = Path(tempfile.mkdtemp(prefix="shd-bench-"))
     try:
+        if args.lsp_only:
+            targets = _lsp_rows(Table(), args, work)
+            _print_targets(targets)
+            return
         # the corpus is linted through a list file of relative paths, so every tool sees the same files
-        root = SRC
         rel = [str(p.relative_to(root)) for p in files]
         n_lines = lines_of(files)
         print(f"corpus: {len(files):,} files, {n_lines:,} lines ({'quick: every 10th file' if args.quick else 'full'})")
@@ -166,6 +192,12 @@ def main() -> None:
         out_json = work / "shd-cold.json"
         if args.warm_only:
             _warm_only(args.repeat, rel, root, ruff_cache, cache)
+            walked = sorted({r.split(os.sep, 1)[0] for r in rel})
+            print(f"the same, the corpus's top directories walked ({' '.join(walked)}):")
+            _warm_only(args.repeat, walked, root, work / "ruff-cache-dirs", work / "shd-cache-dirs",
+                       ("--no-respect-gitignore",))
+            if args.lsp:
+                _print_targets(_lsp_rows(Table(), args, work))
             return
         run(ruff("--cache-dir", str(ruff_cache), *rel), cwd=root)  # fill ruff's cache
         run(shutdown_lint("--cache-dir", str(cache), "-j", "2", *rel), cwd=root)  # fill ours
@@ -275,6 +307,8 @@ def main() -> None:
         targets.append(("pre-commit 20 files < 1 s", pre < 1.0, f"{pre:.2f} s"))
         targets.append(("peak memory independent of corpus size (full <= 1.25x half)",
                         peak_full <= 1.25 * peak_half, f"{peak_full:.0f} MB full, {peak_half:.0f} MB half"))
+        if args.lsp:
+            targets.extend(_lsp_rows(t, args, work))
         _print_targets(targets)
         if args.json:
             Path(args.json).write_text(json.dumps({"rows": t.rows, "targets": [
@@ -283,21 +317,82 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _warm_only(repeat: int, rel: list[str], root: Path, ruff_cache: Path, cache: Path) -> None:
-    """ruff cached and shutdown-lint warm, alternating; the ratio of the medians."""
-    run(ruff("--cache-dir", str(ruff_cache), *rel), cwd=root)  # fill ruff's cache
-    run(shutdown_lint("--cache-dir", str(cache), "-j", "2", *rel), cwd=root)  # fill ours (cold)
-    run(shutdown_lint("--cache-dir", str(cache), "-j", "2", *rel), cwd=root)  # once warm, untimed
-    ruffs: list[float] = []
-    ours: list[float] = []
+def corpus(name: str) -> tuple[Path, list[Path]]:
+    """(root, its .py files, sorted) of the corpus called ``name``."""
+    if name == "reference":
+        return SRC, build_corpus.files()
+    import importlib.util
+
+    found = [importlib.util.find_spec(pkg) for pkg in ("ray", "torch")]
+    dirs = [Path(spec.origin).parent for spec in found if spec is not None and spec.origin]
+    if len(dirs) != 2 or dirs[0].parent != dirs[1].parent:
+        raise SystemExit("--corpus ray-torch needs ray and torch installed (pip install -e '.[test]')")
+    root = dirs[0].parent
+    return root, sorted(p for d in dirs for p in d.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def _warm_only(repeat: int, rel: list[str], root: Path, ruff_cache: Path, cache: Path,
+               extra: tuple[str, ...] = ()) -> None:
+    """ruff cached and shutdown-lint warm, alternating; the ratio of the medians (wall and CPU)."""
+    run(ruff("--cache-dir", str(ruff_cache), *extra, *rel), cwd=root)  # fill ruff's cache
+    run(shutdown_lint("--cache-dir", str(cache), "-j", "2", *extra, *rel), cwd=root)  # fill ours (cold)
+    run(shutdown_lint("--cache-dir", str(cache), "-j", "2", *extra, *rel), cwd=root)  # once warm, untimed
+    ruffs: list[dict] = []
+    ours: list[dict] = []
     for k in range(repeat):
-        ruffs.append(run(ruff("--cache-dir", str(ruff_cache), *rel), cwd=root)["wall"])
-        ours.append(run(shutdown_lint("--cache-dir", str(cache), "-j", "2", *rel), cwd=root)["wall"])
-        print(f"  round {k + 1}/{repeat}: ruff cached {ruffs[-1]:.3f} s, warm {ours[-1]:.3f} s "
-              f"({ours[-1] / ruffs[-1]:.2f}x), load {os.getloadavg()[0]:.1f}", flush=True)
-    r, o = statistics.median(ruffs), statistics.median(ours)
-    print(f"medians of {repeat}: ruff cached {r:.3f} s, shutdown-lint warm {o:.3f} s; warm / ruff cached "
-          f"{o / r:.2f}x (target <= 1.5x: {'PASS' if o <= 1.5 * r else 'MISS'})", flush=True)
+        ruffs.append(run(ruff("--cache-dir", str(ruff_cache), *extra, *rel), cwd=root))
+        ours.append(run(shutdown_lint("--cache-dir", str(cache), "-j", "2", *extra, *rel), cwd=root))
+        print(f"  round {k + 1}/{repeat}: ruff cached {ruffs[-1]['wall']:.3f} s, warm {ours[-1]['wall']:.3f} s "
+              f"({ours[-1]['wall'] / ruffs[-1]['wall']:.2f}x), load {os.getloadavg()[0]:.1f}", flush=True)
+    r, o = statistics.median(x["wall"] for x in ruffs), statistics.median(x["wall"] for x in ours)
+    rc, oc = statistics.median(x["cpu"] for x in ruffs), statistics.median(x["cpu"] for x in ours)
+    print(f"medians of {repeat}: ruff cached {r:.3f} s ({rc:.3f} CPU-s), shutdown-lint warm {o:.3f} s "
+          f"({oc:.3f} CPU-s); warm / ruff cached {o / r:.2f}x wall, {oc / rc:.2f}x CPU "
+          f"(target <= 1.5x: {'PASS' if o <= 1.5 * r else 'MISS'})", flush=True)
+
+
+def _lsp_rows(t: Table, args, work: Path) -> list[tuple[str, bool, str]]:
+    """The editor rows: open / edit latency of ``shutdown-lint server`` through a real LSP
+    client (``lsp_latency.measure``), and of ``ruff server`` with the same client, for scale."""
+    import lsp_latency
+
+    rounds = max(args.repeat, 1)
+    if args.lsp_project is not None:
+        project, file = args.lsp_project.resolve(), (args.lsp_file or Path("missing")).resolve()
+        if not file.is_file():
+            raise SystemExit("--lsp-project needs --lsp-file (a file inside it)")
+    else:
+        if not SRC.is_dir():
+            raise SystemExit("the editor rows' default project is the reference corpus's ray package: "
+                             "run `python bench/build_corpus.py` or give --lsp-project and --lsp-file")
+        # a copy: bench/corpus/ is excluded by this repository's own configuration
+        project = work / "lsp-project"
+        shutil.copytree(SRC / "ray", project, ignore=shutil.ignore_patterns("__pycache__"))
+        file = project / (args.lsp_file or Path("ray/serve/batching.py"))
+    print(f"editor: {file.relative_to(project)} in {project} ({rounds} rounds)", flush=True)
+    ours = lsp_latency.measure(project, file, rounds, 2.0, [str(BIN / "shutdown-lint"), "server"], at_start=0)
+    ms = lambda x: f"{x * 1000:.0f} ms"  # noqa: E731
+    note = f"{ours['lines']} lines, {ours['findings']} findings; median of {rounds}"
+    t.add("shutdown-lint server: first diagnostics after didOpen", ours["open_median"],
+          cpu=ours["open_cpu_median"], note=note)
+    t.add("shutdown-lint server: diagnostics after an edit", ours["edit_median"], cpu=ours["edit_cpu_median"],
+          note=note)
+    ruff_note = ""
+    try:
+        peer = lsp_latency.measure(project, file, rounds, 2.0, [str(BIN / "ruff"), "server"], at_start=0,
+                                   cache_dirs=(".ruff_cache",))
+    except (OSError, RuntimeError, TimeoutError) as e:
+        print(f"  ruff server: did not run here ({type(e).__name__}: {e}); the targets stand alone")
+    else:
+        t.add("ruff server (other rules): after didOpen", peer["open_median"], cpu=peer["open_cpu_median"],
+              note=f"median of {rounds}")
+        t.add("ruff server (other rules): after an edit", peer["edit_median"], cpu=peer["edit_cpu_median"],
+              note=f"median of {rounds}")
+        ruff_note = f"; ruff server {ms(peer['open_median'])} / {ms(peer['edit_median'])}"
+    return [("editor: first diagnostics <= 0.3 s after opening a 1,000-line file", ours["open_median"] <= 0.3,
+             f"{ms(ours['open_median'])} (CPU {ms(ours['open_cpu_median'])}){ruff_note}"),
+            ("editor: diagnostics <= 0.15 s after an edit", ours["edit_median"] <= 0.15,
+             f"{ms(ours['edit_median'])} (CPU {ms(ours['edit_cpu_median'])})")]
 
 
 def _print_targets(targets: list[tuple[str, bool, str]]) -> None:
