@@ -6,6 +6,8 @@ from typing import Optional, Union
 import libcst as cst
 
 from shutdown_lint.prefilter import words as C
+from shutdown_lint import facts as F
+from shutdown_lint.facts.types import MP_CONTEXT
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
@@ -19,6 +21,9 @@ MP_FACTORIES = ("multiprocessing.Process", "multiprocessing.context.Process", "t
 _KIND = {**{n: "popen" for n in POPEN_FACTORIES}, **{n: "asyncio" for n in ASYNC_FACTORIES},
          **{n: "mp" for n in MP_FACTORIES}}
 FACTORIES = tuple(_KIND)
+#: Calls that give a ``multiprocessing`` context, whose ``Process`` attribute is a factory
+#: (``ctx = mp.get_context("spawn"); ctx.Process(...)``; the typing fact types the context).
+CONTEXT_FACTORIES = ("multiprocessing.get_context", "torch.multiprocessing.get_context")
 
 #: Methods of the child that wait for it or end it.
 _STOP_METHODS = frozenset({"wait", "communicate", "terminate", "kill", "join", "send_signal"})
@@ -37,8 +42,8 @@ _BROAD = frozenset({"builtins.BaseException", "builtins.KeyboardInterrupt", "asy
 #: Attributes of the child that name the process itself (handing them over hands it over).
 _IDENTITY_ATTRS = frozenset({"pid", "sentinel"})
 
-_HANDOFF, _PLAIN, _WITH, _REGISTER, _DAEMON, _START, _STOP, _POLL = (
-    "handoff", "plain", "with", "register", "daemon", "start", "stop", "poll")
+_HANDOFF, _PLAIN, _WITH, _REGISTER, _DAEMON, _START, _STOP, _POLL, _STORED = (
+    "handoff", "plain", "with", "register", "daemon", "start", "stop", "poll", "stored")
 _FULL, _ERRORS, _NORMAL = "full", "errors", "normal"
 
 
@@ -64,7 +69,20 @@ class ChildProcessNeverStopped(Rule):
     - **its own session**: a child started with `start_new_session=True` (or
       `process_group=0`, `preexec_fn=os.setsid`) is stopped only on the normal path or in
       an `except Exception`: the terminal's Ctrl+C does not reach it, and nothing on the
-      `KeyboardInterrupt` path does.
+      `KeyboardInterrupt` path does;
+    - **kept on the object, never stopped**: `self.proc = subprocess.Popen(...)` (or `p = ...`
+      then `self.proc = p`) with nothing that waits for, stops or hands on `<x>.proc`
+      anywhere: not in the class (its `close()`, `stop()`, `__exit__`, `__del__`, any
+      method), not in a class it derives from or that derives from it, not as another
+      object's `.proc` in the module (`holder.proc.kill()`, unless the typing fact says the
+      holder is of an unrelated class), not in any function of a module that imports this
+      one (the project index: a subclass's `shutdown()`, the owner's
+      `finally: server.proc.kill()`). Here a child with no pipe is reported too (an object
+      keeps a router or server as its own); one in its own session is not.
+
+    `multiprocessing` context objects are factories too: `ctx = mp.get_context("spawn")`,
+    `ctx.Process(...)`, `mp.get_context("fork").Process(...)` (the typing fact types the
+    context).
 
     Not flagged (the child is someone else's to stop, or is stopped): a `Popen` used as a
     `with` block; a child returned, yielded, stored (`self.proc = p`, `procs.append(p)`,
@@ -193,9 +211,21 @@ class ChildProcessNeverStopped(Rule):
       slime); a kill before the code's own `raise` (AReaL fixtures); launches with no pipe
       and `start_new_session=True` browsers (`webbrowser`, idlelib); a lone `poll()`; a
       `TimeoutExpired` the code handles; earlier and later children of the same name.
-    - A child kept on `self` and stopped in `close()`, or handed to a call, is trusted to be
-      stopped there; the rule does not follow it (SHD503 does this for executors).
-    - `ctx = multiprocessing.get_context("spawn"); ctx.Process(...)` is not recognised.
+    - A child kept on `self` is followed by its attribute name, not path by path: one stop
+      anywhere (a `close()` nobody calls, a normal-path `wait()` in a method) lets it off, and
+      a `self.proc` stopped in a subclass of another module is found only within the index's
+      search bound (importers that spell the attribute, two imports away). Measured (issue 28,
+      SHD602 over the ten RL/agent code bases OpenHands, SkyRL, OpenRLHF, prime-rl, slime,
+      trl, AReaL, autogen, verl, rllm, 5,178 files, every new finding read): 4 new findings,
+      all true: OpenHands' Jupyter kernel gateway (two launch branches) and VS Code server
+      plugins keep `self.gateway_process` with a pipe and never stop it; rllm's
+      `InferenceManager` launches an sglang router (`self.router_process`, no pipe) that
+      nothing stops. Without the project index's search, none was withdrawn; requiring a
+      pipe (as for a local name) would have dropped the rllm router only. `ctx.Process`
+      added no finding there: of its four uses, one is a daemon, one is joined right after
+      its start, two are kept on `self` (a `multiprocessing` child on an object is left to
+      its exit handler, as an unjoined local one is).
+    - A child kept in a container on `self` (`self.procs.append(p)`) is handed on, not followed.
     - Where the normal path stops the child is not checked path by path: any stop outside a
       cleanup block counts as the normal-path stop (`if done: p.wait()` included).
     - An asyncio child is not killed for the coroutine: measured here, `asyncio.run(main())`
@@ -218,7 +248,7 @@ class ChildProcessNeverStopped(Rule):
     triggers = ("Popen", "create_subprocess", "Process")
     facts_needed = ("parents", "imports", "functions", "calls")
     # tier 1: a factory is named in the file
-    candidate = C.qualified(*FACTORIES)
+    candidate = C.qualified(*FACTORIES, *CONTEXT_FACTORIES)
     # tier 2: a call that may be a factory, kept in a plain name (``p = ...`` / ``p: T = ...``,
     # through ``await``) or dropped as an expression statement
     candidate_tree = staticmethod(lambda tree: _may_start_child(tree))
@@ -345,6 +375,51 @@ class ChildProcessNeverStopped(Rule):
         import subprocess
         def build():
             subprocess.run(["make"], check=True)
+        """,
+        # a child kept on self: stopped in close(), in __exit__ through a helper, in a subclass,
+        # handed on; one in its own session (detached on purpose)
+        """
+        import subprocess
+        class Scorer:
+            def __init__(self, cmd):
+                self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            def close(self):
+                self.proc.terminate()
+                self.proc.wait()
+        class Judge:
+            def __enter__(self):
+                self._child = subprocess.Popen(["judge"])
+                return self
+            def __exit__(self, *exc):
+                reap_child(self._child)
+        class Engine:
+            def launch(self, cmd):
+                self.engine = subprocess.Popen(cmd)
+        class ManagedEngine(Engine):
+            def shutdown(self):
+                self.engine.kill()
+        class Pool:
+            def __init__(self, manager, cmd):
+                self.proc = subprocess.Popen(cmd)
+                manager.track(self.proc)
+        class Daemon:
+            def __init__(self, cmd):
+                self.proc = subprocess.Popen(cmd, start_new_session=True)
+        """,
+        # a multiprocessing context's Process: a daemon, and one stopped in a finally
+        """
+        import multiprocessing as mp
+        def train(cfg):
+            ctx = mp.get_context("spawn")
+            logger = ctx.Process(target=log_loop, daemon=True)
+            logger.start()
+            loader = ctx.Process(target=produce, args=(cfg,))
+            loader.start()
+            try:
+                fit(cfg)
+            finally:
+                loader.terminate()
+                loader.join()
         """,
     ]
     invalid = [
@@ -480,13 +555,51 @@ class ChildProcessNeverStopped(Rule):
             """,
             message_contains="join",
         ),
+        # the same through a multiprocessing context object
+        Invalid(
+            """
+            import multiprocessing as mp
+
+            def train(cfg):
+                ctx = mp.get_context("spawn")
+                loader = ctx.Process(target=produce, args=(cfg,))
+                loader.start()
+                fit(cfg)
+                loader.join()
+            """,
+            message_contains="join",
+        ),
+        # a child kept on self that nothing in the class (or anywhere) stops
+        Invalid(
+            """
+            import subprocess
+
+            class InferenceManager:
+                def launch_router(self, urls):
+                    self.router_process = subprocess.Popen(["python3", "-m", "router", *urls])
+                    return "http://127.0.0.1:30000"
+
+                def log_state(self):
+                    print("router pid", self.router_process.pid, self.router_process.poll())
+            """,
+            message_contains="in `InferenceManager`",
+        ),
     ]
 
     # ------------------------------------------------------------------ visitors
     def visit_Call(self, node: cst.Call) -> None:
-        kind = _KIND.get(self.facts.call_name(node) or "")
+        kind = self._kind(node)
         if kind is not None:
             self._check(node, kind)
+
+    def _kind(self, call: cst.Call) -> Optional[str]:
+        """The kind of child ``call`` starts, or None: a factory of ``_KIND``, or ``Process`` of
+        a ``multiprocessing`` context (``ctx.Process(...)``, ``mp.get_context("spawn").Process(...)``)."""
+        kind = _KIND.get(self.facts.call_name(call) or "")
+        if kind is None and isinstance(call.func, cst.Attribute) and call.func.attr.value == "Process" and \
+                self.facts.type_of(call.func.value, call) == MP_CONTEXT:
+            return "mp"
+        return kind
 
     # ------------------------------------------------------------------ logic
     def _check(self, call: cst.Call, kind: str) -> None:
@@ -512,10 +625,13 @@ class ChildProcessNeverStopped(Rule):
             target = holder.target
         else:
             return
+        fn = f.enclosing_function(call)
         if not isinstance(target, cst.Name):
+            attr = _self_attr(target)
+            if attr is not None and fn is not None and fn.cls is not None:
+                self._check_attr(call, kind, attr, fn.cls, session, piped)
             return
         var = target.value
-        fn = f.enclosing_function(call)
         region = fn.node if fn is not None else f.module
         names = f.name_nodes(region, var)
         at = next((i for i, n in enumerate(names) if n is target), 0)
@@ -530,6 +646,12 @@ class ChildProcessNeverStopped(Rule):
         if kinds & {_HANDOFF, _WITH, _REGISTER} or (fn is not None and _declared_shared(fn.node, var)):
             return
         stops = [(site, self._protection(site, fn, kind)) for _, (k, site) in uses if k in (_STOP, _POLL)]
+        if _STORED in kinds:
+            # ``self.proc = p``: the object holds the child; stopped here or in the class, or not at all
+            if not stops and fn is not None and fn.cls is not None:
+                for attr in {site for _, (k, site) in uses if k == _STORED}:
+                    self._check_attr(call, kind, attr, fn.cls, session, piped)
+            return
         protections = {p for _, p in stops}
         if _FULL in protections:
             return
@@ -575,6 +697,104 @@ class ChildProcessNeverStopped(Rule):
             self.report(call, f"`{_code(first)}` raises `TimeoutExpired` with the child still running, and nothing "
                               f"kills it (the child is not killed when the timeout expires); {_advice(var)}", fix=fix)
 
+    # ------------------------------------------------------------------ a child held on ``self``
+    def _check_attr(self, call: cst.Call, kind: str, attr: str, cls, session: Optional[str],
+                    piped: Optional[str]) -> None:
+        """``self.<attr> = <child>`` (or ``p = <child>`` ... ``self.<attr> = p``): reported when
+        nothing in the class, its bases and subclasses in this module, any ``<obj>.<attr>`` of
+        this module, or a module that imports this one (the project index) waits for, stops or
+        hands on ``<attr>``. Not a ``multiprocessing`` child (its exit handler joins or terminates
+        it) nor one in its own session (detached on purpose). Unlike a local name, a child with
+        no pipe is reported: the object keeps it as its own (a launched router or server), where
+        a local one with no pipe is usually launched to live on (an editor, a browser)."""
+        if kind == "mp" or session:
+            return
+        if self._attr_released(attr, cls):
+            return
+        found, looked = self._attr_released_elsewhere(attr)
+        if found:
+            return
+        self.report(call, f"`self.{attr}` (a child process) is never waited for, terminated or killed in "
+                          f"`{cls.name}` (nor handed on): an exception or Ctrl+C, and the parent's exit, leave it "
+                          f"running; add a `close()` (or `__exit__`) that calls "
+                          f"`runtime_guard.terminate_process_groups([self.{attr}])` and call it from a `finally`"
+                    + F.looked_in(looked, "stop"))
+
+    def _attr_released(self, attr: str, cls) -> bool:
+        """Some ``<x>.<attr>`` of this module is stopped, waited for or handed on: ``self.<attr>``
+        in ``cls``, a class it derives from or one deriving from it; any other receiver anywhere."""
+        f = self.facts
+        related = {cls.name} | {_code(b.value).rsplit(".", 1)[-1] for b in cls.node.bases}
+        found = [False]
+        rule = self
+
+        class _Scan(cst.CSTVisitor):
+            def visit_Attribute(self, n: cst.Attribute) -> None:
+                if found[0] or n.attr.value != attr:
+                    return
+                if isinstance(n.value, cst.Name) and n.value.value in ("self", "cls"):
+                    owner = f.enclosing_class(n)
+                    if owner is None or not (owner.name in related or any(
+                            _code(b.value).rsplit(".", 1)[-1] == cls.name for b in owner.node.bases)):
+                        return
+                else:
+                    # another object's ``.<attr>``: counts unless the typing fact says it is of
+                    # an unrelated class of this module (``holder: Other``)
+                    typed = f.type_of(n.value, n)
+                    if typed is not None and typed.rsplit(".", 1)[-1] not in related | {
+                            o.name for o in f.classes if any(
+                                _code(b.value).rsplit(".", 1)[-1] == cls.name for b in o.node.bases)}:
+                        return
+                found[0] = rule._attr_use(n) in (_STOP, _HANDOFF, _WITH, _REGISTER)
+
+        f.module.visit(_Scan())
+        return found[0]
+
+    def _attr_use(self, ref: cst.Attribute) -> str:
+        """What a use of ``<x>.<attr>`` does with the child (``_classify``'s kinds)."""
+        f = self.facts
+        parent = f.parent(ref)
+        if isinstance(parent, cst.Attribute) and parent.value is ref:
+            name = parent.attr.value
+            up = f.parent(parent)
+            if isinstance(up, cst.Call) and up.func is parent:
+                if name in _STOP_METHODS:
+                    return _STOP
+                if name == "poll" and any(isinstance(a, cst.While) and f.is_ancestor(a.test, up)
+                                          for a in f.ancestors(up)):
+                    return _STOP  # ``while self.proc.poll() is None:`` waits
+                return _PLAIN
+            if name in _STOP_METHODS and isinstance(up, cst.Arg):
+                return _REGISTER
+            if name in _IDENTITY_ATTRS:
+                return self._handed(parent)[0]
+            return _PLAIN
+        if isinstance(parent, (cst.AssignTarget, cst.Del)) or (
+                isinstance(parent, cst.AnnAssign) and parent.target is ref):
+            return _PLAIN
+        if isinstance(parent, cst.WithItem) and parent.item is ref:
+            return _WITH
+        kind = self._handed(ref)[0]
+        return _HANDOFF if kind == _STORED else kind
+
+    def _attr_released_elsewhere(self, attr: str) -> tuple[Optional[str], Optional[list[str]]]:
+        """A module that imports this one (the project index) stops ``<obj>.<attr>`` in any
+        function (a subclass's ``close()``, the owner's ``server.proc.kill()``), or hands it to
+        a callee whose name says it stops it."""
+        view = self.facts.project
+        if view is None:
+            return None, None
+
+        def matches(written: str, args: list[str]) -> bool:
+            parts = written.split(".")
+            if len(parts) >= 3 and parts[-2] == attr and parts[-1] in _STOP_METHODS:
+                return True
+            return bool(set(identifier_words(parts[-1])) & _STOP_WORDS) and any(
+                a.split(".")[-1] == attr and "." in a for a in args)
+
+        found, looked = F.teardown_elsewhere(view, matches, lambda name: True, words=(attr,))
+        return found, [F.display_path(p) for p in looked]
+
     def _starts_another(self, n: cst.Name) -> bool:
         """``n`` is bound to another child here (``p = subprocess.Popen(...)`` again)."""
         target = self.facts.parent(n)
@@ -582,7 +802,7 @@ class ChildProcessNeverStopped(Rule):
         if not isinstance(assign, cst.Assign):
             return False
         value = assign.value.expression if isinstance(assign.value, cst.Await) else assign.value
-        return isinstance(value, cst.Call) and (self.facts.call_name(value) or "") in _KIND
+        return isinstance(value, cst.Call) and self._kind(value) is not None
 
     def _in_loop(self, node: cst.CSTNode, fn) -> bool:
         stop = fn.node if fn is not None else None
@@ -655,6 +875,12 @@ class ChildProcessNeverStopped(Rule):
                 if words and _callee_word(call) in _OBSERVERS:
                     return _PLAIN, None
             return _HANDOFF, None
+        if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is cur and cur is expr:
+            targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+            attr = _self_attr(targets[0]) if len(targets) == 1 else None
+            scope = f.enclosing_function(expr)
+            if attr is not None and scope is not None and scope.cls is not None:
+                return _STORED, attr  # type: ignore[return-value]  (``self.proc = p``: followed in the class)
         if isinstance(parent, (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return, cst.Yield, cst.NamedExpr,
                                cst.Lambda)):
             return _HANDOFF, None
@@ -851,6 +1077,13 @@ class ChildProcessNeverStopped(Rule):
         return (Fix.safe if safe else Fix.unsafe)(*edits, IMPORT_RUNTIME_GUARD, message=message)
 
 
+def _self_attr(target: cst.BaseExpression) -> Optional[str]:
+    """``self.<attr>`` as an assignment target: the attribute's name."""
+    if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+        return target.attr.value
+    return None
+
+
 def _advice(var: str = "p") -> str:
     return (f"stop it in a `finally` (`runtime_guard.terminate_process_groups([{var}])`: SIGTERM to its process "
             f"group, a grace period, then SIGKILL) or use the `Popen` as a `with` block")
@@ -1042,11 +1275,27 @@ def _may_start_child(tree) -> bool:
     (``may_call_any`` over ``FACTORIES``, through aliases) that is the whole value of a
     one-target assignment to a plain name (``p = ...``, ``p: T = ...``; ``await`` allowed) or
     the whole value of an expression statement with a ``stdin``/``stdout``/``stderr``
-    keyword whose value is spelled ``PIPE`` or ``<x>.PIPE`` (``_piped``)."""
+    keyword whose value is spelled ``PIPE`` or ``<x>.PIPE`` (``_piped``). The same for an
+    assignment to ``self.<attr>`` (followed into the class), and for ``<x>.Process(...)`` in a
+    file that may call ``get_context`` (a ``multiprocessing`` context's factory)."""
+    contexts: list[bool] = []
+
+    def starts(value) -> bool:
+        if type(value) is not ast.Call:
+            return False
+        if tree.may_call_any(value, FACTORIES):
+            return True
+        if type(value.func) is not ast.Attribute or value.func.attr != "Process":
+            return False
+        if not contexts:
+            contexts.append(any(tree.may_call_any(c, CONTEXT_FACTORIES) for c in tree.all_calls()))
+        return contexts[0]
+
     for target, value, _fn in tree.assigns:
         if type(value) is ast.Await:
             value = value.value
-        if type(target) is ast.Name and type(value) is ast.Call and tree.may_call_any(value, FACTORIES):
+        if (type(target) is ast.Name or (type(target) is ast.Attribute and type(target.value) is ast.Name
+                                         and target.value.id == "self")) and starts(value):
             return True
     calls = [c for c in tree.all_calls() if tree.may_call_any(c, FACTORIES)]
     if not calls:

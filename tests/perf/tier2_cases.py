@@ -668,7 +668,7 @@ CASES["SHD602"] = [
     # near misses: the child is never kept in a plain name, or is not a child at all
     ("import subprocess\ndef f(cmd):\n    with subprocess.Popen(cmd) as p:\n        work(p)\n", False),
     ("import subprocess\ndef f(cmd):\n    return subprocess.Popen(cmd)\n", False),
-    ("import subprocess\ndef f(self, cmd):\n    self.proc = subprocess.Popen(cmd)\n", False),
+    ("import subprocess\ndef f(procs, cmd):\n    procs.proc = subprocess.Popen(cmd)\n", False),
     ("import subprocess\ndef f(procs, cmd):\n    procs.append(subprocess.Popen(cmd))\n", False),
     ("import subprocess\ndef f(cmd):\n    out = subprocess.Popen(cmd).communicate()\n", False),
     ("import subprocess\ndef f(cmd):\n    p = subprocess.run(cmd)\n    q = subprocess.check_output(cmd)\n", False),
@@ -677,6 +677,14 @@ CASES["SHD602"] = [
     # a coroutine created, not awaited, still passes tier 2 (the rule decides)
     ("import asyncio\nasync def f(cmd):\n    c = asyncio.create_subprocess_exec(*cmd)\n", True),
     ("import threading\ndef f():\n    t = threading.Thread(target=g)\n    t.start()\n    work()\n    t.join()\n", False),
+    # issue 28: a child kept on self (followed into the class), a multiprocessing context's Process
+    ("import subprocess\nclass S:\n    def f(self, cmd):\n        self.proc = subprocess.Popen(cmd)\n", True),
+    ("import multiprocessing as mp\ndef f():\n    ctx = mp.get_context('spawn')\n    p = ctx.Process(target=g)\n"
+     "    p.start()\n    work()\n    p.join()\n", True),
+    ("import multiprocessing\ndef f():\n    p = multiprocessing.get_context('fork').Process(target=g)\n", True),
+    # near misses: a Process attribute with no context in the file, a context's Queue
+    ("import multiprocessing\ndef f(pool):\n    p = pool.Process(target=g)\n", False),
+    ("import multiprocessing as mp\ndef f():\n    ctx = mp.get_context('spawn')\n    q = ctx.Queue()\n", False),
 ]
 
 # SHD301's tier 2 and the types from declarations (issue 28): a receiver typed only by a
