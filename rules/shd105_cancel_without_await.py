@@ -7,6 +7,7 @@ import libcst as cst
 
 from shutdown_lint.prefilter.words import All, AnyOf, Word
 from shutdown_lint.rule import Fix, InsertAfter, Invalid, Option, Replace, Rule
+from shutdown_lint.traversal import walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
 from .shd102_unobserved_task_exception import is_task_spawn
@@ -545,15 +546,19 @@ class CancelWithoutAwait(Rule):
             return bool(_references(node) & set(watched))
 
         rule = self
+        inside = [0]  # how many of ``loops`` the walk is under (is_ancestor per node was most of the rule's time)
 
         class V(cst.CSTVisitor):
             def on_visit(self, node: cst.CSTNode) -> bool:
+                in_loop = inside[0] > 0
+                if any(node is lp for lp in loops):
+                    inside[0] += 1
                 if node is cancel:
                     state["after"] = True
                     return False
                 if found:
                     return False
-                counted = state["after"] or any(facts.is_ancestor(lp, node) for lp in loops)
+                counted = state["after"] or in_loop
                 if not counted:
                     return True
                 if isinstance(node, (cst.Await, cst.Return, cst.Yield)) and node is not None:
@@ -572,7 +577,11 @@ class CancelWithoutAwait(Rule):
                     return False
                 return True
 
-        region.visit(V())
+            def on_leave(self, original_node: cst.CSTNode) -> None:
+                if any(original_node is lp for lp in loops):
+                    inside[0] -= 1
+
+        walk(region, V())  # region.visit(V()) without rebuilding every node: the same visits
         return bool(found)
 
     def _reaped_elsewhere(self, receiver: cst.BaseExpression, fn, at: cst.CSTNode) -> bool:
@@ -666,7 +675,7 @@ def _awaits_in(region: cst.CSTNode) -> list[cst.Await]:
         def visit_Await(self, n: cst.Await) -> None:
             found.append(n)
 
-    region.visit(V())
+    walk(region, V())
     return found
 
 
@@ -680,7 +689,7 @@ def _awaits(body: cst.CSTNode) -> bool:
         def visit_Await(self, n: cst.Await) -> None:
             found.append(n)
 
-    body.visit(V())
+    walk(body, V())
     return bool(found)
 
 
@@ -704,7 +713,7 @@ def _has_cleanup(body: cst.CSTNode) -> bool:
                     or any(r.endswith((".CancelledError", ".BaseException")) for r in _references(n.type)):
                 found.append(n)
 
-    body.visit(V())
+    walk(body, V())
     return bool(found)
 
 
@@ -735,7 +744,7 @@ def _references(node: cst.CSTNode) -> set[str]:
         def visit_Attribute(self, n: cst.Attribute) -> None:
             found.add(_code(n))
 
-    node.visit(V())
+    walk(node, V())
     return found
 
 
