@@ -101,6 +101,8 @@ class ShutdownLintServer(LanguageServer):
         #: documents being linted now, and those changed meanwhile (linted again when it ends)
         self._running: dict[str, asyncio.Task] = {}
         self._dirty: set[str] = set()
+        #: results to store in the cache once published
+        self._to_store: list[tuple] = []
 
     def report_server_error(self, error: Exception, source: Any) -> None:  # type: ignore[override]
         if isinstance(error, json.JSONDecodeError):
@@ -202,8 +204,20 @@ class ShutdownLintServer(LanguageServer):
         # where a rule would have looked
         with self.project_index(abspath, settings):
             result = lint_source(data, display, settings, fix_edits=edits)
-        self._to_cache(abspath, data, settings, result, display)
+        # stored after the result is published (``store_pending``): the index write is not on
+        # the way to the editor
+        with self._cache_lock:
+            self._to_store.append((abspath, data, settings, result, display))
         return result, settings
+
+    def store_pending(self) -> None:
+        """Store the results linted since the last call (see ``_to_cache``)."""
+        while True:
+            with self._cache_lock:
+                if not self._to_store:
+                    return
+                item = self._to_store.pop(0)
+            self._to_cache(*item)
 
     @contextmanager
     def project_index(self, abspath: str, settings) -> Iterator[None]:  # type: ignore[no-untyped-def]
@@ -314,6 +328,7 @@ class ShutdownLintServer(LanguageServer):
             diagnostics = to_lsp_diagnostics(result, lines, self.workspace.position_codec)
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version))
+        await asyncio.get_running_loop().run_in_executor(None, self.store_pending)
 
     def schedule(self, uri: str) -> None:
         """Lint ``uri`` now; if it is being linted, once more when that lint ends."""
@@ -342,6 +357,7 @@ class ShutdownLintServer(LanguageServer):
             return stored[1], stored[2]
         version, text = doc.version, doc.source
         outcome = self.lint(uri, text, edits)
+        self.store_pending()
         if outcome is None:
             return None
         lines = text.splitlines(keepends=True)
