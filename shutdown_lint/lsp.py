@@ -98,6 +98,8 @@ class ShutdownLintServer(LanguageServer):
         #: project indexes by their roots, kept warm between lints (dropped when a file changes)
         self._indexes: dict[tuple, Any] = {}
         self._stores: dict[Optional[str], Any] = {}
+        self._index_generation = 0  # bumped when a file changes on disk
+        self._indexes_of = 0  # the generation ``_indexes`` were built in
         #: documents being linted now, and those changed meanwhile (linted again when it ends)
         self._running: dict[str, asyncio.Task] = {}
         self._dirty: set[str] = set()
@@ -137,10 +139,9 @@ class ShutdownLintServer(LanguageServer):
 
     def forget_index(self) -> None:
         """A file changed on disk: the project indexes (and their summary stores) are rebuilt
-        on the next lint, from the files as they are now."""
-        with self._lint_lock:
-            self._indexes.clear()
-            self._stores.clear()
+        on the next lint, from the files as they are now (a counter: the event loop does not
+        wait for a lint in progress)."""
+        self._index_generation += 1
 
     def warm_up(self) -> None:
         """Load what the first lint needs (settings, the rule catalogue, the analysis and its
@@ -241,6 +242,10 @@ class ShutdownLintServer(LanguageServer):
             return None
         from .index.project import ProjectIndex
 
+        if self._indexes_of != self._index_generation:  # a file changed since they were built
+            self._indexes_of = self._index_generation
+            self._indexes.clear()
+            self._stores.clear()
         with self._cache_lock:
             cache = self._cache_for(settings, root)
         store = self._stores.get(cache.dir)
