@@ -1373,6 +1373,8 @@ def _may_be_blocking(tree, call: ast.Call) -> bool:
         hints = _METHOD_HINTS.get(func.attr)
         if hints and tree.mentions(hints):
             return True  # ``f.read()``, ``proc.wait()``: the receiver may be typed from a binding
+        if hints and _bound_to_imported_call(tree, func.value):
+            return True  # ``c = open_client()`` of another module: its return annotation may type ``c``
         if func.attr not in NON_IO_METHODS and tree.mentions(_PREFIX_TYPES):
             return True  # a receiver typed as a session/client elsewhere in the module
         return bool(aliased) and tree.bound_to_method_of(func.attr, _PREFIX_TYPES, attribute=True)
@@ -1380,6 +1382,36 @@ def _may_be_blocking(tree, call: ast.Call) -> bool:
     if words & (_FUNCTION_WORDS | set(_METHOD_HINTS)):
         return True
     return isinstance(func, ast.Name) and len(words) > 1 and tree.bound_to_method_of(func.id, _PREFIX_TYPES)
+
+
+def _bound_to_imported_call(tree, receiver: ast.AST) -> bool:
+    """``receiver`` is a name bound somewhere to a call (awaited or not) of an imported name
+    (``from .factories import open_client``; ``c = open_client()``, ``d = factories.make()``)."""
+    if type(receiver) is not ast.Name:
+        return False
+    bound = tree.__dict__.get("_bound_to_imported_calls")
+    if bound is None:
+        imported: set[str] = set()
+        stmts = list(tree.module.body)
+        while stmts:  # module-level imports, also under ``if``/``try``
+            st = stmts.pop()
+            if type(st) is ast.ImportFrom or type(st) is ast.Import:
+                imported |= {(a.asname or a.name).split(".", 1)[0] for a in st.names}
+            elif type(st) is ast.If or type(st) is ast.Try:
+                stmts += [*st.body, *st.orelse, *getattr(st, "finalbody", ()),
+                          *(x for h in getattr(st, "handlers", ()) for x in h.body)]
+        bound = set()
+        for target, value, _fn in tree.assigns:
+            if type(value) is ast.Await:
+                value = value.value
+            if type(target) is ast.Name and type(value) is ast.Call:
+                root = value.func
+                while type(root) is ast.Attribute:
+                    root = root.value
+                if type(root) is ast.Name and root.id in imported:
+                    bound.add(target.id)
+        tree.__dict__["_bound_to_imported_calls"] = bound
+    return receiver.id in bound
 
 
 def _iterates_in_coroutine(tree) -> bool:

@@ -130,3 +130,68 @@ def test_a_comprehension_variable_hides_the_parameter_it_shadows():
     facts = _facts("import io\ndef f(x: io.TextIOWrapper, files):\n    return [x.read() for x in files]\n")
     use = facts._names_by_value["x"][1]  # x.read() in the element, before its ``for x``
     assert facts.type_of(use, use) is None
+
+
+# ---------------------------------------------------------------- return annotations
+RETURNS = REPO / "tests" / "data" / "projects" / "typed_returns"
+
+
+def test_return_annotations_type_the_result_here_and_across_modules(tmp_path):
+    """``c = open_client()`` of ``def open_client() -> httpx.Client``: in the same module and, through
+    the project index, from another module (plain, ``Optional``, a file, ``await`` of an ``async
+    def``, ``module.function()``); the near misses (no annotation, ``Any``, a mixed union, an
+    async client, an ``async def`` not awaited, a sync caller, a rebinding) are not flagged."""
+    dst = tmp_path / "typed_returns"
+    shutil.copytree(RETURNS, dst)
+    found: dict[str, set[int]] = {}
+    for d in _lint(dst, "src"):
+        found.setdefault(Path(d["path"]).name, set()).add(d["line"])
+    for name in ("factories.py", "handlers.py"):
+        marks = _marks(dst / "src" / "gateway" / name)
+        blocking = {line for line, kind in marks.items() if kind == "blocking"}
+        assert found.get(name, set()) == blocking, (name, sorted(found.get(name, ())), sorted(blocking))
+    assert len(found["handlers.py"]) == 5
+
+
+def test_changing_the_other_modules_annotation_relints_the_caller(tmp_path):
+    """The callee's module is a dependency of the caller's cached result: with the cache on, an
+    edit of the return annotation alone changes the caller's findings."""
+    dst = tmp_path / "typed_returns"
+    shutil.copytree(RETURNS, dst)
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+
+    def handler_lines() -> set[int]:
+        env = dict(os.environ, PYTHONPATH=str(REPO))
+        proc = subprocess.run([sys.executable, "-m", "shutdown_lint", "--isolated", *cache, "--select", "SHD301",
+                               "--output-format", "json", "--exit-zero", "src"], cwd=dst, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return {d["line"] for d in json.loads(proc.stdout) if Path(d["path"]).name == "handlers.py"}
+
+    before = handler_lines()
+    assert 12 in before
+    factories = dst / "src" / "gateway" / "factories.py"
+    factories.write_text(factories.read_text().replace("def open_client() -> httpx.Client:",
+                                                       "def open_client() -> object:"))
+    after = handler_lines()
+    assert 12 not in after and 18 not in after
+    assert after == before - {12, 18}
+
+
+@pytest.mark.parametrize("source,expected", [
+    ("import httpx\ndef make() -> httpx.Client: ...\nasync def f():\n    x = make()\n    x\n", "httpx.Client"),
+    ("import httpx\nfrom typing import Optional\ndef make() -> 'Optional[httpx.Client]': ...\n"
+     "def f():\n    x = make()\n    x\n", "httpx.Client"),
+    ("import io\ndef make() -> io.TextIOWrapper | None: ...\ndef f():\n    x = make()\n    x\n", FILE),
+    ("import httpx\nclass K:\n    def make(self) -> httpx.Client: ...\n    def f(self):\n        x = self.make()\n"
+     "        x\n", "httpx.Client"),
+    ("import httpx\nasync def make() -> httpx.Client: ...\nasync def f():\n    x = await make()\n    x\n",
+     "httpx.Client"),
+    # near misses: a coroutine function not awaited, no annotation, Any, a mixed union
+    ("import httpx\nasync def make() -> httpx.Client: ...\nasync def f():\n    x = make()\n    x\n", None),
+    ("import httpx\ndef make():\n    return httpx.Client()\ndef f():\n    x = make()\n    x\n", None),
+    ("import httpx\nfrom typing import Any\ndef make() -> Any: ...\ndef f():\n    x = make()\n    x\n", None),
+    ("import httpx\ndef make() -> httpx.Client | httpx.AsyncClient: ...\ndef f():\n    x = make()\n    x\n", None),
+])
+def test_type_of_a_call_by_its_return_annotation(source, expected):
+    assert _type_of_last(_facts(source), "x") == expected

@@ -8,7 +8,12 @@ annotations (``client: httpx.Client = make()``, module globals too), ``Optional[
 (``"io.TextIOWrapper"``), ``typing.IO``/``TextIO``/``BinaryIO``, generic subscripts
 (``queue.Queue[int]``), tuple unpacking (``a, b = Path(x), Path(y)``), closures (a name
 of an enclosing function), ``self.x`` assigned or annotated in any method or the class body,
-attributes that are typed values (``proc.stdout``), and ``p / "x"`` for a path.
+attributes that are typed values (``proc.stdout``), ``p / "x"`` for a path, and a call's return
+annotation (``def open_client() -> httpx.Client``; ``c = open_client()``, ``self.make()``,
+``await`` of an ``async def``): of a function or method of this module, or, through the project
+index (``ModuleFacts.project``), of a function of another module of the project (its summary
+records the annotation as written, resolved against that module's imports; the callee's module
+becomes a dependency of this file's cached result).
 
 Types are qualified names with their spellings merged (``TYPE_ALIASES``): every file object
 is ``FILE``. A declared type wins over the bound value's (``client: httpx.Client = ...``);
@@ -205,10 +210,19 @@ class Typer:
             callee = facts.call_name(value)
             if callee is not None and normalise(callee) in RESULT_TYPES:
                 return None if normalise(callee) in self.skip else RESULT_TYPES[normalise(callee)]
+            if callee is not None:
+                declared = self._returns(callee, awaited=False)
+                if declared is not None:
+                    return declared or None
             if callee is not None and callee.startswith("<module>."):
                 known = self._known(callee)  # ``Worker()`` of ``class Worker(threading.Thread)``
                 return known if known != callee else None
             return self._known(facts.qualified_name(value, value))
+        if isinstance(value, cst.Await) and isinstance(value.expression, cst.Call):
+            # ``c = await open_client()`` of ``async def open_client() -> httpx.AsyncClient``
+            callee = facts.call_name(value.expression)
+            declared = self._returns(callee, awaited=True) if callee is not None else None
+            return declared or None
         if isinstance(value, (cst.Name, cst.Attribute, cst.BinaryOperation)):
             return self.type_of(value, value, depth + 1)
         if isinstance(value, cst.IfExp):  # ``Path(p) if p else None``
@@ -216,6 +230,60 @@ class Typer:
             types = {self.value_type(v, depth + 1) for v in sides}
             return types.pop() if len(types) == 1 else None
         return None
+
+    # ------------------------------------------------------------------ return annotations
+    def _returns(self, callee: str, awaited: bool) -> Optional[str]:
+        """The type a function's return annotation declares for a call of ``callee``
+        (``def open_client() -> httpx.Client``; ``await`` of an ``async def``): a function or
+        method of this module, or, through the project index, of another module of the project.
+        ``""`` when the callee is such a function but declares nothing readable (or is a
+        coroutine function called without ``await``, or the other way round); None when the
+        callee is not a function found here (a class: its constructor gives the type)."""
+        key = (callee, awaited)
+        cache = self.__dict__.setdefault("_returns_cache", {})
+        if key in cache:
+            return cache[key]
+        cache[key] = ""  # a cycle ends here
+        result: Optional[str] = None
+        if callee.startswith("<module>."):
+            qual = callee[len("<module>."):]
+            fn = next((g for g in self.facts.functions if g.qualname == qual), None)
+            if fn is not None:
+                result = ""
+                returns = fn.node.returns
+                if returns is not None and fn.is_async == awaited:
+                    result = self.annotation_type(returns.annotation, fn.node) or ""
+        elif not callee.startswith("builtins.") and self.facts.project is not None:
+            result = self._returns_elsewhere(callee, awaited)
+        cache[key] = result
+        return result
+
+    def _returns_elsewhere(self, callee: str, awaited: bool) -> Optional[str]:
+        """``_returns`` for a function of another module of the project: its summary records the
+        return annotation as written there (``Optional``/``| None``/strings removed), resolved
+        against that module's imports."""
+        try:
+            fn = self.facts.project.function(callee)
+        except (RecursionError, OSError):  # a pathological project layout must not end the analysis
+            return None
+        if fn is None:
+            return None
+        written = fn.info.get("returns")
+        if not written or bool(fn.info.get("async")) != awaited:
+            return ""
+        index = self.facts.project.index
+        s = index.summary(fn.path) or {}
+        first, _, rest = written.partition(".")
+        imports = {**s.get("imports", {}), **fn.info.get("imports", {})}
+        if first in imports:
+            full = index.absolute(imports[first], fn.module, fn.path.endswith("__init__.py")) + (
+                "." + rest if rest else "")
+        elif first in s.get("classes", {}):
+            full = f"{fn.module}.{written}"
+        else:
+            return ""  # a builtin or a name this reading cannot place
+        t = normalise(full)
+        return "" if t in _NO_TYPE else t
 
     # ------------------------------------------------------------------ declarations
     def annotation_type(self, ann: cst.BaseExpression, at: cst.CSTNode) -> Optional[str]:

@@ -27,7 +27,7 @@ import warnings
 from typing import Any, Optional
 
 #: Bump when the shape of a summary changes (cached summaries of other versions are ignored).
-SUMMARY_VERSION = 3
+SUMMARY_VERSION = 4
 
 #: Flag bits of a recorded call.
 IN_CLEANUP = 1  # in a ``finally`` or ``except`` block of the same function
@@ -219,12 +219,40 @@ def _function(node: ast.FunctionDef | ast.AsyncFunctionDef) -> dict:
     }
     if w.self_attrs:
         out["self_attrs"] = w.self_attrs
+    returns = _returns(node.returns)
+    if returns:
+        out["returns"] = returns  # read by the typing fact (``c = open_client()``)
     tail = _tail_calls(node.body, node, sorted(w.bad_lines))
     if tail:
         out["tail"] = tail
     if _is_stub(node):
         out["stub"] = True
     return out
+
+
+def _returns(ann: Optional[ast.AST], depth: int = 0) -> Optional[str]:
+    """A return annotation as written, one type: ``T``, ``"T"``, ``Optional[T]``, ``T | None``;
+    a generic is its origin (``queue.Queue[int]`` -> ``queue.Queue``)."""
+    if ann is None or depth > 4:
+        return None
+    if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+        try:
+            return _returns(ast.parse(ann.value.strip(), mode="eval").body, depth + 1)
+        except SyntaxError:
+            return None
+    if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.BitOr):
+        sides = [x for x in (ann.left, ann.right) if not (isinstance(x, ast.Constant) and x.value is None)]
+        return _returns(sides[0], depth + 1) if len(sides) == 1 else None
+    if isinstance(ann, ast.Subscript):
+        wrapper = (dotted(ann.value) or "").rsplit(".", 1)[-1]
+        if wrapper in ("Optional", "Union", "Annotated", "Final"):
+            args = ann.slice.elts if isinstance(ann.slice, ast.Tuple) else [ann.slice]
+            if wrapper in ("Annotated", "Final"):
+                args = args[:1]
+            args = [a for a in args if not (isinstance(a, ast.Constant) and a.value is None)]
+            return _returns(args[0], depth + 1) if len(args) == 1 else None
+        return dotted(ann.value)
+    return dotted(ann)
 
 
 #: ``ast`` nodes with nothing under them that the walker reacts to
