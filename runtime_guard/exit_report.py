@@ -40,7 +40,8 @@ The report never changes what the program does:
   SIGTERM: only where its disposition is the default action (``SIG_DFL``) at install, a Python
   handler reports and then restores ``SIG_DFL`` and sends SIGTERM again: the process dies of
   SIGTERM (-15) as before, without running ``atexit`` or flushing buffers, as before.
-  ``signal.getsignal`` and ``signal.signal`` are wrapped to answer ``SIG_DFL`` where that handler
+  Installed through ``runtime_guard.signals`` (``install_owned(stands_for_default=True)``,
+  ``die_of``): ``signal.getsignal`` and ``signal.signal`` are wrapped to answer ``SIG_DFL`` where that handler
   is the one in place, so code that installs its own only over the default still does; a handler
   installed over ours replaces it (its program decides what SIGTERM does; if that ends in
   ``sys.exit`` or an exception the atexit report still comes). Being a Python handler, it runs
