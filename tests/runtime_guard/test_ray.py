@@ -35,10 +35,20 @@ def _value(x, delay=0.0):
 @ray.remote(max_retries=0)
 def _sleepy_with_cleanup(path):
     try:
+        open(path + ".running", "w").close()  # _wait_for_file: the task runs (cancel it now, not "2 s later")
         for _ in range(1000):  # ray.cancel(force=False) interrupts the main thread between bytecodes
             time.sleep(0.1)
     finally:
         open(path, "w").close()
+
+
+def _wait_for_file(path, timeout: float = 60.0) -> None:
+    """Until ``path`` exists (a remote task writes it once it runs): a fixed sleep is too short
+    on a loaded machine, where the task may not have started when it is cancelled."""
+    end = time.monotonic() + timeout
+    while not os.path.exists(path):
+        assert time.monotonic() < end, f"{path} did not appear within {timeout} s"
+        time.sleep(0.05)
 
 
 def test_interruptible_get_shapes_and_timeout(cluster) -> None:
@@ -164,8 +174,9 @@ def test_interruptible_wait_async_matches_ray_wait(cluster) -> None:
 @ray.remote(max_retries=0)
 def _counts_interrupts(directory, cleanup):
     """Runs until cancelled; each KeyboardInterrupt it sees leaves a file; its cleanup takes
-    ``cleanup`` s and leaves ``cleaned`` when it finishes."""
+    ``cleanup`` s and leaves ``cleaned`` when it finishes. ``<directory>.running``: it runs."""
     try:
+        open(directory + ".running", "w").close()
         while True:
             time.sleep(0.05)
     except KeyboardInterrupt:
@@ -181,8 +192,7 @@ def _counts_interrupts(directory, cleanup):
 
 def _started(directory, cleanup):
     ref = _counts_interrupts.remote(str(directory), cleanup)
-    ray.wait([_value.remote(0)])  # the cluster is up
-    time.sleep(1.0)  # the task is in its loop
+    _wait_for_file(str(directory) + ".running")  # the task is in its loop
     return ref
 
 
@@ -317,7 +327,7 @@ def test_interruptible_get_async_cancellation_cancels_ray_task(cluster, tmp_path
 
     async def main():
         task = asyncio.create_task(runtime_guard.ray.interruptible_get_async(ref, cleanup_timeout=30))
-        await asyncio.sleep(2)
+        await asyncio.to_thread(_wait_for_file, marker + ".running")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -333,7 +343,7 @@ def test_cancel_and_wait(cluster, tmp_path) -> None:
     ray.get(done)
     marker = str(tmp_path / "cleaned")
     running = _sleepy_with_cleanup.remote(marker)
-    time.sleep(2)
+    _wait_for_file(marker + ".running")
     finished = runtime_guard.ray.cancel_and_wait([done, running], timeout=30)
     assert set(finished) == {done, running}
     assert os.path.exists(marker)
