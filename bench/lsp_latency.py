@@ -7,7 +7,8 @@ is written to the moment the ``publishDiagnostics`` for that document and versio
 - ``open``: a fresh server per round: started, ``initialize`` answered, ``initialized`` sent,
   then ``--idle`` seconds (an editor's window open before the file is), then ``didOpen`` of
   the file as it is on disk. The project's cache directory is removed before each round, so
-  nothing is served from an earlier run (the worst case: a project never linted before).
+  nothing is served from an earlier run (the worst case: a project never linted before; the
+  user's cache directory, where a project without a marker keeps it, is a private one).
   ``open_at_start`` is the same ``didOpen`` sent right after ``initialized`` (no idle time).
 - ``edit``: in one server, after the file is open, a changed line per round (a comment whose
   text changes, in the middle of the file: a buffer that is no longer the file on disk), sent
@@ -39,8 +40,9 @@ BIN = Path(sys.executable).parent
 class Client:
     """One server process and the messages it sends, read by a thread into a queue."""
 
-    def __init__(self, cmd: list[str], cwd: Path) -> None:
+    def __init__(self, cmd: list[str], cwd: Path, extra_env: dict | None = None) -> None:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env.update(extra_env or {})
         self.proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL)
         self.inbox: Queue = Queue()
@@ -97,6 +99,18 @@ class Client:
             if match(msg):
                 return at, msg
 
+    def drain(self) -> None:
+        """Forget what the server sent so far (a server that publishes without a version, or
+        twice, must not answer the next change with an old message)."""
+        while True:
+            try:
+                item = self.inbox.get_nowait()
+            except Empty:
+                return
+            if item is None:
+                self.inbox.put(None)
+                return
+
     def diagnostics(self, uri: str, version: int, timeout: float = 120) -> tuple[float, list]:
         at, msg = self.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics"
                             and m["params"]["uri"] == uri and m["params"].get("version", version) == version, timeout)
@@ -137,18 +151,27 @@ def measure(project: Path, file: Path, rounds: int, idle: float, server: list[st
     res: dict = {"file": str(file), "lines": n_lines, "open": [], "open_at_start": [], "edit": [],
                  "edit_cpu": [], "open_cpu": [], "findings": None}
 
+    # a project with no marker (no pyproject.toml, no git) keeps its cache in the user's cache
+    # directory: a private one, emptied before each round as the project's own
+    import tempfile
+
+    xdg = Path(tempfile.mkdtemp(prefix="lsp-latency-xdg-"))
+
     def clean() -> None:
         for d in cache_dirs:
             shutil.rmtree(project / d, ignore_errors=True)
+        shutil.rmtree(xdg, ignore_errors=True)
+        xdg.mkdir()
 
     for k in range(rounds + at_start):
         clean()
-        c = Client(server, project)
+        c = Client(server, project, {"XDG_CACHE_HOME": str(xdg)})
         try:
             c.start(project)
             first = k >= at_start  # the at-start rounds first, then the idle ones
             if first:
                 time.sleep(idle)
+            c.drain()
             cpu0 = c.cpu()
             sent = c.send({"method": "textDocument/didOpen", "params": open_params(uri, text, 1)})
             got, diags = c.diagnostics(uri, 1)
@@ -166,6 +189,7 @@ def measure(project: Path, file: Path, rounds: int, idle: float, server: list[st
                         change = {"range": {"start": {"line": mid, "character": 7},
                                             "end": {"line": mid, "character": 7 + len(str(v - 1))}},
                                   "text": str(v)}
+                    c.drain()
                     cpu0 = c.cpu()
                     sent = c.send({"method": "textDocument/didChange", "params": {
                         "textDocument": {"uri": uri, "version": v}, "contentChanges": [change]}})
@@ -176,6 +200,7 @@ def measure(project: Path, file: Path, rounds: int, idle: float, server: list[st
         finally:
             c.stop()
     clean()
+    shutil.rmtree(xdg, ignore_errors=True)
     for key in ("open", "open_at_start", "edit", "open_cpu", "edit_cpu"):
         res[f"{key}_median"] = statistics.median(res[key]) if res[key] else None
     return res
