@@ -1,6 +1,6 @@
 """Overhead and detection benchmark for runtime_guard's loop-stall watchdog, against its peers.
 
-    python bench/bench_watchdog.py --minutes 29    # what docs/measurements.md reports (577 rounds there)
+    python bench/bench_watchdog.py --minutes 24 --debug-every 100000 --trials 50   # docs/measurements.md
     python bench/bench_watchdog.py --quick         # 5 rounds, 20 trials: a smoke run, no conclusions
     python bench/bench_watchdog.py --json out.json # also write every measurement
 
@@ -10,8 +10,11 @@ pick instead, each set up as its documentation says with a 0.1 s threshold where
 asyncio debug mode, aiodebug.log_slow_callbacks, loopmon, aiocop (audit hooks + slow-task
 detection + its CPU sampler) and blockbuster (raises on blocking calls in the loop). A peer that is
 not installed is left out and named. Each configuration lives in its own worker process (peers
-monkey-patch asyncio globally) for the whole run: set up once on one loop, one warm-up, then one
-measured run per request.
+monkey-patch asyncio globally): set up once on one loop, one warm-up, then one measured run per
+request. Every --respawn-every rounds (default 10) all workers are replaced by new processes: one
+process can run the same code 1-2% faster than another (memory layout), and with one process per
+configuration for the whole run that offset was read as the configuration's cost; the spread of
+off-again/off between sets of processes is printed.
 
 Interleaving and the noise floor: each round runs every configuration once per workload, in a new
 random order; a configuration's cost is the median over rounds of its rate divided by the "off"
@@ -288,6 +291,8 @@ def main() -> None:
     ap.add_argument("--metric", choices=("wall", "cpu"), default="wall",
                     help="rate from wall-clock time (default) or from the process's CPU time")
     ap.add_argument("--json", help="write every measurement and the summary to this file")
+    ap.add_argument("--respawn-every", type=int, default=10,
+                    help="new worker processes every N rounds (0: one process per configuration for the whole run)")
     args = ap.parse_args()
     if args.worker:
         worker(args.worker)
@@ -302,14 +307,28 @@ def main() -> None:
     results: dict = {(c, w): [] for c in configs for w in WORKLOADS}  # (rate, "off" rate of the same round)
     t_start = time.time()
     load_before = os.getloadavg()
-    workers = {c: Worker(c) for c in configs}
-    try:
-        for c in configs:  # warm-up: imports, first-run allocations; not measured
+    workers: dict = {}
+    reports: dict = {c: 0 for c in configs}
+
+    def spawn() -> None:
+        # Every worker is a new process with a new memory layout: a fixed per-process offset (one
+        # process lands 1-2% faster than another running the same code) averages out over epochs
+        # instead of being read as a configuration's cost.
+        for c in configs:
+            if c in workers:
+                reports[c] += workers[c].reports
+                workers[c].close()
+            workers[c] = Worker(c)
+        for c in random.sample(configs, len(configs)):  # warm-up: imports, first-run allocations; not measured
             for w in WORKLOADS:
                 workers[c].run(w)
+
+    try:
         deadline = time.monotonic() + 60 * args.minutes if args.minutes else None
         done = 0
         while done < rounds and (deadline is None or time.monotonic() < deadline):
+            if not workers or (args.respawn_every and done % args.respawn_every == 0):
+                spawn()
             for w in WORKLOADS:  # one round: every configuration once per workload, in a new random order
                 now = [c for c in configs if c != SLOW or done % args.debug_every == 0]
                 runs = {c: workers[c].run(w) for c in random.sample(now, len(now))}
@@ -319,14 +338,15 @@ def main() -> None:
                         results[(c, w)].append((runs[c][args.metric], runs["off"][args.metric]))
             done += 1
         rounds = done
-        reports = {c: workers[c].reports for c in configs}
+        for c in configs:
+            reports[c] += workers[c].reports
     finally:
         for wk in workers.values():
             wk.close()
     load_after = os.getloadavg()
     stats = analyse(results, configs)
     print(f"Overhead: {rounds} interleaved rounds; in each, every configuration runs each workload once in a "
-          f"new random order (persistent workers); rate from {args.metric} time; Python {sys.version.split()[0]}, {os.cpu_count()} CPUs; "
+          f"new random order (new worker processes every {args.respawn_every or 'never'} rounds); rate from {args.metric} time; Python {sys.version.split()[0]}, {os.cpu_count()} CPUs; "
           f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after")
     if missing:
         print(f"not installed, left out: {', '.join(missing)}")
@@ -339,6 +359,17 @@ def main() -> None:
             cells.append(f"{st['rate']:>11.0f}{100 * (1 - st['ratio']):>7.1f}%"
                          f"{f'[{100 * (1 - hi):.1f}, {100 * (1 - lo):.1f}]%':>18}")
         print(f"{c:<15}" + "".join(cells) + (f"  (n={stats[(c, WORKLOADS[0])]['n']} pairs)" if c == SLOW else ""))
+    if args.respawn_every:
+        # between processes: the median off-again/off ratio of each set of processes (epoch)
+        for w in WORKLOADS:
+            pairs = results[("off-again", w)]
+            epochs = [pairs[i:i + args.respawn_every] for i in range(0, len(pairs), args.respawn_every)]
+            meds = sorted(statistics.median(r / o for r, o in e) for e in epochs if len(e) >= 3)
+            if len(meds) >= 4:
+                q = statistics.quantiles(meds, n=4)
+                print(f"between processes ({w}): off-again/off per set of processes, {len(meds)} sets: "
+                      f"median {100 * (1 - statistics.median(meds)):+.2f}%, IQR {100 * (q[2] - q[0]):.2f}%, "
+                      f"range {100 * (1 - meds[-1]):+.2f}% .. {100 * (1 - meds[0]):+.2f}%")
     for w in WORKLOADS:
         print(f"noise floor ({w}): {100 * stats[('off-again', w)]['floor']:.2f}% (median over rounds of off-again/off "
               f"and its 95% interval; a single run: IQR/median of off {100 * stats[('off', w)]['iqr_rel']:.1f}%)")
