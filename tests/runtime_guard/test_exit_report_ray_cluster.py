@@ -106,6 +106,9 @@ def test_driver_report_names_the_second_nodes_actor_leftovers_under_every_ending
     env = cluster.env()
     env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.pop("RUNTIME_GUARD", None)
+    # a liveness bound for the workers' answers (the gather returns as soon as every registered worker
+    # answered): four jobs on two loaded cores must not turn a slow answer into a missing report
+    env["RUNTIME_GUARD_EXIT_REPORT_RAY_TIMEOUT"] = "60"
     procs = {}
     for ending in ENDINGS:
         procs[ending] = subprocess.Popen(
@@ -128,6 +131,7 @@ def test_driver_report_names_the_second_nodes_actor_leftovers_under_every_ending
         for ending, proc in procs.items():
             rest, _ = proc.communicate(timeout=120)  # liveness bound: each driver ends by itself
             outputs[ending] += rest.decode(errors="replace")
+            (tmp_path / f"{ending}.out").write_text(outputs[ending])  # the whole output, for a failure's reader
     finally:
         for proc in procs.values():
             if proc.poll() is None:
