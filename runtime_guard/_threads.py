@@ -15,7 +15,13 @@ a loop of 1 s lock waits ran its Python handler 0.1 ms (median) after ``os.kill`
 with 4 helper threads sleeping, waiting in epoll or select, or hashing in C without the GIL, none
 of them masked; with Python-spinning helpers it waited for the GIL (medians 3-54 ms, at most
 293 ms unmasked and 102 ms with the old mask: the GIL hand-off on 2 cores, not the delivery).
-The control (the main thread itself blocking the signals during a 3 s sleep) ran it 2.7 s late. The mask
+The control (the main thread itself blocking the signals during a 3 s sleep) ran it 2.7 s late.
+The one late case seen since (2026-11-26, Linux 6.18, ftrace ``signal_deliver``): a signal sent
+just before the main thread entered ``clock_nanosleep`` (still dropping the GIL in ``time.sleep``)
+was still delivered to the main thread, whose C handler set CPython's flag; the sleep then ran its
+full length, since nothing interrupts a syscall begun after the signal (2 of 24 such signals with
+``LoopThread`` helpers, 5 of 28 with plain ``threading.Thread`` ones; 0 of 28 sent once it slept). No mask on
+other threads changes that window. The mask
 bought nothing, and because a thread's mask is inherited by the threads it starts and survives
 ``fork`` and ``execve``, it made every child started from code on these threads (a
 ``LoopThread``'s loop, an ``atexit`` handler run by ``hard_exit``, a watchdog ``on_stall``
