@@ -107,10 +107,28 @@ class Run:
         return json.loads(self.report.read_text())
 
 
+def _wait_ready(run: Run, children: List[int]) -> None:
+    """The run's "ready" line (a liveness bound of 120 s); on failure, the program's stderr says why."""
+    try:
+        run.ready = wait_for_line(run.proc, "ready", timeout=120)
+    except AssertionError as e:
+        if run.proc.poll() is None:
+            run.proc.kill()
+        _, err = run.proc.communicate(timeout=30)
+        raise AssertionError(f"{run.ending} (report: {run.report is not None}, status "
+                             f"{run.proc.returncode}): {e}\nstderr:\n{err[-6000:]}") from None
+    words = run.ready[-1].split()
+    if len(words) > 1 and words[1].isdigit():
+        children.append(int(words[1]))
+
+
 def _run_all(tmp_path: Path, source: str, *, name: str, extra_args: Tuple[str, ...] = (),
              with_report: bool = True, without: bool = True, env: Optional[dict] = None,
-             endings: Tuple[str, ...] = ENDINGS, plain_endings: Optional[Tuple[str, ...]] = None) -> "tuple[Dict, Dict]":
-    """Every ending, with the launcher's --exit-report and plain, all at once. Returns the runs by ending."""
+             endings: Tuple[str, ...] = ENDINGS, plain_endings: Optional[Tuple[str, ...]] = None,
+             one_at_a_time: bool = False) -> "tuple[Dict, Dict]":
+    """Every ending, with the launcher's --exit-report and plain, all at once (``one_at_a_time``: each
+    started once the one before said it is ready, for programs whose start-up is heavy, such as a
+    local Ray cluster each). Returns the runs by ending."""
     prog = tmp_path / f"{name}.py"
     prog.write_text(textwrap.dedent(source))
     runs: Dict[Tuple[bool, str], Run] = {}
@@ -125,12 +143,12 @@ def _run_all(tmp_path: Path, source: str, *, name: str, extra_args: Tuple[str, .
                 proc = subprocess.Popen([sys.executable, *launcher, str(prog), ending, *args], cwd=str(tmp_path),
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                         env=child_env(env))
-                runs[(reporting, ending)] = Run(proc, ending, report)
+                runs[(reporting, ending)] = run = Run(proc, ending, report)
+                if one_at_a_time:
+                    _wait_ready(run, children)
         for run in runs.values():
-            run.ready = wait_for_line(run.proc, "ready", timeout=120)
-            words = run.ready[-1].split()
-            if len(words) > 1 and words[1].isdigit():
-                children.append(int(words[1]))
+            if not run.ready:
+                _wait_ready(run, children)
         # Let each main thread get into its sleep: a signal that lands between CPython's check for
         # signals and the sleep's system call waits for the sleep to end with any Python handler
         # (SIGINT's own KeyboardInterrupt handler too; see docs/runtime_guard.md, exit report).
@@ -241,7 +259,10 @@ def test_ray_actor_work_still_running(tmp_path: Path) -> None:
     driver killed by SIGTERM leaves its cluster to Ray's own clean-up)."""
     pytest.importorskip("ray")
     endings = ("return", "exception", "SIGINT")
-    reported, plain = _run_all(tmp_path, RAY, name="rayprog", endings=endings, plain_endings=("SIGINT",))
+    # one at a time: four local clusters starting together on two loaded cores can exceed Ray's own fixed
+    # 30 s wait for a raylet to register (ray/_private/node.py), which ends a driver before "ready"
+    reported, plain = _run_all(tmp_path, RAY, name="rayprog", endings=endings, plain_endings=("SIGINT",),
+                               one_at_a_time=True)
     line = _marks(RAY)["ray"]
     # a Ray driver ends with status 1 on an uncaught KeyboardInterrupt, with or without the report
     assert reported["SIGINT"].proc.returncode == plain["SIGINT"].proc.returncode == 1, plain["SIGINT"].stderr
