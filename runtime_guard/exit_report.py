@@ -358,12 +358,19 @@ def _patch_c10d(mod: Any) -> None:
 
     _patch(mod, "init_process_group", make_init)
     _patch(mod, "new_group", make_new)
-    dist = sys.modules.get("torch.distributed")
-    if dist is not None and dist is not mod:  # names the package already re-exported
-        for owner, name, original in list(_patched):
-            if owner is mod and getattr(dist, name, None) is original:
-                setattr(dist, name, getattr(mod, name))
-                _patched.append((dist, name, original))
+    _reexport(mod, "torch.distributed")
+
+
+def _reexport(mod: Any, package_name: str) -> None:
+    """The names ``package_name`` already re-exported from ``mod`` point at our wrappers too
+    (each restored by ``uninstall`` like any other patch)."""
+    package = sys.modules.get(package_name)
+    if package is None or package is mod:
+        return
+    for owner, name, original in list(_patched):
+        if owner is mod and getattr(package, name, None) is original:
+            setattr(package, name, getattr(mod, name))
+            _patched.append((package, name, original))
 
 
 _ray_sites: Dict[bytes, Optional[Site]] = {}  # ObjectRef.binary() -> where .remote() was called
@@ -433,12 +440,7 @@ def _patch_ray_worker(mod: Any) -> None:
 
     _patch(mod, "init", make_init)
     _patch(mod, "shutdown", make_shutdown)
-    package = sys.modules.get("ray")
-    if package is not None and package is not mod:  # names the package already re-exported
-        for owner, name, original in list(_patched):
-            if owner is mod and name in ("init", "shutdown") and getattr(package, name, None) is original:
-                setattr(package, name, getattr(mod, name))
-                _patched.append((package, name, original))
+    _reexport(mod, "ray")
 
 
 def _gather_ray_workers() -> None:

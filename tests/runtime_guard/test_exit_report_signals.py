@@ -32,6 +32,18 @@ threading.Event().wait(60)
 """
 
 
+def _sigterm_once_ready(p: subprocess.Popen) -> str:
+    """SIGTERM once the program printed 'ready'; everything it printed (liveness bounds only)."""
+    try:
+        lines = wait_for_line(p, "ready", timeout=60)
+        p.send_signal(signal.SIGTERM)
+        rest, _ = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    return "".join(lines) + rest
+
+
 @pytest.mark.parametrize("signal_first", [True, False], ids=["signal-imported-first", "signal-imported-after"])
 def test_a_later_user_handler_wins_and_getsignal_says_default_before_it(tmp_path, signal_first) -> None:
     script = tmp_path / "prog.py"
@@ -43,14 +55,7 @@ def test_a_later_user_handler_wins_and_getsignal_says_default_before_it(tmp_path
         "assert exit_report.install() and exit_report._sigterm_handler_installed\n"
         "runpy.run_path(%r, run_name='__main__')\n" % (signal_first, str(script)))
     p = popen_code(code)
-    try:
-        lines = wait_for_line(p, "ready", timeout=60)
-        p.send_signal(signal.SIGTERM)
-        rest, _ = p.communicate(timeout=60)
-    finally:
-        if p.poll() is None:
-            p.kill()
-    out = "".join(lines) + rest
+    out = _sigterm_once_ready(p)
     assert "before True" in out, out
     assert "previous True True" in out, out
     assert "mine ran" in out, out
@@ -68,14 +73,7 @@ def test_default_stays_default_and_the_process_dies_of_sigterm(tmp_path) -> None
                       "threading.Event().wait(60)\n")
     p = subprocess.Popen([sys.executable, "-m", "runtime_guard", "--exit-report", str(script)], stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, env=child_env())
-    try:
-        lines = wait_for_line(p, "ready", timeout=60)
-        p.send_signal(signal.SIGTERM)
-        rest, _ = p.communicate(timeout=60)
-    finally:
-        if p.poll() is None:
-            p.kill()
-    out = "".join(lines) + rest
+    out = _sigterm_once_ready(p)
     assert "default True" in out, out
     assert p.returncode == -signal.SIGTERM, out
     assert "ended by SIGTERM" in out and "daemon thread 'left' alive" in out, out
