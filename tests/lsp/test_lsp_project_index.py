@@ -23,7 +23,7 @@ import pytest
 pytest.importorskip("pygls")
 
 from lsprotocol import types  # noqa: E402
-from pygls.lsp.client import LanguageClient  # noqa: E402
+from test_lsp_server import _Session as _ServerSession  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = REPO / "tests" / "data" / "projects" / "crossmodule"
@@ -67,27 +67,11 @@ def _lsp(diags: list[types.Diagnostic]) -> list[tuple]:
     return sorted(out)
 
 
-class _Session:
+class _Session(_ServerSession):
+    """test_lsp_server's client session, with the index left on and documents opened and edited."""
+
     def __init__(self, root: Path) -> None:
-        self.root = root
-        self.client = LanguageClient("shutdown-lint-test", "1")
-        self.published: asyncio.Queue = asyncio.Queue()
-
-        @self.client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-        def on_diagnostics(params: types.PublishDiagnosticsParams) -> None:
-            self.published.put_nowait(params)
-
-    async def start(self) -> None:
-        await self.client.start_io(sys.executable, "-m", "shutdown_lint", "server", env=_env(), cwd=str(self.root))
-        await asyncio.wait_for(self.client.initialize_async(types.InitializeParams(
-            capabilities=types.ClientCapabilities(), root_uri=self.root.as_uri(), process_id=os.getpid())), 60)
-        self.client.initialized(types.InitializedParams())
-
-    async def diagnostics(self, uri: str, version: int | None = None) -> list[types.Diagnostic]:
-        while True:
-            params = await asyncio.wait_for(self.published.get(), 60)
-            if params.uri == uri and (version is None or params.version == version):
-                return list(params.diagnostics)
+        super().__init__(root, env=_env())
 
     def open(self, path: Path, text: str) -> str:
         uri = path.as_uri()
@@ -99,11 +83,6 @@ class _Session:
         self.client.text_document_did_change(types.DidChangeTextDocumentParams(
             text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
             content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
-
-    async def stop(self) -> None:
-        await asyncio.wait_for(self.client.shutdown_async(None), 30)
-        self.client.exit(None)
-        await asyncio.wait_for(self.client.stop(), 30)
 
 
 def test_open_and_edits_give_the_command_lines_findings(project: Path) -> None:

@@ -63,8 +63,9 @@ def _apply(text: str, edits: list[types.TextEdit]) -> str:
 
 
 class _Session:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, env: dict[str, str] | None = None) -> None:
         self.root = root
+        self.env = env if env is not None else _env()
         self.client = LanguageClient("shutdown-lint-test", "1")
         self.published: asyncio.Queue = asyncio.Queue()
 
@@ -79,16 +80,17 @@ class _Session:
             self.messages.append(params.message)
 
     async def start(self) -> None:
-        await self.client.start_io(sys.executable, "-m", "shutdown_lint", "server", env=_env(), cwd=str(self.root))
+        await self.client.start_io(sys.executable, "-m", "shutdown_lint", "server", env=self.env, cwd=str(self.root))
         result = await asyncio.wait_for(self.client.initialize_async(types.InitializeParams(
             capabilities=types.ClientCapabilities(), root_uri=self.root.as_uri(), process_id=os.getpid())), 60)
         assert result.server_info.name == "shutdown-lint"
         self.client.initialized(types.InitializedParams())
 
-    async def diagnostics(self, uri: str, version: int) -> list[types.Diagnostic]:
+    async def diagnostics(self, uri: str, version: int | None = None) -> list[types.Diagnostic]:
+        """The next diagnostics published for ``uri`` (for ``version``, when given)."""
         while True:
             params = await asyncio.wait_for(self.published.get(), 60)
-            if params.uri == uri and params.version == version:
+            if params.uri == uri and (version is None or params.version == version):
                 return list(params.diagnostics)
 
     async def stop(self) -> None:
