@@ -114,9 +114,8 @@ class CancelWithoutAwait(Rule):
     candidate = All(Word("async"), Word("cancel"),
                     AnyOf(Word("create_task", "ensure_future")))
     # tier 2: a ``.cancel()`` called directly in a coroutine (not in a lambda or a nested def)
-    candidate_tree = staticmethod(lambda tree: any(
-        fn.is_async and any(not lam and isinstance(c.func, ast.Attribute) and c.func.attr == "cancel"
-                            for c, _, lam in fn.calls) for fn in tree.functions))
+    # on a receiver that may be a task (``_may_cancel_a_task``)
+    candidate_tree = staticmethod(lambda tree: _may_cancel_a_task(tree))
     facts_needed = ("functions", "calls")
     options = {
         "cleanup_timeout": Option(
@@ -750,3 +749,72 @@ def _references(node: cst.CSTNode) -> set[str]:
 
 def _code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
+
+
+# ------------------------------------------------------------------ candidate tier 2 (ast)
+#: Last words of what a task receiver's qualified name, or the call it was assigned from, may
+#: be: ``_task_spawns`` needs a value that ``is_task_spawn`` (its callee's last word is
+#: ``create_task``/``ensure_future``) or a qualified name ``asyncio.Task``/``asyncio.Future``.
+_TASK_WORDS = frozenset({"create_task", "ensure_future", "Task", "Future"})
+
+
+def _may_cancel_a_task(tree) -> bool:
+    """``visit_Call`` reports only ``<receiver>.cancel()`` called directly in an ``async def``
+    (not in a lambda) whose receiver is a task: ``_task_spawns`` finds a spawn among the values
+    ``_collection_values`` reads (the single-name value bindings of a name, the ``self.<x> =``
+    values of its class: ``Tree.words`` follows both, scopes ignored, and a call's words are its
+    callee's) or a qualified name ``asyncio.Task``/``asyncio.Future`` (``Tree.words``: the last
+    words it may have; a call's include its factory's result type); else ``_loop_over_tasks``
+    needs a name that an enclosing ``for`` binds. Other receivers (a subscript...) stay."""
+    for fn in tree.functions:
+        if not fn.is_async:
+            continue
+        parents = None
+        for c, _, lam in fn.calls:
+            func = c.func
+            if lam or type(func) is not ast.Attribute or func.attr != "cancel":
+                continue
+            receiver = func.value
+            t = type(receiver)
+            if t is ast.Name:
+                if _name_may_be_task(tree, fn, receiver.id):
+                    return True
+            elif t not in (ast.Attribute, ast.Call, ast.Await) or tree.words(receiver) & _TASK_WORDS:
+                return True
+            if t is ast.Name:
+                if parents is None:
+                    parents = tree.parents(fn.node)
+                up = parents.get(id(c))
+                while up is not None and up is not fn.node:
+                    if type(up) in (ast.For, ast.AsyncFor) and type(up.target) is ast.Name \
+                            and up.target.id == receiver.id:
+                        return True
+                    up = parents.get(id(up))
+    return False
+
+
+def _name_may_be_task(tree, fn, name: str) -> bool:
+    """``facts.lookup(name)`` from ``fn`` finds a binding of ``fn``, of a function around it or
+    of the module (class bodies included: a superset); only a ``value`` one gives values
+    (``_collection_values``) or a qualified name (``_instance_type`` of its value), an import
+    gives its own. So: a one-target ``name = v`` / ``name: T = v`` in those scopes with
+    ``Tree.words(v)`` meeting ``_TASK_WORDS``, or ``name``'s own words (itself, an import
+    alias) do. A ``with ... as name`` or ``name := v`` binding (no scope known): its words too."""
+    own = {name}
+    for local, word in tree._imports:
+        if local == name:
+            own.add(word)
+    if own & _TASK_WORDS:
+        return True
+    values = 0
+    node = fn.node
+    for target, value, g in tree.assigns:
+        if type(target) is not ast.Name or target.id != name:
+            continue
+        values += 1
+        if g is None or g is fn or (g.node.lineno <= node.lineno and g.node.end_lineno >= node.end_lineno):
+            if tree.words(value) & _TASK_WORDS:
+                return True
+    if sum(1 for bound, _ in tree.value_bindings if bound == name) > values:
+        return bool(tree.words(ast.Name(name)) & _TASK_WORDS)
+    return False

@@ -6,10 +6,11 @@ import libcst as cst
 
 from shutdown_lint.prefilter.words import All, AnyOf, Word, qualified
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
-from shutdown_lint.prefilter.ast_tree import callee_name
+from shutdown_lint.prefilter.ast_tree import TRYS, callee_name
 
 from ._fixes import IMPORT_RUNTIME_GUARD
-from .shd102_unobserved_task_exception import handles_own_errors, is_task_spawn, spawns, supervise_call
+from .shd102_unobserved_task_exception import (_BROAD_HANDLERS, handles_own_errors, is_task_spawn, spawns,
+                                               supervise_call)
 
 
 class TaskNotRetained(Rule):
@@ -389,14 +390,48 @@ def _may_drop_a_self_handling_task(tree) -> bool:
         if isinstance(parent, ast.Expr):
             return True
         if fn is not None and isinstance(parent, ast.Assign) and len(parent.targets) == 1 \
-                and isinstance(parent.targets[0], ast.Name):
+                and isinstance(parent.targets[0], ast.Name) and not _loads(fn.node, parent.targets[0].id):
             return True
     return False
 
 
+def _loads(region: ast.AST, name: str) -> bool:
+    """``region`` loads ``name`` where ``_reads`` looks (parameters, defaults and annotations
+    of parameters are not looked at): then ``_dropped`` finds the name read, no report."""
+    todo = [region]
+    while todo:
+        node = todo.pop()
+        for child in ast.iter_child_nodes(node):
+            t = type(child)
+            if t is ast.Name:
+                if child.id == name and type(child.ctx) is ast.Load:
+                    return True
+            elif t is not ast.arguments:
+                todo.append(child)
+    return False
+
+
 def _may_handle_own_errors(tree, coro: ast.AST) -> bool:
+    """``handles_own_errors``: ``_only_waits`` needs a body of expression statements and
+    ``pass``; ``_swallows_errors`` needs a ``try`` with a broad handler (bare, or a type whose
+    code's last word is ``Exception``/``BaseException``: a superset on the ``ast``, where a
+    parenthesised name loses its parentheses) among the body's statements or, through
+    ``while``/``for`` bodies, theirs."""
     if not isinstance(coro, ast.Call):
         return False
     name = callee_name(coro)
     return any(fn.is_async and fn.name == name and (
-        fn.trys or all(isinstance(st, (ast.Expr, ast.Pass)) for st in fn.node.body)) for fn in tree.functions)
+        _guards_broadly(fn.node.body) or all(isinstance(st, (ast.Expr, ast.Pass)) for st in fn.node.body))
+        for fn in tree.functions)
+
+
+def _guards_broadly(stmts) -> bool:
+    for st in stmts:
+        t = type(st)
+        if t in TRYS:
+            if any(h.type is None or (type(h.type) is ast.Name and h.type.id in _BROAD_HANDLERS) or (
+                    type(h.type) is ast.Attribute and h.type.attr in _BROAD_HANDLERS) for h in st.handlers):
+                return True
+        elif (t is ast.While or t is ast.For or t is ast.AsyncFor) and not st.orelse and _guards_broadly(st.body):
+            return True
+    return False

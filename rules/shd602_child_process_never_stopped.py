@@ -6,6 +6,7 @@ from typing import Optional, Union
 import libcst as cst
 
 from shutdown_lint.prefilter import words as C
+from shutdown_lint.prefilter.ast_tree import TRYS
 from shutdown_lint import facts as F
 from shutdown_lint.facts.types import MP_CONTEXT
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
@@ -1271,33 +1272,69 @@ def _leaves_early(stmts) -> bool:
 
 # ------------------------------------------------------------------ candidate tier 2 (ast)
 def _may_start_child(tree) -> bool:
-    """True unless no call the rule can report exists: the rule reports only a factory call
-    (``may_call_any`` over ``FACTORIES``, through aliases) that is the whole value of a
-    one-target assignment to a plain name (``p = ...``, ``p: T = ...``; ``await`` allowed) or
-    the whole value of an expression statement with a ``stdin``/``stdout``/``stderr``
-    keyword whose value is spelled ``PIPE`` or ``<x>.PIPE`` (``_piped``). The same for an
-    assignment to ``self.<attr>`` (followed into the class), and for ``<x>.Process(...)`` in a
-    file that may call ``get_context`` (a ``multiprocessing`` context's factory)."""
+    """True unless no call the rule can report exists. ``_check`` reports only a factory call
+    (``may_call_any`` over ``FACTORIES``, through aliases; or ``<x>.Process(...)`` in a file that
+    may call ``get_context``, a ``multiprocessing`` context's factory) that is
+
+    - the whole value of an expression statement, not an ``asyncio`` factory left unawaited
+      (``expr is call``: whoever awaits it gets the child), with a ``stdin``/``stdout``/``stderr``
+      keyword spelled ``PIPE`` or ``<x>.PIPE`` (``_piped``);
+    - the whole value of a one-target assignment to ``self.<attr>`` (``_check_attr``, the same
+      ``asyncio`` exception): reported only for a child that is not ``multiprocessing``'s and not
+      in its own session (the project index can only release it, never add a finding);
+    - the whole value of a one-target assignment to a plain name ``p`` (same ``asyncio``
+      exception). Every report there needs a use of ``p`` that ``_classify`` calls a stop
+      (``p.<_STOP_METHODS>()``, ``p.poll()``, ``p``/``p.pid`` in the arguments of a callee whose
+      words say stop) or ``self.<attr> = p`` (``_STORED``: then as above), except "never waited
+      for", which needs a non-``multiprocessing`` child with a pipe and no session of its own.
+      The stop's Name is in this file: ``_classify`` makes a use in another function a hand-over."""
     contexts: list[bool] = []
 
-    def starts(value) -> bool:
+    def kinds(value) -> set:
+        """The kinds the call may start (``_KIND``; ``mp`` for a context's ``Process``)."""
         if type(value) is not ast.Call:
-            return False
-        if tree.may_call_any(value, FACTORIES):
-            return True
-        if type(value.func) is not ast.Attribute or value.func.attr != "Process":
-            return False
-        if not contexts:
-            contexts.append(any(tree.may_call_any(c, CONTEXT_FACTORIES) for c in tree.all_calls()))
-        return contexts[0]
+            return set()
+        out = {k for k, names in _KIND_NAMES if tree.may_call_any(value, names)}
+        if type(value.func) is ast.Attribute and value.func.attr == "Process":
+            if not contexts:
+                contexts.append(any(tree.may_call_any(c, CONTEXT_FACTORIES) for c in tree.all_calls()))
+            if contexts[0]:
+                out.add("mp")
+        return out
 
-    for target, value, _fn in tree.assigns:
-        if type(value) is ast.Await:
+    stopped: Optional[set] = None
+    for target, value, fn in tree.assigns:
+        awaited = type(value) is ast.Await
+        if awaited:
             value = value.value
-        if (type(target) is ast.Name or (type(target) is ast.Attribute and type(target.value) is ast.Name
-                                         and target.value.id == "self")) and starts(value):
+        if type(target) is ast.Name:
+            attr = None
+        elif type(target) is ast.Attribute and type(target.value) is ast.Name and target.value.id == "self":
+            attr = target.attr
+        else:
+            continue
+        ks = kinds(value)
+        if not awaited:
+            ks.discard("asyncio")
+        if not ks:
+            continue
+        detached = ks == {"mp"} or _tree_session(value)  # no ``_check_attr`` report
+        if attr is not None:
+            if not detached and not _tree_attr_stopped_in_class(tree, fn, attr):
+                return True
+            continue
+        if "mp" not in ks and _tree_waited_next(tree, value, target.id):
+            continue  # waited for right after the start
+        if ks != {"mp"} and not _tree_session(value) and _tree_piped(value):
+            return True  # may be "never waited for"
+        if stopped is None:
+            stopped = _tree_stopped_names(tree)
+        if target.id in stopped:
             return True
-    calls = [c for c in tree.all_calls() if tree.may_call_any(c, FACTORIES)]
+        if not detached and any(type(t) is ast.Attribute and type(t.value) is ast.Name and t.value.id == "self"
+                                and type(v) is ast.Name and v.id == target.id for t, v, _ in tree.assigns):
+            return True  # ``self.proc = p``
+    calls = [c for c in tree.all_calls() if tree.may_call_any(c, FACTORIES) and _tree_piped(c)]
     if not calls:
         return False
     parents = tree.parents(tree.module)
@@ -1305,10 +1342,141 @@ def _may_start_child(tree) -> bool:
         up = parents.get(id(c))
         if type(up) is ast.Await:
             up = parents.get(id(up))
-        if type(up) is ast.Expr and any(
-                k.arg in ("stdin", "stdout", "stderr") and (
-                    (type(k.value) is ast.Name and k.value.id == "PIPE")
-                    or (type(k.value) is ast.Attribute and k.value.attr == "PIPE")) for k in c.keywords):
+        elif not tree.may_call_any(c, POPEN_FACTORIES):
+            continue  # an asyncio factory not awaited; never ``mp`` (``kind != "mp"``)
+        if type(up) is ast.Expr:
             return True
     return False
 
+
+_KIND_NAMES = (("popen", POPEN_FACTORIES), ("asyncio", ASYNC_FACTORIES), ("mp", MP_FACTORIES))
+
+
+def _tree_piped(call: ast.Call) -> bool:
+    """``_piped`` on the ``ast`` (``PIPE`` or ``<x>.PIPE``: ``_code(...)``'s last word)."""
+    return any(k.arg in ("stdin", "stdout", "stderr") and (
+        (type(k.value) is ast.Name and k.value.id == "PIPE")
+        or (type(k.value) is ast.Attribute and k.value.attr == "PIPE")) for k in call.keywords)
+
+
+def _tree_session(call: ast.Call) -> bool:
+    """Only where ``_new_session`` surely says so (``start_new_session=True``, a literal); any
+    other spelling counts as no session (a superset of the rule's reports)."""
+    return any(k.arg == "start_new_session" and type(k.value) is ast.Constant and k.value.value is True
+               for k in call.keywords)
+
+
+def _tree_stopped_names(tree) -> set:
+    """Names ``p`` with a use ``_classify`` may call a stop: ``p.<stop or poll>(...)`` and every
+    identifier in the arguments of a call whose callee's words say stop (``os.kill(p.pid)``,
+    ``reap([p])``); a superset."""
+    out: set = set()
+    methods = _STOP_METHODS | {"poll"}
+    for call in tree.all_calls():
+        func = call.func
+        word = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else ""
+        if type(func) is ast.Attribute and type(func.value) is ast.Name and word in methods:
+            out.add(func.value.id)
+        if word and (call.args or call.keywords) and not _STOP_WORDS.isdisjoint(identifier_words(word)):
+            for a in [*call.args, *(k.value for k in call.keywords)]:
+                for n in ast.walk(a):
+                    if type(n) is ast.Name:
+                        out.add(n.id)
+    return out
+
+
+_SESSION_KEYWORDS = frozenset({"start_new_session", "process_group", "preexec_fn"})
+
+
+def _tree_waited_next(tree, call: ast.Call, var: str) -> bool:
+    """``p = <factory>(...)`` is a statement whose next statement in its block only waits for
+    ``p``: the child has no session keyword (``_new_session`` reads only those), ``p`` is
+    not named in the start's value, and the next statement is a simple one alone on its
+    line(s) in which ``p`` is named exactly once, as ``p.<_STOP_METHODS>(...)``, not timed
+    (``_timed``) and not in a lambda. Then ``_check`` does not report it: that stop is
+    ``_classify``'s first use after the start and a ``_STOP``; if its ``_protection`` is
+    ``full`` or ``errors`` (no session) ``_check`` returns, else it is ``normal[0]``, which
+    ``_heads`` its statement right after the start (``_code_between`` is False), no session,
+    not ``_timed``."""
+    if any(k.arg in _SESSION_KEYWORDS for k in call.keywords):
+        return False
+    parents = tree.parents(tree.module)
+    stmt = parents.get(id(call))
+    if type(stmt) is ast.Await:
+        stmt = parents.get(id(stmt))
+    if type(stmt) not in (ast.Assign, ast.AnnAssign):
+        return False
+    owner = parents.get(id(stmt))
+    block = _block_of(owner, stmt)
+    if block is None:
+        return False
+    i = next(k for k, st in enumerate(block) if st is stmt)
+    if i + 1 < len(block):
+        after = block[i + 1:]
+    elif type(owner) in TRYS and block is owner.body and owner.orelse and not any(
+            type(n) is ast.Name and n.id == var for h in owner.handlers for n in ast.walk(h)):
+        # ``try: p = <factory>(...)`` / ``except OSError: ...`` / ``else: p.communicate()``: the
+        # window goes on in the ``else`` (``_code_between``); no use of ``p`` in a handler,
+        # which would come first in source order
+        after = owner.orelse
+    else:
+        return False
+    nxt = after[0]
+    if type(nxt) not in (ast.Expr, ast.Assign, ast.AnnAssign, ast.Return, ast.AugAssign):
+        return False
+    if nxt.lineno <= stmt.end_lineno or (len(after) > 1 and after[1].lineno <= nxt.end_lineno):
+        return False  # ``;``: libcst's line holds more than the stop
+    if any(type(n) is ast.Name and n.id == var for n in ast.walk(call)):
+        return False
+    uses = [n for n in ast.walk(nxt) if type(n) is ast.Name and n.id == var]
+    if len(uses) != 1 or any(type(n) is ast.Lambda for n in ast.walk(nxt)):
+        return False
+    attr = parents.get(id(uses[0]))
+    up = parents.get(id(attr)) if type(attr) is ast.Attribute else None
+    if type(up) is not ast.Call or up.func is not attr or attr.attr not in _STOP_METHODS:
+        return False
+    if attr.attr in _WAIT_METHODS:
+        for k in up.keywords:
+            if k.arg == "timeout" and not (type(k.value) is ast.Constant and k.value.value is None):
+                return False
+        if attr.attr == "wait" and up.args:
+            return False
+    return True
+
+
+def _block_of(parent, stmt) -> Optional[list]:
+    """The statement list of ``parent`` that holds ``stmt`` (a body, ``else``, ``finally``)."""
+    if parent is None:
+        return None
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(parent, field, None)
+        if type(block) is list and any(st is stmt for st in block):
+            return block
+    return None
+
+
+def _tree_attr_stopped_in_class(tree, fn, attr: str) -> bool:
+    """``self.<attr> = <child>`` where ``_check_attr`` cannot report: the assignment is not
+    directly in a method (the facts' ``fn.cls`` is None), or a method of the same class calls
+    ``self.<attr>.<_STOP_METHODS>(...)`` with that class as its innermost enclosing class
+    (``_attr_released`` finds that ``_STOP`` and returns True)."""
+    if fn is None or not fn.in_class:
+        return True
+    cls = next((c for c in tree.classes if any(m is fn for m in tree.methods.get(id(c), ()))), None)
+    if cls is None:
+        return False
+    parents = None
+    for m in tree.methods.get(id(cls), ()):
+        for call, _, _ in m.calls:
+            func = call.func
+            if type(func) is ast.Attribute and func.attr in _STOP_METHODS and type(func.value) is ast.Attribute \
+                    and func.value.attr == attr and type(func.value.value) is ast.Name \
+                    and func.value.value.id in ("self", "cls"):
+                if parents is None:
+                    parents = tree.parents(tree.module)
+                up = parents.get(id(call))
+                while up is not None and type(up) is not ast.ClassDef:
+                    up = parents.get(id(up))
+                if up is cls:
+                    return True
+    return False

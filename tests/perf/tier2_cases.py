@@ -674,14 +674,17 @@ CASES["SHD602"] = [
     ("import subprocess\ndef f(cmd):\n    p = subprocess.run(cmd)\n    q = subprocess.check_output(cmd)\n", False),
     ("import subprocess\ndef f(cmd):\n    p, q = subprocess.Popen(cmd), subprocess.Popen(cmd)\n", False),
     ("import subprocess\ndef f(cmd):\n    p = q = subprocess.Popen(cmd)\n", False),
-    # a coroutine created, not awaited, still passes tier 2 (the rule decides)
-    ("import asyncio\nasync def f(cmd):\n    c = asyncio.create_subprocess_exec(*cmd)\n", True),
+    # a coroutine created, not awaited: whoever awaits it gets the child (the rule returns)
+    ("import asyncio\nasync def f(cmd):\n    c = asyncio.create_subprocess_exec(*cmd)\n", False),
     ("import threading\ndef f():\n    t = threading.Thread(target=g)\n    t.start()\n    work()\n    t.join()\n", False),
     # issue 28: a child kept on self (followed into the class), a multiprocessing context's Process
     ("import subprocess\nclass S:\n    def f(self, cmd):\n        self.proc = subprocess.Popen(cmd)\n", True),
     ("import multiprocessing as mp\ndef f():\n    ctx = mp.get_context('spawn')\n    p = ctx.Process(target=g)\n"
      "    p.start()\n    work()\n    p.join()\n", True),
-    ("import multiprocessing\ndef f():\n    p = multiprocessing.get_context('fork').Process(target=g)\n", True),
+    ("import multiprocessing\ndef f():\n    p = multiprocessing.get_context('fork').Process(target=g)\n    p.join()\n",
+     True),
+    # a multiprocessing child that nothing joins or stops: never reported (its exit handler joins it)
+    ("import multiprocessing\ndef f():\n    p = multiprocessing.get_context('fork').Process(target=g)\n", False),
     # near misses: a Process attribute with no context in the file, a context's Queue
     ("import multiprocessing\ndef f(pool):\n    p = pool.Process(target=g)\n", False),
     ("import multiprocessing as mp\ndef f():\n    ctx = mp.get_context('spawn')\n    q = ctx.Queue()\n", False),

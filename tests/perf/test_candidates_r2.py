@@ -1,0 +1,245 @@
+"""Tier-2 near misses for the conditions tightened in issue 30 (SHD602, SHD106, SHD105, SHD101,
+SHD102, SHD402, SHD104): each case states whether the rule's ``candidate_tree`` keeps the file and
+what the rule reports with the tiers off; the tiers on must report the same (a case ruled out
+reports nothing)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from shutdown_lint import registry
+from shutdown_lint.analyzer import lint_source
+from shutdown_lint.prefilter import ast_tree, select
+from shutdown_lint.settings import Settings
+
+CASES: list[tuple[str, str, bool, int]] = []  # (code, source, candidate, findings with the tiers off)
+
+
+def case(code: str, candidate: bool, findings: int, source: str) -> None:
+    CASES.append((code, textwrap.dedent(source), candidate, findings))
+
+
+# ---------------------------------------------------------------- SHD602
+# waited for in the statement right after the start: ruled out; work in between, a timed wait,
+# a second statement on the wait's line, a use in a handler before the ``else``: kept
+case("SHD602", False, 0, """
+    import subprocess
+    def run(cmd):
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE)
+        out, err = p.communicate()
+        work(out)
+    """)
+case("SHD602", True, 1, """
+    import subprocess
+    def run(cmd):
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE)
+        work()
+        out, err = p.communicate()
+    """)
+case("SHD602", True, 1, """
+    import subprocess
+    def run(cmd):
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE)
+        out, err = p.communicate(timeout=5)
+    """)
+case("SHD602", True, 1, """
+    import subprocess
+    def run(cmd):
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE)
+        out, err = p.communicate(); work()
+    """)
+case("SHD602", False, 0, """
+    import subprocess
+    def run(cmd):
+        try:
+            p = subprocess.Popen(cmd, stdout=subprocess.PIPE)
+        except OSError:
+            return None
+        else:
+            out, _ = p.communicate()
+        return out
+    """)
+case("SHD602", True, 0, """
+    import subprocess
+    def run(cmd):
+        try:
+            p = subprocess.Popen(cmd, stdout=subprocess.PIPE)
+        except OSError:
+            p = None
+        else:
+            out, _ = p.communicate()
+        return out
+    """)
+# no pipe and nothing that stops the child: ruled out; a helper whose name says it reaps: kept
+case("SHD602", False, 0, """
+    import subprocess
+    def run(cmd):
+        p = subprocess.Popen(cmd)
+        work()
+    """)
+case("SHD602", True, 1, """
+    import subprocess
+    def run(cmd):
+        p = subprocess.Popen(cmd)
+        work()
+        reap_child(p)
+    """)
+# kept on self: stopped by the same class (ruled out), by an unrelated one (kept, reported), in its
+# own session (ruled out), a session flag that is not a literal (kept), outside a method (ruled out)
+case("SHD602", False, 0, """
+    import subprocess
+    class Server:
+        def start(self, cmd):
+            self.proc = subprocess.Popen(cmd)
+        def close(self):
+            self.proc.kill()
+    """)
+case("SHD602", True, 1, """
+    import subprocess
+    class Server:
+        def start(self, cmd):
+            self.proc = subprocess.Popen(cmd)
+    class Other:
+        def close(self):
+            self.proc.kill()
+    """)
+case("SHD602", False, 0, """
+    import subprocess
+    class Daemon:
+        def start(self, cmd):
+            self.proc = subprocess.Popen(cmd, start_new_session=True)
+    """)
+case("SHD602", True, 0, """
+    import subprocess
+    class Daemon:
+        def start(self, cmd, detach):
+            self.proc = subprocess.Popen(cmd, start_new_session=detach)
+    """)
+case("SHD602", False, 0, """
+    import subprocess
+    class Server:
+        def start(self, cmd):
+            def launch():
+                self.proc = subprocess.Popen(cmd)
+            launch()
+    """)
+
+# ---------------------------------------------------------------- SHD106
+case("SHD106", True, 1, """
+    import asyncio
+    async def beat(conn):
+        while True:
+            try:
+                await conn.ping()
+            except Exception:
+                pass
+    async def start(conn):
+        asyncio.create_task(beat(conn))
+    """)
+# the coroutine catches only some errors: ruled out (SHD102's call)
+case("SHD106", False, 0, """
+    import asyncio
+    async def beat(conn):
+        try:
+            await conn.ping()
+        except ValueError:
+            pass
+    async def start(conn):
+        asyncio.create_task(beat(conn))
+    """)
+# a bound task that is read: ruled out; read only in a parameter default of a nested def: kept
+case("SHD106", False, 0, """
+    import asyncio
+    async def beat(conn):
+        try:
+            await conn.ping()
+        except Exception:
+            pass
+    async def start(conn):
+        t = asyncio.create_task(beat(conn))
+        await t
+    """)
+case("SHD106", True, 1, """
+    import asyncio
+    async def beat(conn):
+        try:
+            await conn.ping()
+        except Exception:
+            pass
+    async def start(conn):
+        t = asyncio.create_task(beat(conn))
+        def later(task=t):
+            return task
+    """)
+
+# ---------------------------------------------------------------- SHD105
+case("SHD105", True, 1, """
+    import asyncio
+    async def work():
+        try:
+            await asyncio.sleep(10)
+        finally:
+            print("cleanup")
+    async def main():
+        t = asyncio.create_task(work())
+        await asyncio.sleep(1)
+        t.cancel()
+    """)
+# a timer handle (``call_later``) is no task: ruled out
+case("SHD105", False, 0, """
+    import asyncio
+    async def main(loop, cb):
+        h = loop.call_later(5, cb)
+        await asyncio.sleep(1)
+        h.cancel()
+    """)
+# the same name is a task only in another function: ruled out; in the enclosing one: kept
+case("SHD105", False, 0, """
+    import asyncio
+    async def spawn(w):
+        t = asyncio.create_task(w())
+        return t
+    async def stop(loop, cb):
+        t = loop.call_later(5, cb)
+        t.cancel()
+    """)
+case("SHD105", True, 1, """
+    import asyncio
+    async def work():
+        try:
+            await asyncio.sleep(10)
+        finally:
+            print("cleanup")
+    async def main():
+        t = asyncio.create_task(work())
+        async def stop():
+            t.cancel()
+        await stop()
+    """)
+# a loop over tasks: kept
+case("SHD105", True, 1, """
+    import asyncio
+    async def work():
+        try:
+            await asyncio.sleep(10)
+        finally:
+            print("cleanup")
+    async def main():
+        tasks = [asyncio.create_task(work()) for _ in range(3)]
+        for task in tasks:
+            task.cancel()
+    """)
+
+
+@pytest.mark.parametrize("code,source,candidate,findings", CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_tier2_near_miss(code, source, candidate, findings):
+    rule = registry.rules_by_code()[code]
+    assert rule.candidate_tree(ast_tree.parse(source.encode())) is candidate
+    settings = Settings(selected=(code,))
+    with select.disabled():
+        without_tiers = [d.code for d in lint_source(source.encode(), "t.py", settings).diagnostics]
+    assert len(without_tiers) == findings, without_tiers
+    assert [d.code for d in lint_source(source.encode(), "t.py", settings).diagnostics] == without_tiers
