@@ -13,7 +13,7 @@ from shutdown_lint import facts as F
 from shutdown_lint.facts import FunctionInfo, names_in
 from shutdown_lint.facts.types import Typer, normalise
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule, Valid
-from shutdown_lint.prefilter.ast_tree import callee_name
+from shutdown_lint.prefilter.ast_tree import callee_name, nested_statements
 
 from ._blocking_vocabulary import (
     ASYNC_CODES, ATTRIBUTE_TYPES, CONSUMERS, CONSUMING, FAMILIES, FAMILY_NAMES, FILE, LAZY_CALLS, LAZY_WRAPPERS,
@@ -849,7 +849,7 @@ class BlockingCallInCoroutine(Rule):
         if not codes:
             return False
         if self._markers is None:
-            self._markers = _async_markers(self.facts.module)
+            self._markers = _async_markers(_source_text(self.facts))
         if not self._markers:
             return False
         return bool(self._markers.get(self.facts.line_of(node), set()) & codes)
@@ -1231,10 +1231,19 @@ def _no_thread(lost: Optional[str]) -> str:
 _MARKER = re.compile(r"#\s*(?:noqa\s*:|type\s*:\s*ignore\s*\[)\s*(?P<codes>ASYNC\d+(?:\s*,\s*ASYNC\d+)*)", re.I)
 
 
-def _async_markers(module: cst.Module) -> dict[int, set[str]]:
+def _source_text(facts) -> str:
+    """The module's code: the engine's copy of the source (the same text, libcst round-trips
+    exactly); rendering ``module.code`` costs a codegen of the whole file."""
+    text = facts.source_text
+    return text if text is not None else facts.module.code
+
+
+def _async_markers(text: str) -> dict[int, set[str]]:
     """Line -> the ``ASYNC`` codes a ``# noqa:`` or ``# type: ignore[...]`` comment names there."""
-    text = module.code
-    if "async" not in text.lower():
+    # A marker found in a comment token is also a match in the whole text (the pattern has no
+    # anchor): no match anywhere means no marker, and the tokenizer need not run (it cost more
+    # than the rest of the rule on large files).
+    if _MARKER.search(text) is None:
         return {}
     out: dict[int, set[str]] = {}
     try:
@@ -1355,9 +1364,137 @@ _LITERALS = (ast.Constant, ast.JoinedStr, ast.List, ast.Tuple, ast.Dict, ast.Set
              ast.DictComp)
 
 
+def _roots(name: str, seen: Optional[set] = None) -> set[str]:
+    """First words of every qualified name the facts can turn into ``name`` (a type or a
+    vocabulary call's owner): its own, its spellings (``TYPE_ALIASES``: ``torch.multiprocessing``,
+    ``multiprocessing.dummy.Process``), the calls and attributes whose result has that type
+    (``RESULT_TYPES``, ``FACTORY_TYPES``, ``ATTRIBUTE_TYPES``: ``builtins.open`` gives a file), and
+    the same for every prefix (``multiprocessing.get_context().Queue``). The facts resolve every
+    qualified name through the module's own imports (``builtins`` aside); a type or call of
+    another module's return annotation comes through the project index instead
+    (``_bound_to_imported_call``)."""
+    seen = set() if seen is None else seen
+    if name in seen:
+        return set()
+    seen.add(name)
+    out = {name.split(".", 1)[0]}
+    for producer in _PRODUCERS.get(name, ()):
+        out |= _roots(producer, seen)
+    parts = name.split(".")
+    for i in range(1, len(parts)):
+        out |= _roots(".".join(parts[:i]), seen)
+    return out
+
+
+def _spelled_roots(name: str, seen: Optional[set] = None) -> set[str]:
+    """First words of the qualified names that are ``name`` as spelled (its own, and the
+    spellings of it or of a prefix: ``torch.multiprocessing.Queue``), not what produces it."""
+    seen = set() if seen is None else seen
+    if name in seen:
+        return set()
+    seen.add(name)
+    out = {name.split(".", 1)[0]}
+    parts = name.split(".")
+    for i in range(1, len(parts) + 1):
+        for alias in _SPELLINGS.get(".".join(parts[:i]), ()):
+            out |= _spelled_roots(alias, seen)
+    return out
+
+
+_SPELLINGS: dict[str, set[str]] = {}
+for _alias, _canonical_name in TYPE_ALIASES.items():
+    _SPELLINGS.setdefault(_canonical_name, set()).add(_alias)
+for _prefix, _repl in F._CANONICAL_PREFIXES:
+    _SPELLINGS.setdefault(_repl.rstrip("."), set()).add(_prefix.rstrip("."))
+_PRODUCERS: dict[str, set[str]] = {}
+for _table in (TYPE_ALIASES, RESULT_TYPES, F.FACTORY_TYPES):
+    for _k, _v in _table.items():
+        _PRODUCERS.setdefault(_v, set()).add(_k)
+for (_o, _a), _v in ATTRIBUTE_TYPES.items():
+    _PRODUCERS.setdefault(_v, set()).add(f"{_o}.{_a}")
+for _alias, _canonical_name in TYPE_ALIASES.items():  # ``torch.multiprocessing.Queue`` for a prefix
+    _PRODUCERS.setdefault(_canonical_name, set()).add(_alias)
+for _prefix, _repl in F._CANONICAL_PREFIXES:  # ``asyncio.tasks.gather`` and the like
+    _PRODUCERS.setdefault(_repl.rstrip("."), set()).add(_prefix.rstrip("."))
+
+
+
+def _hint_pairs(t: str) -> list[tuple[str, frozenset]]:
+    """(word, roots): the words one of which the module must spell for the rule to type a value
+    as ``t`` (``_type_hints``, and the factories whose result has that type: ``submit`` gives a
+    ``Future`` that ``fut = pool.submit(f) if x else None`` hides from ``Tree.words``), each with
+    the roots of the qualified names that spell it so (``Future``: ``concurrent``; ``open``:
+    ``builtins``)."""
+    spelled = [t, *(k for k, v in TYPE_ALIASES.items() if v == t)]
+    made = [k for k, v in (*RESULT_TYPES.items(), *F.FACTORY_TYPES.items()) if v == t]
+    pairs = [(name.rsplit(".", 1)[-1], frozenset(_spelled_roots(name))) for name in spelled if not name.endswith(">")]
+    pairs += [(name.rsplit(".", 1)[-1], frozenset(_roots(name))) for name in made]
+    pairs += [(o.rsplit(".", 1)[-1], frozenset(_roots(o))) for (o, _a), v in ATTRIBUTE_TYPES.items() if v == t]
+    return pairs
+
+
+#: method -> (word, roots) of each type that blocks in that method (``_METHOD_HINTS``, paired)
+_METHOD_TYPES: dict[str, list[tuple[str, frozenset]]] = {}
+for _name in sorted({*_VOCAB, *LAZY_CALLS}):
+    _owner, _, _method = _name.rpartition(".")
+    if _owner in _KNOWN_TYPES:
+        _METHOD_TYPES.setdefault(_method, []).extend(_hint_pairs(_owner))
+#: method -> {last word of the receiver -> roots of the owners so spelled} (``_RECEIVERS`` with roots)
+_RECEIVER_ROOTS: dict[str, dict[str, set[str]]] = {}
+for _name in _VOCAB:
+    _owner, _, _method = _name.rpartition(".")
+    if _owner:
+        _RECEIVER_ROOTS.setdefault(_method, {}).setdefault(_owner.rsplit(".", 1)[-1], set()).update(_roots(_owner))
+#: ``Session`` -> roots of the ``TYPE.*`` types so named
+_PREFIX_ROOTS: dict[str, set[str]] = {}
+for _name in _ALL_CALLS:
+    if _name.endswith(".*"):
+        _PREFIX_ROOTS.setdefault(_name[:-2].rsplit(".", 1)[-1], set()).update(_roots(_name[:-2]))
+#: last word of a vocabulary call -> roots of the calls so named (``replace``: os, pathlib)
+_NAME_ROOTS: dict[str, set[str]] = {}
+for _name in {*_VOCAB, *LAZY_CALLS}:
+    _NAME_ROOTS.setdefault(_name.rsplit(".", 1)[-1], set()).update(_roots(_name.rpartition(".")[0] or _name))
+
+
+def _imports(tree) -> tuple[set[str], dict[str, set[str]]]:
+    """(first words of every module the file imports, anywhere: ``import a.b``, ``from a.b import
+    c``, star imports too; local name -> first words of the modules that bind it), built once
+    per tree from its statements (no expression is walked). Relative imports name no library."""
+    found = tree.__dict__.get("_shd301_imports")
+    if found is None:
+        roots: set[str] = set()
+        binds: dict[str, set[str]] = {}
+        for st in nested_statements(tree.module.body):
+            t = type(st)
+            if t is ast.Import:
+                for a in st.names:
+                    root = a.name.split(".", 1)[0]
+                    roots.add(root)
+                    binds.setdefault(a.asname or root, set()).add(root)
+            elif t is ast.ImportFrom and not st.level and st.module:
+                root = st.module.split(".", 1)[0]
+                roots.add(root)
+                for a in st.names:
+                    binds.setdefault(a.asname or a.name, set()).add(root)
+        # a root spelled anywhere counts too (a string annotation names ``typing.TextIO``
+        # with no import: the rule reads it, and finds no module; conservative)
+        roots |= tree.mentioned
+        found = tree.__dict__["_shd301_imports"] = (roots, binds)
+    return found
+
+
+def _importable(roots, imported: set[str]) -> bool:
+    """A qualified name with one of ``roots`` can resolve in a file importing ``imported``."""
+    return "builtins" in roots or not imported.isdisjoint(roots)
+
+
 def _may_be_blocking(tree, call: ast.Call) -> bool:
     """The call's qualified name may be in the vocabulary: a module function by its receiver,
-    a typed receiver's method when the module spells a word that can give that type."""
+    a typed receiver's method when the module spells a word that can give that type. A type
+    or a module function only counts when the module imports a module its qualified name
+    can start with (``_roots``): ``asyncio.Event().wait()`` spells ``Event``, but only an
+    import of ``threading`` (or ``multiprocessing``, ``torch``) can make it
+    ``threading.Event.wait``."""
     func = call.func
     if isinstance(func, ast.Attribute) and isinstance(func.value, _LITERALS):
         # ``" ".join(cmd)``, ``"{}".format(x)``: the facts give a literal neither a type nor a
@@ -1367,18 +1504,32 @@ def _may_be_blocking(tree, call: ast.Call) -> bool:
         aliased = tree.aliases_of_attr(func.attr)  # self.saver = torch.save; self.saver()
         if func.attr in SAVE_METHOD_NAMES or aliased & (_FUNCTION_WORDS | set(_METHOD_HINTS)):
             return True
+        imported = _imports(tree)[0]
         receiver = tree.words(func.value)
-        if receiver & _PREFIX_TYPES or receiver & _RECEIVERS.get(func.attr, set()):
+        if any(w in receiver and _importable(r, imported) for w, r in _PREFIX_ROOTS.items()):
             return True
-        hints = _METHOD_HINTS.get(func.attr)
-        if hints and tree.mentions(hints):
+        by_receiver = _RECEIVER_ROOTS.get(func.attr)
+        if by_receiver and any(w in receiver and _importable(r, imported) for w, r in by_receiver.items()):
+            return True
+        typed = _METHOD_TYPES.get(func.attr)
+        if typed and any(w in tree.mentioned and _importable(r, imported) for w, r in typed):
             return True  # ``f.read()``, ``proc.wait()``: the receiver may be typed from a binding
-        if hints and _bound_to_imported_call(tree, func.value):
+        if typed and _bound_to_imported_call(tree, func.value):
             return True  # ``c = open_client()`` of another module: its return annotation may type ``c``
-        if func.attr not in NON_IO_METHODS and tree.mentions(_PREFIX_TYPES):
+        if func.attr not in NON_IO_METHODS and any(
+                _importable(r, imported) and tree.mentions((w,)) for w, r in _PREFIX_ROOTS.items()):
             return True  # a receiver typed as a session/client elsewhere in the module
         return bool(aliased) and tree.bound_to_method_of(func.attr, _PREFIX_TYPES, attribute=True)
     words = tree.words(func)
+    if isinstance(func, ast.Name) and words == {func.id}:
+        # no binding gives the name another word: the facts' qualified name is the import that
+        # binds it (``from os import replace``), a builtin (``open``), a same-module def (the
+        # ``reaching`` test) or nothing; ``map`` or ``dataclasses.replace`` block nowhere
+        name = func.id
+        if name in SAVE_METHOD_NAMES:
+            return True
+        roots = _NAME_ROOTS.get(name)
+        return roots is not None and ("builtins" in roots or not roots.isdisjoint(_imports(tree)[1].get(name, ())))
     if words & (_FUNCTION_WORDS | set(_METHOD_HINTS)):
         return True
     return isinstance(func, ast.Name) and len(words) > 1 and tree.bound_to_method_of(func.id, _PREFIX_TYPES)

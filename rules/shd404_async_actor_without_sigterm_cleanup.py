@@ -711,7 +711,8 @@ class AsyncActorWithoutSigtermCleanup(Rule):
                 if n.keyword is not None and n.keyword.value == _HOOK_KEY:
                     found[0] = found[0] or _names_setup(n.value)
 
-        if _HOOK_KEY in self.facts.module.code:
+        text = self.facts.source_text  # the module's code (rendering it costs a codegen)
+        if _HOOK_KEY in (text if text is not None else self.facts.module.code):
             walk(self.facts.module, _Scan())
         return found[0]
 
@@ -848,13 +849,13 @@ def _may_be_async_actor(tree) -> bool:
         if not (cls.name in tree.argument_names or any("remote" in tree.words(d) for d in cls.decorator_list)):
             continue
         methods = tree.methods.get(id(cls), ())
-        if any(m.is_async and _may_own_resource(m.node) for m in methods):
+        if any(m.is_async and _may_own_resource(m.node, tree) for m in methods):
             return True
         if cls.bases and not any(m.is_async for m in methods) and _made_remote(tree, cls):
             return True  # its async methods may be inherited (``_check_inherited``: another module too)
         if threaded and any(_may_run_loop(tree, m.node) for m in methods):
             if owning_coroutine is None:
-                owning_coroutine = any(f.is_async and _may_own_resource(f.node) for f in tree.functions)
+                owning_coroutine = any(f.is_async and _may_own_resource(f.node, tree) for f in tree.functions)
             if owning_coroutine:
                 return True
     return False
@@ -877,35 +878,80 @@ def _made_remote(tree, cls) -> bool:
 _REMOTE = ("ray.remote", "ray.actor.remote")
 
 
-def _may_own_resource(fn: ast.AST) -> bool:
-    """What ``_owns_resource`` needs somewhere under ``fn``: a ``finally``, an ``async
-    with``, a typed ``except``, or both a call whose name has a cleanup verb and one whose
-    name has a resource word (as substrings of its identifiers: words are substrings)."""
+def _may_own_resource(fn: ast.AST, tree=None) -> bool:
+    """What ``_owns_resource`` needs somewhere under ``fn`` (its body, nested defs included; a
+    superset: decorators and defaults too), judged as the rule judges it on the same names:
+    a ``finally`` that cleans up (``_cleans_up``: an ``await``, or a call named with a cleanup
+    verb that is not lock-like: ``finally: self._lock.release()`` cleans nothing up), an
+    ``async with`` on something named with a resource word and not lock-like
+    (``_external_resource``; the in-process libraries it also excludes are left to the rule),
+    an ``except`` of a type that may be ``CancelledError``/``BaseException`` whose body cleans
+    up, or both a call named with a cleanup verb and one named with a resource word."""
     cleanup = resource = False
     for n in ast.walk(fn):
         t = type(n)
-        if t is ast.AsyncWith or (t is ast.ExceptHandler and n.type is not None) or (
-                t in TRYS and n.finalbody):
+        if t in TRYS and n.finalbody and _may_clean_up(n.finalbody):
+            return True
+        if t is ast.AsyncWith and any(_may_hold_external(item.context_expr) for item in n.items):
+            return True
+        if t is ast.ExceptHandler and n.type is not None and _may_clean_up(n.body) and (
+                tree is None or tree.words(n.type) & _CANCEL_LAST):
             return True
         if t is ast.Call:
-            spelled = _spelled(n.func)
-            cleanup = cleanup or any(v in spelled for v in _CLEANUP_VERBS)
-            resource = resource or any(w in spelled for w in RESOURCE_WORDS)
+            name = _ast_callee_name(n.func)
+            if name is None:
+                continue
+            words = set(identifier_words(name))
+            cleanup = cleanup or bool(words & _CLEANUP_VERBS)
+            resource = resource or any(w in words for w in RESOURCE_WORDS)
             if cleanup and resource:
                 return True
     return False
 
 
-def _spelled(func: ast.AST) -> str:
-    """The identifiers of a ``Name``/``Attribute`` chain, lower-cased (``_callee_name``'s
-    words are substrings of it); empty for any other callee."""
-    parts = []
-    while type(func) is ast.Attribute:
-        parts.append(func.attr)
-        func = func.value
+#: last words of ``_CANCEL_TYPES`` (``Tree.words`` of a handler's type must meet them)
+_CANCEL_LAST = frozenset(t.rsplit(".", 1)[-1] for t in _CANCEL_TYPES)
+
+
+def _ast_callee_name(func: ast.AST) -> Optional[str]:
+    """``_callee_name`` on Python's ``ast`` (the same names: ``self_lock_release``)."""
     if type(func) is ast.Name:
-        parts.append(func.id)
-    return " ".join(parts).lower()
+        return func.id
+    if type(func) is ast.Attribute:
+        base = _ast_callee_name(func.value) if type(func.value) in (ast.Name, ast.Attribute) else None
+        return f"{base}_{func.attr}" if base else func.attr
+    return None
+
+
+def _ast_lock_like(expr: ast.AST) -> bool:
+    """``_lock_like`` on Python's ``ast``."""
+    if type(expr) is ast.Call:
+        expr = expr.func
+    name = _ast_callee_name(expr)
+    return name is not None and bool(set(identifier_words(name)) & _LOCK_WORDS)
+
+
+def _may_clean_up(stmts: list) -> bool:
+    """``_cleans_up`` on Python's ``ast``: an ``await``, or a call named with a cleanup verb that
+    is not lock-like, anywhere under ``stmts``."""
+    for st in stmts:
+        for n in ast.walk(st):
+            t = type(n)
+            if t is ast.Await:
+                return True
+            if t is ast.Call:
+                name = _ast_callee_name(n.func)
+                if name is not None and set(identifier_words(name)) & _CLEANUP_VERBS and not _ast_lock_like(n.func):
+                    return True
+    return False
+
+
+def _may_hold_external(expr: ast.AST) -> bool:
+    """``_external_resource`` on Python's ``ast``, less its test of the qualified name (a superset)."""
+    if _ast_lock_like(expr):
+        return False
+    name = _ast_callee_name(expr.func if type(expr) is ast.Call else expr)
+    return name is not None and mentions(name, RESOURCE_WORDS)
 
 
 def _may_run_loop(tree, fn: ast.AST) -> bool:

@@ -1,0 +1,108 @@
+"""Tier-2 near misses of SHD301, SHD404, SHD503, SHD502, SHD202 (issue 30): each condition is a
+necessary condition of its rule's reporting logic. For each pair, the file that stays a candidate
+and the near miss that is now ruled out; linting agrees with the tiers on and off either way
+(``_tier2_decides``), and a candidate that the rule reports is pinned as reported."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.perf.test_candidates import _tier2_decides
+
+# --------------------------------------------------------------------------- SHD301
+# A type's method only blocks when the qualified name of its type can start with a module the file
+# imports (``_roots``): ``asyncio.Event().wait()`` spells ``Event`` and ``wait``, but only an import
+# of ``threading`` (or ``multiprocessing``, ``torch``) can make it ``threading.Event.wait``.
+_EVENT = '''
+import asyncio
+IMPORT
+
+
+class Batcher:
+    def __init__(self):
+        self.done = EVENT()
+
+    async def drain(self):
+        self.done.wait()
+'''
+
+
+@pytest.mark.parametrize("imports,event,candidate,reported", [
+    ("import threading", "threading.Event", True, True),
+    ("from threading import Event", "Event", True, True),
+    ("import multiprocessing as mp", "mp.Event", True, True),
+    ("import collections", "asyncio.Event", False, False),  # not awaited, but an asyncio.Event
+    ("from asyncio import Event", "Event", False, False),
+])
+def test_shd301_a_typed_receiver_needs_an_import_of_its_module(imports, event, candidate, reported):
+    code = _EVENT.replace("IMPORT", imports).replace("EVENT", event)
+    assert bool(_tier2_decides("SHD301", code, candidate)) is reported
+
+
+@pytest.mark.parametrize("source,candidate,reported", [
+    # a bare name with no binding: the import that binds it is its qualified name
+    ("from os import replace\nasync def f(a, b):\n    replace(a, b)\n", True, True),
+    ("from dataclasses import replace\nasync def f(a):\n    return replace(a, x=1)\n", False, False),
+    ("async def f(xs):\n    return list(map(str, xs))\n", False, False),  # builtins.map
+    ("async def f(p):\n    return open(p)\n", True, True),  # builtins.open
+    ("import os\nasync def f(p):\n    return os.replace(p, p)\n", True, True),
+    # an alias through a binding still counts (``Tree.words`` gives more than the name)
+    ("import os\nmv = os.replace\nasync def f(a, b):\n    mv(a, b)\n", True, True),
+    # a factory's Future hidden from ``Tree.words`` by a conditional: the factory's word counts
+    ("from concurrent.futures import ThreadPoolExecutor\n\nasync def main(x):\n"
+     "    pool = ThreadPoolExecutor(2)\n    fut = pool.submit(print, 1) if x else None\n    fut.result()\n",
+     True, True),
+    # an asyncio future's result() never blocks: ``Future`` spelled from asyncio only
+    ("import asyncio\nfrom asyncio import Future\n\nasync def main(fut: Future):\n    return fut.result()\n",
+     False, False),
+])
+def test_shd301_names_resolve_through_their_imports(source, candidate, reported):
+    assert bool(_tier2_decides("SHD301", source, candidate)) is reported
+
+
+def test_shd301_string_annotation_without_import_stays_conservative():
+    """``'typing.TextIO'`` with no import: the rule resolves nothing (no finding); the tier keeps
+    the file (a root spelled anywhere counts), as the shared near-miss table pins."""
+    src = "async def f(fh: 'typing.TextIO', /):\n    return fh.read()\n"
+    assert _tier2_decides("SHD301", src, True) == []
+    assert _tier2_decides("SHD301", "import typing\n" + src, True) == ["SHD301"]
+
+
+def test_shd301_markers_need_no_tokenizer_when_absent():
+    from shutdown_lint.rules.shd301_blocking_call_in_coroutine import _async_markers
+
+    assert _async_markers("async def f():\n    time.sleep(1)\n") == {}
+    text = "async def f():\n    time.sleep(1)  # noqa: ASYNC251, async101\ns = '# noqa: ASYNC300'\n"
+    assert _async_markers(text) == {2: {"ASYNC251", "ASYNC101"}}  # a string is no comment
+
+
+# --------------------------------------------------------------------------- SHD404
+_ACTOR = '''
+import ray
+
+
+@ray.remote
+class Leases:
+    async def hold(self, k):
+BODY
+'''
+
+
+@pytest.mark.parametrize("body,candidate", [
+    # a finally that only releases a lock cleans nothing up (``_cleans_up`` skips lock-like calls)
+    ("        await self.lock.acquire()\n        try:\n            return k\n        finally:\n"
+     "            self.lock.release()\n", False),
+    ("        try:\n            return k\n        finally:\n            release_lease(k)\n", True),
+    ("        try:\n            return k\n        finally:\n            await self.flush()\n", True),
+    # an async with on something named with no resource word, or lock-like
+    ("        async with self._cond:\n            await self._cond.wait()\n", False),
+    ("        async with lease_sandbox(k) as box:\n            await box.wait()\n", True),
+    ("        async with self.sandbox_lock:\n            await wait_for(k)\n", False),
+    # an except that cannot be a cancellation, or that cleans nothing up
+    ("        try:\n            await wait_for(k)\n        except ValueError:\n            release(k)\n", False),
+    ("        try:\n            await wait_for(k)\n        except asyncio.CancelledError:\n            log(k)\n", False),
+    ("        try:\n            await wait_for(k)\n        except BaseException:\n            await release(k)\n"
+     "            raise\n", True),
+])
+def test_shd404_tier2_follows_what_owns_a_resource(body, candidate):
+    _tier2_decides("SHD404", _ACTOR.replace("BODY", body), candidate)
