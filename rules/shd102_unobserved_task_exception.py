@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import ast
+import weakref
 from typing import Optional, Union
 
 import libcst as cst
@@ -1257,13 +1258,28 @@ _KEEPS_OR_DROPS = _ADDERS | {"extend", "discard", "remove"}
 
 def spawns(tree) -> list[tuple[ast.Call, object]]:
     """(call, its ``ast_tree.Function`` or None) for every call that may make a task
-    (``is_task_spawn``: its last word, through aliases, is ``create_task``/``ensure_future``)."""
+    (``is_task_spawn``: a qualified name in ``_SPAWNERS``, which ``Tree.may_call_any`` over-
+    approximates through aliases and the receiver's words; or ``<x>.create_task`` whose
+    receiver's last name is a loop's, ``_LOOP_NAMES``. ``tg.create_task``, where ``tg`` is
+    no loop by its words nor its name, is not one)."""
     out = []
     for fn, calls in ((None, tree.module_calls), *((fn, fn.calls) for fn in tree.functions)):
         for c, _, _ in calls:
-            if (c.args or c.keywords) and any(tree.may_call(c, w) for w in _SPAWN_WORDS):
+            if (c.args or c.keywords) and any(tree.may_call(c, w) for w in _SPAWN_WORDS) and (
+                    _loop_receiver(c) or tree.may_call_any(c, _SPAWNERS)):
                 out.append((c, fn))
     return out
+
+
+def _loop_receiver(call: ast.Call) -> bool:
+    """``<x>.create_task(...)`` with ``x``'s last name in ``_LOOP_NAMES`` (``is_task_spawn``'s
+    fallback when the facts do not know the receiver's type)."""
+    func = call.func
+    if type(func) is not ast.Attribute or func.attr != "create_task":
+        return False
+    receiver = func.value
+    last = receiver.attr if type(receiver) is ast.Attribute else receiver.id if type(receiver) is ast.Name else ""
+    return last in _LOOP_NAMES
 
 
 def _may_lose_a_task(tree) -> bool:
@@ -1277,17 +1293,27 @@ def _may_lose_a_task(tree) -> bool:
         if isinstance(holder, (ast.List, ast.Tuple, ast.Set)):
             if not _handed_over(holder, parents):
                 return True
+        elif type(holder) in _COMPREHENSIONS and (holder.value if type(holder) is ast.DictComp else holder.elt) is call:
+            # ``_follow(comprehension, "collection")``: handed over at once, or kept in names
+            # one of which is handed over (``_as_argument`` in collection mode: the same
+            # exceptions as ``_handed_over``'s)
+            if not _handed_over(holder, parents) and not _stored_and_observed(tree, holder, fn, parents, True):
+                return True
         elif not _handed_over(call, parents) and not _stored_and_observed(tree, call, fn, parents):
             return True
     return False
 
 
-def _stored_and_observed(tree, call: ast.Call, fn, parents: dict) -> bool:
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+
+
+def _stored_and_observed(tree, call: ast.AST, fn, parents: dict, collection: bool = False) -> bool:
     """``_stored``: the best verdict of the assignment's targets. A ``self``/``cls``
     attribute is looked at through every attribute of that name in the module
     (``_attribute_uses``), another object's attribute counts as observed, and a name
     through its loads in the function that binds it (``_name_uses``' region holds that
-    function). A subset of the rule's uses: a use that observes here observes there."""
+    function). A subset of the rule's uses: a use that observes here observes there. For a
+    ``collection`` of tasks only a use handed over at once counts."""
     p = parents.get(id(call))
     if isinstance(p, ast.Assign) and p.value is call:
         targets = p.targets
@@ -1300,16 +1326,38 @@ def _stored_and_observed(tree, call: ast.Call, fn, parents: dict) -> bool:
             if not (isinstance(t.value, ast.Name) and t.value.id in ("self", "cls")):
                 return True  # someone else's attribute: the rule cannot see its users either
             region = tree.module
-            found = [n for n in ast.walk(region) if type(n) is ast.Attribute and n.attr == t.attr]
+            found = _named_nodes(tree, region)[1].get(t.attr, ())
         elif isinstance(t, ast.Name):
             region = fn.node if fn is not None else tree.module
-            found = [n for n in ast.walk(region) if type(n) is ast.Name and n.id == t.id]
+            found = _named_nodes(tree, region)[0].get(t.id, ())
         else:
             continue
         where = tree.parents(region)
-        if any(type(n.ctx) is ast.Load and _observes(n, where, tree) for n in found):
+        if any(type(n.ctx) is ast.Load and (_handed_over(n, where) if collection else _observes(n, where, tree))
+               for n in found):
             return True
     return False
+
+
+_NAMED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _named_nodes(tree, region: ast.AST) -> tuple[dict, dict]:
+    """(name -> its ``Name`` nodes, attribute -> its ``Attribute`` nodes) under ``region``, in
+    ``ast.walk`` order, built once per tree and region (one walk, not one per spawn)."""
+    per_tree = _NAMED.setdefault(tree, {})
+    found = per_tree.get(id(region))
+    if found is None:
+        names: dict = {}
+        attrs: dict = {}
+        for n in ast.walk(region):
+            t = type(n)
+            if t is ast.Name:
+                names.setdefault(n.id, []).append(n)
+            elif t is ast.Attribute:
+                attrs.setdefault(n.attr, []).append(n)
+        found = per_tree[id(region)] = (names, attrs)
+    return found
 
 
 def _observes(use: ast.AST, parents: dict, tree=None) -> bool:
@@ -1319,6 +1367,8 @@ def _observes(use: ast.AST, parents: dict, tree=None) -> bool:
     if _handed_over(use, parents):
         return True
     p = parents.get(id(use))
+    if type(p) in (ast.List, ast.Tuple, ast.Set):
+        return _handed_over(p, parents)  # an element: ``_follow(literal, "collection")``
     if not (isinstance(p, ast.Attribute) and p.value is use):
         return False
     call = parents.get(id(p))
@@ -1349,6 +1399,8 @@ def _only_forgets_ast(callback: ast.AST) -> bool:
 
 def _handed_over(node: ast.AST, parents: dict) -> bool:
     parent = parents.get(id(node))
+    if type(parent) is ast.Starred:  # ``f(*tasks)``: libcst's ``Arg(star="*")``, read as any argument
+        node, parent = parent, parents.get(id(parent))
     if isinstance(parent, (ast.Await, ast.Return, ast.Yield, ast.YieldFrom, ast.Lambda)):
         return True
     if isinstance(parent, ast.keyword):

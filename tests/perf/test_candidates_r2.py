@@ -233,6 +233,45 @@ case("SHD105", True, 1, """
     """)
 
 
+# ---------------------------------------------------------------- SHD102
+# tasks of a comprehension handed to gather: ruled out; to a gather whose results are dropped: kept
+case("SHD102", False, 0, """
+    import asyncio
+    async def main(xs):
+        tasks = [asyncio.create_task(work(x)) for x in xs]
+        await asyncio.gather(*tasks)
+    """)
+case("SHD102", True, 1, """
+    import asyncio
+    async def main(xs):
+        tasks = [asyncio.create_task(work(x)) for x in xs]
+        await asyncio.gather(*tasks, return_exceptions=True)
+    """)
+case("SHD102", False, 0, """
+    import asyncio
+    async def main(xs):
+        await asyncio.wait({asyncio.ensure_future(work(x)) for x in xs})
+    """)
+# tasks named in a list handed to asyncio.wait: ruled out
+case("SHD102", False, 0, """
+    import asyncio
+    async def main():
+        t1 = asyncio.create_task(a())
+        t2 = asyncio.create_task(b())
+        await asyncio.wait([t1, t2])
+    """)
+# a TaskGroup's create_task is no spawn: ruled out; a loop's (by its name) is one: kept
+case("SHD102", False, 0, """
+    import asyncio
+    async def main():
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(work())
+    """)
+case("SHD102", True, 1, """
+    def start(self):
+        self._loop.create_task(work())
+    """)
+
 @pytest.mark.parametrize("code,source,candidate,findings", CASES,
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
 def test_tier2_near_miss(code, source, candidate, findings):
