@@ -13,6 +13,7 @@ from shutdown_lint.traversal import walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
 from ._vocabulary import CLEANUP_WORDS, mentions
+from shutdown_lint.prefilter.ast_tree import DEFS, TRYS, nested_statements, walk_within
 
 #: Methods called on the executor that stop it.
 _STOP_METHODS = frozenset({"shutdown", "close", "terminate", "__exit__"})
@@ -623,6 +624,15 @@ class ExecutorWithoutShutdown(Rule):
         # `self.pool` is reached from elsewhere as `<obj>.pool`; a bare `pool` there is another
         # object (a local of the same name)
         least = 3 if ref.startswith("self.") else 2
+        # the search depends on (attr, least) only: two classes of the module storing `self.pool`
+        # read the importers once
+        memo = self.__dict__.setdefault("_elsewhere", {})
+        if (attr, least) not in memo:
+            memo[(attr, least)] = self._search_elsewhere(view, attr, least)
+        return memo[(attr, least)]
+
+    @staticmethod
+    def _search_elsewhere(view, attr: str, least: int) -> tuple[Optional[str], Optional[list[str]]]:
 
         def matches(written: str, args: list[str]) -> bool:
             parts = written.split(".")
@@ -949,56 +959,143 @@ def _may_drain(tree) -> bool:
     """The second shape (``visit_With``, ``_check_local``): a ``with`` item that may call a factory
     of an executor that waits for its queued work, bound by ``as V``, with ``V.submit``/``V.map``
     called in the block; or, in a function, ``V = <factory>(...)`` with ``V.submit``/``V.map``
-    and ``V.shutdown`` called in it. (The loops, the worker counts and the cancelling paths are
-    left to the rule.)"""
+    and ``V.shutdown`` called in it; the work queued in bulk as ``_queues`` reads it (a ``map``
+    whose iterator the block consumes, a ``submit`` per worker of ``range(W)`` are not). (The
+    cancelling paths are left to the rule.)"""
     if not tree.mentions(tuple(_QUEUE_METHODS)):
         return False
     factories = [n for n in ExecutorWithoutShutdown.options["executor_factories"].default
                  if n not in _TERMINATING_POOLS]
     # The factory test comes first: it rules out nearly every with item and assignment, and
-    # the walks of ``_queues`` are what cost (they made this condition quadratic in a function's size).
-    # An assignment is judged against its outermost function's body only: both walks only find
-    # more in a larger body, so an inner function's body can add nothing the outer one lacks.
-    outermost: list = []
-    for node in ast.walk(tree.module):
+    # the walks of ``_queues`` are what cost. ``with`` and assignments are statements: the
+    # statement walk finds every one ``ast.walk`` would, without walking the expressions.
+    for node in nested_statements(tree.module.body):
         if isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:
                 if (isinstance(item.optional_vars, ast.Name) and isinstance(item.context_expr, ast.Call)
                         and tree.may_call_any(item.context_expr, factories)
-                        and _queues(node.body, item.optional_vars.id)):
+                        and _queues(node.body, item.optional_vars.id, item.context_expr, whole_block=True)):
                     return True
-    stack = list(ast.iter_child_nodes(tree.module))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            outermost.append(node)
-        else:
-            stack.extend(ast.iter_child_nodes(node))
-    for node in outermost:
-        for sub in ast.walk(node):
+    # ``_check_local`` reads the body of the function the assignment is directly in (its nested defs
+    # are not entered): each function is judged with its own statements
+    for fn in tree.functions:
+        for sub in nested_statements(fn.node.body, lambda st: not isinstance(st, DEFS)):
             if (isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call)
                     and any(isinstance(t, ast.Name) for t in sub.targets)
                     and tree.may_call_any(sub.value, factories)):
                 for t in sub.targets:
-                    if (isinstance(t, ast.Name) and _queues(node.body, t.id)
-                            and _calls_method(node.body, t.id, frozenset({"shutdown"}))):
+                    if (isinstance(t, ast.Name) and _queues(fn.node.body, t.id, sub.value)
+                            and _calls_method(fn.node.body, t.id, frozenset({"shutdown"}))):
                         return True
     return False
 
 
-_AST_LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_NO_LOOP = object()
 
 
-def _queues(body: list, name: str) -> bool:
-    """``<name>.map(...)`` anywhere in ``body``, or ``<name>.submit(...)`` inside a loop or a
-    comprehension in it (nested functions included: a superset of ``_queues_in_bulk``)."""
-    if _calls_method(body, name, frozenset({"map"})):
-        return True
-    for stmt in body:
-        for loop in ast.walk(stmt):
-            if isinstance(loop, _AST_LOOPS) and _calls_method([loop], name, frozenset({"submit"})):
+def _queues(body: list, name: str, factory: ast.Call, whole_block: bool = False) -> bool:
+    """A superset of ``_queues_in_bulk(body, name, factory)``: ``<name>.submit(...)`` whose innermost
+    loop or comprehension (nested defs and lambdas left out, as ``_calls_on`` does) is not surely one
+    job per worker (``_one_job_per_worker``, decided here only for the exact text ``range(W)`` with
+    ``W`` the name given as ``max_workers=W``/``processes=W``); or a ``<name>.map(...)`` whose
+    iterator is dropped (an expression statement) or kept in a name (``it = ex.map(...)``). In a
+    ``with`` block (``whole_block``: the rule reads all of it) a kept iterator must also be neither
+    iterated (``for x in it``) nor handed to a call (``list(it)``) anywhere in the block: the rule
+    counts those (and more) as consuming it. Elsewhere the rule reads only up to the shutdown, so
+    every kept iterator counts."""
+    workers = _workers_name(factory)
+    kept: list[str] = []
+    todo: list = [(st, _NO_LOOP) for st in reversed(body)]
+    while todo:
+        node, loop = todo.pop()
+        t = type(node)
+        if t is ast.FunctionDef or t is ast.AsyncFunctionDef or t is ast.Lambda:
+            continue
+        if t is ast.Call:
+            func = node.func
+            if (func.__class__ is ast.Attribute and func.attr == "submit" and func.value.__class__ is ast.Name
+                    and func.value.id == name and loop is not _NO_LOOP
+                    and not _one_job_per_worker_ast(loop, workers)):
                 return True
-    return False
+        elif t is ast.Expr and _is_map_of(node.value, name):
+            return True  # the iterator is dropped unstarted
+        elif t is ast.Assign and len(node.targets) == 1 and type(node.targets[0]) is ast.Name \
+                and _is_map_of(node.value, name):
+            kept.append(node.targets[0].id)
+        elif t is ast.AnnAssign and type(node.target) is ast.Name and node.value is not None \
+                and _is_map_of(node.value, name):
+            kept.append(node.target.id)
+        inner = loop
+        if t is ast.For or t is ast.AsyncFor:
+            inner = node.iter
+        elif t is ast.While:
+            inner = None
+        elif t in _AST_COMPREHENSIONS:
+            inner = node.generators[0].iter
+        children = [(c, inner) for c in ast.iter_child_nodes(node)]
+        children.reverse()
+        todo.extend(children)
+    if not kept:
+        return False
+    if not whole_block:
+        return True
+    consumed: set[str] = set()  # a subset of what the rule's scan counts (it enters nested defs too)
+    for st in body:
+        for n in ast.walk(st):
+            t = type(n)
+            if t is ast.Call:
+                for a in n.args:
+                    if type(a) is ast.Starred:
+                        a = a.value
+                    if type(a) is ast.Name:
+                        consumed.add(a.id)
+                for k in n.keywords:
+                    if type(k.value) is ast.Name:
+                        consumed.add(k.value.id)
+            elif t is ast.For or t is ast.AsyncFor:
+                if type(n.iter) is ast.Name:
+                    consumed.add(n.iter.id)
+            elif t is ast.comprehension:
+                if type(n.iter) is ast.Name:
+                    consumed.add(n.iter.id)
+    return any(v not in consumed for v in kept)
+
+
+_AST_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_NO_LOOP = object()
+
+
+def _is_map_of(expr: ast.AST, name: str) -> bool:
+    func = expr.func if type(expr) is ast.Call else None
+    return (type(func) is ast.Attribute and func.attr == "map" and type(func.value) is ast.Name
+            and func.value.id == name)
+
+
+def _workers_name(factory: ast.Call) -> Optional[str]:
+    """``W`` when ``_workers(factory)`` surely is the code ``W``: the factory has no positional
+    argument (the rule would take the first one) and its first ``max_workers=``/``processes=``
+    keyword is the bare name ``W``, written with nothing around it (its span is exactly
+    ``max_workers=W``: no parentheses, spaces or comments that the rule's text would keep)."""
+    if any(type(a) is not ast.Starred for a in factory.args[:1]):
+        return None
+    for k in factory.keywords:
+        if k.arg in ("max_workers", "processes"):
+            v = k.value
+            if (type(v) is ast.Name and k.lineno == k.end_lineno
+                    and k.end_col_offset - k.col_offset == len(k.arg) + 1 + len(v.id)):
+                return v.id
+            return None
+    return None
+
+
+def _one_job_per_worker_ast(iterable, workers: Optional[str]) -> bool:
+    """``_one_job_per_worker`` where it surely holds: the iterable is the exact text ``range(W)``
+    (one line, its span exactly that long: no spaces, parentheses or comments)."""
+    return (workers is not None and type(iterable) is ast.Call and type(iterable.func) is ast.Name
+            and iterable.func.id == "range" and len(iterable.args) == 1 and not iterable.keywords
+            and type(iterable.args[0]) is ast.Name and iterable.args[0].id == workers
+            and iterable.lineno == iterable.end_lineno
+            and iterable.end_col_offset - iterable.col_offset == len(f"range({workers})"))
 
 
 def _calls_method(body: list, name: str, methods: frozenset) -> bool:
@@ -1025,15 +1122,27 @@ def _surely_released(tree, target, fn) -> bool:
         if method.name in seen:
             continue  # the facts know a class's first definition of a name as its method
         seen.add(method.name)
-        if not mentions(method.name, CLEANUP_WORDS):
-            continue
-        for call, _awaited, _in_lambda in method.calls:
-            func = call.func
-            if (isinstance(func, ast.Attribute) and func.attr in _STOP_METHODS
-                    and isinstance(func.value, ast.Attribute) and func.value.attr == target.attr
-                    and isinstance(func.value.value, ast.Name) and func.value.value.id == "self"
-                    # the rule compares the code as written: `self.pool`, nothing between
-                    and func.value.lineno == func.value.end_lineno
-                    and func.value.end_col_offset - func.value.col_offset == len(ref)):
+        if mentions(method.name, CLEANUP_WORDS):
+            if any(_stops(call, ref) for call, _awaited, _in_lambda in method.calls):
                 return True
+            continue
+        # any method: a release site in a ``finally`` or an ``except`` body of the method itself
+        # (``facts.in_cleanup_block``: not in a nested def or lambda) is enough for ``_released``
+        for st in nested_statements(method.node.body, lambda st: not isinstance(st, DEFS)):
+            if isinstance(st, TRYS):
+                blocks = [*st.finalbody, *(x for h in st.handlers for x in h.body)]
+                if any(type(n) is ast.Call and _stops(n, ref)
+                       for n in walk_within(blocks, stop=(ast.Lambda, *DEFS))):
+                    return True
     return False
+
+
+def _stops(call: ast.Call, ref: str) -> bool:
+    """``<ref>.shutdown()`` (or another stop method), ``ref`` being ``self.<attr>`` written as is."""
+    func = call.func
+    return (isinstance(func, ast.Attribute) and func.attr in _STOP_METHODS
+            and isinstance(func.value, ast.Attribute) and func.value.attr == ref[5:]
+            and isinstance(func.value.value, ast.Name) and func.value.value.id == "self"
+            # the rule compares the code as written: `self.pool`, nothing between
+            and func.value.lineno == func.value.end_lineno
+            and func.value.end_col_offset - func.value.col_offset == len(ref))

@@ -106,3 +106,65 @@ BODY
 ])
 def test_shd404_tier2_follows_what_owns_a_resource(body, candidate):
     _tier2_decides("SHD404", _ACTOR.replace("BODY", body), candidate)
+
+
+# --------------------------------------------------------------------------- SHD503
+_WITH = '''
+from concurrent.futures import ThreadPoolExecutor
+
+
+def run(jobs, n):
+    with ThreadPoolExecutor(FACTORY_ARGS) as ex:
+BODY
+'''
+
+
+@pytest.mark.parametrize("factory_args,body,candidate,reported", [
+    # a map whose iterator the block consumes: the rule's interrupt path cancels what is left
+    ("", "        return list(ex.map(work, jobs))\n", False, False),
+    ("", "        for r in ex.map(work, jobs):\n            print(r)\n", False, False),
+    ("", "        it = ex.map(work, jobs)\n        print(sorted(it))\n", False, False),
+    # ... kept and never consumed in the block, or dropped: queued in bulk
+    ("", "        it = ex.map(work, jobs)\n    return it\n", True, True),
+    ("", "        ex.map(work, jobs)\n", True, True),
+    # one submit per worker of `range(W)`, W the pool's max_workers: nothing waits in the queue
+    ("max_workers=n", "        fs = [ex.submit(work, i) for i in range(n)]\n", False, False),
+    # the rule compares code as written (`range( n )` is reported); `max_workers = n` and a positional
+    # count are not, but stay candidates: the tier decides on the exact text `range(W)` only
+    ("max_workers=n", "        fs = [ex.submit(work, i) for i in range( n )]\n", True, True),
+    ("max_workers = n", "        fs = [ex.submit(work, i) for i in range(n)]\n", True, False),
+    ("n", "        fs = [ex.submit(work, i) for i in range(n)]\n", True, False),
+    ("max_workers=n", "        fs = [ex.submit(work, j) for j in jobs]\n", True, True),
+    # a submit in a nested def is not the block's (``_calls_on`` does not enter it)
+    ("", "        def later():\n            return [ex.submit(work, j) for j in jobs]\n        return later\n",
+     False, False),
+])
+def test_shd503_tier2_reads_the_work_a_with_block_queues(factory_args, body, candidate, reported):
+    code = _WITH.replace("FACTORY_ARGS", factory_args).replace("BODY", body)
+    assert bool(_tier2_decides("SHD503", code, candidate)) is reported
+
+
+_STORED = '''
+from concurrent.futures import ThreadPoolExecutor
+
+
+class Agent:
+    def __init__(self):
+        self.pool = ThreadPoolExecutor(2)
+
+    async def run(self):
+        try:
+            await serve()
+        finally:
+            RELEASE
+'''
+
+
+@pytest.mark.parametrize("release,candidate", [
+    ("self.pool.shutdown()", False),  # a finally of any method: ``_released`` finds it
+    ("self . pool.shutdown()", True),  # the rule compares the code as written
+    ("cb = lambda: self.pool.shutdown()", True),  # in a lambda: not in the finally's own function
+    ("self.other.shutdown()", True),
+])
+def test_shd503_tier2_release_in_a_finally(release, candidate):
+    _tier2_decides("SHD503", _STORED.replace("RELEASE", release), candidate)
