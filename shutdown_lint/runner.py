@@ -393,9 +393,35 @@ def run(jobs: Sequence[Job], settings: Settings, mode: Mode, n_jobs: int,
                 out.append(outcome)
         return out
     # the pool's modules are imported only here: a fully cached run never needs them
-    from concurrent.futures.process import BrokenProcessPool
-
     from . import analyzer  # noqa: F401  - imported once here, inherited by forked workers
+
+    with _shared_index(_context()):
+        return _run_pool(jobs, settings, mode, n_jobs, tick)
+
+
+@contextlib.contextmanager
+def _shared_index(ctx):
+    """The project index's log shared by this run's pool workers (``index/shared.py``): a
+    module summarised by one worker is not summarised again by another."""
+    from .index.project import current
+
+    index = current()
+    if index is None or index.shared is not None:
+        yield
+        return
+    from .index.shared import SharedLog
+
+    index.shared = SharedLog(ctx.Lock())
+    try:
+        yield
+    finally:
+        shared, index.shared = index.shared, None
+        shared.close()
+
+
+def _run_pool(jobs: Sequence[Job], settings: Settings, mode: Mode, n_jobs: int,
+              tick: Callable[[Outcome], None]) -> list[Outcome]:
+    from concurrent.futures.process import BrokenProcessPool
 
     results: dict[int, Outcome] = {}
     # largest files first: per-file cost is very skewed (a big candidate file with findings

@@ -122,6 +122,8 @@ class ProjectIndex:
         self._import_words: Optional[dict[bytes, list[str]]] = None
         #: summaries computed here that the store does not have yet (sent back by workers)
         self.new_entries: dict[str, list] = {}
+        #: the run's pool workers' shared log (``index/shared.py``; set by the runner), or None
+        self.shared = None
 
     # ------------------------------------------------------------------ roots and names
     def _add_root(self, d: str, only: Optional[frozenset[str]] = None) -> None:
@@ -249,7 +251,18 @@ class ProjectIndex:
     def _load(self, path: str) -> tuple[Optional[dict], list]:
         from .store import load_summary
 
-        return load_summary(path, self.store, self.new_entries)
+        shared = self.shared
+        if shared is not None:
+            found = _shared_summary(shared, path)
+            if found is not None:
+                return found  # another worker of this run summarised it (and sends it to the parent)
+        new: dict = {}
+        found = load_summary(path, self.store, new)
+        if new:
+            self.new_entries.update(new)
+            if shared is not None:
+                shared.put("s" + path, (new[path], found[1]))
+        return found
 
     def read(self, path: str) -> bytes:
         if path not in self._bytes:
@@ -317,10 +330,15 @@ class ProjectIndex:
         import statements, so an importer search looks up its words instead of scanning
         every file again (a project of N files with M searches: N, not N x M, regex scans)."""
         if self._import_words is None:
-            table: dict[bytes, list[str]] = {}
-            for f in self.project_files():
-                for w in {w for stmt in self.import_lines(f) for w in _WORD.findall(stmt)}:
-                    table.setdefault(w, []).append(f)
+            shared = self.shared
+            table = shared.get("w") if shared is not None else None
+            if table is None:  # another worker of this run built it already: same files, same table
+                table = {}
+                for f in self.project_files():
+                    for w in {w for stmt in self.import_lines(f) for w in _WORD.findall(stmt)}:
+                        table.setdefault(w, []).append(f)
+                if shared is not None:
+                    shared.put("w", table)
             self._import_words = table
         return self._import_words
 
@@ -531,6 +549,22 @@ class ProjectIndex:
 
     def view(self, path: str) -> "ProjectView":
         return ProjectView(self, os.path.abspath(path))
+
+
+def _shared_summary(shared, path: str) -> Optional[tuple[Optional[dict], list]]:
+    """(summary, dependency stamp) another worker computed for ``path`` in this run, when the
+    file's stat is still the one it summarised (as ``store.load_summary`` trusts a cache entry)."""
+    hit = shared.get("s" + path)
+    if hit is None:
+        return None
+    entry, stamp = hit
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if st.st_mtime_ns != entry[0] or st.st_size != entry[1]:
+        return None
+    return entry[3], stamp
 
 
 #: an import statement: its line, and a parenthesised name list over several lines whole
