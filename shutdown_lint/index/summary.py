@@ -45,12 +45,18 @@ def summarize(source: bytes, path: str = "<string>") -> Optional[dict]:
     a result that depends on them is re-linted when they change (``store.stale``)."""
     if path.endswith("pyproject.toml"):
         return _scripts(source)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(source, path)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+    from ..prefilter.ast_tree import cached
+
+    # the candidate tier of this process may have parsed these very bytes a moment ago (a
+    # rule asking about the file it lints, or the module it just linted): the same tree
+    tree = cached(source)
+    if tree is None:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tree = ast.parse(source, path)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
     try:
         out = _ModuleSummarizer().run(tree)
         if b"remote" in source:  # two more walks of the tree: only where ray.remote can be spelled
@@ -612,7 +618,7 @@ def _remote_targets(tree: ast.Module) -> list[str]:
     local: dict[str, list[str]] = {}
     top = {id(st) for st in tree.body}
     handed: list[tuple[str, str]] = []
-    for node in ast.walk(tree):
+    for node in _walk(tree):
         if type(node) is ast.ClassDef and id(node) not in top:
             local.setdefault(node.name, []).extend(b for b in (dotted(x) for x in node.bases) if b)
             for d in node.decorator_list:
@@ -631,6 +637,26 @@ def _remote_targets(tree: ast.Module) -> list[str]:
         for t in local.get(target, [target]) if "." not in target else [target]:
             if f"{callee}:{t}" not in out:
                 out.append(f"{callee}:{t}")
+    return out
+
+
+def _walk(tree: ast.AST) -> list[ast.AST]:
+    """``ast.walk(tree)``'s nodes in its order (breadth first), less the leaves (names,
+    constants, contexts, operators: nothing under them) and without its generators: the
+    walk ``_remote_targets`` makes of every module that spells ``remote`` cost as much as
+    the rest of its summary."""
+    out: list[ast.AST] = [tree]
+    leaves, AST = _LEAVES, ast.AST
+    i = 0
+    while i < len(out):
+        node = out[i]
+        i += 1
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if type(value) is list:
+                out += [c for c in value if type(c) not in leaves and isinstance(c, AST)]
+            elif type(value) not in leaves and isinstance(value, AST):
+                out.append(value)
     return out
 
 
