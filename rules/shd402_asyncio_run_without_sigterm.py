@@ -6,6 +6,7 @@ from shutdown_lint.prefilter import words as C
 from shutdown_lint.prefilter import ast_tree as T
 from shutdown_lint.facts import FunctionInfo, reachable
 from shutdown_lint.rule import Fix, InsertBefore, Invalid, Option, Rule
+from shutdown_lint.traversal import TRIVIA, walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
 
@@ -33,7 +34,7 @@ class _Names(cst.CSTVisitor):
 def _names_handle(nodes) -> bool:
     names = _Names()
     for node in nodes:
-        node.visit(names)
+        walk(node, names, TRIVIA)  # ``node.visit(names)`` without rebuilding every node (no layout holds a Name)
         if names.found:
             return True
     return False

@@ -1,15 +1,17 @@
 from __future__ import annotations
 
 import ast
+import weakref
 from typing import Optional, Union
 
 import libcst as cst
 
 from shutdown_lint.prefilter import words as C
-from shutdown_lint.prefilter.ast_tree import TRYS
+from shutdown_lint.prefilter.ast_tree import TRYS, nested_statements
 from shutdown_lint import facts as F
 from shutdown_lint.facts.types import MP_CONTEXT
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
+from shutdown_lint.traversal import walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
 from ._vocabulary import identifier_words
@@ -748,7 +750,7 @@ class ChildProcessNeverStopped(Rule):
                         return
                 found[0] = rule._attr_use(n) in (_STOP, _HANDOFF, _WITH, _REGISTER)
 
-        f.module.visit(_Scan())
+        walk(f.module, _Scan())
         return found[0]
 
     def _attr_use(self, ref: cst.Attribute) -> str:
@@ -1032,7 +1034,7 @@ class ChildProcessNeverStopped(Rule):
                 if not _harmless(n, var):
                     found[0] = True
 
-        root.visit(_Scan())
+        walk(root, _Scan())
         return found[0]
 
     # ------------------------------------------------------------------ fix
@@ -1159,7 +1161,7 @@ def _declared_shared(fn_node: cst.FunctionDef, var: str) -> bool:
         def visit_Nonlocal(self, n: cst.Nonlocal) -> None:
             found[0] = found[0] or any(item.name.value == var for item in n.names)
 
-    fn_node.body.visit(_Scan())
+    walk(fn_node.body, _Scan())
     return found[0]
 
 
@@ -1219,7 +1221,7 @@ def _has(stmts, types) -> bool:
             return not found[0]
 
     for s in stmts:
-        s.visit(_Scan())
+        walk(s, _Scan())
     return found[0]
 
 
@@ -1266,7 +1268,7 @@ def _leaves_early(stmts) -> bool:
             found[0] = found[0] or self.loops == 0
 
     for s in stmts:
-        s.visit(_Scan())
+        walk(s, _Scan())
     return found[0]
 
 
@@ -1292,10 +1294,11 @@ def _may_start_child(tree) -> bool:
 
     def kinds(value) -> set:
         """The kinds the call may start (``_KIND``; ``mp`` for a context's ``Process``)."""
-        if type(value) is not ast.Call:
+        process = type(value.func) is ast.Attribute and value.func.attr == "Process"
+        if not process and not _may_be_factory(tree, value):
             return set()
         out = {k for k, names in _KIND_NAMES if tree.may_call_any(value, names)}
-        if type(value.func) is ast.Attribute and value.func.attr == "Process":
+        if process:
             if not contexts:
                 contexts.append(any(tree.may_call_any(c, CONTEXT_FACTORIES) for c in tree.all_calls()))
             if contexts[0]:
@@ -1307,6 +1310,8 @@ def _may_start_child(tree) -> bool:
         awaited = type(value) is ast.Await
         if awaited:
             value = value.value
+        if type(value) is not ast.Call:
+            continue
         if type(target) is ast.Name:
             attr = None
         elif type(target) is ast.Attribute and type(target.value) is ast.Name and target.value.id == "self":
@@ -1334,19 +1339,34 @@ def _may_start_child(tree) -> bool:
         if not detached and any(type(t) is ast.Attribute and type(t.value) is ast.Name and t.value.id == "self"
                                 and type(v) is ast.Name and v.id == target.id for t, v, _ in tree.assigns):
             return True  # ``self.proc = p``
-    calls = [c for c in tree.all_calls() if tree.may_call_any(c, FACTORIES) and _tree_piped(c)]
-    if not calls:
-        return False
-    parents = tree.parents(tree.module)
-    for c in calls:
-        up = parents.get(id(c))
-        if type(up) is ast.Await:
-            up = parents.get(id(up))
-        elif not tree.may_call_any(c, POPEN_FACTORIES):
-            continue  # an asyncio factory not awaited; never ``mp`` (``kind != "mp"``)
-        if type(up) is ast.Expr:
-            return True
+    statements = None
+    for c in tree.all_calls():
+        if not c.keywords or not _tree_piped(c) or not _may_be_factory(tree, c):
+            continue
+        if statements is None:
+            statements = _expression_statements(tree)
+        awaited = statements.get(id(c))
+        if awaited is None:
+            continue
+        if awaited or tree.may_call_any(c, POPEN_FACTORIES):
+            return True  # not an asyncio factory left unawaited; never ``mp`` (``kind != "mp"``)
     return False
+
+
+#: the factories' last words
+_FACTORY_WORDS = frozenset(name.rsplit(".", 1)[-1] for name in FACTORIES)
+
+
+def _may_be_factory(tree, call: ast.Call) -> bool:
+    """``tree.may_call_any(call, FACTORIES)``, its callee's last word checked first (``may_call``
+    needs ``<r>.<last>`` or an alias of ``<x>.<attr>`` / a name with a factory's last word)."""
+    func = call.func
+    if type(func) is ast.Attribute:
+        if func.attr not in _FACTORY_WORDS and _FACTORY_WORDS.isdisjoint(tree.aliases_of_attr(func.attr)):
+            return False
+    elif _FACTORY_WORDS.isdisjoint(tree.words(func)):
+        return False
+    return tree.may_call_any(call, FACTORIES)
 
 
 _KIND_NAMES = (("popen", POPEN_FACTORIES), ("asyncio", ASYNC_FACTORIES), ("mp", MP_FACTORIES))
@@ -1400,17 +1420,10 @@ def _tree_waited_next(tree, call: ast.Call, var: str) -> bool:
     not ``_timed``."""
     if any(k.arg in _SESSION_KEYWORDS for k in call.keywords):
         return False
-    parents = tree.parents(tree.module)
-    stmt = parents.get(id(call))
-    if type(stmt) is ast.Await:
-        stmt = parents.get(id(stmt))
-    if type(stmt) not in (ast.Assign, ast.AnnAssign):
+    where = _assignments(tree).get(id(call))
+    if where is None:
         return False
-    owner = parents.get(id(stmt))
-    block = _block_of(owner, stmt)
-    if block is None:
-        return False
-    i = next(k for k, st in enumerate(block) if st is stmt)
+    stmt, owner, block, i = where
     if i + 1 < len(block):
         after = block[i + 1:]
     elif type(owner) in TRYS and block is owner.body and owner.orelse and not any(
@@ -1431,6 +1444,7 @@ def _tree_waited_next(tree, call: ast.Call, var: str) -> bool:
     uses = [n for n in ast.walk(nxt) if type(n) is ast.Name and n.id == var]
     if len(uses) != 1 or any(type(n) is ast.Lambda for n in ast.walk(nxt)):
         return False
+    parents = {id(child): node for node in ast.walk(nxt) for child in ast.iter_child_nodes(node)}
     attr = parents.get(id(uses[0]))
     up = parents.get(id(attr)) if type(attr) is ast.Attribute else None
     if type(up) is not ast.Call or up.func is not attr or attr.attr not in _STOP_METHODS:
@@ -1444,15 +1458,59 @@ def _tree_waited_next(tree, call: ast.Call, var: str) -> bool:
     return True
 
 
-def _block_of(parent, stmt) -> Optional[list]:
-    """The statement list of ``parent`` that holds ``stmt`` (a body, ``else``, ``finally``)."""
-    if parent is None:
-        return None
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(parent, field, None)
-        if type(block) is list and any(st is stmt for st in block):
-            return block
-    return None
+_ASSIGNMENTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _assignments(tree) -> dict:
+    """``id(call)`` -> (statement, owner, block, index) for every ``x = <call>`` /
+    ``x = await <call>`` / ``x: T = <call>`` statement in a body, ``else`` or ``finally``
+    block (a handler's or a ``case``'s body: owner None), built once per tree from the
+    statements alone (no expression is walked)."""
+    return _statements(tree)[0]
+
+
+def _expression_statements(tree) -> dict:
+    """``id(call)`` -> awaited, for every expression statement ``<call>`` / ``await <call>``."""
+    return _statements(tree)[1]
+
+
+def _statements(tree) -> tuple[dict, dict]:
+    got = _ASSIGNMENTS.get(tree)
+    if got is None:
+        found: dict = {}
+        exprs: dict = {}
+        got = _ASSIGNMENTS[tree] = (found, exprs)
+        todo: list = [tree.module]
+        while todo:
+            owner = todo.pop()
+            blocks = [(owner, getattr(owner, f, None)) for f in ("body", "orelse", "finalbody")]
+            blocks += [(None, h.body) for h in getattr(owner, "handlers", ())]
+            blocks += [(None, c.body) for c in getattr(owner, "cases", ())]
+            for holder, block in blocks:
+                if type(block) is not list:
+                    continue
+                for i, st in enumerate(block):
+                    t = type(st)
+                    if t is ast.Assign or t is ast.AnnAssign:
+                        value = st.value
+                        if type(value) is ast.Await:
+                            value = value.value
+                        if type(value) is ast.Call:
+                            found[id(value)] = (st, holder, block, i)
+                    elif t is ast.Expr:
+                        value = st.value
+                        awaited = type(value) is ast.Await
+                        if awaited:
+                            value = value.value
+                        if type(value) is ast.Call:
+                            exprs[id(value)] = awaited
+                    elif isinstance(st, _COMPOUND):
+                        todo.append(st)
+    return got
+
+
+_COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.AsyncFor, ast.While,
+             ast.With, ast.AsyncWith, *TRYS, getattr(ast, "Match", ast.If))
 
 
 def _tree_attr_stopped_in_class(tree, fn, attr: str) -> bool:
@@ -1467,11 +1525,14 @@ def _tree_attr_stopped_in_class(tree, fn, attr: str) -> bool:
         return False
     parents = None
     for m in tree.methods.get(id(cls), ()):
+        nested = any(type(st) is ast.ClassDef for st in nested_statements(m.node.body))
         for call, _, _ in m.calls:
             func = call.func
             if type(func) is ast.Attribute and func.attr in _STOP_METHODS and type(func.value) is ast.Attribute \
                     and func.value.attr == attr and type(func.value.value) is ast.Name \
                     and func.value.value.id in ("self", "cls"):
+                if not nested:
+                    return True  # no class in the method: ``cls`` is the call's innermost one
                 if parents is None:
                     parents = tree.parents(tree.module)
                 up = parents.get(id(call))
