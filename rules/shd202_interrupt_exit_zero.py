@@ -950,14 +950,39 @@ def _may_exit_zero_on_interrupt(tree) -> bool:
     # path 3
     if interrupts and tree.has_main_guard and _interrupt_at_entrypoint(tree):
         return True
-    # path 4: ``process_tail`` (the project index) may make any function or method a process
-    # tail, whatever this module holds: a handler that may leave one normally (a coroutine's
-    # must also catch the cancellation)
+    # path 4: ``process_tail`` (the project index) may make any top-level function or method of a
+    # top-level class a process tail, whatever this module holds (it answers None for a def nested
+    # in a def, or in a class nested in a def or a class): a handler directly in one that may leave
+    # it normally (a coroutine's must also catch the cancellation) and does something
+    # (``_does_something``: a body of ``pass``/``...`` only does not)
     if interrupts:
         ctx = _Context(tree)
-        return any(_handler_may_return_to_entry(ctx, fn.node.body, needs_cancellation=type(fn.node) is ast.AsyncFunctionDef)
-                   for fn in tree.functions)
+        tails = _tail_candidates(tree)
+        return any(_handler_may_return_to_entry(ctx, fn.node.body, needs_cancellation=type(fn.node) is ast.AsyncFunctionDef,
+                                                doing=True)
+                   for fn in tree.functions if id(fn.node) in tails)
     return False
+
+
+def _tail_candidates(tree) -> set[int]:
+    """Ids of the defs ``process_tail`` may answer for (``fn.scope`` None; for a method, its class
+    at top level, not nested in a def or a class): the defs outside any def or class, and the
+    methods (``Tree.methods``) of the classes outside any def or class."""
+    out: set[int] = set()
+    for st in nested_statements(tree.module.body, enter=lambda st: not isinstance(st, (*DEFS, ast.ClassDef))):
+        if isinstance(st, DEFS):
+            out.add(id(st))
+        elif type(st) is ast.ClassDef:
+            out.update(id(m.node) for m in tree.methods.get(id(st), ()))
+    return out
+
+
+def _does_nothing(h: ast.ExceptHandler) -> bool:
+    """``not _does_something(h)`` for sure: every statement of the body is ``pass`` or ``...``
+    (a string statement is left to the rule: libcst counts only a plain string literal as nothing,
+    and the ``ast`` cannot tell it from an implicit concatenation)."""
+    return all(type(st) is ast.Pass or (type(st) is ast.Expr and type(st.value) is ast.Constant
+                                        and st.value.value is Ellipsis) for st in h.body)
 
 
 # ------------------------------------------------------------------ exits with status 0
@@ -1122,18 +1147,19 @@ def _binds(module: ast.Module, name: str) -> bool:
 _MATCH_BINDERS = tuple(getattr(ast, k) for k in ("MatchAs", "MatchStar", "MatchMapping") if hasattr(ast, k))
 
 
-def _handler_may_return_to_entry(ctx, stmts, needs_cancellation: bool) -> bool:
+def _handler_may_return_to_entry(ctx, stmts, needs_cancellation: bool, doing: bool = False) -> bool:
     """Some ``except`` naming ``KeyboardInterrupt`` in ``stmts`` (not in nested defs) may leave
-    normally (``normal_return_to_entrypoint``'s ``leaves``) and is not excluded for sure."""
+    normally (``normal_return_to_entrypoint``'s ``leaves``) and is not excluded for sure (with
+    ``doing``, it must also do something: ``_does_nothing``)."""
     tree = ctx.tree
-    todo = [(s, False) for s in stmts]
+    todo = [(s, False) for s in stmts if type(s) not in DEFS]  # a nested def's handlers are its own
     while todo:
         node, in_loop = todo.pop()
         t = type(node)
         if t in TRYS:
             for h in node.handlers:
-                if h.type is not None and _names_interrupt(tree, h.type) and _may_leave(
-                        ctx, node, h, in_loop, needs_cancellation):
+                if h.type is not None and _names_interrupt(tree, h.type) and not (doing and _does_nothing(h)) \
+                        and _may_leave(ctx, node, h, in_loop, needs_cancellation):
                     return True
         child_loop = (in_loop or t in _LOOPS) and t is not ast.ClassDef
         for child in ast.iter_child_nodes(node):

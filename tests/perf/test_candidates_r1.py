@@ -168,3 +168,36 @@ class Agent:
 ])
 def test_shd503_tier2_release_in_a_finally(release, candidate):
     _tier2_decides("SHD503", _STORED.replace("RELEASE", release), candidate)
+
+
+# --------------------------------------------------------------------------- SHD202
+_TAIL = '''
+def serve():
+    try:
+        run()
+    except KeyboardInterrupt:
+BODY
+'''
+
+
+@pytest.mark.parametrize("source,candidate", [
+    # path 4 (``process_tail``): a handler that does something, in a top-level function
+    (_TAIL.replace("BODY", "        log('stopped')\n"), True),
+    # ... but only ``pass``/``...``: ``_does_something`` is False, the rule returns
+    (_TAIL.replace("BODY", "        pass\n"), False),
+    (_TAIL.replace("BODY", "        ...\n        pass\n"), False),
+    (_TAIL.replace("BODY", "        'a string statement'\n"), True),  # left to the rule
+    # ... in a def nested in a def: ``process_tail`` answers None for it
+    ("def outer():\n    def serve():\n        try:\n            run()\n        except KeyboardInterrupt:\n"
+     "            log('stopped')\n    return serve\n", False),
+    # ... a method of a top-level class stays; of a class nested in a class does not
+    ("class A:\n    def serve(self):\n        try:\n            run()\n        except KeyboardInterrupt:\n"
+     "            log('stopped')\n", True),
+    ("class A:\n    class B:\n        def serve(self):\n            try:\n                run()\n"
+     "            except KeyboardInterrupt:\n                log('stopped')\n", False),
+    # path 3 needs no ``_does_something``: a __main__ block's handler that passes is reported
+    ("import sys\nif __name__ == '__main__':\n    try:\n        run()\n    except KeyboardInterrupt:\n        pass\n",
+     True),
+])
+def test_shd202_tier2_process_tail_needs_a_tail_that_does_something(source, candidate):
+    _tier2_decides("SHD202", source, candidate)

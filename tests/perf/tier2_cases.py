@@ -207,7 +207,7 @@ CASES["SHD202"] = [
      "signal.signal(signal.SIGINT, other)\n", False),  # the exiting function is not the one installed
     ("import signal, sys\nsignal.signal(signal.SIGINT, lambda s, f, _=sys.exit(0): stop())\n", True),  # a lambda's default
     # entrypoints: the handler's function must be called from __main__ or run by asyncio.run from there
-    ("def run_app():\n    try:\n        work()\n    except KeyboardInterrupt:\n        pass\n"
+    ("def run_app():\n    try:\n        work()\n    except KeyboardInterrupt:\n        log()\n"
      "def main():\n    run_app()\nif __name__ == '__main__':\n    main()\n", True),  # CHANGED: a chain (process_tail)
     ("import asyncio\nasync def amain():\n    try:\n        await work()\n    except KeyboardInterrupt:\n        return\n"
      "def main():\n    asyncio.run(amain())\nif __name__ == '__main__':\n    main()\n", False),
