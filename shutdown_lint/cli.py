@@ -527,8 +527,11 @@ def _plan(args, resolver, mode, cfg, cache_dir, code_key):
     from .discovery import discover
 
     exclude = [*cfg.exclude, *_split(args.exclude), *_split(args.extend_exclude)]
+    from .config import CONFIG_FILES
+
     found = discover(args.paths or ["."], cfg.root, exclude, respect_gitignore=cfg.respect_gitignore
-                     and not args.no_respect_gitignore, force_exclude=args.force_exclude)
+                     and not args.no_respect_gitignore, force_exclude=args.force_exclude,
+                     config_names=frozenset() if resolver.fixed else frozenset(CONFIG_FILES))
     for err in found.errors:
         print(f"error: {err}", file=sys.stderr)
     for warning in found.warnings:
@@ -544,8 +547,7 @@ def _plan(args, resolver, mode, cfg, cache_dir, code_key):
             if found.files:
                 groups[resolver.config_path("")] = found.files
         else:
-            for f in found.files:
-                groups.setdefault(resolver.config_path(f.abspath), []).append(f)
+            _group_by_config(found.files, resolver, groups, found.plain_dirs)
         group_settings = {path: resolver.settings(path) for path in groups}
         _apply_nested_excludes(groups, resolver, cfg, args)
     except SettingsError as e:
@@ -557,6 +559,39 @@ def _plan(args, resolver, mode, cfg, cache_dir, code_key):
     plans = [_plan_group(files, group_settings[path], mode, cache_dir, results, notes, code_key, clean)
              for path, files in groups.items()]
     return found, results, clean, notes, plans
+
+
+def _group_by_config(files, resolver, groups: dict, plain_dirs=frozenset()) -> None:
+    """``files`` into ``groups`` by the configuration that applies to each, asked once a directory
+    (a file's directory is its absolute path up to its last separator; a directory's files come one
+    after another). ``plain_dirs``: directories the walk listed with no configuration file's name in
+    them (``Discovery.plain_dirs``): theirs is their parent's, with no look at the disk."""
+    sep = os.sep
+    known: dict[str, object] = {}
+
+    def nearest(directory: str):
+        chain = []
+        while directory not in known:
+            cut = directory.rfind(sep)
+            if directory in plain_dirs and cut > 0:
+                chain.append(directory)
+                directory = directory[:cut]
+                continue
+            known[directory] = resolver.config_path(directory + sep)  # it looks in the file's directory
+            break
+        found = known[directory]
+        for d in chain:
+            known[d] = found
+        return found
+
+    last_dir, members = None, None
+    for f in files:
+        abspath = f[1]  # SourceFile.abspath
+        directory = abspath[:abspath.rfind(sep)]
+        if directory != last_dir:
+            last_dir = directory
+            members = groups.setdefault(nearest(directory), [])
+        members.append(f)
 
 
 def _deps_changed(hit, abspath, cache, cache_dir) -> bool:
@@ -600,7 +635,7 @@ def _plan_group(files, settings, mode, cache_dir, results, notes, code_key=None,
     hit_of = cache.hit
     for f in cache.count_clean(files, clean):  # most files of a warm run end there
         display, abspath, mtime_ns, size = f
-        if mtime_ns is None:  # found by walking a directory: not stat'ed yet
+        if mtime_ns is None:  # discovery could not stat it (gone since its directory was listed)
             try:
                 st = os.stat(abspath)
             except OSError:

@@ -63,6 +63,10 @@ class Discovery(Record):
         self.errors: list[str] = [] if errors is None else errors
         #: things skipped while walking that the user should hear about (broken symlinks)
         self.warnings: list[str] = [] if warnings is None else warnings
+        #: directories the walk listed that hold no entry named as one of ``discover``'s
+        #: ``config_names``: no configuration file there, whatever else it asks (not a field: a
+        #: by-product of the walk, for the command line's per-directory settings)
+        self.plain_dirs: set[str] = set()
 
 
 def display_path(abspath: str, cwd: str) -> str:
@@ -121,6 +125,12 @@ class Ignorer:
                 spec = pathspec.GitIgnoreSpec.from_lines(lines)
             self._specs[directory] = spec
         return self._specs[directory]
+
+    def listed(self, directory: str, entries: list) -> None:
+        """A walk's listing of ``directory`` (its ``DirEntry`` objects): without a ``.gitignore``
+        entry there is none to read (``_spec`` is not asked to open one)."""
+        if directory not in self._specs and not any(e.name == ".gitignore" for e in entries):
+            self._specs[directory] = None
 
     def files_kept(self, directory: str) -> bool:
         """True when no entry directly in ``directory`` (an absolute, normalised path) can be
@@ -181,7 +191,8 @@ def _inside(path: str, root: str) -> bool:
 
 
 def discover(paths: Iterable[str], root: str, exclude: Iterable[str] = (), *, respect_gitignore: bool = True,
-             force_exclude: bool = False, cwd: Optional[str] = None) -> Discovery:
+             force_exclude: bool = False, cwd: Optional[str] = None,
+             config_names: frozenset[str] = frozenset()) -> Discovery:
     cwd = os.path.abspath(cwd or os.getcwd())
     ignorers: list[Ignorer] = []
 
@@ -194,11 +205,6 @@ def discover(paths: Iterable[str], root: str, exclude: Iterable[str] = (), *, re
     files = out.files
     seen_files: set[str] = set()
     seen_dirs: set[tuple[int, int]] = set()
-
-    def add(abspath: str) -> None:  # a file found by walking a directory
-        if abspath not in seen_files:
-            seen_files.add(abspath)
-            files.append(SourceFile(display_path(abspath, cwd), abspath))
 
     paths = list(paths)
     prefix = cwd.rstrip(os.sep) + os.sep
@@ -221,7 +227,7 @@ def discover(paths: Iterable[str], root: str, exclude: Iterable[str] = (), *, re
         if isdir(st.st_mode):
             if force_exclude and ignorer().ignored(abspath, True):
                 continue
-            _walk(abspath, ignorer(), seen_dirs, add, out.warnings, cwd)
+            _walk(abspath, ignorer(), seen_dirs, seen_files, files, out, cwd, config_names)
         elif abspath.endswith(".pyi") or abspath in seen_files or (force_exclude and ignorer().ignored(abspath, False)):
             continue
         else:
@@ -253,43 +259,96 @@ def _all_plain(paths: list[str]) -> bool:
 
 
 _DISPLAY = itemgetter(0)  # SourceFile.display
+#: a directory opened to be listed (``os.scandir`` of an fd) and to stat its entries relative to it
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _NAME = attrgetter("name")
 
 
-def _walk(top: str, ignorer: Ignorer, seen_dirs: set[tuple[int, int]], add, warnings: list[str],
-          cwd: str) -> None:
+def _walk(top: str, ignorer: Ignorer, seen_dirs: set[tuple[int, int]], seen_files: set[str],
+          files: list[SourceFile], out: Discovery, cwd: str, config_names: frozenset[str]) -> None:
+    """Walk ``top`` (absolute, normalised) depth first, each directory's entries by name.
+    A file found is stat'ed here, through its ``DirEntry`` (one ``stat`` a file, as a named
+    file gets): the warm path then serves it from the cache with no second look (see
+    ``cache.Cache.count_clean``); its display path is its directory's (computed once a
+    directory) and its name."""
+    prefix = cwd.rstrip(os.sep) + os.sep
     stack = [top]
     while stack:
         directory = stack.pop()
-        try:
-            st = os.stat(directory)
+        try:  # the entries' stats are then made relative to it (fstatat): no path to resolve again
+            fd = os.open(directory, _DIR_FLAGS)
         except OSError:
             continue
-        key = (st.st_dev, st.st_ino)
-        if key in seen_dirs:
-            continue  # a symlink loop, or a directory reached twice
-        seen_dirs.add(key)
         try:
-            entries = sorted(os.scandir(directory), key=_NAME)
+            _walk_one(directory, fd, stack, ignorer, seen_dirs, seen_files, files, out, cwd, prefix, config_names)
+        finally:
+            os.close(fd)
+
+
+def _walk_one(directory: str, fd: int, stack: list[str], ignorer: Ignorer, seen_dirs: set[tuple[int, int]],
+              seen_files: set[str], files: list[SourceFile], out: Discovery, cwd: str, prefix: str,
+              config_names: frozenset[str]) -> None:
+    """One directory of ``_walk``, open as ``fd``."""
+    sep, new, isreg, warnings = os.sep, tuple.__new__, stat.S_ISREG, out.warnings
+    configured = False  # an entry has a configuration file's name
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return
+    key = (st.st_dev, st.st_ino)
+    if key in seen_dirs:
+        return  # a symlink loop, or a directory reached twice
+    seen_dirs.add(key)
+    try:
+        entries = sorted(os.scandir(fd), key=_NAME)
+    except OSError:
+        return
+    if ignorer.respect_gitignore:  # the listing says whether a .gitignore is here: no failed open per directory
+        ignorer.listed(directory, entries)
+    # most directories have no pattern that could leave a file out: ask only where one can
+    kept = ignorer.files_kept(directory)
+    here = directory.rstrip(sep) + sep
+    shown = here[len(prefix):] if here.startswith(prefix) else None  # display_path's fast path, once
+    for entry in entries:
+        name = entry.name  # (its ``path`` is the name too: the listing is of an fd)
+        try:
+            is_dir = entry.is_dir()  # follows symlinks
         except OSError:
             continue
-        # most directories have no pattern that could leave a file out: ask only where one can
-        kept = ignorer.files_kept(directory)
-        for entry in entries:
+        if is_dir:
+            if (name not in DEFAULT_EXCLUDED_DIRS) if kept else not ignorer.ignored(here + name, True):
+                stack.append(here + name)
+            continue
+        if not name.endswith(".py"):
+            if name in config_names:
+                configured = True
+            continue
+        path = here + name
+        if not kept and ignorer.ignored(path, False):
+            continue
+        try:
+            est = entry.stat()  # follows symlinks
+        except OSError as e:
             try:
-                is_dir = entry.is_dir()  # follows symlinks
+                link = entry.is_symlink()
             except OSError:
                 continue
-            if is_dir:
-                if (entry.name not in DEFAULT_EXCLUDED_DIRS) if kept else not ignorer.ignored(entry.path, True):
-                    stack.append(entry.path)
-            elif entry.name.endswith(".py"):
-                try:
-                    if not entry.is_file():
-                        if entry.is_symlink() and not ignorer.ignored(entry.path, False):
-                            warnings.append(f"{display_path(entry.path, cwd)}: broken symlink, skipped")
-                        continue
-                except OSError:
-                    continue
-                if kept or not ignorer.ignored(entry.path, False):
-                    add(entry.path)
+            if not link:  # listed a moment ago: the planner stats it again and the runner reports it
+                stamp = (None, None)
+            elif isinstance(e, FileNotFoundError):
+                warnings.append(f"{display_path(path, cwd)}: broken symlink, skipped")
+                continue
+            else:
+                continue
+        else:
+            if not isreg(est.st_mode):  # a link to a FIFO, a socket ...
+                if entry.is_symlink():
+                    warnings.append(f"{display_path(path, cwd)}: broken symlink, skipped")
+                continue
+            stamp = (est.st_mtime_ns, est.st_size)
+        if path not in seen_files:
+            seen_files.add(path)
+            files.append(new(SourceFile, (shown + name if shown is not None else display_path(path, cwd), path,
+                                          *stamp)))
+    if config_names and not configured:
+        out.plain_dirs.add(directory)
