@@ -8,6 +8,10 @@
   of tool/venv directories are pruned.
 - A file named on the command line is always linted, unless ``force_exclude``.
 - Symlinked directories are followed once: a loop is never walked twice.
+- A walked file is stat'ed through its directory listing (``DirEntry.stat``, relative to the open
+  directory): the stamp the warm path compares with the cache, so a file costs one ``stat``
+  whether it was named or found. The listing also says where no ``.gitignore`` or configuration
+  file can be (``Ignorer.listed``, ``Discovery.plain_dirs``): nothing is opened or stat'ed for them.
 """
 
 from __future__ import annotations
@@ -259,7 +263,9 @@ def _all_plain(paths: list[str]) -> bool:
 
 
 _DISPLAY = itemgetter(0)  # SourceFile.display
-#: a directory opened to be listed (``os.scandir`` of an fd) and to stat its entries relative to it
+#: a directory opened to be listed (``os.scandir`` of an fd) and to stat its entries relative to it,
+#: where the platform can (elsewhere each directory is listed by its path)
+_FD_WALK = os.scandir in os.supports_fd and os.stat in os.supports_dir_fd
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _NAME = attrgetter("name")
 
@@ -275,6 +281,9 @@ def _walk(top: str, ignorer: Ignorer, seen_dirs: set[tuple[int, int]], seen_file
     stack = [top]
     while stack:
         directory = stack.pop()
+        if not _FD_WALK:
+            _walk_one(directory, None, stack, ignorer, seen_dirs, seen_files, files, out, cwd, prefix, config_names)
+            continue
         try:  # the entries' stats are then made relative to it (fstatat): no path to resolve again
             fd = os.open(directory, _DIR_FLAGS)
         except OSError:
@@ -285,14 +294,14 @@ def _walk(top: str, ignorer: Ignorer, seen_dirs: set[tuple[int, int]], seen_file
             os.close(fd)
 
 
-def _walk_one(directory: str, fd: int, stack: list[str], ignorer: Ignorer, seen_dirs: set[tuple[int, int]],
+def _walk_one(directory: str, fd: Optional[int], stack: list[str], ignorer: Ignorer, seen_dirs: set[tuple[int, int]],
               seen_files: set[str], files: list[SourceFile], out: Discovery, cwd: str, prefix: str,
               config_names: frozenset[str]) -> None:
-    """One directory of ``_walk``, open as ``fd``."""
+    """One directory of ``_walk``, open as ``fd`` (None: listed by its path)."""
     sep, new, isreg, warnings = os.sep, tuple.__new__, stat.S_ISREG, out.warnings
     configured = False  # an entry has a configuration file's name
     try:
-        st = os.fstat(fd)
+        st = os.stat(directory) if fd is None else os.fstat(fd)
     except OSError:
         return
     key = (st.st_dev, st.st_ino)
@@ -300,7 +309,7 @@ def _walk_one(directory: str, fd: int, stack: list[str], ignorer: Ignorer, seen_
         return  # a symlink loop, or a directory reached twice
     seen_dirs.add(key)
     try:
-        entries = sorted(os.scandir(fd), key=_NAME)
+        entries = sorted(os.scandir(directory if fd is None else fd), key=_NAME)
     except OSError:
         return
     if ignorer.respect_gitignore:  # the listing says whether a .gitignore is here: no failed open per directory
@@ -310,7 +319,7 @@ def _walk_one(directory: str, fd: int, stack: list[str], ignorer: Ignorer, seen_
     here = directory.rstrip(sep) + sep
     shown = here[len(prefix):] if here.startswith(prefix) else None  # display_path's fast path, once
     for entry in entries:
-        name = entry.name  # (its ``path`` is the name too: the listing is of an fd)
+        name = entry.name  # (``here + name`` is its path: ``entry.path`` is only the name in a listing of an fd)
         try:
             is_dir = entry.is_dir()  # follows symlinks
         except OSError:

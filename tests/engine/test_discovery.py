@@ -131,3 +131,24 @@ def test_files_named_in_any_spelling_get_the_same_display_and_absolute_path(tmp_
     missing = discover(["pkg/nope.py", "./nope.py"], str(tmp_path))
     assert missing.files == [] and missing.errors == ["pkg/nope.py: no such file or directory",
                                                       "./nope.py: no such file or directory"]
+
+
+def test_the_walk_by_path_finds_what_the_walk_by_open_directory_finds(tmp_path, monkeypatch):
+    """Where ``os.scandir`` cannot list an fd the walk lists each directory by its path: the same
+    files (with their stat stamps), warnings and configuration-free directories."""
+    import shutdown_lint.discovery as D
+
+    for rel in ["a.py", "pkg/b.py", "pkg/deep/c.py", "cfg/pyproject.toml", "cfg/d.py", "notes.txt"]:
+        write(tmp_path / rel, CLEAN)
+    write(tmp_path / "pkg" / ".gitignore", "c.py\n")
+    os.symlink("..", tmp_path / "pkg" / "up")
+    os.symlink("gone.py", tmp_path / "dangling.py")
+    names = frozenset({"pyproject.toml", "shutdown-lint.toml"})
+    by_fd = discover(["."], str(tmp_path), cwd=str(tmp_path), config_names=names)
+    monkeypatch.setattr(D, "_FD_WALK", False)
+    by_path = discover(["."], str(tmp_path), cwd=str(tmp_path), config_names=names)
+    assert by_fd == by_path and by_fd.plain_dirs == by_path.plain_dirs
+    assert [f.display for f in by_fd.files] == ["a.py", "cfg/d.py", "pkg/b.py"]
+    assert all(f.mtime_ns == os.stat(f.abspath).st_mtime_ns and f.size == len(CLEAN) for f in by_fd.files)
+    assert by_fd.warnings == ["dangling.py: broken symlink, skipped"]
+    assert str(tmp_path / "cfg") not in by_fd.plain_dirs and str(tmp_path / "pkg" / "deep") in by_fd.plain_dirs
