@@ -183,90 +183,95 @@ class Tree:
             (self.module, None, False, None)]
         awaited: set[int] = set()
         FunctionDef, AsyncFunctionDef, ClassDef, Lambda = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda
-        Call, Await, Raise, Name = ast.Call, ast.Await, ast.Raise, ast.Name
+        Call, Await, Raise, Name, Constant = ast.Call, ast.Await, ast.Raise, ast.Name, ast.Constant
         trys = TRYS
         AST, mentioned = ast.AST, self.mentioned
+        reacts = _REACTS
+        fields_of = _FIELDS_BACKWARDS
+        pop, push = stack.pop, stack.append
         while stack:
-            node, fn, in_lambda, cls = stack.pop()
+            node, fn, in_lambda, cls = pop()
             t = type(node)  # never a Name or a Constant: those are not pushed (below)
-            if t is ast.Attribute:
-                mentioned.add(node.attr)
-            elif t is ast.alias:
-                mentioned.add(node.name.rsplit(".", 1)[-1])
-            if t is FunctionDef or t is AsyncFunctionDef:
-                info = Function(node, in_class=cls is not None)
-                self.functions.append(info)
-                if cls is not None:
-                    self.methods.setdefault(id(cls), []).append(info)
-                fn, in_lambda, cls = info, False, None
-            elif t is ClassDef:
-                self.classes.append(node)
-                cls = node
-            elif t is Lambda:
-                in_lambda = True
-            elif t is Call:
-                entry = (node, id(node) in awaited, in_lambda)
-                (fn.calls if fn is not None else self.module_calls).append(entry)
-            elif t is Await:
-                if type(node.value) is Call:
-                    awaited.add(id(node.value))
-            elif t is Raise:
-                if fn is not None:
-                    fn.raises.append(node)
-            elif t in trys:
-                if fn is not None:
-                    fn.trys.append(node)
-            elif t is ast.ExceptHandler:
-                self.handlers.append(node)
-            elif t is ast.Assign:
-                for target in node.targets:
-                    self._bind(target, node.value if len(node.targets) == 1 else None)
-                if len(node.targets) == 1:
-                    self.assigns.append((node.targets[0], node.value, fn))
-            elif t is ast.AnnAssign or t is ast.NamedExpr:
-                self._bind(node.target, node.value)
-                if t is ast.AnnAssign and node.value is not None:
-                    self.assigns.append((node.target, node.value, fn))
-                if t is ast.AnnAssign:
-                    _mention_string_annotation(node.annotation, mentioned)
-            elif t is ast.arg:
-                if node.annotation is not None:
-                    _mention_string_annotation(node.annotation, mentioned)
-            elif t is ast.withitem:
-                if node.optional_vars is not None:
-                    self._bind(node.optional_vars, node.context_expr)
-            elif t is ast.Import:
-                for alias in node.names:
-                    if alias.asname:
-                        self._imports.append((alias.asname, alias.name.rsplit(".", 1)[-1]))
-            elif t is ast.ImportFrom:
-                for alias in node.names:
-                    if alias.asname:
-                        self._imports.append((alias.asname, alias.name))
-            elif t is ast.If and fn is None and cls is None and is_main_guard(node.test):
-                self.has_main_guard = True
+            if t in reacts:  # most nodes (expressions, arguments, keywords) are none of these
+                if t is ast.Attribute:
+                    mentioned.add(node.attr)
+                elif t is ast.alias:
+                    mentioned.add(node.name.rsplit(".", 1)[-1])
+                elif t is FunctionDef or t is AsyncFunctionDef:
+                    info = Function(node, in_class=cls is not None)
+                    self.functions.append(info)
+                    if cls is not None:
+                        self.methods.setdefault(id(cls), []).append(info)
+                    fn, in_lambda, cls = info, False, None
+                elif t is ClassDef:
+                    self.classes.append(node)
+                    cls = node
+                elif t is Lambda:
+                    in_lambda = True
+                elif t is Call:
+                    entry = (node, id(node) in awaited, in_lambda)
+                    (fn.calls if fn is not None else self.module_calls).append(entry)
+                elif t is Await:
+                    if type(node.value) is Call:
+                        awaited.add(id(node.value))
+                elif t is Raise:
+                    if fn is not None:
+                        fn.raises.append(node)
+                elif t in trys:
+                    if fn is not None:
+                        fn.trys.append(node)
+                elif t is ast.ExceptHandler:
+                    self.handlers.append(node)
+                elif t is ast.Assign:
+                    for target in node.targets:
+                        self._bind(target, node.value if len(node.targets) == 1 else None)
+                    if len(node.targets) == 1:
+                        self.assigns.append((node.targets[0], node.value, fn))
+                elif t is ast.AnnAssign or t is ast.NamedExpr:
+                    self._bind(node.target, node.value)
+                    if t is ast.AnnAssign and node.value is not None:
+                        self.assigns.append((node.target, node.value, fn))
+                    if t is ast.AnnAssign:
+                        _mention_string_annotation(node.annotation, mentioned)
+                elif t is ast.arg:
+                    if node.annotation is not None:
+                        _mention_string_annotation(node.annotation, mentioned)
+                elif t is ast.withitem:
+                    if node.optional_vars is not None:
+                        self._bind(node.optional_vars, node.context_expr)
+                elif t is ast.Import:
+                    for alias in node.names:
+                        if alias.asname:
+                            self._imports.append((alias.asname, alias.name.rsplit(".", 1)[-1]))
+                elif t is ast.ImportFrom:
+                    for alias in node.names:
+                        if alias.asname:
+                            self._imports.append((alias.asname, alias.name))
+                elif t is ast.If and fn is None and cls is None and is_main_guard(node.test):
+                    self.has_main_guard = True
             # ``cls`` reaches everything under a class body (an ``if`` in it too) until a
-            # def resets it, as in the facts' collector. Children are pushed in reverse
-            # source order (popped in order) without ``ast.iter_child_nodes``' generators:
-            # this loop is most of the tier's cost after the parse.
-            children = []
-            for field in _fields(t):
+            # def resets it, as in the facts' collector. Children are pushed last field
+            # first, each list from its end, so that they are popped in source order,
+            # without ``ast.iter_child_nodes``' generators: this loop is most of the tier's
+            # cost after the parse.
+            fields = fields_of.get(t)
+            if fields is None:
+                fields = fields_of[t] = tuple(reversed(_fields(t)))
+            for field in fields:
                 value = getattr(node, field, None)
                 if type(value) is list:
-                    for c in value:
+                    for c in reversed(value):
                         tc = type(c)
                         if tc is Name:
                             mentioned.add(c.id)
-                        elif tc is not ast.Constant and isinstance(c, AST):
-                            children.append((c, fn, in_lambda, cls))
+                        elif tc is not Constant and isinstance(c, AST):
+                            push((c, fn, in_lambda, cls))
                 elif value is not None:
                     tv = type(value)
                     if tv is Name:
                         mentioned.add(value.id)
-                    elif tv is not ast.Constant and isinstance(value, AST):
-                        children.append((value, fn, in_lambda, cls))
-            children.reverse()
-            stack.extend(children)
+                    elif tv is not Constant and isinstance(value, AST):
+                        push((value, fn, in_lambda, cls))
 
     def _bind(self, target: ast.AST, value: Optional[ast.AST]) -> None:
         if isinstance(target, ast.Name):
@@ -464,6 +469,14 @@ def _mention_string_annotation(annotation: ast.AST, mentioned: set[str]) -> None
 
 
 _IDENTIFIER = re.compile(r"\w+")
+
+
+#: the node types ``Tree._collect`` does something with besides walking on
+_REACTS = frozenset({ast.Attribute, ast.alias, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda,
+                     ast.Call, ast.Await, ast.Raise, *TRYS, ast.ExceptHandler, ast.Assign, ast.AnnAssign,
+                     ast.NamedExpr, ast.arg, ast.withitem, ast.Import, ast.ImportFrom, ast.If})
+#: node type -> ``_fields`` reversed (``Tree._collect`` pushes the last field first)
+_FIELDS_BACKWARDS: dict[type, tuple[str, ...]] = {}
 
 
 @functools.lru_cache(maxsize=None)
