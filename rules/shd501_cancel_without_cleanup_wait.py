@@ -835,16 +835,21 @@ def _may_cancel_then_exit(tree) -> bool:
             todo.append((fn, min(c.lineno for c in cancels), cancels))
     if not todo:
         return False
-    drivers = workers = None
+    drivers = workers = entries = None
     for fn, first, cancels in todo:
         # (b) an exit call after the first cancel
         if any(c.lineno >= first and tree.may_call_any(c, EXIT_FUNCTIONS) for c, _, _ in fn.calls):
             return True
-        if any(_in_handler(fn, c.lineno) for c in cancels):
-            return True  # (c)/(d) in an interrupt handler or finally, and (e): see _in_handler
         raises = any(r.lineno >= first for r in fn.raises)
         returns = bool(fn.trys) and any(
             isinstance(n, ast.Return) and n.lineno >= first for n in ast.walk(fn.node))
+        if any(_in_handler(fn, c.lineno) for c in cancels):
+            if raises or returns:
+                return True  # (c)/(d) in an interrupt handler or finally
+            if entries is None:
+                entries = _entry_names(tree)
+            if fn.name in entries:
+                return True  # (e): see _in_handler
         if not raises and not returns:
             continue
         if drivers is None:
@@ -860,11 +865,24 @@ def _may_cancel_then_exit(tree) -> bool:
     return False
 
 
+def _entry_names(tree) -> set[str]:
+    """Names of the functions ``_is_entry`` may accept: ``main``, and every name spelled in an
+    ``if __name__ == ...`` block outside any def or class (its "call"/"await" references:
+    ``main()``, ``asyncio.run(amain())``; a superset by name)."""
+    out = {"main"}
+    if tree.has_main_guard:
+        for st in T.nested_statements(tree.module.body, enter=lambda st: not isinstance(st, (*T.DEFS, ast.ClassDef))):
+            if type(st) is ast.If and T.is_main_guard(st.test):
+                out |= T.identifiers(st)
+    return out
+
+
 def _in_handler(fn, line: int) -> bool:
     """The call at ``line`` may sit in an ``except`` or ``finally`` block of ``fn``: a superset
-    of the interrupt handlers and ``finally`` blocks that (c) and (d) need, and (e) any handler:
-    ``_after`` reports a cancel in any handler of an entry function (``main()``, or one the
-    ``__main__`` block calls) that reaches the end of that function (``the end of the driver``)."""
+    of the interrupt handlers and ``finally`` blocks that (c) and (d) need (with a ``raise`` or
+    a ``return`` after the cancel), and (e) any handler: ``_after`` reports a cancel in any
+    handler of an entry function (``main()``, or one the ``__main__`` block calls:
+    ``_entry_names``) that reaches the end of that function (``the end of the driver``)."""
     for t in fn.trys:
         if t.finalbody and _covers(t.finalbody[0].lineno, t.finalbody[-1].end_lineno, line):
             return True

@@ -201,3 +201,32 @@ BODY
 ])
 def test_shd202_tier2_process_tail_needs_a_tail_that_does_something(source, candidate):
     _tier2_decides("SHD202", source, candidate)
+
+
+# --------------------------------------------------------------------------- SHD501
+_HANDLER_CANCEL = '''
+import ray
+
+
+def NAME(refs):
+    try:
+        ray.get(refs)
+    except KeyboardInterrupt:
+        ray.cancel(refs[0])
+        log("cancelled")
+    AFTER
+'''
+
+
+@pytest.mark.parametrize("name,after,guard,candidate", [
+    # a cancel in a handler of a helper that carries on: no exit, raise or return after it
+    ("stop", "log('done')", "", False),
+    # ... the end of an entry function (``main``, or called from the __main__ block) is the driver's
+    ("main", "log('done')", "", True),
+    ("stop", "log('done')", "\nif __name__ == '__main__':\n    stop([])\n", True),
+    # ... a raise after it (in an interrupt handler it ends the process)
+    ("stop", "raise SystemExit(1)", "", True),
+])
+def test_shd501_tier2_a_handler_cancel_needs_an_exit_or_an_entry(name, after, guard, candidate):
+    code = _HANDLER_CANCEL.replace("NAME", name).replace("AFTER", after) + guard
+    _tier2_decides("SHD501", code, candidate)
