@@ -1289,7 +1289,9 @@ def _may_start_child(tree) -> bool:
       (``p.<_STOP_METHODS>()``, ``p.poll()``, ``p``/``p.pid`` in the arguments of a callee whose
       words say stop) or ``self.<attr> = p`` (``_STORED``: then as above), except "never waited
       for", which needs a non-``multiprocessing`` child with a pipe and no session of its own.
-      The stop's Name is in this file: ``_classify`` makes a use in another function a hand-over."""
+      The stop's Name is in this file: ``_classify`` makes a use in another function a hand-over.
+      A ``multiprocessing`` child also needs ``p.start()`` and no ``daemon=`` keyword; any other
+      is not reported when the next statement only waits for it (``_tree_waited_next``)."""
     contexts: list[bool] = []
 
     def kinds(value) -> set:
@@ -1306,6 +1308,7 @@ def _may_start_child(tree) -> bool:
         return out
 
     stopped: Optional[set] = None
+    started: set = set()
     for target, value, fn in tree.assigns:
         awaited = type(value) is ast.Await
         if awaited:
@@ -1333,7 +1336,9 @@ def _may_start_child(tree) -> bool:
         if ks != {"mp"} and not _tree_session(value) and _tree_piped(value):
             return True  # may be "never waited for"
         if stopped is None:
-            stopped = _tree_stopped_names(tree)
+            stopped, started = _tree_stopped_names(tree)
+        if ks == {"mp"} and (target.id not in started or _tree_daemon(value)):
+            continue  # ``_check``'s ``mp`` reports need ``p.start()`` and no ``daemon=`` keyword
         if target.id in stopped:
             return True
         if not detached and any(type(t) is ast.Attribute and type(t.value) is ast.Name and t.value.id == "self"
@@ -1386,23 +1391,33 @@ def _tree_session(call: ast.Call) -> bool:
                for k in call.keywords)
 
 
-def _tree_stopped_names(tree) -> set:
-    """Names ``p`` with a use ``_classify`` may call a stop: ``p.<stop or poll>(...)`` and every
+def _tree_daemon(call: ast.Call) -> bool:
+    """``_daemon_kw``: a ``daemon=`` keyword not spelled ``False`` or ``None``."""
+    return any(k.arg == "daemon" and not (type(k.value) is ast.Constant and (k.value.value is False or k.value.value
+                                                                            is None)) for k in call.keywords)
+
+
+def _tree_stopped_names(tree) -> tuple[set, set]:
+    """(names ``p`` with a use ``_classify`` may call a stop: ``p.<stop or poll>(...)`` and every
     identifier in the arguments of a call whose callee's words say stop (``os.kill(p.pid)``,
-    ``reap([p])``); a superset."""
+    ``reap([p])``), a superset; names with a ``p.start()`` call)."""
     out: set = set()
+    started: set = set()
     methods = _STOP_METHODS | {"poll"}
     for call in tree.all_calls():
         func = call.func
         word = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else ""
-        if type(func) is ast.Attribute and type(func.value) is ast.Name and word in methods:
-            out.add(func.value.id)
+        if type(func) is ast.Attribute and type(func.value) is ast.Name:
+            if word in methods:
+                out.add(func.value.id)
+            elif word == "start":
+                started.add(func.value.id)
         if word and (call.args or call.keywords) and not _STOP_WORDS.isdisjoint(identifier_words(word)):
             for a in [*call.args, *(k.value for k in call.keywords)]:
                 for n in ast.walk(a):
                     if type(n) is ast.Name:
                         out.add(n.id)
-    return out
+    return out, started
 
 
 _SESSION_KEYWORDS = frozenset({"start_new_session", "process_group", "preexec_fn"})
@@ -1445,6 +1460,18 @@ def _tree_waited_next(tree, call: ast.Call, var: str) -> bool:
     if len(uses) != 1 or any(type(n) is ast.Lambda for n in ast.walk(nxt)):
         return False
     parents = {id(child): node for node in ast.walk(nxt) for child in ast.iter_child_nodes(node)}
+    attr = parents.get(id(uses[0]))
+    if type(attr) is ast.keyword:
+        attr = parents.get(id(attr))
+    elif not (type(attr) is ast.Call and any(a is uses[0] for a in attr.args)):
+        attr = None
+    if attr is not None:
+        # ``wait_for_process(p, timeout=t)``: ``_handed`` makes it a ``_STOP`` (a stop word in the
+        # callee) or a hand-over (no report), never a look unless the callee is an observer; a
+        # ``<x>.wait(p)``/``<x>.communicate(p)`` may be ``_timed``
+        func = attr.func
+        word = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else ""
+        return word not in _OBSERVERS and not (type(func) is ast.Attribute and word in _WAIT_METHODS)
     attr = parents.get(id(uses[0]))
     up = parents.get(id(attr)) if type(attr) is ast.Attribute else None
     if type(up) is not ast.Call or up.func is not attr or attr.attr not in _STOP_METHODS:

@@ -125,6 +125,45 @@ case("SHD602", False, 0, """
                 self.proc = subprocess.Popen(cmd)
             launch()
     """)
+# handed right away to a helper whose name says it waits: ruled out; to an observer: kept
+case("SHD602", False, 0, """
+    import subprocess
+    def shell(command, timeout=None):
+        p = subprocess.Popen(command, stdout=subprocess.PIPE)
+        return wait_for_process(p, timeout=timeout)
+    """)
+case("SHD602", True, 1, """
+    import subprocess
+    def shell(command):
+        p = subprocess.Popen(command, stdout=subprocess.PIPE)
+        print(p)
+        work()
+        p.wait()
+    """)
+# a multiprocessing child never started, or a daemon: ruled out; started, joined after work: kept
+case("SHD602", False, 0, """
+    import multiprocessing
+    def train(cfg):
+        loader = multiprocessing.Process(target=produce, args=(cfg,))
+        fit(cfg)
+        loader.join()
+    """)
+case("SHD602", False, 0, """
+    import multiprocessing
+    def train(cfg):
+        loader = multiprocessing.Process(target=produce, args=(cfg,), daemon=1)
+        loader.start()
+        fit(cfg)
+        loader.join()
+    """)
+case("SHD602", True, 1, """
+    import multiprocessing
+    def train(cfg):
+        loader = multiprocessing.Process(target=produce, args=(cfg,), daemon=False)
+        loader.start()
+        fit(cfg)
+        loader.join()
+    """)
 
 # ---------------------------------------------------------------- SHD106
 case("SHD106", True, 1, """
