@@ -1575,14 +1575,16 @@ def _may_block_in_coroutine(tree) -> bool:
         return False
     if tree.mentions(_FILE_HINTS) and _iterates_in_coroutine(tree):
         return True  # a file object opened anywhere may be iterated (``for line in self.f``) in a coroutine
+    calls = [call for fn in tree.functions if fn.is_async for call, awaited, in_lambda in fn.calls
+             if not awaited and not in_lambda]
+    if any(_may_be_blocking(tree, call) for call in calls):
+        return True
+    # a coroutine's call of a same-module sync function that may block (at most two levels down);
+    # the sync functions are judged only when a coroutine calls one by name
+    sync_names = {fn.name for fn in tree.functions if not fn.is_async}
+    called = {callee_name(call) for call in calls} & sync_names
+    if not called:
+        return False
     direct = [fn for fn in tree.functions if not fn.is_async
               and any(not lam and _may_be_blocking(tree, c) for c, _, lam in fn.calls)]
-    reaching = tree.sync_functions_reaching(direct, depth=2)
-    for fn in tree.functions:
-        if fn.is_async:
-            for call, awaited, in_lambda in fn.calls:
-                if awaited or in_lambda:
-                    continue
-                if _may_be_blocking(tree, call) or callee_name(call) in reaching:
-                    return True
-    return False
+    return not called.isdisjoint(tree.sync_functions_reaching(direct, depth=2))

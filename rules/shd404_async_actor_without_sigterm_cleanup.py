@@ -846,9 +846,13 @@ def _may_be_async_actor(tree) -> bool:
     threaded = any(k.arg in _THREADED for c in tree.all_calls() for k in c.keywords)
     owning_coroutine = None
     for cls in tree.classes:
-        if not (cls.name in tree.argument_names or any("remote" in tree.words(d) for d in cls.decorator_list)):
-            continue
         methods = tree.methods.get(id(cls), ())
+        if not threaded and not cls.bases and not any(m.is_async for m in methods):
+            continue  # none of the three shapes below can hold: no need to ask whether it is an actor
+        # a name handed to a call is spelled (``mentioned``): that test first, the argument walk last
+        if not (any("remote" in tree.words(d) for d in cls.decorator_list)
+                or (cls.name in tree.mentioned and cls.name in tree.argument_names)):
+            continue
         if any(m.is_async and _may_own_resource(m.node, tree) for m in methods):
             return True
         if cls.bases and not any(m.is_async for m in methods) and _made_remote(tree, cls):
