@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import stat
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 
 from .record import Record
 
@@ -267,7 +267,6 @@ _DISPLAY = itemgetter(0)  # SourceFile.display
 #: where the platform can (elsewhere each directory is listed by its path)
 _FD_WALK = os.scandir in os.supports_fd and os.stat in os.supports_dir_fd
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
-_NAME = attrgetter("name")
 
 
 def _walk(top: str, ignorer: Ignorer, seen_dirs: set[tuple[int, int]], seen_files: set[str],
@@ -298,7 +297,7 @@ def _walk_one(directory: str, fd: Optional[int], stack: list[str], ignorer: Igno
               seen_files: set[str], files: list[SourceFile], out: Discovery, cwd: str, prefix: str,
               config_names: frozenset[str]) -> None:
     """One directory of ``_walk``, open as ``fd`` (None: listed by its path)."""
-    sep, new, isreg, warnings = os.sep, tuple.__new__, stat.S_ISREG, out.warnings
+    sep, new, isreg = os.sep, tuple.__new__, stat.S_ISREG
     configured = False  # an entry has a configuration file's name
     try:
         st = os.stat(directory) if fd is None else os.fstat(fd)
@@ -308,8 +307,8 @@ def _walk_one(directory: str, fd: Optional[int], stack: list[str], ignorer: Igno
     if key in seen_dirs:
         return  # a symlink loop, or a directory reached twice
     seen_dirs.add(key)
-    try:
-        entries = sorted(os.scandir(directory if fd is None else fd), key=_NAME)
+    try:  # listed whole before anything is decided (an error part way leaves the directory out)
+        entries = list(os.scandir(directory if fd is None else fd))
     except OSError:
         return
     if ignorer.respect_gitignore:  # the listing says whether a .gitignore is here: no failed open per directory
@@ -318,6 +317,11 @@ def _walk_one(directory: str, fd: Optional[int], stack: list[str], ignorer: Igno
     kept = ignorer.files_kept(directory)
     here = directory.rstrip(sep) + sep
     shown = here[len(prefix):] if here.startswith(prefix) else None  # display_path's fast path, once
+    # entries come in the file system's order; only two things depend on the order, and each is
+    # put in name order below: which subdirectory is walked next (which name a directory reached
+    # twice is shown by) and the order of the warnings (the files are sorted at the end)
+    subdirs: list[str] = []
+    notes: list[tuple[str, str]] = []
     for entry in entries:
         name = entry.name  # (``here + name`` is its path: ``entry.path`` is only the name in a listing of an fd)
         try:
@@ -326,7 +330,7 @@ def _walk_one(directory: str, fd: Optional[int], stack: list[str], ignorer: Igno
             continue
         if is_dir:
             if (name not in DEFAULT_EXCLUDED_DIRS) if kept else not ignorer.ignored(here + name, True):
-                stack.append(here + name)
+                subdirs.append(name)
             continue
         if not name.endswith(".py"):
             if name in config_names:
@@ -345,14 +349,14 @@ def _walk_one(directory: str, fd: Optional[int], stack: list[str], ignorer: Igno
             if not link:  # listed a moment ago: the planner stats it again and the runner reports it
                 stamp = (None, None)
             elif isinstance(e, FileNotFoundError):
-                warnings.append(f"{display_path(path, cwd)}: broken symlink, skipped")
+                notes.append((name, f"{display_path(path, cwd)}: broken symlink, skipped"))
                 continue
             else:
                 continue
         else:
             if not isreg(est.st_mode):  # a link to a FIFO, a socket ...
                 if entry.is_symlink():
-                    warnings.append(f"{display_path(path, cwd)}: broken symlink, skipped")
+                    notes.append((name, f"{display_path(path, cwd)}: broken symlink, skipped"))
                 continue
             stamp = (est.st_mtime_ns, est.st_size)
         if path not in seen_files:
@@ -361,3 +365,9 @@ def _walk_one(directory: str, fd: Optional[int], stack: list[str], ignorer: Igno
                                           *stamp)))
     if config_names and not configured:
         out.plain_dirs.add(directory)
+    if subdirs:
+        subdirs.sort()
+        stack.extend([here + name for name in subdirs])
+    if notes:
+        notes.sort()
+        out.warnings.extend(text for _name, text in notes)

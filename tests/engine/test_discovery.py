@@ -152,3 +152,16 @@ def test_the_walk_by_path_finds_what_the_walk_by_open_directory_finds(tmp_path, 
     assert all(f.mtime_ns == os.stat(f.abspath).st_mtime_ns and f.size == len(CLEAN) for f in by_fd.files)
     assert by_fd.warnings == ["dangling.py: broken symlink, skipped"]
     assert str(tmp_path / "cfg") not in by_fd.plain_dirs and str(tmp_path / "pkg" / "deep") in by_fd.plain_dirs
+
+
+def test_warnings_come_in_walk_order_whatever_the_listing_order(tmp_path):
+    """Directories are listed in the file system's order; the warnings still come depth first, by name."""
+    for name in ("zz.py", "aa.py", "mm.py"):
+        os.symlink("gone.py", tmp_path / name)
+    (tmp_path / "b").mkdir()
+    os.symlink("gone.py", tmp_path / "b" / "x.py")
+    (tmp_path / "a").mkdir()
+    os.symlink("gone.py", tmp_path / "a" / "y.py")
+    found = discover(["."], str(tmp_path), cwd=str(tmp_path))
+    # the root's own entries first, then its subdirectories, the last name first (a stack)
+    assert found.warnings == [f"{n}: broken symlink, skipped" for n in ("aa.py", "mm.py", "zz.py", "b/x.py", "a/y.py")]
