@@ -176,7 +176,9 @@ class Analysis:
 
     @cached_property
     def suppressions(self) -> suppression.Suppressions:
-        return suppression.parse(self.text, set(registry.rules_by_code()), registry.names_to_codes())
+        # Python's ``ast`` of the file, when the candidate tier parsed it (``Positions`` keeps it)
+        tree = getattr(self.facts.__dict__.get("_positions"), "_tree", None)
+        return suppression.parse(self.text, set(registry.rules_by_code()), registry.names_to_codes(), tree)
 
     def is_suppressed(self, finding: Finding) -> bool:
         return self.suppressions.suppresses(self.position(finding.node).start.line, finding.code)
