@@ -1265,10 +1265,14 @@ def spawns(tree) -> list[tuple[ast.Call, object]]:
     out = []
     for fn, calls in ((None, tree.module_calls), *((fn, fn.calls) for fn in tree.functions)):
         for c, _, _ in calls:
-            if (c.args or c.keywords) and any(tree.may_call(c, w) for w in _SPAWN_WORDS) and (
-                    _loop_receiver(c) or tree.may_call_any(c, _SPAWNERS)):
+            if (c.args or c.keywords) and may_spawn(tree, c):
                 out.append((c, fn))
     return out
+
+
+def may_spawn(tree, c: ast.Call) -> bool:
+    """``c`` may be a spawn as ``is_task_spawn`` reads it (see ``spawns``)."""
+    return any(tree.may_call(c, w) for w in _SPAWN_WORDS) and (_loop_receiver(c) or tree.may_call_any(c, _SPAWNERS))
 
 
 def _loop_receiver(call: ast.Call) -> bool:

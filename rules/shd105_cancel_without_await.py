@@ -7,10 +7,11 @@ import libcst as cst
 
 from shutdown_lint.prefilter.words import All, AnyOf, Word
 from shutdown_lint.rule import Fix, InsertAfter, Invalid, Option, Replace, Rule
+from shutdown_lint.prefilter.ast_tree import DEFS, TRYS, walk_within
 from shutdown_lint.traversal import walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
-from .shd102_unobserved_task_exception import is_task_spawn
+from .shd102_unobserved_task_exception import is_task_spawn, may_spawn
 
 #: Uses of a task after its cancel that neither wait for it nor hand it to someone who might.
 _NEUTRAL_METHODS = frozenset({"discard", "remove", "pop", "cancel", "done", "cancelled", "get_name", "clear"})
@@ -765,7 +766,9 @@ def _may_cancel_a_task(tree) -> bool:
     values of its class: ``Tree.words`` follows both, scopes ignored, and a call's words are its
     callee's) or a qualified name ``asyncio.Task``/``asyncio.Future`` (``Tree.words``: the last
     words it may have; a call's include its factory's result type); else ``_loop_over_tasks``
-    needs a name that an enclosing ``for`` binds. Other receivers (a subscript...) stay."""
+    needs a name that an enclosing ``for`` binds. Other receivers (a subscript...) stay. Then
+    ``_may_clean_up`` must hold for one of the spawns: a name or ``self.<x>`` whose every
+    binding is a spawn of a coroutine that surely has no cleanup (``_spawns_quiet``) is out."""
     for fn in tree.functions:
         if not fn.is_async:
             continue
@@ -777,11 +780,6 @@ def _may_cancel_a_task(tree) -> bool:
             receiver = func.value
             t = type(receiver)
             if t is ast.Name:
-                if _name_may_be_task(tree, fn, receiver.id):
-                    return True
-            elif t not in (ast.Attribute, ast.Call, ast.Await) or tree.words(receiver) & _TASK_WORDS:
-                return True
-            if t is ast.Name:
                 if parents is None:
                     parents = tree.parents(fn.node)
                 up = parents.get(id(c))
@@ -790,7 +788,117 @@ def _may_cancel_a_task(tree) -> bool:
                             and up.target.id == receiver.id:
                         return True
                     up = parents.get(id(up))
+                if _name_may_be_task(tree, fn, receiver.id) and not _spawns_quiet(
+                        tree, _name_values(tree, fn, receiver.id)):
+                    return True
+            elif t is ast.Attribute and type(receiver.value) is ast.Name and receiver.value.id == "self":
+                if tree.words(receiver) & _TASK_WORDS and not _spawns_quiet(tree, _attr_values(tree, receiver.attr)):
+                    return True
+            elif t not in (ast.Attribute, ast.Call, ast.Await) or tree.words(receiver) & _TASK_WORDS:
+                return True
     return False
+
+
+def _chain(fn, g) -> bool:
+    """``g`` (a ``Function`` or None: the module) may hold a binding ``lookup`` finds from ``fn``."""
+    return g is None or g is fn or (g.node.lineno <= fn.node.lineno and g.node.end_lineno >= fn.node.end_lineno)
+
+
+def _name_values(tree, fn, name: str) -> Optional[list]:
+    """(value, its ``Function``) of every binding of ``name`` that ``lookup`` may find from
+    ``fn``; None when some binding has no value here (``with ... as``, ``:=``) or an import
+    alias names a task."""
+    own = {name} | {word for local, word in tree._imports if local == name}
+    if own & _TASK_WORDS:
+        return None
+    out, values = [], 0
+    for target, value, g in tree.assigns:
+        if type(target) is ast.Name and target.id == name:
+            values += 1
+            if _chain(fn, g):
+                out.append((value, g))
+    if sum(1 for bound, _ in tree.value_bindings if bound == name) > values:
+        return None
+    return out
+
+
+def _attr_values(tree, attr: str) -> Optional[list]:
+    """(value, its ``Function``) of every ``self.<attr> = value`` in the module (the class's
+    ``attr_values`` are among them); None when a ``with ... as self.<attr>`` binds it too."""
+    out, values = [], 0
+    for target, value, g in tree.assigns:
+        if type(target) is ast.Attribute and target.attr == attr:
+            values += 1
+            if type(target.value) is ast.Name and target.value.id == "self":
+                out.append((value, g))
+    if sum(1 for bound, _ in tree._attr_bindings if bound == attr) > values:
+        return None
+    return out
+
+
+def _spawns_quiet(tree, values: Optional[list]) -> bool:
+    """Every value is a spawn (``spawns``' reading of ``is_task_spawn``) whose coroutine surely
+    has no cleanup: then ``_task_spawns`` gives those spawns (or none, and then no qualified
+    name of a task: the values are spawns) and ``_may_clean_up`` is False for each."""
+    if not values:
+        return False
+    for value, g in values:
+        if type(value) is ast.Await:
+            value = value.value
+        if type(value) is not ast.Call or not may_spawn(tree, value) or _may_clean_up_ast(tree, value, g):
+            return False
+    return True
+
+
+def _may_clean_up_ast(tree, spawn: ast.Call, g) -> bool:
+    """``_may_clean_up`` unless surely False: the coroutine is ``self.<m>(...)`` made in a method
+    of a class whose methods named ``m`` are all ``async def``s with no cleanup
+    (``_has_cleanup``), or none is and ``m`` is a ``_WAIT_PRIMITIVES`` word; or ``<x>.<m>(...)``
+    with ``x`` no class of this module (``resolve_function`` finds nothing) or a longer
+    receiver, ``m`` such a word."""
+    if not spawn.args:
+        return True
+    coro = spawn.args[0]
+    if type(coro) is not ast.Call or type(coro.func) is not ast.Attribute:
+        return True
+    func = coro.func
+    owner = func.value
+    if type(owner) is ast.Name:
+        if owner.id in ("self", "cls"):
+            if g is None or not g.in_class:
+                return True  # ``_method_class`` looks further out
+            cls = next((c for c in tree.classes if any(m is g for m in tree.methods.get(id(c), ()))), None)
+            if cls is None:
+                return True
+            same = [m for m in tree.methods.get(id(cls), ()) if m.name == func.attr]
+            if same:
+                return any(not m.is_async or _has_cleanup_ast(m.node.body) for m in same)
+        elif any(c.name == owner.id for c in tree.classes):
+            return True
+    return func.attr not in _WAIT_PRIMITIVES
+
+
+def _has_cleanup_ast(body: list) -> bool:
+    """``_has_cleanup`` on the ``ast``, a superset: a ``finally``, a ``with``/``async with``, a
+    handler that is bare or names ``CancelledError``/``BaseException`` (as a name or an
+    attribute), not in nested defs (lambdas and classes are walked, as the rule does)."""
+    for n in walk_within(body, DEFS):
+        t = type(n)
+        if t in TRYS and n.finalbody:
+            return True
+        if t is ast.With or t is ast.AsyncWith:
+            return True
+        if t is ast.ExceptHandler:
+            if n.type is None:
+                return True
+            for x in ast.walk(n.type):
+                if (type(x) is ast.Name and x.id in _CANCEL_WORDS) or (
+                        type(x) is ast.Attribute and x.attr in _CANCEL_WORDS):
+                    return True
+    return False
+
+
+_CANCEL_WORDS = frozenset({"CancelledError", "BaseException"})
 
 
 def _name_may_be_task(tree, fn, name: str) -> bool:

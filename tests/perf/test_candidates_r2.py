@@ -271,6 +271,46 @@ case("SHD105", True, 1, """
             task.cancel()
     """)
 
+# every binding spawns a coroutine with no cleanup (a method of the class, a library wait): ruled
+# out; a method with a finally, an unknown coroutine: kept
+case("SHD105", False, 0, """
+    import asyncio
+    class Poller:
+        async def _poll(self):
+            while True:
+                await asyncio.sleep(1)
+        async def run(self):
+            self._t = asyncio.create_task(self._poll())
+            await asyncio.sleep(5)
+            self._t.cancel()
+    """)
+case("SHD105", True, 1, """
+    import asyncio
+    class Poller:
+        async def _poll(self):
+            try:
+                await asyncio.sleep(1)
+            finally:
+                print("closed")
+        async def run(self):
+            self._t = asyncio.create_task(self._poll())
+            await asyncio.sleep(5)
+            self._t.cancel()
+    """)
+case("SHD105", False, 0, """
+    import asyncio
+    async def run(event):
+        t = asyncio.create_task(event.wait())
+        await asyncio.sleep(5)
+        t.cancel()
+    """)
+case("SHD105", True, 1, """
+    import asyncio
+    async def run(helper):
+        t = asyncio.create_task(helper.serve())
+        await asyncio.sleep(5)
+        t.cancel()
+    """)
 
 # ---------------------------------------------------------------- SHD102
 # tasks of a comprehension handed to gather: ruled out; to a gather whose results are dropped: kept
