@@ -869,7 +869,7 @@ class UnobservedTaskException(Rule):
                 if broad and facts.exit_paths(h).hands_on:
                     found[0] = True
 
-        fn.node.body.visit(_Scan())
+        walk(fn.node.body, _Scan())
         return found[0]
 
     def _discarding_gather(self, call: cst.Call) -> bool:
@@ -1195,7 +1195,7 @@ def _acts(facts, body: cst.CSTNode, task: str) -> bool:
                 return
             found[0] = True
 
-    body.visit(_Scan())
+    walk(body, _Scan())
     return found[0]
 
 

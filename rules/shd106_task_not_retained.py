@@ -7,6 +7,7 @@ import libcst as cst
 from shutdown_lint.prefilter.words import All, AnyOf, Word, qualified
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
 from shutdown_lint.prefilter.ast_tree import TRYS, callee_name
+from shutdown_lint.traversal import walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD
 from .shd102_unobserved_task_exception import (_BROAD_HANDLERS, handles_own_errors, is_task_spawn, spawns,
@@ -349,7 +350,7 @@ def _only_sleeps(facts, body: cst.CSTNode) -> bool:
         def visit_Await(self, n: cst.Await) -> None:
             awaits.append(n)
 
-    body.visit(V())
+    walk(body, V())
     return all(isinstance(a.expression, cst.Call) and facts.call_name(a.expression) == "asyncio.sleep"
                for a in awaits)
 
@@ -367,13 +368,13 @@ def _reads(region: cst.CSTNode, name: str) -> bool:
                 found.append(n)
 
         def visit_Attribute(self, n: cst.Attribute) -> bool:
-            n.value.visit(self)
+            walk(n.value, self)
             return False
 
         def visit_Param(self, n: cst.Param) -> bool:
             return False
 
-    region.visit(V())
+    walk(region, V())
     return bool(found)
 
 

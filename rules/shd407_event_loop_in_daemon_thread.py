@@ -8,6 +8,7 @@ import libcst as cst
 from shutdown_lint.prefilter.words import All, AnyOf, Word, qualified
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
 from shutdown_lint.prefilter.ast_tree import function_names, keyword
+from shutdown_lint.traversal import walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, dotted
 
@@ -329,7 +330,7 @@ class EventLoopInDaemonThread(Rule):
                         and _code(n.func.value) == holder and n.args and _is_true(n.args[0].value)):
                     found.append(n)
 
-        region.visit(V())
+        walk(region, V())
         return bool(found)
 
     def _scoped_to_one_call(self, node: cst.Call) -> bool:
@@ -356,7 +357,7 @@ class EventLoopInDaemonThread(Rule):
                             and _code(call.func.value) == holder):
                         found.append(call)
 
-        outer.visit(V())
+        walk(outer, V())
         return bool(found)
 
     # ------------------------------------------------------------------ loop?
@@ -415,7 +416,7 @@ def _calls(node: cst.CSTNode) -> list[cst.Call]:
         def visit_Call(self, n: cst.Call) -> None:
             found.append(n)
 
-    node.visit(V())
+    walk(node, V())
     return found
 
 

@@ -10,6 +10,7 @@ import libcst as cst
 from shutdown_lint.prefilter.words import Word
 from shutdown_lint.rule import Invalid, Rule
 from shutdown_lint.prefilter.ast_tree import DEFS, positional_args
+from shutdown_lint.traversal import walk
 
 #: Calls that run a command: the command is the first positional argument or ``args=``.
 COMMAND_CALLS = frozenset({
@@ -296,7 +297,7 @@ class KillByName(Rule):
                       "(`runtime_guard.terminate_process_groups`)",
                 )
 
-        body.visit(_Kills())
+        walk(body, _Kills())
 
 
 def _literal(expr: cst.BaseExpression) -> Optional[str]:
@@ -373,7 +374,7 @@ def _mentions(node: cst.CSTNode, words: frozenset[str]) -> bool:
             nonlocal found
             found = found or n.value.strip("'\"") in words
 
-    node.visit(_V())
+    walk(node, _V())
     return found
 
 
