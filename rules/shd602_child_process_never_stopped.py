@@ -1441,11 +1441,12 @@ def _tree_waited_next(tree, call: ast.Call, var: str) -> bool:
     stmt, owner, block, i = where
     if i + 1 < len(block):
         after = block[i + 1:]
-    elif type(owner) in TRYS and block is owner.body and owner.orelse and not any(
+    elif type(owner) is ast.Try and block is owner.body and owner.orelse and not any(
             type(n) is ast.Name and n.id == var for h in owner.handlers for n in ast.walk(h)):
         # ``try: p = <factory>(...)`` / ``except OSError: ...`` / ``else: p.communicate()``: the
         # window goes on in the ``else`` (``_code_between``); no use of ``p`` in a handler,
-        # which would come first in source order
+        # which would come first in source order (``_code_between`` goes on in the ``else`` of a
+        # ``cst.Try`` only: not of an ``except*`` one)
         after = owner.orelse
     else:
         return False

@@ -72,6 +72,18 @@ case("SHD602", True, 0, """
             out, _ = p.communicate()
         return out
     """)
+# the same in an ``except*`` try: the rule's window goes on after the try, not into its else: kept
+case("SHD602", True, 1, """
+    import subprocess
+    def run(cmd):
+        try:
+            p = subprocess.Popen(cmd, stdout=subprocess.PIPE)
+        except* OSError:
+            return None
+        else:
+            out, _ = p.communicate()
+        return out
+    """)
 # no pipe and nothing that stops the child: ruled out; a helper whose name says it reaps: kept
 case("SHD602", False, 0, """
     import subprocess
