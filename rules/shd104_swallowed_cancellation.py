@@ -1312,16 +1312,18 @@ def _suspends(body) -> bool:
 
 def _surely_reraises(handler) -> bool:
     """Every way out re-raises the caught exception and nothing leaves by a way of its own:
-    the handler's last statement is a bare ``raise`` or ``raise <its name>``, every ``raise``
-    in it is one of those, and it holds no ``return``/``break``/``continue``/``yield``, no
-    ``while`` (an endless one never leaves) and no nested ``try`` (nested defs, lambdas and classes skipped). Then the facts' ways are
+    the handler's last statement is a bare ``raise`` or ``raise <its name>`` (any ``from``),
+    every ``raise`` in it is one of those, and it holds no ``return``/``break``/``continue``/
+    ``yield``, no ``while`` (an endless one never leaves) and no nested ``try`` (nested defs,
+    lambdas and classes skipped). Then the facts' ways are
     ``RERAISE`` (and ``EXIT``) only, with no leaving statement, no ``yield`` and no
     swallowing ``finally``: ``_check`` reports nothing."""
     body = handler.body
     name = handler.name
 
     def reraise(n) -> bool:
-        return type(n) is ast.Raise and n.cause is None and (
+        # the facts' ``_raise_way`` reads ``exc`` only: ``raise e from None`` re-raises too
+        return type(n) is ast.Raise and (
             n.exc is None or (name is not None and type(n.exc) is ast.Name and n.exc.id == name))
 
     if not body or not reraise(body[-1]):

@@ -363,6 +363,27 @@ case("SHD102", True, 1, """
         self._loop.create_task(work())
     """)
 
+# ---------------------------------------------------------------- SHD104
+# ``raise e from None`` of the caught cancellation re-raises it: ruled out; of another name: kept
+case("SHD104", False, 0, """
+    import asyncio
+    async def work(response):
+        try:
+            await response.next()
+        except asyncio.CancelledError as e:
+            if not response.cancelled():
+                response.cancel()
+            raise e from None
+    """)
+case("SHD104", True, 1, """
+    import asyncio
+    async def work(response, other):
+        try:
+            await response.next()
+        except asyncio.CancelledError as e:
+            raise other from e
+    """)
+
 @pytest.mark.parametrize("code,source,candidate,findings", CASES,
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
 def test_tier2_near_miss(code, source, candidate, findings):
