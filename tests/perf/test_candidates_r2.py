@@ -1,7 +1,6 @@
-"""Tier-2 near misses for the conditions tightened in issue 30 (SHD602, SHD106, SHD105, SHD101,
-SHD102, SHD402, SHD104): each case states whether the rule's ``candidate_tree`` keeps the file and
-what the rule reports with the tiers off; the tiers on must report the same (a case ruled out
-reports nothing)."""
+"""Tier-2 near misses for the conditions tightened in issue 30 (SHD602, SHD106, SHD105, SHD102,
+SHD104): each case states whether the rule's ``candidate_tree`` keeps the file and what the rule
+reports with the tiers off; the tiers on must report the same (a case ruled out reports nothing)."""
 
 from __future__ import annotations
 
