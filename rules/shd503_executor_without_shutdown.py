@@ -985,7 +985,7 @@ def _may_drain(tree) -> bool:
                     and tree.may_call_any(sub.value, factories)):
                 for t in sub.targets:
                     if (isinstance(t, ast.Name) and _queues(fn.node.body, t.id, sub.value)
-                            and _calls_method(fn.node.body, t.id, frozenset({"shutdown"}))):
+                            and _calls_method(fn.node.body, t.id, frozenset({"shutdown"}), own=True)):
                         return True
     return False
 
@@ -1098,13 +1098,14 @@ def _one_job_per_worker_ast(iterable, workers: Optional[str]) -> bool:
             and iterable.end_col_offset - iterable.col_offset == len(f"range({workers})"))
 
 
-def _calls_method(body: list, name: str, methods: frozenset) -> bool:
-    """Some ``<name>.<method>(...)`` in ``body`` (nested functions included: a superset)."""
-    for stmt in body:
-        for n in ast.walk(stmt):
-            if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in methods
-                    and isinstance(n.func.value, ast.Name) and n.func.value.id == name):
-                return True
+def _calls_method(body: list, name: str, methods: frozenset, own: bool = False) -> bool:
+    """Some ``<name>.<method>(...)`` in ``body`` (nested functions included: a superset; with
+    ``own``, not in nested defs and lambdas, as ``_calls_on`` reads a body)."""
+    nodes = walk_within(body, stop=(ast.Lambda, *DEFS)) if own else (n for stmt in body for n in ast.walk(stmt))
+    for n in nodes:
+        if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in methods
+                and isinstance(n.func.value, ast.Name) and n.func.value.id == name):
+            return True
     return False
 
 

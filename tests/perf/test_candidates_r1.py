@@ -230,3 +230,24 @@ def NAME(refs):
 def test_shd501_tier2_a_handler_cancel_needs_an_exit_or_an_entry(name, after, guard, candidate):
     code = _HANDLER_CANCEL.replace("NAME", name).replace("AFTER", after) + guard
     _tier2_decides("SHD501", code, candidate)
+
+
+_LOCAL = '''
+from concurrent.futures import ThreadPoolExecutor
+
+
+def run(jobs):
+    ex = ThreadPoolExecutor(4)
+    fs = [ex.submit(work, j) for j in jobs]
+SHUTDOWN
+'''
+
+
+@pytest.mark.parametrize("shutdown,candidate,reported", [
+    ("    ex.shutdown()\n    return fs\n", True, True),
+    # ``_check_local`` reads the function's own body: a shutdown in a nested def is not one
+    ("    def wait():\n        ex.shutdown()\n    return wait\n", False, False),
+    ("    done = lambda: ex.shutdown()\n    return done\n", False, False),
+])
+def test_shd503_tier2_local_shutdown_in_the_function_itself(shutdown, candidate, reported):
+    assert bool(_tier2_decides("SHD503", _LOCAL.replace("SHUTDOWN", shutdown), candidate)) is reported
