@@ -15,6 +15,8 @@ from shutdown_lint.prefilter.ast_tree import TRYS
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
 from ._vocabulary import RESOURCE_WORDS, identifier_words, mentions
+from .shd502_process_group_without_teardown import _named_bindings
+from shutdown_lint.facts.vocabulary import _BUILTINS
 
 _SETUP = "runtime_guard.ray.setup_worker"
 _HOOK_KEY = "worker_process_setup_hook"
@@ -855,7 +857,8 @@ def _may_be_async_actor(tree) -> bool:
             continue
         if any(m.is_async and _may_own_resource(m.node, tree) for m in methods):
             return True
-        if cls.bases and not any(m.is_async for m in methods) and _made_remote(tree, cls):
+        if cls.bases and not any(m.is_async for m in methods) and _may_name_a_base(tree, cls) \
+                and _made_remote(tree, cls):
             return True  # its async methods may be inherited (``_check_inherited``: another module too)
         if threaded and any(_may_run_loop(tree, m.node) for m in methods):
             if owning_coroutine is None:
@@ -880,6 +883,24 @@ def _made_remote(tree, cls) -> bool:
 
 
 _REMOTE = ("ray.remote", "ray.actor.remote")
+
+
+def _may_name_a_base(tree, cls) -> bool:
+    """``_check_inherited`` finds an owner only in a base the facts can name: a class of the module
+    (``same_module_bases``: a name bound to a class) or one whose qualified name the project index
+    resolves (``qualified_name``: its root name bound by an import, a def, a class or a value, or a
+    builtin). A base spelled from a parameter (``class _wrapper(env_cls)`` in a factory) or a name
+    bound only by unpacking or a loop has none; any other shape of base is kept."""
+    bound = tree.__dict__.get("_shd404_named")
+    if bound is None:
+        bound = tree.__dict__["_shd404_named"] = _named_bindings(tree)
+    for base in cls.bases:
+        root = base
+        while type(root) in (ast.Attribute, ast.Call, ast.Subscript, ast.Starred):
+            root = root.func if type(root) is ast.Call else root.value
+        if type(root) is not ast.Name or root.id in bound or root.id in _BUILTINS:
+            return True
+    return False
 
 
 def _may_own_resource(fn: ast.AST, tree=None) -> bool:

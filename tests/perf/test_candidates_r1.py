@@ -251,3 +251,28 @@ SHUTDOWN
 ])
 def test_shd503_tier2_local_shutdown_in_the_function_itself(shutdown, candidate, reported):
     assert bool(_tier2_decides("SHD503", _LOCAL.replace("SHUTDOWN", shutdown), candidate)) is reported
+
+
+_FACTORY_ACTOR = '''
+import ray
+IMPORT
+
+def make(env_cls):
+    @ray.remote
+    class Wrapper(BASE):
+        def spaces(self):
+            return self.observation_space
+    return Wrapper
+'''
+
+
+@pytest.mark.parametrize("imports,base,candidate", [
+    # a base spelled from a parameter: the facts name no class, ``_check_inherited`` finds no owner
+    ("", "env_cls", False),
+    # an imported base: the project index may resolve it (and its async methods)
+    ("from .envs import Base", "Base", True),
+    ("import envs", "envs.Base", True),
+    ("", "object", True),  # a builtin has a qualified name too: left to the rule
+])
+def test_shd404_tier2_an_inherited_owner_needs_a_base_the_facts_can_name(imports, base, candidate):
+    _tier2_decides("SHD404", _FACTORY_ACTOR.replace("IMPORT", imports).replace("BASE", base), candidate)
