@@ -442,6 +442,15 @@ class _Walker:
         return ways | fin_ways, falls
 
 
+def _scan(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+    """``node.visit(visitor)`` for these read-only scans, without libcst rebuilding every node
+    it passes (``traversal.walk``: the same hooks in the same order, layout skipped when no
+    hook names it)."""
+    from ..traversal import walk  # local: traversal imports rule, which names facts
+
+    walk(node, visitor)
+
+
 def _is_true(expr: cst.BaseExpression) -> bool:
     return (isinstance(expr, cst.Name) and expr.value == "True") or (
         isinstance(expr, cst.Integer) and expr.evaluated_value != 0)
@@ -467,7 +476,7 @@ def _jumps(body: cst.CSTNode, kind: type) -> bool:
                 found[0] = True
             return not isinstance(node, (cst.For, cst.While, cst.FunctionDef))
 
-    body.visit(_Scan())
+    _scan(body, _Scan())
     return found[0]
 
 
@@ -510,7 +519,7 @@ def _yields(body: cst.CSTNode) -> list[cst.CSTNode]:
         def visit_Yield(self, n: cst.Yield) -> None:
             found.append(n)
 
-    body.visit(_Scan())
+    _scan(body, _Scan())
     return found
 
 
@@ -568,7 +577,7 @@ def _uses_name(node: cst.CSTNode, name: str, skip_raise: bool = False) -> bool:
             if n.value == name:
                 found[0] = True
 
-    node.visit(_Scan())
+    _scan(node, _Scan())
     return found[0]
 
 
@@ -592,7 +601,7 @@ def _stores(handler: cst.CSTNode, bound: str) -> set[str]:
                     and any(_uses_name(a.value, bound) for a in n.args):
                 out.add(code(n.func.value))
 
-    handler.visit(_Scan())
+    _scan(handler, _Scan())
     return out
 
 
@@ -617,7 +626,7 @@ def _reraised_later(facts: "ModuleFacts", handler: cst.CSTNode, bound: str) -> b
                    for s in stored):
                 found[0] = True
 
-    region.visit(_Scan())
+    _scan(region, _Scan())
     return found[0]
 
 
@@ -637,7 +646,7 @@ def _returns_only_none(body: cst.CSTNode) -> bool:
             if v is not None and not (isinstance(v, cst.Name) and v.value == "None"):
                 ok[0] = False
 
-    body.visit(_Scan())
+    _scan(body, _Scan())
     return ok[0]
 
 
