@@ -1170,11 +1170,15 @@ def _handler_may_return_to_entry(ctx, stmts, needs_cancellation: bool, doing: bo
 
 def _may_leave(ctx, tr, h: ast.ExceptHandler, in_loop: bool, needs_cancellation: bool) -> bool:
     tree = ctx.tree
-    returns = any(type(n) is ast.Return for n in walk_within(h.body, stop=(*DEFS, ast.ClassDef, ast.Lambda)))
-    if not returns:
+    rets = [n for n in walk_within(h.body, stop=(*DEFS, ast.ClassDef, ast.Lambda)) if type(n) is ast.Return]
+    # ``_leaves_function``: a RETURN way counts only when every ``return`` returns None
+    # (``_returns_only_none``); otherwise only FALL_THROUGH can leave
+    returns_none = bool(rets) and all(r.value is None or (type(r.value) is ast.Constant and r.value.value is None)
+                                      for r in rets)
+    if not returns_none:
         if in_loop:
-            return False  # no RETURN way, and FALL_THROUGH does not count inside a loop
-        if type(h.body[-1]) is ast.Raise:
+            return False  # FALL_THROUGH does not count inside a loop
+        if _never_falls(h.body):
             return False  # never falls through (the walker stops at the last statement at the latest)
     if needs_cancellation:
         # only a "main" reference (asyncio.run) can make this function an entrypoint: the
@@ -1194,6 +1198,16 @@ def _may_leave(ctx, tr, h: ast.ExceptHandler, in_loop: bool, needs_cancellation:
 
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def _never_falls(stmts: list) -> bool:
+    """The exit-path walker surely finds no FALL_THROUGH for ``stmts``: the last statement is a
+    ``raise`` or a ``return``, or an ``if`` with an ``else`` (``elif`` chains too) whose every
+    branch is such a block (the walker stops at the first statement that does not fall through)."""
+    last = stmts[-1]
+    if type(last) is ast.Raise or type(last) is ast.Return:
+        return True
+    return type(last) is ast.If and bool(last.orelse) and _never_falls(last.body) and _never_falls(last.orelse)
 
 
 def _module_level(module: ast.Module) -> tuple[list[ast.If], set[int]]:

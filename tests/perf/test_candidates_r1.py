@@ -276,3 +276,21 @@ def make(env_cls):
 ])
 def test_shd404_tier2_an_inherited_owner_needs_a_base_the_facts_can_name(imports, base, candidate):
     _tier2_decides("SHD404", _FACTORY_ACTOR.replace("IMPORT", imports).replace("BASE", base), candidate)
+
+
+@pytest.mark.parametrize("handler,candidate", [
+    # a ``return`` of a value gives the process that status (``sys.exit(main())``): only a None
+    # return or a fall-through leaves normally
+    ("        return 1\n", False),
+    ("        if p:\n            return p.wait()\n        else:\n            raise\n", False),
+    ("        if p:\n            return p.wait()\n        elif q:\n            raise\n        else:\n            return 2\n",
+     False),
+    ("        if p:\n            return p.wait()\n        log('x')\n", True),  # may fall through
+    ("        if p:\n            return p.wait()\n", True),  # no else: may fall through
+    ("        log('x')\n        return None\n", True),
+    ("        log('x')\n        return\n", True),
+])
+def test_shd202_tier2_a_handler_leaves_by_a_none_return_or_a_fall_through(handler, candidate):
+    code = "import sys\n\ndef main(p, q):\n    try:\n        run()\n    except KeyboardInterrupt:\n" + handler \
+        + "\n\nif __name__ == '__main__':\n    main(1, 2)\n"
+    _tier2_decides("SHD202", code, candidate)
