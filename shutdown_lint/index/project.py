@@ -124,6 +124,11 @@ class ProjectIndex:
         self.new_entries: dict[str, list] = {}
         #: the run's pool workers' shared log (``index/shared.py``; set by the runner), or None
         self.shared = None
+        #: the roots are complete (``_settle``): every project file's package root is among them
+        self._settled = False
+        #: folder -> (position, root) of the roots there; top-level name -> roots that provide it
+        self._roots_at: dict[str, list[tuple[int, _Root]]] = {}
+        self._providers: dict[str, list[_Root]] = {}
 
     # ------------------------------------------------------------------ roots and names
     def _add_root(self, d: str, only: Optional[frozenset[str]] = None) -> None:
@@ -132,18 +137,63 @@ class ProjectIndex:
         self._root_keys.add((d, only))
         self.roots.append(_Root(d, only))
 
-    def _package_root(self, path: str) -> Optional[str]:
-        """The folder above the top package containing ``path`` (its ``__init__.py`` chain)."""
+    def _package_root_of(self, path: str) -> _Root:
+        """The folder above the top package containing ``path`` (its ``__init__.py`` chain),
+        providing that package only; the file's own folder when it is in no package."""
         d = os.path.dirname(os.path.abspath(path))
         top = None
         while self._isfile(os.path.join(d, "__init__.py")):
             top = d
             d = os.path.dirname(d)
         if top is None:
-            self._add_root(os.path.dirname(os.path.abspath(path)))
-            return None
-        self._add_root(d, frozenset({os.path.basename(top)}))
-        return d
+            return _Root(os.path.dirname(os.path.abspath(path)))
+        return _Root(d, frozenset({os.path.basename(top)}))
+
+    def _package_root(self, path: str) -> None:
+        r = self._package_root_of(path)
+        self._add_root(r.dir, r.only)
+
+    def _settle(self) -> None:
+        """Make the roots complete before any name is resolved: the package root of every
+        project file (in the files' order). Added as files were met instead, a module's names
+        and importers depended on which files a worker had linted before it (a namespace
+        sub-package ``pkg/sub/`` without ``__init__.py`` is ``pkg.sub`` only once some file of
+        ``pkg`` has added ``pkg``'s root): the same run gave other findings at -j2 than at -j1,
+        or with ``--select``. Once settled the roots do not change."""
+        if self._settled:
+            return
+        self._settled = True
+        seen: set[str] = set()
+        for f in self.project_files():  # walks the roots given by the paths only
+            d = os.path.dirname(f)
+            if d not in seen:
+                seen.add(d)
+                self._package_root(f)
+        for i, r in enumerate(self.roots):
+            self._roots_at.setdefault(r.dir, []).append((i, r))
+            files, dirs = self._entries(r.dir)
+            tops = r.only if r.only is not None else dirs | {f[:-3] for f in files if f.endswith(".py")}
+            for top in tops:
+                if top in dirs or top + ".py" in files:
+                    self._providers.setdefault(top, []).append(r)
+
+    def _roots_above(self, path: str) -> list[_Root]:
+        """The roots ``path`` is under, in the roots' order; for a file outside the project's
+        files (a skipped folder), its own package root too (not added: the roots stay settled)."""
+        found: list[tuple[int, _Root]] = []
+        d = os.path.dirname(path)
+        while True:
+            found += self._roots_at.get(d, ())
+            parent = os.path.dirname(d)
+            if parent == d:
+                break
+            d = parent
+        found.sort(key=lambda x: x[0])
+        roots = [r for _, r in found]
+        own = self._package_root_of(path)
+        if (own.dir, own.only) not in self._root_keys and (own.dir, None) not in self._root_keys:
+            roots.append(own)
+        return roots
 
     def module_names(self, path: str) -> list[str]:
         """The dotted names ``path`` is importable as from the project's roots, best first."""
@@ -155,9 +205,9 @@ class ProjectIndex:
         if path in self._module_names:
             self._module_names[given] = self._module_names[path]
             return self._module_names[path]
-        self._package_root(path)
+        self._settle()
         names: list[str] = []
-        for r in self.roots:
+        for r in self._roots_above(path):
             if not path.startswith(r.dir + os.sep):
                 continue
             rel = path[len(r.dir) + 1:]
@@ -186,13 +236,11 @@ class ProjectIndex:
         found = None
         parts = module.split(".")
         if all(p.isidentifier() for p in parts):
+            self._settle()
             rel = os.path.join(*parts)
-            for r in self.roots:
-                if r.only is not None and parts[0] not in r.only:
-                    continue
-                files, dirs = self._entries(r.dir)
-                if parts[0] not in dirs and parts[0] + ".py" not in files:
-                    continue  # most names looked up are another project's (torch.nn, numpy)
+            # only the roots that hold ``parts[0]``: most names looked up are another project's
+            # (torch.nn, numpy), and a project of scripts has hundreds of roots
+            for r in self._providers.get(parts[0], ()):
                 base = os.path.join(r.dir, rel)
                 if self._isfile(base + ".py"):
                     found = base + ".py"
