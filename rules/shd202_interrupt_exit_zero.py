@@ -10,6 +10,7 @@ from shutdown_lint.facts import DRIVER, RETURN, STATUS_ZERO, TORCH_WORKER
 from shutdown_lint.facts.exit_paths import (EXIT_FUNCTIONS, FALL_THROUGH, _later_code_exits, _loop_between,
                                             _returns_only_none)
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule
+from shutdown_lint.traversal import walk
 from shutdown_lint.prefilter.ast_tree import (DEFS, TRYS, identifiers, is_main_guard, nested_statements, positional_args,
                                      walk_within)
 
@@ -781,7 +782,7 @@ class InterruptExitZero(Rule):
                     found[0] = True
 
         if isinstance(tr, cst.Try):
-            tr.body.visit(_Scan())
+            walk(tr.body, _Scan())  # read-only: libcst's visit would rebuild every node
         return found[0]
 
     def _where(self, node: cst.CSTNode) -> Optional[tuple[str, cst.BaseExpression]]:
@@ -888,7 +889,7 @@ def _endless(loop: cst.While) -> bool:
         def visit_Return(self, n: cst.Return) -> None:
             found[0] = True
 
-    loop.visit(_Scan())
+    walk(loop, _Scan())
     return not found[0]
 
 
@@ -905,7 +906,7 @@ def _returns(body: cst.CSTNode) -> int:
         def visit_Return(self, node: cst.Return) -> None:
             n[0] += 1
 
-    body.visit(_Scan())
+    walk(body, _Scan())
     return n[0]
 
 

@@ -11,6 +11,7 @@ import libcst as cst
 from shutdown_lint.prefilter import words as C
 from shutdown_lint import facts as F
 from shutdown_lint.facts import FunctionInfo, names_in
+from shutdown_lint.traversal import walk
 from shutdown_lint.facts.types import Typer, normalise
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule, Valid
 from shutdown_lint.prefilter.ast_tree import callee_name, nested_statements
@@ -1265,7 +1266,7 @@ def _names_named(node: cst.CSTNode, name: str) -> list[cst.Name]:
             if n.value == name:
                 found.append(n)
 
-    node.visit(_V())
+    walk(node, _V())  # read-only: libcst's visit would rebuild every node
     return found
 
 
@@ -1276,7 +1277,7 @@ def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
         def visit_Call(self, n: cst.Call) -> None:
             found.append(n)
 
-    node.visit(_V())
+    walk(node, _V())  # read-only: libcst's visit would rebuild every node
     return found
 
 
