@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.perf.test_candidates import _tier2_decides
+from tests.perf.test_candidates import _ACTOR, _tier2_decides  # the actor test_candidates' SHD404 cases fill in
 
 # --------------------------------------------------------------------------- SHD301
 # A type's method only blocks when the qualified name of its type can start with a module the file
@@ -77,15 +77,6 @@ def test_shd301_markers_need_no_tokenizer_when_absent():
 
 
 # --------------------------------------------------------------------------- SHD404
-_ACTOR = '''
-import ray
-
-
-@ray.remote
-class Leases:
-    async def hold(self, k):
-BODY
-'''
 
 
 @pytest.mark.parametrize("body,candidate", [

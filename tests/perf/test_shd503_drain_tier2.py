@@ -29,8 +29,10 @@ _BLOCK = ("from concurrent.futures import ThreadPoolExecutor\n\ndef run(items):\
     (_BLOCK.replace("        return", "        try:\n            return").replace(
         "for x in futures]\n", "for x in futures]\n        except KeyboardInterrupt:\n"
         "            ex.shutdown(wait=False, cancel_futures=True)\n            raise\n"), True, False),
+    # a map whose iterator the block consumes queues nothing in bulk (the rule's _queues_in_bulk):
+    # ruled out since efa7d8e
     ("from concurrent.futures import ThreadPoolExecutor\n\ndef run(items):\n    with ThreadPoolExecutor() as ex:\n"
-     "        return list(ex.map(f, items))\n", True, False),
+     "        return list(ex.map(f, items))\n", False, False),
     # a pool whose with block terminates: no drain, and nothing else for the rule either
     ("from multiprocessing import Pool\n\ndef run(items):\n    with Pool(2) as p:\n"
      "        return [p.apply_async(f, (i,)) for i in items]\n", False, False),
