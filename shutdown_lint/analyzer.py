@@ -177,7 +177,7 @@ class Analysis:
     @cached_property
     def suppressions(self) -> suppression.Suppressions:
         # Python's ``ast`` of the file, when the candidate tier parsed it (``Positions`` keeps it)
-        tree = getattr(self.facts.__dict__.get("_positions"), "_tree", None)
+        tree = getattr(self.facts.__dict__.get("_positions"), "tree", None)
         return suppression.parse(self.text, set(registry.rules_by_code()), registry.names_to_codes(), tree)
 
     def is_suppressed(self, finding: Finding) -> bool:

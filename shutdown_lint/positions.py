@@ -49,7 +49,7 @@ class Positions:
     def __init__(self, module: cst.Module, text: str, tree, parent_of) -> None:
         self.module = module
         self.text = text
-        self._tree = tree  # ast.Module or None
+        self.tree = tree  # Python's ast.Module of the same text, or None (suppressions read it too)
         self._parent_of = parent_of  # node -> parent (the facts' map; layout nodes absent)
         self._known: dict = {}
         self._done: set[int] = set()  # ids of rendered statements
@@ -63,7 +63,7 @@ class Positions:
         if found is not None:
             return found
         chain = chain_from_top(self.module, self._parent_of, node)
-        if chain is not None and self._tree is not None:
+        if chain is not None and self.tree is not None:
             for stmt, line, indents in self._enclosing(chain):
                 if id(stmt) not in self._done and self._render(stmt, line, indents):
                     found = self._known.get(node)
@@ -80,7 +80,7 @@ class Positions:
         """(statement, first line, indents) for the statements of ``chain`` that the ``ast``
         locates, innermost first (the top-level one last)."""
         found = []
-        stmt, node = _locate(self.module.body, self._tree.body, chain[0])
+        stmt, node = _locate(self.module.body, self.tree.body, chain[0])
         if stmt is None:
             return found
         found.append((chain[0], _first_line(chain[0], node), []))
@@ -135,7 +135,7 @@ class Positions:
         ``stmt`` goes (the JSON edits of a fix). None when the ``ast`` cannot place it (then
         render the whole module)."""
         chain = chain_from_top(self.module, self._parent_of, stmt)
-        if chain is None or self._tree is None:
+        if chain is None or self.tree is None:
             return None
         for found, line, indents in self._enclosing(chain):
             if found is not stmt:

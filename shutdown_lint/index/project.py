@@ -131,8 +131,12 @@ class ProjectIndex:
         self._providers: dict[str, list[_Root]] = {}
 
     # ------------------------------------------------------------------ roots and names
+    def _has_root(self, d: str, only: Optional[frozenset[str]]) -> bool:
+        """A root of ``d`` that provides at least what ``only`` names is already there."""
+        return (d, None) in self._root_keys or (d, only) in self._root_keys
+
     def _add_root(self, d: str, only: Optional[frozenset[str]] = None) -> None:
-        if (d, None) in self._root_keys or (d, only) in self._root_keys:
+        if self._has_root(d, only):
             return
         self._root_keys.add((d, only))
         self.roots.append(_Root(d, only))
@@ -191,7 +195,7 @@ class ProjectIndex:
         found.sort(key=lambda x: x[0])
         roots = [r for _, r in found]
         own = self._package_root_of(path)
-        if (own.dir, own.only) not in self._root_keys and (own.dir, None) not in self._root_keys:
+        if not self._has_root(own.dir, own.only):
             roots.append(own)
         return roots
 
@@ -605,14 +609,14 @@ def _shared_summary(shared, path: str) -> Optional[tuple[Optional[dict], list]]:
     hit = shared.get("s" + path)
     if hit is None:
         return None
+    from .store import current
+
     entry, stamp = hit
     try:
         st = os.stat(path)
     except OSError:
         return None
-    if st.st_mtime_ns != entry[0] or st.st_size != entry[1]:
-        return None
-    return entry[3], stamp
+    return (entry[3], stamp) if current(entry, st) else None
 
 
 #: an import statement: its line, and a parenthesised name list over several lines whole

@@ -52,6 +52,12 @@ class SummaryStore:
         return write_json_atomic(self.path, live, self.dir)
 
 
+def current(entry: Optional[list], st: os.stat_result) -> bool:
+    """A stored summary entry (``[mtime_ns, size, sha256, summary]``) is trusted while the file's
+    stat is the one summarised."""
+    return entry is not None and entry[0] == st.st_mtime_ns and entry[1] == st.st_size
+
+
 def load_summary(path: str, store: Optional[SummaryStore], new: dict) -> tuple[Optional[dict], list]:
     """(summary, dependency stamp) of one file, from the store when its content is unchanged."""
     from ..cache import sha256
@@ -62,7 +68,7 @@ def load_summary(path: str, store: Optional[SummaryStore], new: dict) -> tuple[O
     except OSError:
         return None, []
     entry = store.entries.get(path) if store is not None else None
-    if entry is not None and entry[0] == st.st_mtime_ns and entry[1] == st.st_size:
+    if current(entry, st):
         return entry[3], [st.st_mtime_ns, st.st_size, digest(entry[3])]
     try:
         with open(path, "rb") as fh:
