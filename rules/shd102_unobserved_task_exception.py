@@ -7,6 +7,7 @@ from typing import Optional, Union
 import libcst as cst
 
 from shutdown_lint.prefilter import words as C
+from shutdown_lint.prefilter.ast_tree import COMPREHENSIONS
 from shutdown_lint.rule import Fix, Invalid, Option, Replace, Rule
 from shutdown_lint.traversal import walk
 
@@ -1297,7 +1298,7 @@ def _may_lose_a_task(tree) -> bool:
         if isinstance(holder, (ast.List, ast.Tuple, ast.Set)):
             if not _handed_over(holder, parents):
                 return True
-        elif type(holder) in _COMPREHENSIONS and (holder.value if type(holder) is ast.DictComp else holder.elt) is call:
+        elif type(holder) in COMPREHENSIONS and (holder.value if type(holder) is ast.DictComp else holder.elt) is call:
             # ``_follow(comprehension, "collection")``: handed over at once, or kept in names
             # one of which is handed over (``_as_argument`` in collection mode: the same
             # exceptions as ``_handed_over``'s)
@@ -1306,9 +1307,6 @@ def _may_lose_a_task(tree) -> bool:
         elif not _handed_over(call, parents) and not _stored_and_observed(tree, call, fn, parents):
             return True
     return False
-
-
-_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 
 
 def _stored_and_observed(tree, call: ast.AST, fn, parents: dict, collection: bool = False) -> bool:

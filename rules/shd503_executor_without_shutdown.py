@@ -13,7 +13,7 @@ from shutdown_lint.traversal import walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
 from ._vocabulary import CLEANUP_WORDS, mentions
-from shutdown_lint.prefilter.ast_tree import DEFS, TRYS, nested_statements, walk_within
+from shutdown_lint.prefilter.ast_tree import COMPREHENSIONS, DEFS, TRYS, nested_statements, walk_within
 
 #: Methods called on the executor that stop it.
 _STOP_METHODS = frozenset({"shutdown", "close", "terminate", "__exit__"})
@@ -1030,7 +1030,7 @@ def _queues(body: list, name: str, factory: ast.Call, whole_block: bool = False)
             inner = node.iter
         elif t is ast.While:
             inner = None
-        elif t in _AST_COMPREHENSIONS:
+        elif t in COMPREHENSIONS:
             inner = node.generators[0].iter
         children = [(c, inner) for c in ast.iter_child_nodes(node)]
         children.reverse()
@@ -1060,9 +1060,6 @@ def _queues(body: list, name: str, factory: ast.Call, whole_block: bool = False)
                     consumed.add(n.iter.id)
     return any(v not in consumed for v in kept)
 
-
-_AST_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-_NO_LOOP = object()
 
 
 def _is_map_of(expr: ast.AST, name: str) -> bool:

@@ -9,7 +9,7 @@ import libcst as cst
 
 from shutdown_lint.prefilter.words import Word
 from shutdown_lint.rule import Invalid, Rule
-from shutdown_lint.prefilter.ast_tree import DEFS, positional_args
+from shutdown_lint.prefilter.ast_tree import COMPREHENSIONS, DEFS, positional_args
 from shutdown_lint.traversal import walk
 
 #: Calls that run a command: the command is the first positional argument or ``args=``.
@@ -400,7 +400,6 @@ def _is_sigkill(rule: Rule, call: cst.Call) -> bool:
 
 # ------------------------------------------------------------------ candidate tier 2 (ast)
 _TOOL_WORDS = ("pkill", "killall", "pgrep")
-_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 #: what a shell escape in an f-string's raw text (libcst keeps it raw) reads as in shlex
 _UNESCAPE = str.maketrans({"\a": "a", "\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t", "\v": "v",
                            "'": None, '"': None, "\\": None})
@@ -429,7 +428,7 @@ def _may_kill_by_name(tree) -> bool:
     for node in ast.walk(tree.module):
         if type(node) in (ast.For, ast.AsyncFor) and any(
                 type(c) is ast.Call and tree.may_call(c, "process_iter") for c in ast.walk(node.iter)):
-            if _kills_in(tree, node.body, matched=type(node.iter) in _COMPREHENSIONS):
+            if _kills_in(tree, node.body, matched=type(node.iter) in COMPREHENSIONS):
                 return True
     return False
 

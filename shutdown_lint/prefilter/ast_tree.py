@@ -49,6 +49,7 @@ _rejected: dict[str, tuple[int, int, str]] = {}
 TRYS = (ast.Try, getattr(ast, "TryStar", ast.Try))
 #: function definitions
 DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
 class TooDeep(Exception):
