@@ -208,7 +208,7 @@ def discover(paths: Iterable[str], root: str, exclude: Iterable[str] = (), *, re
     out = Discovery()
     files = out.files
     seen_files: set[str] = set()
-    seen_dirs: set[tuple[int, int]] = set()
+    walker = _Walker(out, seen_files, cwd, config_names)
 
     paths = list(paths)
     prefix = cwd.rstrip(os.sep) + os.sep
@@ -231,7 +231,7 @@ def discover(paths: Iterable[str], root: str, exclude: Iterable[str] = (), *, re
         if isdir(st.st_mode):
             if force_exclude and ignorer().ignored(abspath, True):
                 continue
-            _walk(abspath, ignorer(), seen_dirs, seen_files, files, out, cwd, config_names)
+            walker.walk(abspath, ignorer())
         elif abspath.endswith(".pyi") or abspath in seen_files or (force_exclude and ignorer().ignored(abspath, False)):
             continue
         else:
@@ -269,105 +269,113 @@ _FD_WALK = os.scandir in os.supports_fd and os.stat in os.supports_dir_fd
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-def _walk(top: str, ignorer: Ignorer, seen_dirs: set[tuple[int, int]], seen_files: set[str],
-          files: list[SourceFile], out: Discovery, cwd: str, config_names: frozenset[str]) -> None:
-    """Walk ``top`` (absolute, normalised) depth first, each directory's entries by name.
-    A file found is stat'ed here, through its ``DirEntry`` (one ``stat`` a file, as a named
-    file gets): the warm path then serves it from the cache with no second look (see
-    ``cache.Cache.count_clean``); its display path is its directory's (computed once a
-    directory) and its name."""
-    prefix = cwd.rstrip(os.sep) + os.sep
-    stack = [top]
-    while stack:
-        directory = stack.pop()
-        if not _FD_WALK:
-            _walk_one(directory, None, stack, ignorer, seen_dirs, seen_files, files, out, cwd, prefix, config_names)
-            continue
-        try:  # the entries' stats are then made relative to it (fstatat): no path to resolve again
-            fd = os.open(directory, _DIR_FLAGS)
-        except OSError:
-            continue
-        try:
-            _walk_one(directory, fd, stack, ignorer, seen_dirs, seen_files, files, out, cwd, prefix, config_names)
-        finally:
-            os.close(fd)
+class _Walker:
+    """The directories named on one command line, walked depth first, each directory's entries
+    by name, into ``out``. A file found is stat'ed here, through its ``DirEntry`` (one ``stat``
+    a file, as a named file gets): the warm path then serves it from the cache with no second
+    look (see ``cache.Cache.count_clean``); its display path is its directory's (computed once
+    a directory) and its name. ``seen_files`` is shared with the named files."""
 
+    def __init__(self, out: Discovery, seen_files: set[str], cwd: str, config_names: frozenset[str]) -> None:
+        self.out = out
+        self.seen_files = seen_files
+        self.seen_dirs: set[tuple[int, int]] = set()  # (st_dev, st_ino): loops and second names
+        self.cwd = cwd
+        self.prefix = cwd.rstrip(os.sep) + os.sep
+        self.config_names = config_names
 
-def _walk_one(directory: str, fd: Optional[int], stack: list[str], ignorer: Ignorer, seen_dirs: set[tuple[int, int]],
-              seen_files: set[str], files: list[SourceFile], out: Discovery, cwd: str, prefix: str,
-              config_names: frozenset[str]) -> None:
-    """One directory of ``_walk``, open as ``fd`` (None: listed by its path)."""
-    sep, new, isreg = os.sep, tuple.__new__, stat.S_ISREG
-    configured = False  # an entry has a configuration file's name
-    try:
-        st = os.stat(directory) if fd is None else os.fstat(fd)
-    except OSError:
-        return
-    key = (st.st_dev, st.st_ino)
-    if key in seen_dirs:
-        return  # a symlink loop, or a directory reached twice
-    seen_dirs.add(key)
-    try:  # listed whole before anything is decided (an error part way leaves the directory out)
-        entries = list(os.scandir(directory if fd is None else fd))
-    except OSError:
-        return
-    if ignorer.respect_gitignore:  # the listing says whether a .gitignore is here: no failed open per directory
-        ignorer.listed(directory, entries)
-    # most directories have no pattern that could leave a file out: ask only where one can
-    kept = ignorer.files_kept(directory)
-    here = directory.rstrip(sep) + sep
-    shown = here[len(prefix):] if here.startswith(prefix) else None  # display_path's fast path, once
-    # entries come in the file system's order; only two things depend on the order, and each is
-    # put in name order below: which subdirectory is walked next (which name a directory reached
-    # twice is shown by) and the order of the warnings (the files are sorted at the end)
-    subdirs: list[str] = []
-    notes: list[tuple[str, str]] = []
-    for entry in entries:
-        name = entry.name  # (``here + name`` is its path: ``entry.path`` is only the name in a listing of an fd)
-        try:
-            is_dir = entry.is_dir()  # follows symlinks
-        except OSError:
-            continue
-        if is_dir:
-            if (name not in DEFAULT_EXCLUDED_DIRS) if kept else not ignorer.ignored(here + name, True):
-                subdirs.append(name)
-            continue
-        if not name.endswith(".py"):
-            if name in config_names:
-                configured = True
-            continue
-        path = here + name
-        if not kept and ignorer.ignored(path, False):
-            continue
-        try:
-            est = entry.stat()  # follows symlinks
-        except OSError as e:
-            try:
-                link = entry.is_symlink()
+    def walk(self, top: str, ignorer: Ignorer) -> None:
+        """Walk ``top`` (absolute, normalised)."""
+        stack = [top]
+        while stack:
+            directory = stack.pop()
+            if not _FD_WALK:
+                self._one(directory, None, stack, ignorer)
+                continue
+            try:  # the entries' stats are then made relative to it (fstatat): no path to resolve again
+                fd = os.open(directory, _DIR_FLAGS)
             except OSError:
                 continue
-            if not link:  # listed a moment ago: the planner stats it again and the runner reports it
-                stamp = (None, None)
-            elif isinstance(e, FileNotFoundError):
-                notes.append((name, f"{display_path(path, cwd)}: broken symlink, skipped"))
+            try:
+                self._one(directory, fd, stack, ignorer)
+            finally:
+                os.close(fd)
+
+    def _one(self, directory: str, fd: Optional[int], stack: list[str], ignorer: Ignorer) -> None:
+        """One directory, open as ``fd`` (None: listed by its path); its subdirectories go on ``stack``."""
+        out, seen_files, seen_dirs, files = self.out, self.seen_files, self.seen_dirs, self.out.files
+        cwd, prefix, config_names = self.cwd, self.prefix, self.config_names
+        sep, new, isreg = os.sep, tuple.__new__, stat.S_ISREG
+        configured = False  # an entry has a configuration file's name
+        try:
+            st = os.stat(directory) if fd is None else os.fstat(fd)
+        except OSError:
+            return
+        key = (st.st_dev, st.st_ino)
+        if key in seen_dirs:
+            return  # a symlink loop, or a directory reached twice
+        seen_dirs.add(key)
+        try:  # listed whole before anything is decided (an error part way leaves the directory out)
+            entries = list(os.scandir(directory if fd is None else fd))
+        except OSError:
+            return
+        if ignorer.respect_gitignore:  # the listing says whether a .gitignore is here: no failed open per directory
+            ignorer.listed(directory, entries)
+        # most directories have no pattern that could leave a file out: ask only where one can
+        kept = ignorer.files_kept(directory)
+        here = directory.rstrip(sep) + sep
+        shown = here[len(prefix):] if here.startswith(prefix) else None  # display_path's fast path, once
+        # entries come in the file system's order; only two things depend on the order, and each is
+        # put in name order below: which subdirectory is walked next (which name a directory reached
+        # twice is shown by) and the order of the warnings (the files are sorted at the end)
+        subdirs: list[str] = []
+        notes: list[tuple[str, str]] = []
+        for entry in entries:
+            name = entry.name  # (``here + name`` is its path: ``entry.path`` is only the name in a listing of an fd)
+            try:
+                is_dir = entry.is_dir()  # follows symlinks
+            except OSError:
                 continue
-            else:
+            if is_dir:
+                if (name not in DEFAULT_EXCLUDED_DIRS) if kept else not ignorer.ignored(here + name, True):
+                    subdirs.append(name)
                 continue
-        else:
-            if not isreg(est.st_mode):  # a link to a FIFO, a socket ...
-                if entry.is_symlink():
+            if not name.endswith(".py"):
+                if name in config_names:
+                    configured = True
+                continue
+            path = here + name
+            if not kept and ignorer.ignored(path, False):
+                continue
+            try:
+                est = entry.stat()  # follows symlinks
+            except OSError as e:
+                try:
+                    link = entry.is_symlink()
+                except OSError:
+                    continue
+                if not link:  # listed a moment ago: the planner stats it again and the runner reports it
+                    stamp = (None, None)
+                elif isinstance(e, FileNotFoundError):
                     notes.append((name, f"{display_path(path, cwd)}: broken symlink, skipped"))
-                continue
-            stamp = (est.st_mtime_ns, est.st_size)
-        if path not in seen_files:
-            seen_files.add(path)
-            files.append(new(SourceFile, (shown + name if shown is not None else display_path(path, cwd), path,
-                                          *stamp)))
-    if config_names and not configured:
-        out.plain_dirs.add(directory)
-    if subdirs:
-        subdirs.sort()
-        stack.extend([here + name for name in subdirs])
-    if notes:
-        notes.sort()
-        out.warnings.extend(text for _name, text in notes)
+                    continue
+                else:
+                    continue
+            else:
+                if not isreg(est.st_mode):  # a link to a FIFO, a socket ...
+                    if entry.is_symlink():
+                        notes.append((name, f"{display_path(path, cwd)}: broken symlink, skipped"))
+                    continue
+                stamp = (est.st_mtime_ns, est.st_size)
+            if path not in seen_files:
+                seen_files.add(path)
+                files.append(new(SourceFile, (shown + name if shown is not None else display_path(path, cwd), path,
+                                              *stamp)))
+        if config_names and not configured:
+            out.plain_dirs.add(directory)
+        if subdirs:
+            subdirs.sort()
+            stack.extend([here + name for name in subdirs])
+        if notes:
+            notes.sort()
+            out.warnings.extend(text for _name, text in notes)

@@ -1,5 +1,5 @@
 """A warm run over walked directories prints exactly what a cold run prints, after every kind of
-change: the walk stats each file through its directory listing (``discovery._walk``), decides
+change: the walk stats each file through its directory listing (``discovery._Walker``), decides
 per directory from that listing whether a configuration or ``.gitignore`` file can be there, and
 the cache serves what did not change. Every run is a real ``python -m shutdown_lint`` process;
 each warm run follows a cached run of the same command and is compared, byte for byte (stdout,
