@@ -850,7 +850,7 @@ class BlockingCallInCoroutine(Rule):
         if not codes:
             return False
         if self._markers is None:
-            self._markers = _async_markers(_source_text(self.facts))
+            self._markers = _async_markers(self.facts.code())
         if not self._markers:
             return False
         return bool(self._markers.get(self.facts.line_of(node), set()) & codes)
@@ -1230,13 +1230,6 @@ def _no_thread(lost: Optional[str]) -> str:
 
 
 _MARKER = re.compile(r"#\s*(?:noqa\s*:|type\s*:\s*ignore\s*\[)\s*(?P<codes>ASYNC\d+(?:\s*,\s*ASYNC\d+)*)", re.I)
-
-
-def _source_text(facts) -> str:
-    """The module's code: the engine's copy of the source (the same text, libcst round-trips
-    exactly); rendering ``module.code`` costs a codegen of the whole file."""
-    text = facts.source_text
-    return text if text is not None else facts.module.code
 
 
 def _async_markers(text: str) -> dict[int, set[str]]:

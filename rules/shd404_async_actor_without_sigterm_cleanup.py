@@ -713,8 +713,7 @@ class AsyncActorWithoutSigtermCleanup(Rule):
                 if n.keyword is not None and n.keyword.value == _HOOK_KEY:
                     found[0] = found[0] or _names_setup(n.value)
 
-        text = self.facts.source_text  # the module's code (rendering it costs a codegen)
-        if _HOOK_KEY in (text if text is not None else self.facts.module.code):
+        if _HOOK_KEY in self.facts.code():
             walk(self.facts.module, _Scan())
         return found[0]
 

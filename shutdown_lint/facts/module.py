@@ -91,6 +91,11 @@ class ModuleFacts(TreeShape, Names, ExecutionQueries, ExitPathQueries, TypeQueri
 
         return resolve_elsewhere(self, expr, at)
 
+    def code(self) -> str:
+        """The module's code: the engine's copy of the source when it set one (the same text:
+        libcst round-trips exactly), else rendered (a codegen of the whole file)."""
+        return self.source_text if self.source_text is not None else self.module.code
+
     def spells(self, word: str) -> bool:
         """``word`` (no whitespace in it) may occur in some node's code: it occurs in the
         source text, or the text is unknown. A cheap test before rendering nodes to search them."""
