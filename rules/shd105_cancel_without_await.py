@@ -867,10 +867,7 @@ def _may_clean_up_ast(tree, spawn: ast.Call, g) -> bool:
         if owner.id in ("self", "cls"):
             if g is None or not g.in_class:
                 return True  # ``_method_class`` looks further out
-            cls = next((c for c in tree.classes if any(m is g for m in tree.methods.get(id(c), ()))), None)
-            if cls is None:
-                return True
-            same = [m for m in tree.methods.get(id(cls), ()) if m.name == func.attr]
+            same = [m for m in tree.methods.get(id(g.cls), ()) if m.name == func.attr]
             if same:
                 return any(not m.is_async or _has_cleanup_ast(m.node.body) for m in same)
         elif any(c.name == owner.id for c in tree.classes):

@@ -508,15 +508,12 @@ def _guarded_area(tree, fn) -> bool:
     if _mentions_word(fn.node, _GUARD_WORDS):
         return True
     if fn.in_class:
-        for methods in tree.methods.values():
-            if any(m is fn for m in methods):
-                seen: set[str] = set()
-                for m in methods:
-                    if m.name not in seen:
-                        seen.add(m.name)
-                        if _mentions_word(m.node, _GUARD_WORDS):
-                            return True
-                break
+        seen: set[str] = set()
+        for m in tree.methods.get(id(fn.cls), ()):
+            if m.name not in seen:
+                seen.add(m.name)
+                if _mentions_word(m.node, _GUARD_WORDS):
+                    return True
     return False
 
 

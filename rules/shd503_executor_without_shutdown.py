@@ -1113,7 +1113,7 @@ def _surely_released(tree, target, fn) -> bool:
     the rule cannot report this assignment. Anything less certain stays a candidate."""
     if not (isinstance(target, ast.Attribute) and fn is not None and fn.in_class):
         return False
-    siblings = next((ms for ms in tree.methods.values() if any(m is fn for m in ms)), ())
+    siblings = tree.methods.get(id(fn.cls), ())
     ref = f"self.{target.attr}"
     seen: set[str] = set()
     for method in siblings:

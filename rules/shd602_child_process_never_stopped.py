@@ -1548,9 +1548,7 @@ def _tree_attr_stopped_in_class(tree, fn, attr: str) -> bool:
     (``_attr_released`` finds that ``_STOP`` and returns True)."""
     if fn is None or not fn.in_class:
         return True
-    cls = next((c for c in tree.classes if any(m is fn for m in tree.methods.get(id(c), ()))), None)
-    if cls is None:
-        return False
+    cls = fn.cls
     parents = None
     for m in tree.methods.get(id(cls), ()):
         nested = any(type(st) is ast.ClassDef for st in nested_statements(m.node.body))

@@ -137,9 +137,9 @@ def cached(source: bytes) -> Optional[ast.Module]:
 class Function:
     """One ``def``/``async def`` and what runs directly in it (not in nested defs)."""
 
-    __slots__ = ("node", "name", "is_async", "calls", "raises", "trys", "in_class")
+    __slots__ = ("node", "name", "is_async", "calls", "raises", "trys", "cls", "in_class")
 
-    def __init__(self, node, in_class: bool) -> None:
+    def __init__(self, node, cls: Optional[ast.ClassDef]) -> None:
         self.node = node
         self.name: str = node.name
         self.is_async = isinstance(node, ast.AsyncFunctionDef)
@@ -147,7 +147,8 @@ class Function:
         self.calls: list[tuple[ast.Call, bool, bool]] = []
         self.raises: list[ast.Raise] = []
         self.trys: list[ast.AST] = []
-        self.in_class = in_class  # directly in a class body: a method
+        self.cls = cls  # the class whose body it is directly in, or None
+        self.in_class = cls is not None  # a method
 
 
 class Tree:
@@ -199,7 +200,7 @@ class Tree:
                 elif t is ast.alias:
                     mentioned.add(node.name.rsplit(".", 1)[-1])
                 elif t is FunctionDef or t is AsyncFunctionDef:
-                    info = Function(node, in_class=cls is not None)
+                    info = Function(node, cls)
                     self.functions.append(info)
                     if cls is not None:
                         self.methods.setdefault(id(cls), []).append(info)
