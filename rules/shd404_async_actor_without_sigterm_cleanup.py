@@ -15,7 +15,6 @@ from shutdown_lint.prefilter.ast_tree import TRYS
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
 from ._vocabulary import RESOURCE_WORDS, identifier_words, mentions
-from .shd502_process_group_without_teardown import _named_bindings
 from shutdown_lint.facts.vocabulary import _BUILTINS
 
 _SETUP = "runtime_guard.ray.setup_worker"
@@ -890,9 +889,7 @@ def _may_name_a_base(tree, cls) -> bool:
     resolves (``qualified_name``: its root name bound by an import, a def, a class or a value, or a
     builtin). A base spelled from a parameter (``class _wrapper(env_cls)`` in a factory) or a name
     bound only by unpacking or a loop has none; any other shape of base is kept."""
-    bound = tree.__dict__.get("_shd404_named")
-    if bound is None:
-        bound = tree.__dict__["_shd404_named"] = _named_bindings(tree)
+    bound = tree.named_bindings
     for base in cls.bases:
         root = base
         while type(root) in (ast.Attribute, ast.Call, ast.Subscript, ast.Starred):

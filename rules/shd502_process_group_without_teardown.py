@@ -533,21 +533,6 @@ def _unnamed(call: ast.Call, bound: set) -> bool:
     return func.id not in bound
 
 
-def _named_bindings(tree) -> set[str]:
-    """Names given an import/def/class/value binding somewhere: a superset of the facts'
-    collector's kinds other than "other" (every import alias wherever it is, every def and
-    class, and the ``Tree``'s ``name = value`` bindings: one-target ``=``, ``: T = v``,
-    ``:=``, ``with ... as name``, which is what the collector binds as "value")."""
-    out = {fn.name for fn in tree.functions} | {c.name for c in tree.classes}
-    out.update(name for name, _ in tree.value_bindings)
-    for st in T.nested_statements(tree.module.body):  # imports are statements
-        if type(st) is ast.Import:
-            out.update(a.asname or a.name.split(".")[0] for a in st.names)
-        elif type(st) is ast.ImportFrom:
-            out.update(a.asname or a.name for a in st.names)
-    return out
-
-
 def _may_init_without_teardown(tree) -> bool:
     """Tier 2 for SHD502: an init call (the ``init_calls`` default) that the file itself does
     not prove covered.
@@ -580,7 +565,7 @@ def _may_init_without_teardown(tree) -> bool:
     for c, fn in inits:
         if isinstance(c.func, ast.Attribute):
             if bound is None:
-                bound = _named_bindings(tree)
+                bound = tree.named_bindings
             if _unnamed(c, bound):
                 continue
         if fn is None:

@@ -310,6 +310,22 @@ class Tree:
         what the facts bind as values."""
         return self._bindings
 
+    @functools.cached_property
+    def named_bindings(self) -> set[str]:
+        """Names given an import/def/class/value binding somewhere: a superset of the facts'
+        collector's kinds other than "other" (every import alias wherever it is, every def and
+        class, and the ``name = value`` bindings: one-target ``=``, ``: T = v``, ``:=``, ``with
+        ... as name``, which is what the collector binds as "value"). A name outside it is bound
+        only by a parameter, unpacking or a loop, or not at all: the facts cannot name it."""
+        out = {fn.name for fn in self.functions} | {c.name for c in self.classes}
+        out.update(name for name, _ in self._bindings)
+        for st in nested_statements(self.module.body):  # imports are statements
+            if type(st) is ast.Import:
+                out.update(a.asname or a.name.split(".")[0] for a in st.names)
+            elif type(st) is ast.ImportFrom:
+                out.update(a.asname or a.name for a in st.names)
+        return out
+
     def words(self, expr: ast.AST) -> set[str]:
         """Every last word the facts' qualified name of ``expr`` could end with."""
         names, attrs = self._aliases
