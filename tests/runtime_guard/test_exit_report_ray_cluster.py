@@ -77,7 +77,10 @@ def cluster():
 
 
 def _read_until(proc: subprocess.Popen, needle: str, timeout: float) -> str:
-    """Lines of the driver's output until one starts with ``needle`` (or the driver ends)."""
+    """Lines of the driver's output until a whole one (ended by its newline) starts with ``needle``
+    (or the driver ends). Whole: under ``PYTHONUNBUFFERED`` ``print`` writes each argument and
+    separator separately, so a read can end right after ``READY`` (seen with strace; the full
+    suite once failed on a READY line cut there)."""
     import selectors
 
     out = ""
@@ -92,7 +95,7 @@ def _read_until(proc: subprocess.Popen, needle: str, timeout: float) -> str:
             if not chunk:
                 break
             out += chunk
-            if any(line.startswith(needle) for line in out.splitlines()):
+            if any(line.startswith(needle) for line in out.split("\n")[:-1]):
                 break
     finally:
         sel.close()
