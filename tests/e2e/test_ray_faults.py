@@ -74,9 +74,17 @@ def test_preemption_leaks_only_what_the_raylet_sigkilled_and_the_driver_does_not
 def test_oom_kill_of_a_worker_on_another_node(faults):
     run = _run(faults, "oom")
     assert run.returncode == 1
-    # 1 lease of the SIGKILLed env worker + N-1 trajectories orphaned by asyncio.gather (SHD101) that
-    # Ray force-kills with the actor when the driver exits; all reaped.
-    assert run.leaked == N
+    # The SIGKILLed env worker's lease always leaks (reaped by the next run, see _run). The trajectory
+    # that stepped the env saw ActorDiedError and released its sandbox in its finally. The N-1 others,
+    # orphaned by asyncio.gather (SHD101), leak when Ray force-kills the actor as the driver exits:
+    # 6 of 6 runs alone, but one CI suite run leaked only the env's lease: the orphans were cancelled
+    # and cleaned up, as the guard lets them when the worker gets a SIGTERM before it is killed. How
+    # Ray ends the actor as its driver exits is Ray's race, not the guard's claim: bounded, not exact.
+    names = run.leaked_names
+    assert sum(name.startswith("env-") for name in names) == 1, names
+    assert not any(re.fullmatch(r"sandbox-\d+-0\.lease", name) for name in names), names
+    assert all(re.fullmatch(r"(env-\d+-step|sandbox-\d+-[1-9]\d*)\.lease", name) for name in names), names
+    assert 1 <= run.leaked <= N
 
 
 @pytest.mark.timeout(300)
