@@ -29,6 +29,12 @@ def test_hard_exit_flushes_logging_and_stdio_from_a_thread() -> None:
     assert "buffered line" in r.stdout and "log line" in r.stdout and "not reached" not in r.stdout
 
 
+# WAITS: a program signalled here (or interrupted by supervise's SIGINT to its main thread) waits in
+# 0.05 s slices, not in one long sleep or await. CPython runs a Python handler between bytecodes only:
+# a signal that lands after the last check and before the sleep's clock_nanosleep (or the idle event
+# loop's epoll_wait: asyncio.run sets no wakeup fd) waits for that call to end. These tests are about
+# what the handlers do, not about how soon a long call is cut.
+
 # ----------------------------------------------------------------------------- supervise
 
 SUPERVISE_PROGRAM = """
@@ -102,7 +108,8 @@ def test_supervise_loop_in_thread_without_main_task_interrupts_main_thread() -> 
         threading.Thread(target=loop_thread, daemon=True).start()
         try:
             main_waits.set()
-            time.sleep(30)
+            for _ in range(600):  # short waits: see WAITS above
+                time.sleep(0.05)
             print('slept through')
         except KeyboardInterrupt:
             print('main thread interrupted', flush=True)
@@ -137,7 +144,8 @@ def test_sigterm_as_keyboard_interrupt_runs_finally_blocks() -> None:
         print('previous', prev, flush=True)
         async def child(i):
             try:
-                await asyncio.sleep(100)
+                for _ in range(2000):  # short waits: see WAITS above
+                    await asyncio.sleep(0.05)
             finally:
                 await asyncio.sleep(0.05)
                 print('child cleanup', i, flush=True)
@@ -178,12 +186,14 @@ ON_INTERRUPT = """
     import time, runtime_guard
     def cleanup():
         print('cleanup start', flush=True)
-        time.sleep({cleanup_s})
+        for _ in range(round({cleanup_s} / 0.05)):  # short waits: see WAITS above
+            time.sleep(0.05)
         print('cleanup done', flush=True)
     @runtime_guard.on_interrupt(cleanup, timeout={timeout})
     def main():
         print('ready', flush=True)
-        time.sleep(60)
+        for _ in range(1200):
+            time.sleep(0.05)
     main()
 """
 

@@ -66,7 +66,8 @@ def test_default_sigterm_still_kills_with_minus_15(loop_running: bool) -> None:
         t.start()
         time.sleep(0.3)
         print("ready", flush=True)
-        time.sleep(60)
+        for _ in range(1200):  # short waits: one long sleep would hold a SIGTERM that lands before it starts
+            time.sleep(0.05)
         print("slept through", flush=True)
     """)
     try:

@@ -82,10 +82,12 @@ def test_loop_thread_is_a_thread_and_stop_runs_task_cleanup() -> None:
 
 def test_loop_thread_stops_a_run_forever_loop_at_exit() -> None:
     r = run_code("""
-        import asyncio, runtime_guard, time
+        import asyncio, runtime_guard, threading
         loop = asyncio.new_event_loop()
+        started = threading.Event()
         async def job():
             try:
+                started.set()
                 await asyncio.sleep(100)
             finally:
                 await asyncio.sleep(0.05)
@@ -93,7 +95,7 @@ def test_loop_thread_stops_a_run_forever_loop_at_exit() -> None:
         t = runtime_guard.LoopThread(target=loop.run_forever, daemon=False)
         t.start()
         asyncio.run_coroutine_threadsafe(job(), loop)
-        time.sleep(0.3)
+        started.wait(30)  # the job is inside its try (a fixed sleep was a guess under load)
         print("main done", flush=True)
     """, timeout=30)
     # daemon=False and a run_forever nobody stops: without the exit hook this would hang forever
@@ -106,22 +108,25 @@ def test_loop_thread_sigterm_chains_to_the_previous_handler() -> None:
     import signal
 
     p = popen_code("""
-        import asyncio, os, signal, sys, time, runtime_guard
+        import asyncio, os, signal, sys, threading, time, runtime_guard
         def previous(signum, frame):
             print("previous handler", flush=True)
             sys.exit(7)
         signal.signal(signal.SIGTERM, previous)
+        started = threading.Event()
         async def job():
             try:
+                started.set()
                 await asyncio.sleep(100)
             finally:
                 await asyncio.sleep(0.05)
                 print("cleanup ran", flush=True)
         t = runtime_guard.LoopThread(target=lambda: asyncio.run(job()), daemon=True)
         t.start()
-        time.sleep(0.2)
+        started.wait(30)  # the job is inside its try (a fixed sleep was a guess under load)
         print("ready", flush=True)
-        time.sleep(30)
+        for _ in range(600):  # short waits: one long sleep would hold a SIGTERM that lands before it starts
+            time.sleep(0.05)
     """)
     try:
         wait_for_line(p, "ready", timeout=30)
