@@ -216,7 +216,8 @@ def test_signals_arriving_during_cleanup_do_not_skip_or_hang_it():
                 time.sleep(60)  # a cleanup that would hang
             with runtime_guard.on_interrupt(cleanup, exit_code=130, timeout=8):
                 print("ready", flush=True)
-                time.sleep(60)
+                for _ in range(1200):  # short waits: the first SIGTERM must not wait for one long sleep
+                    time.sleep(0.05)
             """)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env=dict(os.environ, PYTHONPATH=REPO), cwd=REPO)
         try:
