@@ -121,7 +121,8 @@ async def run_sandbox(i):
     path = os.path.join(MARKERS, f"sandbox{i}")
     open(path, "w").close()
     try:
-        await asyncio.sleep(60)
+        while True:  # short sleeps: asyncio.run's SIGINT handler sets no wakeup fd (one long timer would hold it)
+            await asyncio.sleep(0.05)
     finally:
         await asyncio.sleep(0.1 * (i + 1))  # deleting sandbox i takes its own time
         os.remove(path)

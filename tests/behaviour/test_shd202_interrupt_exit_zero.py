@@ -117,14 +117,17 @@ SIGTERM_ZERO = textwrap.dedent('''
 
 
 # Python 3.11+: Ctrl+C cancels asyncio.run's main task; a handler that also catches the
-# cancellation and returns makes asyncio.run return normally.
+# cancellation and returns makes asyncio.run return normally. The coroutine waits in short sleeps:
+# asyncio.run's SIGINT handler is a Python handler and sets no wakeup fd, so a SIGINT that lands
+# just before the loop's epoll_wait would wait for one long sleep's timer (60 s) to run.
 ASYNC_MAIN = textwrap.dedent('''
     import asyncio
 
     async def amain():
         try:
             print("ready", flush=True)
-            await asyncio.sleep(60)
+            for _ in range(1200):
+                await asyncio.sleep(0.05)
         except (KeyboardInterrupt, asyncio.CancelledError):
             print("interrupted, cleaning up", flush=True)
 

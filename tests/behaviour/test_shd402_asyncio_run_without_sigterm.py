@@ -35,7 +35,8 @@ HAZARD = textwrap.dedent('''
         path = os.path.join(LEASE_DIR, f"sandbox-{i}.lease")
         open(path, "w").close()
         try:
-            await asyncio.sleep(3600)  # a long trajectory
+            while True:
+                await asyncio.sleep(0.05)  # a long trajectory's steps (see WAITS below)
         finally:
             os.remove(path)  # release the sandbox
 
@@ -48,6 +49,13 @@ HAZARD = textwrap.dedent('''
     if __name__ == "__main__":
         asyncio.run(main())
 ''' % N)
+
+
+# WAITS: the signalled programs here wait in short sleeps, not in one long sleep or await. The fixed
+# programs' SIGTERM handler (and asyncio.run's SIGINT handler) are Python handlers, run between
+# bytecodes: a signal that lands just before the event loop's epoll_wait (asyncio.run sets no wakeup
+# fd) or time.sleep's clock_nanosleep would wait for that call's timeout. What the handler does is
+# what these tests are about.
 
 
 def _terminate(path, lease_dir) -> tuple[int, list[str], str]:
@@ -96,14 +104,17 @@ FORKS_A_CHILD = textwrap.dedent('''
     import time
 
 
-    def work():
+    def work(ready):
+        ready.set()
         time.sleep(30)
 
 
     async def main():
-        child = multiprocessing.get_context("fork").Process(target=work)
+        ctx = multiprocessing.get_context("fork")
+        ready = ctx.Event()
+        child = ctx.Process(target=work, args=(ready,))
         child.start()
-        await asyncio.sleep(0.5)
+        await asyncio.to_thread(ready.wait, 30)  # past fork's hooks (a fixed wait was a guess)
         if sys.argv[1:] == ["terminate"]:
             child.terminate()
         else:
@@ -152,7 +163,8 @@ PHASES = textwrap.dedent('''
             print("loop started", flush=True)
             if sys.argv[1] == "loop":
                 print("ready", flush=True)
-                await asyncio.sleep(30)
+                for _ in range(600):  # see WAITS
+                    await asyncio.sleep(0.05)
             await asyncio.sleep(0.1)
             return 5
         finally:
@@ -165,7 +177,8 @@ PHASES = textwrap.dedent('''
         try:
             if sys.argv[1] == "sync":
                 print("ready", flush=True)
-                time.sleep(30)
+                for _ in range(600):  # see WAITS
+                    time.sleep(0.05)
         finally:
             print("sync cleanup", flush=True)
         print("done", file=sys.stderr, flush=True)

@@ -44,7 +44,8 @@ HAZARD = textwrap.dedent('''
     LEASE_DIR, MODE = sys.argv[1], sys.argv[2]
 
 
-    def child_work():
+    def child_work(ready):
+        ready.set()  # after fork's hooks: a SIGTERM before them could be dropped with the parent's handler
         time.sleep(30)
 
 
@@ -55,7 +56,7 @@ HAZARD = textwrap.dedent('''
         time.sleep(0.2)
         os.killpg(proc.pid, signal.SIGTERM)
         try:
-            proc.wait(1.0)
+            proc.wait(10.0)  # a liveness bound: SIGTERM's default action ends it at once
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
@@ -63,11 +64,13 @@ HAZARD = textwrap.dedent('''
         else:
             fates.append(f"bash {proc.returncode}")
         for method in ("fork", "spawn"):
-            p = multiprocessing.get_context(method).Process(target=child_work)
+            ctx = multiprocessing.get_context(method)
+            ready = ctx.Event()
+            p = ctx.Process(target=child_work, args=(ready,))
             p.start()
-            time.sleep(0.2)
+            ready.wait(30)
             p.terminate()
-            p.join(1.0)
+            p.join(10.0)
             if p.is_alive():
                 p.kill()
                 p.join()
@@ -103,7 +106,8 @@ HAZARD = textwrap.dedent('''
             time.sleep(0.02)
         print("ready", flush=True)
         if MODE == "wait":
-            time.sleep(60)  # SIGTERM arrives here
+            for _ in range(1200):  # SIGTERM arrives here (short sleeps: the fix's handler is a Python one)
+                time.sleep(0.05)
 
 
     if __name__ == "__main__":
