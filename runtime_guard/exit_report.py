@@ -44,14 +44,20 @@ The report never changes what the program does:
   ``die_of``): ``signal.getsignal`` and ``signal.signal`` are wrapped to answer ``SIG_DFL`` where that handler
   is the one in place, so code that installs its own only over the default still does; a handler
   installed over ours replaces it (its program decides what SIGTERM does; if that ends in
-  ``sys.exit`` or an exception the atexit report still comes). Being a Python handler, it runs
-  when the main thread next runs Python code: a main thread in a long C call that holds the GIL
-  dies when that call returns rather than at once.
-* Threads: none. Children: none; a child forked afterwards gets SIGTERM's default back and no
-  report (``os.register_at_fork``).
+  ``sys.exit`` or an exception the atexit report still comes). A Python handler runs only when
+  the main thread next runs Python code; so that a main thread blocked in a C call (a
+  ``torch.distributed`` rendezvous or collective waiting for a peer) still dies of SIGTERM, the
+  signal is also heard at delivery (``runtime_guard.signals.on_delivery``, faulthandler's C hook
+  on SIGTERM): if the handler has not started ``SIGTERM_WAIT`` s later, a helper thread reports
+  and dies of SIGTERM. A main thread in a long C call that holds the GIL still dies only when that
+  call returns (no Python thread can run meanwhile).
+* Threads: one bare helper thread blocked reading a pipe while the SIGTERM stand-in is in place
+  (not in ``threading.enumerate()``). Children: none; a child forked afterwards gets SIGTERM's
+  default back, no C hook and no report (``os.register_at_fork``).
 """
 from __future__ import annotations
 
+import _thread
 import atexit
 import os
 import sys
@@ -536,17 +542,51 @@ def _patch_loaded_and_hook() -> None:
 # SIGTERM (only over the default action) and fork
 
 
+#: Seconds the helper thread that hears SIGTERM at delivery leaves the main thread to start the
+#: handler itself before it reports and ends the process (the main thread is blocked in C).
+SIGTERM_WAIT = 1.0
+#: Taken by whichever reports the SIGTERM ending: the handler or the helper thread.
+_sigterm_taken = _thread.allocate_lock()
+
+
 def _on_sigterm(signum: int, frame: Any) -> None:
+    from .signals import die_of
+
+    if not _sigterm_taken.acquire(False):  # the helper thread reports and ends the process
+        import time
+
+        for _ in range(200):  # it needs the GIL, which sleeping releases
+            time.sleep(0.05)
+        die_of(signum)
+        return
+    _report_sigterm()
+    die_of(signum)  # dies of SIGTERM as it would have: status -15, no atexit
+
+
+def _report_sigterm(**detail: Any) -> None:
     global _ray_items
     try:
         if _ray_items is None:
             _ray_items = []  # no call into Ray from a signal handler: it may be what was interrupted
-        report({"kind": "SIGTERM"})
+        report({"kind": "SIGTERM", **detail})
     except BaseException:
         pass
-    from .signals import die_of
 
-    die_of(signum)  # dies of SIGTERM as it would have: status -15, no atexit
+
+def _on_sigterm_in_c() -> None:
+    """Helper thread, at SIGTERM's delivery (``signals.on_delivery``): when the main thread has
+    not started ``_on_sigterm`` within ``SIGTERM_WAIT`` s, it is blocked in a C call; report and
+    die of SIGTERM from here, as the default action would have ended the process at once."""
+    import time
+
+    time.sleep(SIGTERM_WAIT)
+    signals = sys.modules.get("runtime_guard.signals")
+    if signals is None or signals._signal.getsignal(signals._signal.SIGTERM) is not _on_sigterm:
+        return  # not ours any more: the handler in place decides
+    if not _sigterm_taken.acquire(False):
+        return  # the handler started: it reports and ends the process
+    _report_sigterm(detail="the main thread was blocked in a C call")
+    signals.die_of(signals._signal.SIGTERM)
 
 
 def _install_sigterm() -> None:
@@ -566,6 +606,7 @@ def _install_sigterm() -> None:
     except ValueError:  # not the main thread
         return
     _sigterm_handler_installed = True
+    signals.on_delivery(sigterm, _on_sigterm_in_c)  # after install_owned: faulthandler chains to it
 
 
 def _uninstall_sigterm() -> None:
@@ -575,6 +616,7 @@ def _uninstall_sigterm() -> None:
     _sigterm_handler_installed = False
     signals = sys.modules.get("runtime_guard.signals")
     if signals is not None:
+        signals.forget_delivery(signals._signal.SIGTERM)
         signals.uninstall_owned(signals._signal.SIGTERM, _on_sigterm)
 
 
@@ -594,9 +636,10 @@ def _after_fork_in_child() -> None:
         return
     _enabled = False  # the child runs none of the program's main: no report, no recording
     _child_sites.clear()
-    # runtime_guard.signals' own fork hook gives SIGTERM's default back (its lock is new there)
-    global _sigterm_handler_installed
+    # runtime_guard.signals' own fork hook gives SIGTERM's default back and drops the C hook
+    global _sigterm_handler_installed, _sigterm_taken
     _sigterm_handler_installed = False
+    _sigterm_taken = _thread.allocate_lock()  # one taken by a thread of the parent stays taken
 
 
 if hasattr(os, "register_at_fork"):

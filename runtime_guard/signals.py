@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # typing, logging, threading, warnings: imported where used (
     Handler = Union[Callable[[int, Union[FrameType, None]], Any], int, signal.Handlers, None]
 
 __all__ = ["sigterm_as_keyboard_interrupt", "in_main_thread", "Handler", "install_owned", "die_of",
-           "uninstall_owned"]
+           "uninstall_owned", "on_delivery", "forget_delivery"]
 
 #: (signal, our handler, the handler it replaced), oldest first. Per process: cleared after fork.
 _owned: List[Tuple[int, Any, Any]] = []
@@ -36,6 +36,8 @@ _owned: List[Tuple[int, Any, Any]] = []
 #: ``SIG_DFL`` while it is the one in place, and ``signal.signal`` returns ``SIG_DFL`` for it.
 _hidden: Dict[int, Any] = {}
 _lock = _thread.allocate_lock()
+#: signal -> [read fd, write fd, callback]: see ``on_delivery``. Per process: forgotten after fork.
+_delivery: Dict[int, List[Any]] = {}
 
 
 def __getattr__(name: str) -> Any:
@@ -83,6 +85,8 @@ def _give_back_in_child() -> None:
             pass
     _owned.clear()
     _hidden.clear()
+    for signum in list(_delivery):
+        forget_delivery(signum, in_child=True)
 
 
 if hasattr(os, "register_at_fork"):
@@ -179,13 +183,121 @@ def die_of(signum: int) -> None:
     """End the process as the default action of ``signum`` would: restore ``SIG_DFL`` and send
     the signal to this process again (status ``-signum``, no ``finally``, no ``atexit``, as
     before any handler was installed). Returns only where the signal is blocked in every thread
-    (it stays pending and acts when unblocked, as it would have without the handler)."""
+    (it stays pending and acts when unblocked, as it would have without the handler). From any
+    thread: off the main thread, where ``signal.signal`` refuses, the default action is restored
+    through the C library."""
     _hidden.pop(signum, None)
     try:
         _raw_set(signum, _signal.SIG_DFL)
-    except (ValueError, OSError):
+    except ValueError:  # not the main thread
+        _set_default_in_c(signum)
+    except OSError:
         pass
     os.kill(os.getpid(), signum)
+
+
+def _set_default_in_c(signum: int) -> None:
+    """``SIG_DFL`` for ``signum`` at the C level, from any thread (Python's own table is left as
+    it is: the caller is about to die of the signal)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.signal.restype = ctypes.c_void_p
+        libc.signal.argtypes = (ctypes.c_int, ctypes.c_void_p)
+        libc.signal(int(signum), None)  # SIG_DFL is the null handler
+    except (ImportError, OSError, AttributeError, TypeError):
+        os.kill(os.getpid(), _signal.SIGKILL)  # no C library to ask: end now (status -9, not -signum)
+
+
+def on_delivery(signum: int, callback: Callable[[], None]) -> bool:
+    """Call ``callback`` (once, from a helper thread) as soon as ``signum`` is delivered, also
+    while the main thread is blocked in a C call, where no Python handler can run.
+
+    CPython runs a Python signal handler only when the main thread next executes bytecode: a
+    rank blocked in a collective, a process waiting in a C++ rendezvous, never gets there
+    (measured: a gloo rank in ``all_reduce`` ran its handler only at the process group's
+    timeout; with the exit report's stand-in, a process in ``init_process_group`` waiting for a
+    peer outlived SIGTERM, where with ``SIG_DFL`` it died in 0.03 s). faulthandler's handler is C
+    code that runs at delivery: it writes a thread dump into our pipe, then chains to the handler
+    that was in place when it registered (call this after installing the Python handler), so the
+    Python path still runs when it can. The helper thread (a bare ``_thread``: no ``threading``
+    import, not listed by ``threading.enumerate``) reads the pipe; it needs the GIL, which
+    blocking C calls release. A later ``signal.signal(signum, ...)`` by other code removes the C
+    hook (its handler decides). One callback per signal: a later call replaces it. Returns False
+    where faulthandler cannot register the signal."""
+    import faulthandler
+
+    start = False
+    with _lock:
+        entry = _delivery.get(signum)
+        try:
+            if entry is None:
+                r, w = os.pipe()
+                os.set_blocking(w, False)  # a full pipe must never block inside the signal handler
+                entry = [r, w, callback]
+                start = True
+            else:
+                entry[2] = callback
+            # all_threads: the kernel may deliver the signal to a C++ thread (NCCL, CUDA, gloo)
+            # with no Python thread state, where a current-thread dump would write nothing.
+            faulthandler.register(signum, file=entry[1], all_threads=True, chain=True)
+        except (AttributeError, OSError, RuntimeError, ValueError):
+            if start:
+                for fd in entry[:2]:
+                    os.close(fd)
+            return False
+        if start:
+            _delivery[signum] = entry
+    if start:
+        _thread.start_new_thread(_watch_delivery, (entry,))
+    return True
+
+
+def _watch_delivery(entry: List[Any]) -> None:
+    try:
+        data = os.read(entry[0], 65536)
+    except OSError:
+        return
+    if data:
+        try:
+            entry[2]()
+        except BaseException:  # a bare thread would print the error; the callback owns its failures
+            pass
+    else:  # EOF: forget_delivery closed the write end
+        try:
+            os.close(entry[0])
+        except OSError:
+            pass
+
+
+def forget_delivery(signum: int, *, in_child: bool = False) -> None:
+    """Undo ``on_delivery`` for ``signum``: drop faulthandler's hook and end the helper thread.
+    faulthandler's ``unregister`` puts back the C-level action it saw when it registered, which
+    may no longer be what Python's table says (measured in a forked child: ``SIG_DFL`` in the
+    table, "Signal 15 ignored" at the C level): the table's handler is set again, so the C level
+    and Python agree whatever ran before. ``in_child``: after fork (the helper thread is not
+    there, and the pipe leads to the parent's)."""
+    entry = _delivery.pop(signum, None)
+    if entry is None:
+        return
+    try:
+        import faulthandler
+
+        faulthandler.unregister(signum)
+    except (AttributeError, OSError, RuntimeError, ValueError):
+        pass
+    try:
+        current = _signal.getsignal(signum)
+        if current is not None:
+            _signal.signal(signum, current)
+    except (OSError, RuntimeError, ValueError, TypeError):
+        pass
+    for fd in (entry[:2] if in_child else entry[1:2]):  # the thread closes the read end at EOF
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
 
 def _loop_running_here() -> bool:

@@ -5,7 +5,6 @@ Needs the ``torch`` extra: ``pip install "shutdown-lint-runtime[torch]"``.
 from __future__ import annotations
 
 import atexit
-import faulthandler
 import logging
 import os
 import signal
@@ -22,7 +21,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     ) from exc
 
 from .exit import hard_exit
-from .signals import in_main_thread, install_owned
+from .signals import in_main_thread, install_owned, on_delivery
 from ._threads import QuietTimer, daemon_thread
 
 __all__ = ["install_distributed_teardown", "teardown"]
@@ -30,8 +29,6 @@ __all__ = ["install_distributed_teardown", "teardown"]
 log = logging.getLogger("runtime_guard.torch")
 _state = {"running": False, "done": False, "deadline": False}
 _lock = threading.Lock()
-#: Pipe ends that faulthandler writes to on SIGTERM (kept open for the life of the process).
-_delivery_pipe: List[int] = []
 #: What install_distributed_teardown put in place in this process: the handler it installed and the
 #: one it replaced, so a forked child can be given back the handler it would have had.
 _installed: dict = {}
@@ -41,14 +38,11 @@ def _forget_in_child() -> None:
     """After fork: the child is not the rank. Without this it inherits the SIGTERM handler (it would
     run destroy_process_group on the parent's group, which aborts) and faulthandler's C hook, which
     writes into the pipe the PARENT's helper thread reads: SIGTERM to a DataLoader or multiprocessing
-    child tore down and ended the parent rank (measured: parent exit 143, child -6). Give the child
-    the SIGTERM disposition it had before the install and drop the hook and the pipe."""
+    child tore down and ended the parent rank (measured: parent exit 143, child -6). The hook and the
+    pipe are dropped by runtime_guard.signals' own fork hook (``forget_delivery``, which runs first);
+    here the child gets the SIGTERM disposition it had before the install."""
     if not _installed:
         return
-    try:
-        faulthandler.unregister(signal.SIGTERM)
-    except (AttributeError, OSError, RuntimeError, ValueError):
-        pass
     try:
         current = signal.getsignal(signal.SIGTERM)
         if current is _installed.get("handler"):
@@ -56,18 +50,9 @@ def _forget_in_child() -> None:
             # None: the previous handler was not installed from Python and cannot be put back.
             current = previous if previous is not None else signal.SIG_DFL
         if current is not None:
-            # Also when runtime_guard.signals' fork hook already gave the handler back: unregister
-            # above put back the C-level action faulthandler saved (Python's), whatever Python's
-            # table says now (measured: SIG_DFL in the table, "Signal 15 ignored", child alive).
             signal.signal(signal.SIGTERM, current)
     except (OSError, RuntimeError, ValueError, TypeError):
         pass
-    for fd in _delivery_pipe:
-        try:
-            os.close(fd)
-        except OSError:
-            pass
-    _delivery_pipe[:] = []
     _installed.clear()
     _state.update(running=False, done=False, deadline=False)
 
@@ -140,40 +125,6 @@ def _arm_deadline(grace: float, exit_code: int) -> None:
     QuietTimer(grace * 0.9, lambda: hard_exit(exit_code, atexit_timeout=0), "runtime_guard-teardown-deadline").start()
 
 
-def _on_delivery_in_c(signum: int, on_delivery: Callable[[], None]) -> bool:
-    """Call ``on_delivery`` from a helper thread as soon as ``signum`` is delivered.
-
-    CPython runs a Python signal handler only when the main thread next executes bytecode: a rank
-    blocked in a collective, or in ``cuda.synchronize()`` behind a wedged kernel, never gets there
-    (measured: a gloo rank in ``all_reduce`` ran the handler only at the process-group timeout; on
-    an H100 the rank in ``synchronize()`` never did). faulthandler's handler is C code that runs at
-    delivery: it writes a traceback to our pipe, then chains to Python's handler, so the Python path
-    still runs when it can. The helper thread needs the GIL, which blocking CUDA and c10d calls
-    release. Returns False where faulthandler cannot register the signal.
-    """
-    try:
-        if not _delivery_pipe:
-            r, w = os.pipe()
-            os.set_blocking(w, False)  # a full pipe must never block inside the signal handler
-            _delivery_pipe[:] = [r, w]
-        r, w = _delivery_pipe
-        # all_threads: the kernel may deliver SIGTERM to a C++ thread (NCCL, CUDA) with no Python
-        # thread state, where a current-thread dump would write nothing.
-        faulthandler.register(signum, file=w, all_threads=True, chain=True)
-    except (AttributeError, OSError, RuntimeError, ValueError):
-        return False
-
-    def watch() -> None:
-        try:
-            if os.read(r, 65536):
-                on_delivery()
-        except OSError:
-            pass
-
-    daemon_thread(watch, "runtime_guard-sigterm-watch").start()
-    return True
-
-
 def install_distributed_teardown(grace: float = 25.0, *, exit_code: int = 143,
                                  chain: bool = True) -> Optional[Any]:
     """Install a SIGTERM handler that tears down CUDA/``torch.distributed`` and exits within ``grace``.
@@ -193,7 +144,7 @@ def install_distributed_teardown(grace: float = 25.0, *, exit_code: int = 143,
     that C-level hook (the Python handler, if chained, still runs).
 
     What it does to the rest of the program: it replaces the SIGTERM handler (chaining to the
-    previous Python one as above), registers faulthandler for SIGTERM and starts one daemon
+    previous Python one as above), registers faulthandler for SIGTERM and starts one helper
     thread that only reads a pipe (signal mask untouched); it starts no process. A child
     forked afterwards (DataLoader workers, ``multiprocessing`` with ``fork``) gets the previous
     SIGTERM handler back and no faulthandler hook, so its fate under SIGTERM is what it was
@@ -226,7 +177,7 @@ def install_distributed_teardown(grace: float = 25.0, *, exit_code: int = 143,
             previous(signum, frame)  # may raise SystemExit (Ray) - the deadline timer still bounds exit
         hard_exit(exit_code)
 
-    def on_delivery() -> None:  # helper thread, at delivery time
+    def on_delivery_in_c() -> None:  # helper thread, at delivery time (runtime_guard.signals.on_delivery)
         _arm_deadline(grace, exit_code)
         if handled.wait(min(1.0, grace / 10)):
             return
@@ -237,7 +188,7 @@ def install_distributed_teardown(grace: float = 25.0, *, exit_code: int = 143,
 
     install_owned(signal.SIGTERM, on_sigterm)  # a child forked afterwards gets `previous` back, stacked ones too
     _installed.update(handler=on_sigterm, previous=previous)
-    _on_delivery_in_c(signal.SIGTERM, on_delivery)  # after signal.signal: faulthandler chains to it
+    on_delivery(signal.SIGTERM, on_delivery_in_c)  # after signal.signal: faulthandler chains to it
     # No atexit teardown here: a program that ends without SIGTERM ends exactly as it did without
     # this call (docs/fix-safety.md); SIGTERM's own path tears down above, before chaining.
     return previous

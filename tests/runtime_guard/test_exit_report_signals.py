@@ -86,3 +86,65 @@ def test_default_stays_default_and_the_process_dies_of_sigterm(tmp_path) -> None
     assert "default True" in out, out
     assert p.returncode == -signal.SIGTERM, out
     assert "ended by SIGTERM" in out and "daemon thread 'left' alive" in out, out
+
+
+BLOCKED_IN_C = """
+import datetime, socket, sys, threading
+import torch.distributed as dist
+
+with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+threading.Thread(target=threading.Event().wait, name="left", daemon=True).start()
+print("ready", port, flush=True)
+# rank 0 of 2: waits in C++ for a peer that never comes (until the 120 s timeout)
+dist.init_process_group("gloo", rank=0, world_size=2, init_method=f"tcp://127.0.0.1:{port}",
+                        timeout=datetime.timedelta(seconds=120))
+print("joined", flush=True)
+"""
+
+
+def _wait_listening(port: int, p: subprocess.Popen, timeout: float = 60) -> None:
+    """Until a socket listens on ``port`` (read from /proc/net/tcp: connecting would talk to the store).
+    The rendezvous's TCPStore constructor listens, then waits for the peer, in one C++ call."""
+    import time
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and p.poll() is None:
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            try:
+                rows = open(table).read().splitlines()[1:]
+            except OSError:
+                continue
+            for row in rows:
+                fields = row.split()
+                if fields[1].rsplit(":", 1)[1] == "%04X" % port and fields[3] == "0A":  # 0A: LISTEN
+                    return
+        time.sleep(0.05)
+    raise AssertionError(f"nothing listens on {port}")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/net/tcp")
+@pytest.mark.parametrize("report", [False, True], ids=["plain", "exit-report"])
+def test_sigterm_ends_a_main_thread_blocked_in_c(tmp_path, report) -> None:
+    """A main thread in a C++ rendezvous never runs a Python handler: without the report SIGTERM's
+    default action ends the process at once; the report's stand-in must too (it used to outlive
+    SIGTERM until the rendezvous timed out). Heard at delivery, it reports from a helper thread
+    after SIGTERM_WAIT and dies of SIGTERM (-15)."""
+    pytest.importorskip("torch.distributed")
+    script = tmp_path / "prog.py"
+    script.write_text(BLOCKED_IN_C)
+    cmd = [sys.executable, "-m", "runtime_guard", "--exit-report", str(script)] if report else [sys.executable, str(script)]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env())
+    try:
+        lines = wait_for_line(p, "ready", timeout=60)
+        _wait_listening(int(lines[-1].split()[1]), p)  # the store listens: the main thread is in C++ now
+        p.send_signal(signal.SIGTERM)
+        out = "".join(lines) + p.communicate(timeout=60)[0]  # liveness bound, far below the 120 s rendezvous
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == -signal.SIGTERM, out
+    assert "joined" not in out, out
+    if report:
+        assert "ended by SIGTERM" in out and "daemon thread 'left' alive" in out, out
