@@ -38,7 +38,8 @@ PROGRAM = textwrap.dedent('''
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{sys.argv[1]}", rank=0, world_size=1)
         try:
             print("ready", flush=True)
-            await asyncio.sleep(60)
+            for _ in range(1200):  # short sleeps: a SIGTERM just before one long epoll_wait would wait for it
+                await asyncio.sleep(0.05)
         finally:
             print("finally ran, group still initialised:", dist.is_initialized(), flush=True)
 

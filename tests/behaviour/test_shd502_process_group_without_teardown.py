@@ -131,7 +131,8 @@ ONE_RANK_FORKS = textwrap.dedent('''
     logging.basicConfig(level=logging.INFO, format="%(name)s %(message)s", stream=sys.stdout)
 
 
-    def load_batch():
+    def load_batch(ready):
+        ready.set()
         time.sleep(30)  # a data-loading child
 
 
@@ -139,9 +140,11 @@ ONE_RANK_FORKS = textwrap.dedent('''
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{sys.argv[1]}", rank=0, world_size=1)
         t = torch.ones(4)
         dist.all_reduce(t)
-        child = multiprocessing.get_context("fork").Process(target=load_batch)
+        ctx = multiprocessing.get_context("fork")
+        ready = ctx.Event()
+        child = ctx.Process(target=load_batch, args=(ready,))
         child.start()
-        time.sleep(0.5)
+        ready.wait(30)  # past fork's hooks (a fixed wait was a guess)
         child.terminate()
         child.join(10)
         print("child exit", child.exitcode, flush=True)
