@@ -1291,7 +1291,9 @@ def _may_start_child(tree) -> bool:
       for", which needs a non-``multiprocessing`` child with a pipe and no session of its own.
       The stop's Name is in this file: ``_classify`` makes a use in another function a hand-over.
       A ``multiprocessing`` child also needs ``p.start()`` and no ``daemon=`` keyword; any other
-      is not reported when the next statement only waits for it (``_tree_waited_next``)."""
+      is not reported when the next statement only waits for it (``_tree_waited_next``), nor when
+      ``_tree_handed_after`` finds what ends ``_check`` before any report (a hand-over after the
+      start, a stop in a cleanup block, the first stop after harmless code only)."""
     contexts: list[bool] = []
 
     def kinds(value) -> set:
@@ -1333,6 +1335,8 @@ def _may_start_child(tree) -> bool:
             continue
         if "mp" not in ks and _tree_waited_next(tree, value, target.id):
             continue  # waited for right after the start
+        if _tree_handed_after(tree, fn, target, value, ks):
+            continue  # handed on, stopped in a cleanup block, or waited for after harmless code
         if ks != {"mp"} and not _tree_session(value) and _tree_piped(value):
             return True  # may be "never waited for"
         if stopped is None:
@@ -1541,6 +1545,248 @@ _COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.Fo
              ast.With, ast.AsyncWith, *TRYS, getattr(ast, "Match", ast.If))
 
 
+def _tree_handed_after(tree, fn, target: ast.Name, call: ast.Call, ks: set) -> bool:
+    """``p = <child>`` (``target`` is ``p``, ``call`` the start) where ``_check`` surely reports
+    nothing. Its range is the uses of ``p`` after ``target`` up to the next assignment that binds
+    ``p`` to a call (``_starts_another`` may end it there; by source position). It returns before
+    any report when one of them is
+
+    - one that ``_classify`` calls ``_HANDOFF``, ``_WITH`` or ``_REGISTER`` (``_surely_handed``;
+      any ``p`` in a nested ``def``/``lambda``);
+    - with no session keyword (``_new_session`` is None), a stop ``p.<_STOP_METHODS>(...)`` in an
+      ``except`` handler's body or a ``finally`` (``_protection``: ``full`` or ``errors``; either
+      ends ``_check`` when the child has no session of its own);
+
+    or when, with no session keyword and not ``multiprocessing``, the first stop after the start is
+    not timed and only harmless code runs before it (``_tree_only_harmless_before_stop``).
+    Names in f-strings are not looked at here (their positions are not the source's on every
+    Python)."""
+    var = target.id
+    region = fn.node if fn is not None else tree.module
+    start = (target.lineno, target.col_offset)
+    end = None
+    uses = []
+    parents: dict = {}
+    todo: list = [(region, False)]
+    while todo:
+        node, nested = todo.pop()
+        t = type(node)
+        if t is ast.Name:
+            if node.id == var and node is not target:
+                uses.append((node, nested))
+            continue
+        if t is ast.JoinedStr:
+            continue
+        if t is ast.Assign:
+            value = node.value.value if type(node.value) is ast.Await else node.value
+            if type(value) is ast.Call:
+                for tg in node.targets:
+                    if type(tg) is ast.Name and tg.id == var and tg is not target:
+                        pos = (tg.lineno, tg.col_offset)
+                        if pos > start and (end is None or pos < end):
+                            end = pos
+        inner = nested or (node is not region and t in _SCOPES)
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+            todo.append((child, inner))
+    session = any(k.arg in _SESSION_KEYWORDS for k in call.keywords)
+    for n, nested in uses:
+        pos = (n.lineno, n.col_offset)
+        if not (pos > start and (end is None or pos < end)):
+            continue
+        if nested or _surely_handed(n, parents):
+            return True
+        if not session and _stop_call(n, parents) is not None and _in_cleanup(n, parents, region):
+            return True
+    if session or "mp" in ks:
+        return False
+    return _tree_only_harmless_before_stop(tree, call, var, end)
+
+
+def _stop_call(n: ast.Name, parents: dict) -> Optional[ast.Call]:
+    """The call ``n.<_STOP_METHODS>(...)`` (``_classify``'s ``_STOP``), or None."""
+    attr = parents.get(id(n))
+    if type(attr) is not ast.Attribute or attr.value is not n or attr.attr not in _STOP_METHODS:
+        return None
+    up = parents.get(id(attr))
+    return up if type(up) is ast.Call and up.func is attr else None
+
+
+def _in_cleanup(node: ast.AST, parents: dict, region: ast.AST) -> bool:
+    """``node`` is in an ``except`` handler's body or a ``finally`` block of ``region``'s code
+    (``_protection`` meets that block before ``region`` or a nested def: the site is a call of
+    ``region`` itself)."""
+    child, parent = node, parents.get(id(node))
+    while parent is not None and child is not region:
+        t = type(parent)
+        if t is ast.ExceptHandler and any(st is child for st in parent.body):
+            return True
+        if t in TRYS and any(st is child for st in parent.finalbody):
+            return True
+        child, parent = parent, parents.get(id(parent))
+    return False
+
+
+def _tree_only_harmless_before_stop(tree, call: ast.Call, var: str, end) -> bool:
+    """``p = <child>(...)`` is a statement alone on its line(s) in a block; a later statement of
+    that block holds ``p``'s first possible stop ``X`` (a call ``p.<_STOP_METHODS>(...)``, not
+    timed, not in an f-string, before ``end``); every other ``p`` in the statements up to that one
+    is surely no stop (``_not_a_stop``); none of those statements is joined to another by ``;``;
+    and they hold no ``raise``, no ``yield`` and only calls ``_harmless`` lets pass (outside nested
+    defs, classes and lambdas, as ``_work`` walks). Then ``X`` is ``_check``'s first stop (a
+    ``normal`` one: ``_code_between`` finds no work, even counting the stop's whole statement; or
+    an ``errors``/``full`` one: ``_check`` returns), and a child with no session keyword is not
+    reported."""
+    where = _assignments(tree).get(id(call))
+    if where is None:
+        return False
+    stmt, _, block, i = where
+    if any(type(n) is ast.Name and n.id == var for n in ast.walk(stmt.value)):
+        return False
+    if i > 0 and block[i - 1].end_lineno >= stmt.lineno:
+        return False
+    for j in range(i + 1, len(block)):
+        st = block[j]
+        if st.lineno <= block[j - 1].end_lineno:
+            return False  # ``;``
+        parents: dict = {}
+        stops = []
+        work = False
+        todo: list = [(st, False, False)]
+        while todo:
+            node, skipped, fstring = todo.pop()
+            t = type(node)
+            if t is ast.Name and node.id == var:
+                site = _stop_call(node, parents)
+                if site is not None and not skipped and not fstring:
+                    stops.append(site)
+                elif skipped or not _not_a_stop(node, parents):
+                    return False
+                continue
+            if not skipped:
+                if t is ast.Raise or t is ast.Yield or t is ast.YieldFrom:
+                    return False
+                if t is ast.Call and not _tree_harmless(node, var):
+                    work = True
+            inner = skipped or (t in _SCOPES or t is ast.ClassDef) and node is not st
+            for child in ast.iter_child_nodes(node):
+                parents[id(child)] = node
+                todo.append((child, inner, fstring or t is ast.JoinedStr))
+        if work:
+            return False
+        if stops:
+            if j + 1 < len(block) and block[j + 1].lineno <= st.end_lineno:
+                return False
+            first = min(stops, key=lambda c: (c.lineno, c.col_offset))
+            if end is not None and (first.lineno, first.col_offset) > end:
+                return False
+            return not _tree_timed(first)
+    return False
+
+
+def _not_a_stop(n: ast.Name, parents: dict) -> bool:
+    """``_classify`` surely gives ``n`` no ``_STOP``/``_POLL``: a target (``p = ...``, ``del p``),
+    or ``p.<attr>`` with an attribute that is no stop method, not ``poll`` in a ``while`` test
+    and not ``pid``/``sentinel`` (``_handed`` may find those in a stop's arguments)."""
+    if type(n.ctx) is not ast.Load:
+        return True
+    attr = parents.get(id(n))
+    if type(attr) is not ast.Attribute or attr.value is not n:
+        return False
+    if attr.attr in _STOP_METHODS or attr.attr in _IDENTITY_ATTRS:
+        return False
+    if attr.attr == "poll":
+        child, up = attr, parents.get(id(attr))
+        while up is not None:
+            if type(up) is ast.While and up.test is child:
+                return False
+            child, up = up, parents.get(id(up))
+    return True
+
+
+def _tree_harmless(call: ast.Call, var: str) -> bool:
+    """``_harmless`` on the ``ast``."""
+    func = call.func
+    word = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else ""
+    if word in _HARMLESS or {"log", "logs", "logger", "logging", "print"} & set(identifier_words(word)):
+        return True
+    cur = func
+    while type(cur) in (ast.Attribute, ast.Call, ast.Subscript):
+        if type(cur) is ast.Attribute and cur.attr in _PIPES:
+            return True
+        cur = cur.func if type(cur) is ast.Call else cur.value
+    return type(cur) is ast.Name and cur.id == var and cur is not func
+
+
+def _tree_timed(call: ast.Call) -> bool:
+    """``_timed`` (or more: any ``timeout=`` not spelled ``None``, any positional ``wait`` argument)."""
+    if call.func.attr not in _WAIT_METHODS:
+        return False
+    if call.func.attr == "wait" and call.args:
+        return True
+    return any(k.arg == "timeout" and not (type(k.value) is ast.Constant and k.value.value is None)
+               or k.arg is None for k in call.keywords)
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+_CONTAINERS = (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.Starred)
+
+
+def _surely_handed(n: ast.AST, parents: dict) -> bool:
+    """``n`` (the child's name, or ``<x>.<attr>`` holding it), not in a nested function, is
+    where ``_classify``/``_attr_use`` surely see a hand-over (``_HANDOFF``, ``_WITH``,
+    ``_REGISTER``): ``with n``, ``return n``, ``yield n``, ``await n``; the whole value of an
+    assignment other than ``self.<x> = n`` (``_STORED``; through a container, any assignment), of
+    ``+=`` or ``:=``; an element of a list, tuple, set or dict (climbed, as ``_handed`` does)
+    that is such a value; ``n`` (or such a container) as an argument of a call whose callee's
+    words name no stop and that is not an observer (``_handed``: a stop word makes it a
+    ``_STOP``); ``n.<_STOP_METHODS>`` as any call's argument (``atexit.register(p.kill)``)."""
+    parent = parents.get(id(n))
+    t = type(parent)
+    if t is ast.Attribute and parent.value is n:
+        up = parents.get(id(parent))
+        return parent.attr in _STOP_METHODS and _argument_of(parent, up, parents) is not None
+    if t is ast.withitem:
+        return parent.context_expr is n
+    if t is ast.Starred:
+        return False  # ``f(*p)``: the tree's shape differs from libcst's
+    cur = n
+    while type(parent) in _CONTAINERS and type(parent) is not ast.Starred:
+        if type(parent) is ast.Dict and not any(v is cur for v in (*parent.keys, *parent.values)):
+            return False
+        cur, parent = parent, parents.get(id(parent))
+    t = type(parent)
+    if t in (ast.Return, ast.Yield, ast.Await, ast.AugAssign, ast.NamedExpr):
+        return parent.value is cur
+    if t is ast.Assign or t is ast.AnnAssign:
+        if parent.value is not cur:
+            return False
+        if cur is not n:
+            return True
+        targets = parent.targets if t is ast.Assign else [parent.target]
+        first = targets[0]
+        return not (len(targets) == 1 and type(first) is ast.Attribute and type(first.value) is ast.Name
+                    and first.value.id == "self")
+    call = _argument_of(cur, parent, parents)
+    if call is None:
+        return False
+    func = call.func
+    word = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else ""
+    words = set(identifier_words(word))
+    return not (words & _STOP_WORDS) and not (words and word in _OBSERVERS)
+
+
+def _argument_of(node: ast.AST, parent, parents: dict) -> Optional[ast.Call]:
+    """The call whose argument ``node`` is (a positional one, not ``*x``; a keyword's value, or
+    ``**x``): libcst's ``Arg`` is then ``node``'s parent."""
+    if type(parent) is ast.keyword:
+        parent = parents.get(id(parent))
+        return parent if type(parent) is ast.Call else None
+    if type(parent) is ast.Call and any(a is node for a in parent.args):
+        return parent
+    return None
+
+
 def _tree_attr_stopped_in_class(tree, fn, attr: str) -> bool:
     """``self.<attr> = <child>`` where ``_check_attr`` cannot report: the assignment is not
     directly in a method (the facts' ``fn.cls`` is None), or a method of the same class calls
@@ -1549,6 +1795,8 @@ def _tree_attr_stopped_in_class(tree, fn, attr: str) -> bool:
     if fn is None or not fn.in_class:
         return True
     cls = fn.cls
+    if _tree_attr_handed_in_class(tree, cls, attr):
+        return True
     parents = None
     for m in tree.methods.get(id(cls), ()):
         nested = any(type(st) is ast.ClassDef for st in nested_statements(m.node.body))
@@ -1567,3 +1815,38 @@ def _tree_attr_stopped_in_class(tree, fn, attr: str) -> bool:
                 if up is cls:
                     return True
     return False
+
+
+def _tree_attr_handed_in_class(tree, cls, attr: str) -> bool:
+    """A method of ``cls`` (outside any class nested in it: ``enclosing_class`` is then ``cls``)
+    holds a ``self.<attr>``/``cls.<attr>`` that ``_attr_use`` surely calls a release (``_STOP``,
+    ``_HANDOFF``, ``_WITH``, ``_REGISTER``): ``_surely_handed``'s shapes, ``x = self.<attr>``
+    (``_STORED`` counts as a hand-over there), and an argument of a call that is not an
+    observer (a stop word makes it a ``_STOP``, also a release). ``_attr_released`` then
+    returns True, and ``_check_attr`` reports nothing."""
+    for m in tree.methods.get(id(cls), ()):
+        parents: dict = {}
+        todo: list = [m.node]
+        while todo:
+            node = todo.pop()
+            for child in ast.iter_child_nodes(node):
+                if type(child) is ast.ClassDef or type(child) is ast.JoinedStr:
+                    continue
+                parents[id(child)] = node
+                todo.append(child)
+                if type(child) is ast.Attribute and child.attr == attr and type(child.value) is ast.Name \
+                        and child.value.id in ("self", "cls") and _attr_surely_released(child, node, parents):
+                    return True
+    return False
+
+
+def _attr_surely_released(ref: ast.Attribute, parent, parents: dict) -> bool:
+    if (type(parent) is ast.Assign or type(parent) is ast.AnnAssign) and parent.value is ref:
+        return True
+    call = _argument_of(ref, parent, parents)
+    if call is not None:
+        func = call.func
+        word = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else ""
+        words = set(identifier_words(word))
+        return bool(words & _STOP_WORDS) or not (words and word in _OBSERVERS)
+    return _surely_handed(ref, parents)

@@ -1,0 +1,248 @@
+"""Tier-2 near misses for the conditions tightened in issue 30's fourth session (rules SHD602, ...):
+each case states whether the rule's ``candidate_tree`` keeps the file and how many findings the
+rule reports with the tiers off; with the tiers on linting must find the same (a case ruled out
+reports nothing). Each ruled-out case has a kept neighbour that an unsound variant of the
+condition would rule out too (and so lose its finding)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from shutdown_lint import registry
+from shutdown_lint.analyzer import lint_source
+from shutdown_lint.prefilter import ast_tree, select
+from shutdown_lint.settings import Settings
+
+CASES: list[tuple[str, str, bool, int]] = []  # (code, source, candidate, findings with the tiers off)
+
+
+def case(code: str, candidate: bool, findings: int, source: str) -> None:
+    CASES.append((code, textwrap.dedent(source), candidate, findings))
+
+
+# ---------------------------------------------------------------- SHD602
+# a local child handed on after its start (``with p``, ``return p``, a container, a call that is
+# no observer and names no stop, a nested def, ``atexit.register(p.kill)``): ruled out
+case("SHD602", False, 0, """
+    import subprocess
+    def run(cmd):
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE)
+        with p:
+            work(p.stdout)
+    """)
+case("SHD602", False, 0, """
+    import subprocess
+    def start(cmds, workers):
+        for cmd in cmds:
+            p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            ready = read(p.stdout)
+            if not ready:
+                p.kill()
+                continue
+            workers.append(p)
+    """)
+case("SHD602", False, 0, """
+    import subprocess
+    def start(cmd, table):
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE)
+        table["x"] = {"proc": p, "name": cmd}
+    """)
+case("SHD602", False, 0, """
+    import atexit, subprocess
+    def start(cmd):
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE)
+        work()
+        atexit.register(p.kill)
+    """)
+case("SHD602", False, 0, """
+    import subprocess, threading
+    def start(cmd):
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE)
+        def pump():
+            for line in p.stdout:
+                print(line)
+        threading.Thread(target=pump).start()
+    """)
+# the same name handed on before the start, or after the name is bound to another child: kept
+case("SHD602", True, 1, """
+    import subprocess
+    def run(cmd, p):
+        with p:
+            pass
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE)
+        work()
+    """)
+case("SHD602", True, 1, """
+    import subprocess
+    def run(a, b):
+        p = subprocess.Popen(a, stdout=subprocess.PIPE)
+        work()
+        p = subprocess.Popen(b)
+        return p
+    """)
+# an observer's argument is a look, a callee with a stop word stops it (on the normal path
+# here), ``self.proc = p`` keeps it on the object: kept and reported
+case("SHD602", True, 1, """
+    import logging, subprocess
+    log = logging.getLogger()
+    def run(cmd):
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE)
+        log.info(p)
+    """)
+case("SHD602", True, 1, """
+    import subprocess
+    def run(cmd):
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE)
+        work()
+        terminate_later(p)
+    """)
+case("SHD602", True, 1, """
+    import subprocess
+    class Server:
+        def start(self, cmd):
+            p = subprocess.Popen(cmd)
+            self.proc = p
+    """)
+# a stop in an ``except`` handler or a ``finally``: ruled out, unless the child has its own
+# session (reported for Ctrl+C) or the stop is in the ``try`` body (the normal path)
+case("SHD602", False, 0, """
+    import subprocess
+    def run(cmd, timeout):
+        try:
+            p = subprocess.Popen(cmd, stdout=subprocess.PIPE)
+            out, _ = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            raise
+        return out
+    """)
+case("SHD602", False, 0, """
+    import subprocess
+    def run(cmd):
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE)
+        try:
+            work()
+        finally:
+            p.terminate()
+    """)
+case("SHD602", True, 1, """
+    import subprocess
+    def run(cmd):
+        p = subprocess.Popen(cmd, start_new_session=True)
+        try:
+            work()
+        except Exception:
+            p.kill()
+            raise
+        p.wait()
+    """)
+case("SHD602", True, 1, """
+    import subprocess
+    def run(cmd):
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE)
+        try:
+            work()
+            p.terminate()
+        except ValueError:
+            pass
+    """)
+# only harmless code (reading the pipes, logging, collecting) before the first, untimed stop:
+# ruled out; real work, a raise, or a timed first stop: kept and reported
+case("SHD602", False, 0, """
+    import logging, subprocess
+    log = logging.getLogger()
+    def stream(cmd):
+        child = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        lines = []
+        with child.stdout:
+            for line in iter(child.stdout.readline, ""):
+                if child.poll() is not None:
+                    break
+                lines.append(line.strip())
+                log.info(line.strip())
+        code = child.wait()
+        return code, lines
+    """)
+case("SHD602", True, 1, """
+    import subprocess
+    def stream(cmd):
+        child = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        for line in child.stdout:
+            handle(line)
+        return child.wait()
+    """)
+case("SHD602", True, 1, """
+    import subprocess
+    def stream(cmd, bad):
+        child = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        if bad:
+            raise bad
+        return child.wait()
+    """)
+case("SHD602", True, 1, """
+    import subprocess
+    def stream(cmd):
+        child = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        lines = list(child.stdout)
+        child.wait(5)
+        return lines
+    """)
+# a child kept on ``self``, released in the class by a callee with a stop word, a hand-on or a
+# return: ruled out; only printed, or released in a class nested in a method: kept and reported
+case("SHD602", False, 0, """
+    import subprocess
+    class Server:
+        def start(self, cmd):
+            self._proc = subprocess.Popen(cmd)
+        def stop(self):
+            stop_server(self._proc, self.dir)
+    """)
+case("SHD602", False, 0, """
+    import subprocess
+    class Wrapper:
+        def __init__(self, cmd):
+            self.__sub = subprocess.Popen(cmd)
+        def __getattr__(self, name):
+            return object.__getattribute__(self.__sub, name)
+    """)
+case("SHD602", False, 0, """
+    import subprocess
+    class Server:
+        def start(self, cmd):
+            self._proc = subprocess.Popen(cmd)
+        def get(self):
+            return self._proc
+    """)
+case("SHD602", True, 1, """
+    import subprocess
+    class Server:
+        def start(self, cmd):
+            self._proc = subprocess.Popen(cmd)
+        def show(self):
+            print(self._proc)
+    """)
+case("SHD602", True, 1, """
+    import subprocess
+    class Server:
+        def start(self, cmd):
+            self._proc = subprocess.Popen(cmd)
+        def helper(self):
+            class Other:
+                def stop(self):
+                    stop_server(self._proc)
+            return Other
+    """)
+
+
+@pytest.mark.parametrize("code,source,candidate,findings", CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_tier2_near_miss(code, source, candidate, findings):
+    rule = registry.rules_by_code()[code]
+    assert rule.candidate_tree(ast_tree.parse(source.encode())) is candidate
+    settings = Settings(selected=(code,))
+    with select.disabled():
+        without_tiers = [d.code for d in lint_source(source.encode(), "t.py", settings).diagnostics]
+    assert len(without_tiers) == findings, without_tiers
+    assert [d.code for d in lint_source(source.encode(), "t.py", settings).diagnostics] == without_tiers
