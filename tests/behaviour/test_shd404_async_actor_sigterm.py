@@ -208,8 +208,10 @@ import time
 import ray
 
 
-def load_shard():
-    time.sleep(30)
+def load_shard(ready):
+    ready.set()
+    for _ in range(600):  # short sleeps: Ray's SIGTERM handler (inherited) runs between them
+        time.sleep(0.05)
 
 
 @ray.remote(max_restarts=0)
@@ -230,9 +232,11 @@ class Store:
             os.remove(path)
 
     async def child_fate(self):
-        child = multiprocessing.get_context("fork").Process(target=load_shard)
+        ctx = multiprocessing.get_context("fork")
+        ready = ctx.Event()
+        child = ctx.Process(target=load_shard, args=(ready,))
         child.start()
-        await asyncio.sleep(0.5)
+        await asyncio.to_thread(ready.wait, 30)  # the child runs (a fixed wait was a guess)
         t0 = time.monotonic()
         child.terminate()
         child.join(20)
