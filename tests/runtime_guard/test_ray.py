@@ -389,9 +389,12 @@ def test_interruptible_get_ctrl_c_cancels_remote_work(tmp_path, mode) -> None:
     p, box_dir = _ctrl_c_driver(tmp_path, mode)
     try:
         p.send_signal(signal.SIGINT)
-        time.sleep(0.3)
+        # the cleanup wait has begun (its first line; a fixed 0.3 s was a guess under load), and the
+        # boxes' cleanup takes about 1 s: the follow-up SIGTERM lands inside it
+        head = "".join(wait_for_line(p, "runtime_guard: interrupted; cancelling", 60))
         p.send_signal(signal.SIGTERM)  # the launcher's follow-up SIGTERM is absorbed
         out, _ = p.communicate(timeout=90)
+        out = head + out
     finally:
         if p.poll() is None:
             p.kill()

@@ -24,7 +24,7 @@ def entry(d):
         try:
             await asyncio.sleep(100)
         finally:
-            # long enough that the test's SIGTERM, 0.3 s after its SIGINT, lands during the cleanup
+            # long enough that the test's SIGTERM, sent once the cleanup wait has begun, lands during it
             await asyncio.sleep(1.0)
             os.remove(f"{d}/box{i}")
 
