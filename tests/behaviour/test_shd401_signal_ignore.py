@@ -77,16 +77,16 @@ def _start(path: Path) -> subprocess.Popen:
     )
 
 
-def _interrupt_during_setup(path: Path) -> tuple[bool, int, str]:
+def _interrupt_during_setup(path: Path, wait: float) -> tuple[bool, int, str]:
     """Start ``path``, wait until its setup runs, send one real SIGINT. Returns
-    (still alive 2 s after the signal, exit status, stderr)."""
+    (still alive ``wait`` s after the signal, exit status, stderr)."""
     proc = _start(path)
     try:
         line = proc.stdout.readline()  # blocks until the program reports its setup
         assert line.strip() == "SETUP STARTED", line
         os.kill(proc.pid, signal.SIGINT)
         try:
-            proc.wait(timeout=2)
+            proc.wait(timeout=wait)
             alive = False
         except subprocess.TimeoutExpired:
             alive = True
@@ -106,7 +106,7 @@ def test_early_sig_ign_hides_ctrl_c_and_the_fix_restores_it(tmp_path):
     hazard = tmp_path / "hazard.py"
     hazard.write_text(HAZARD)
 
-    alive, status, _ = _interrupt_during_setup(hazard)
+    alive, status, _ = _interrupt_during_setup(hazard, wait=2)
     assert alive, "the hazard program should ignore SIGINT during setup"
     assert status == -signal.SIGKILL  # it had to be killed
 
@@ -125,7 +125,8 @@ def test_early_sig_ign_hides_ctrl_c_and_the_fix_restores_it(tmp_path):
     fixed = tmp_path / "fixed.py"
     fixed.write_text(fixed_src)
 
-    alive, status, err = _interrupt_during_setup(fixed)
+    # a liveness bound (it ends in well under a second), still far below the setup's 30 s
+    alive, status, err = _interrupt_during_setup(fixed, wait=15)
     assert not alive, "the fixed program should stop on SIGINT during setup"
     assert status != 0
     assert "KeyboardInterrupt" in err
@@ -178,15 +179,15 @@ CHILD_IN_WINDOW = textwrap.dedent(
 ).lstrip()
 
 
-def _helper_fate(path: Path) -> str:
+def _helper_fate(path: Path, wait: float) -> str:
     """Start ``path``, SIGTERM the process its setup started (not the program itself), and
-    report what became of that child within 3 s."""
+    report what became of that child within ``wait`` s (the child sleeps 30 s)."""
     proc = _start(path)
     try:
         child = int(proc.stdout.readline())
         os.kill(child, signal.SIGTERM)
         try:
-            out, _ = proc.communicate(timeout=3)
+            out, _ = proc.communicate(timeout=wait)
         except subprocess.TimeoutExpired:
             os.kill(child, signal.SIGKILL)
             out, _ = proc.communicate(timeout=10)
@@ -206,7 +207,7 @@ def test_a_child_started_in_between_now_dies_on_sigterm(tmp_path):
     assert found.fix["applicability"] == "unsafe"
     hazard = tmp_path / "child_hazard.py"
     hazard.write_text(CHILD_IN_WINDOW)
-    assert _helper_fate(hazard) == "survived SIGTERM"
+    assert _helper_fate(hazard, wait=3) == "survived SIGTERM"
     fixed = tmp_path / "child_fixed.py"
     fixed.write_text(fix_source(CHILD_IN_WINDOW.encode(), "prog.py", SETTINGS, unsafe=True).source.decode())
-    assert _helper_fate(fixed) == "HELPER EXIT -15"
+    assert _helper_fate(fixed, wait=10) == "HELPER EXIT -15"  # a liveness bound: it ends at once
