@@ -38,13 +38,18 @@ What it does to signals, threads and children:
   before; where that was the default action it restores ``SIG_DFL`` and sends SIGTERM to the
   process again, so the process still dies of SIGTERM (status -15, no ``finally`` of the main
   thread, as before). A handler installed later by other code replaces it (then SIGTERM no
-  longer stops the loops). Being a Python handler, it runs when the main thread next runs
-  Python code: a main thread blocked in a C call that does not return on a signal delays the
-  process's death until the call returns (with the default action it died at once).
+  longer stops the loops). A Python handler runs only when the main thread next runs Python
+  code: a main thread blocked in a C call (a ``torch.distributed`` rendezvous or collective
+  waiting for a peer) never gets there, and the process outlived SIGTERM until the call
+  returned, where with the default action it died at once. So where the default action was
+  there before us, SIGTERM is also heard at delivery (``runtime_guard.signals.on_delivery``:
+  faulthandler's C hook and one bare helper thread reading its pipe): if the handler has not
+  started ``SIGTERM_WAIT`` s later, the helper thread stops the loop threads and the process
+  dies of SIGTERM. Only a C call that holds the GIL still delays the end until it returns.
 * Forked children: a process forked while the handler is installed gets the previous handler
   back (``os.register_at_fork``), so a ``multiprocessing`` child dies of SIGTERM as before.
-* Threads: none besides the ``LoopThread`` itself; the exit hook and ``stop()`` run in the
-  calling thread. Process-wide patches: ``BaseEventLoop.run_forever`` (and uvloop's, if
+* Threads: besides the ``LoopThread`` itself, only the bare helper thread above (where SIGTERM's
+  default action was replaced); the exit hook and ``stop()`` run in the calling thread. Process-wide patches: ``BaseEventLoop.run_forever`` (and uvloop's, if
   imported) and the default policy's ``set_event_loop`` record which loops a ``LoopThread`` runs.
 """
 from __future__ import annotations
@@ -60,7 +65,7 @@ import weakref
 from typing import Any, Callable, List, Optional
 
 from ._cancel import cancel_tree
-from .signals import die_of, in_main_thread, install_owned
+from .signals import die_of, in_main_thread, install_owned, on_delivery
 
 __all__ = ["LoopThread", "stop_loop_threads", "DEFAULT_CLEANUP_TIMEOUT"]
 
@@ -73,6 +78,11 @@ _installed = False
 _stopping = False
 _sigterm: Optional[Callable[[int, Any], Any]] = None  # our SIGTERM handler, once installed
 _sigterm_previous: Any = None  # what it replaced (and chains to)
+#: Seconds the helper thread that hears SIGTERM at delivery leaves the main thread to start the
+#: handler itself (see ``_sigterm_in_c``).
+SIGTERM_WAIT = 1.0
+_taken = threading.Lock()  # SIGTERM's stop: taken by the handler or by the helper thread, once
+_taken_in_c = threading.Event()  # the helper thread took it (the main thread was blocked in C)
 
 
 class LoopThread(threading.Thread):
@@ -267,7 +277,9 @@ def _atexit_entry(_holder: _AfterAtexit) -> None:
 def _sigterm_handler(previous: Any) -> Callable[[int, Any], Any]:
     def on_sigterm(signum: int, frame: Any) -> Any:
         global _stopping
-        if not _stopping:
+        if _taken_in_c.is_set():  # late: the helper thread is stopping the loops, then ends us
+            _wait_for_the_end(signum)
+        if not _stopping and _taken.acquire(False):
             _stopping = True
             n = _stop_threads(None, close=True)
             if n:  # nothing to say (no new output) where no loop thread was running
@@ -280,6 +292,33 @@ def _sigterm_handler(previous: Any) -> Callable[[int, Any], Any]:
 
     on_sigterm._runtime_guard = True  # type: ignore[attr-defined]
     return on_sigterm
+
+
+def _wait_for_the_end(signum: int) -> None:
+    bound = max((t.cleanup_timeout for t in list(_threads)), default=0.0) + 5.0
+    for _ in range(int(bound / 0.05)):
+        time.sleep(0.05)  # the helper thread needs the GIL, which sleeping releases
+    die_of(signum)
+
+
+def _sigterm_in_c() -> None:
+    """Helper thread, at SIGTERM's delivery (``signals.on_delivery``), installed only where the
+    default action was there before us: when the main thread has not started the handler within
+    ``SIGTERM_WAIT`` s it is blocked in a C call. Stop the loop threads from here and die of
+    SIGTERM, as the default action would have ended the process at once."""
+    global _stopping
+    time.sleep(SIGTERM_WAIT)
+    if signal.getsignal(signal.SIGTERM) is not _sigterm or _stopping or not _taken.acquire(False):
+        return  # replaced (its owner decides), exiting already, or the handler started
+    _taken_in_c.set()
+    _stopping = True
+    try:
+        n = _stop_threads(None, close=True)
+        if n:
+            log.warning("runtime_guard: SIGTERM while the main thread is blocked in a C call: stopped %d loop "
+                        "thread(s)", n)
+    finally:
+        die_of(signal.SIGTERM)
 
 
 def _install_sigterm() -> None:
@@ -297,6 +336,8 @@ def _install_sigterm() -> None:
     except (ValueError, OSError):
         return
     _sigterm, _sigterm_previous = handler, current
+    if current is signal.SIG_DFL:  # the default ended a process blocked in C at once: so must we
+        on_delivery(signal.SIGTERM, _sigterm_in_c)  # after install_owned: faulthandler chains to it
 
 
 def _install() -> None:
