@@ -66,6 +66,38 @@ def wait_for_line(proc: subprocess.Popen, needle: str, timeout: float = 60) -> L
     raise AssertionError(f"{needle!r} not seen; output so far:\n{''.join(lines)}{current.decode(errors='replace')}")
 
 
+def _wait_listening(port: int, proc: subprocess.Popen, timeout: float = 60) -> None:
+    """Until a socket listens on ``port`` (read from /proc/net/tcp: connecting would talk to the store)."""
+    import time
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and proc.poll() is None:
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            try:
+                with open(table) as f:
+                    rows = f.read().splitlines()[1:]
+            except OSError:
+                continue
+            for row in rows:
+                fields = row.split()
+                if fields[1].rsplit(":", 1)[1] == "%04X" % port and fields[3] == "0A":  # 0A: LISTEN
+                    return
+        time.sleep(0.05)
+    raise AssertionError(f"nothing listens on {port}")
 
 
+def sigterm_in_rendezvous(proc: subprocess.Popen) -> str:
+    """SIGTERM to a child that printed ``ready <port>`` and then waits, as rank 0 of 2, in a gloo
+    rendezvous on that port (a C++ call: no Python handler can run there). Sent once the
+    rendezvous's TCPStore listens: its constructor listens, then waits for the peer, in one C++
+    call, so the main thread is in C by then. Everything the child printed (liveness bounds only)."""
+    import signal
 
+    try:
+        lines = wait_for_line(proc, "ready", timeout=60)
+        _wait_listening(int(lines[-1].split()[1]), proc)
+        proc.send_signal(signal.SIGTERM)
+        return "".join(lines) + proc.communicate(timeout=60)[0]
+    finally:
+        if proc.poll() is None:
+            proc.kill()

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from rg_testutil import child_env, popen_code, wait_for_line
+from rg_testutil import child_env, popen_code, sigterm_in_rendezvous, wait_for_line
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -104,26 +104,6 @@ print("joined", flush=True)
 """
 
 
-def _wait_listening(port: int, p: subprocess.Popen, timeout: float = 60) -> None:
-    """Until a socket listens on ``port`` (read from /proc/net/tcp: connecting would talk to the store).
-    The rendezvous's TCPStore constructor listens, then waits for the peer, in one C++ call."""
-    import time
-
-    end = time.monotonic() + timeout
-    while time.monotonic() < end and p.poll() is None:
-        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-            try:
-                rows = open(table).read().splitlines()[1:]
-            except OSError:
-                continue
-            for row in rows:
-                fields = row.split()
-                if fields[1].rsplit(":", 1)[1] == "%04X" % port and fields[3] == "0A":  # 0A: LISTEN
-                    return
-        time.sleep(0.05)
-    raise AssertionError(f"nothing listens on {port}")
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/net/tcp")
 @pytest.mark.parametrize("report", [False, True], ids=["plain", "exit-report"])
 def test_sigterm_ends_a_main_thread_blocked_in_c(tmp_path, report) -> None:
@@ -136,14 +116,7 @@ def test_sigterm_ends_a_main_thread_blocked_in_c(tmp_path, report) -> None:
     script.write_text(BLOCKED_IN_C)
     cmd = [sys.executable, "-m", "runtime_guard", "--exit-report", str(script)] if report else [sys.executable, str(script)]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env())
-    try:
-        lines = wait_for_line(p, "ready", timeout=60)
-        _wait_listening(int(lines[-1].split()[1]), p)  # the store listens: the main thread is in C++ now
-        p.send_signal(signal.SIGTERM)
-        out = "".join(lines) + p.communicate(timeout=60)[0]  # liveness bound, far below the 120 s rendezvous
-    finally:
-        if p.poll() is None:
-            p.kill()
+    out = sigterm_in_rendezvous(p)
     assert p.returncode == -signal.SIGTERM, out
     assert "joined" not in out, out
     if report:

@@ -12,8 +12,7 @@ import sys
 
 import pytest
 
-from rg_testutil import child_env, wait_for_line
-from test_exit_report_signals import _wait_listening
+from rg_testutil import child_env, sigterm_in_rendezvous
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.skipif(not sys.platform.startswith("linux"),
                                                            reason="reads /proc/net/tcp")]
@@ -51,14 +50,7 @@ def test_sigterm_ends_a_main_thread_blocked_in_c_with_a_loop_thread(tmp_path, va
     script.write_text(PROGRAM)
     p = subprocess.Popen([sys.executable, str(script), variant], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          text=True, env=child_env())
-    try:
-        lines = wait_for_line(p, "ready", timeout=60)
-        _wait_listening(int(lines[-1].split()[1]), p)  # the store listens: the main thread is in C++ now
-        p.send_signal(signal.SIGTERM)
-        out = "".join(lines) + p.communicate(timeout=60)[0]  # liveness bound, far below the 120 s rendezvous
-    finally:
-        if p.poll() is None:
-            p.kill()
+    out = sigterm_in_rendezvous(p)
     assert p.returncode == -signal.SIGTERM, out
     assert "joined" not in out, out
     if variant == "loop-thread":  # stopped from the helper thread: the loop's task ran its finally
