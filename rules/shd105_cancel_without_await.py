@@ -786,11 +786,16 @@ def _may_cancel_a_task(tree) -> bool:
                 while up is not None and up is not fn.node:
                     if type(up) in (ast.For, ast.AsyncFor) and type(up.target) is ast.Name \
                             and up.target.id == receiver.id:
-                        return True
+                        if _tree_may_hold_spawns(tree, fn, up, receiver.id) and not _tree_reaped_after(
+                                tree, fn, c, receiver.id, up):
+                            return True
+                        break
                     up = parents.get(id(up))
-                if _name_may_be_task(tree, fn, receiver.id) and not _spawns_quiet(
-                        tree, _name_values(tree, fn, receiver.id)):
-                    return True
+                else:
+                    if _name_may_be_task(tree, fn, receiver.id) and not _spawns_quiet(
+                            tree, _name_values(tree, fn, receiver.id)) and not _tree_reaped_after(
+                            tree, fn, c, receiver.id, None):
+                        return True
             elif t is ast.Attribute and type(receiver.value) is ast.Name and receiver.value.id == "self":
                 if tree.words(receiver) & _TASK_WORDS and not _spawns_quiet(tree, _attr_values(tree, receiver.attr)):
                     return True
@@ -838,16 +843,23 @@ def _attr_values(tree, attr: str) -> Optional[list]:
 
 def _spawns_quiet(tree, values: Optional[list]) -> bool:
     """Every value is a spawn (``spawns``' reading of ``is_task_spawn``) whose coroutine surely
-    has no cleanup: then ``_task_spawns`` gives those spawns (or none, and then no qualified
-    name of a task: the values are spawns) and ``_may_clean_up`` is False for each."""
+    has no cleanup, or no call, name or attribute (``None``, a literal: no spawn, no type): then
+    ``_task_spawns`` gives some of those spawns (or none, and then no qualified name of a task:
+    the values are spawns or untyped) and ``_may_clean_up`` is False for each."""
     if not values:
         return False
     for value, g in values:
+        if type(value) not in _TYPED:
+            continue  # ``None``, a literal: no spawn (``_values`` keeps calls), no type (``_instance_type``)
         if type(value) is ast.Await:
             value = value.value
         if type(value) is not ast.Call or not may_spawn(tree, value) or _may_clean_up_ast(tree, value, g):
             return False
     return True
+
+
+#: values that ``_values`` may keep or ``_instance_type`` may type
+_TYPED = (ast.Call, ast.Await, ast.Name, ast.Attribute)
 
 
 def _may_clean_up_ast(tree, spawn: ast.Call, g) -> bool:
@@ -922,4 +934,167 @@ def _name_may_be_task(tree, fn, name: str) -> bool:
                 return True
     if sum(1 for bound, _ in tree.value_bindings if bound == name) > values:
         return bool(tree.words(ast.Name(name)) & _TASK_WORDS)
+    return False
+
+
+def _tree_reaped_after(tree, fn, cancel: ast.Call, name: str, loop) -> bool:
+    """``<name>.cancel()`` (``cancel``, directly in ``fn``) that ``_reaped_after`` surely finds
+    reaped: a node of ``fn`` that starts after the cancel ends (by source position: libcst's walk
+    is in source order, and meets it after the cancel) and is an ``await``/``return``/``yield``
+    whose value mentions the task, a call that hands it over (``_hands_over``), a ``for`` over it
+    whose body awaits, or an assignment of a value mentioning it that is not a call; the same
+    anywhere inside a loop around the cancel (``_reaped_after``'s ``loops``: every ``for``/``while``
+    around it in ``fn`` but ``_loop_over_tasks``' loop, which ``loop`` is when there is one). The task is
+    mentioned by a ``Name`` (``_references`` holds every name under a node, whatever the
+    parentheses): ``name`` (``watched`` always holds ``_code(receiver)``, which is ``name`` when
+    the receiver has no parentheses) and, when ``loop`` is the innermost ``for`` binding ``name``
+    (``_loop_over_tasks``' loop) and nothing the facts can name or type binds ``name``
+    (``Tree.named_bindings``, no parameter, no annotation: then ``_task_spawns`` finds nothing and
+    ``_loop_over_tasks`` decides), its iterable's name and its holder's (``tasks``,
+    ``tasks.values()``, ``list(tasks)``, written with no parentheses or spaces that would make
+    their code more than the name). Nodes in f-strings are not looked at (their positions are
+    not the source's on every Python)."""
+    if cancel.func.col_offset != cancel.func.value.col_offset:
+        return False  # ``(t).cancel()``: ``_code(receiver)`` is ``(t)``, which no reference is
+    watched = {name}
+    if loop is not None and name not in tree.named_bindings and not _declared(tree, name):
+        it = loop.iter
+        if it.lineno == loop.target.end_lineno and it.col_offset == loop.target.end_col_offset + 4:
+            # ``for t in tasks``: no parenthesis around the iterable (its code is its name)
+            if type(it) is ast.Name:
+                watched.add(it.id)
+            holder = _holder_ast(it)
+            if type(holder) is ast.Name and holder is not it and (
+                    holder.col_offset == it.col_offset if type(it.func) is ast.Attribute
+                    else holder.col_offset == it.func.end_col_offset + 1 and holder.lineno == it.lineno):
+                watched.add(holder.id)
+    end = (cancel.end_lineno, cancel.end_col_offset)
+    parents = tree.parents(fn.node)
+    loops = set()
+    up = parents.get(id(cancel))
+    while up is not None and up is not fn.node:
+        if type(up) in (ast.For, ast.AsyncFor, ast.While) and up is not loop:
+            loops.add(id(up))
+        up = parents.get(id(up))
+
+    def mentions(node) -> bool:
+        return any(type(n) is ast.Name and n.id in watched for n in ast.walk(node))
+
+    todo = [(fn.node, False)]
+    while todo:
+        node, in_loop = todo.pop()
+        t = type(node)
+        if t is ast.JoinedStr or node is cancel:
+            continue
+        inner = in_loop or id(node) in loops
+        todo.extend((child, inner) for child in ast.iter_child_nodes(node))
+        if t not in _REAPERS or not in_loop and (node.lineno, node.col_offset) < end:
+            continue
+        if t is ast.Await or t is ast.Return or t is ast.Yield or t is ast.YieldFrom:
+            if node.value is not None and mentions(node.value):
+                return True
+        elif t is ast.Call:
+            if _hands_over_ast(node, mentions):
+                return True
+        elif t is ast.For or t is ast.AsyncFor:
+            if mentions(node.iter) and any(type(n) is ast.Await for n in walk_within(node.body, DEFS)):
+                return True
+        elif type(node.value) is not ast.Call and mentions(node.value):  # ast.Assign
+            return True
+    return False
+
+
+_REAPERS = frozenset({ast.Await, ast.Return, ast.Yield, ast.YieldFrom, ast.Call, ast.For, ast.AsyncFor, ast.Assign})
+
+
+def _holder_ast(iterable: ast.AST) -> ast.AST:
+    """``_holder`` on the ``ast``."""
+    if type(iterable) is ast.Call and type(iterable.func) is ast.Attribute and iterable.func.attr in _VIEW_METHODS:
+        return iterable.func.value
+    if type(iterable) is ast.Call and type(iterable.func) is ast.Name and iterable.func.id in _COPY_FUNCS \
+            and len(iterable.args) + len(iterable.keywords) == 1 and iterable.args \
+            and type(iterable.args[0]) is not ast.Starred:
+        return iterable.args[0]
+    return iterable
+
+
+def _hands_over_ast(call: ast.Call, mentions) -> bool:
+    """``_hands_over`` on the ``ast`` (an argument's value: a positional one, ``*x``, a keyword's,
+    ``**x``)."""
+    if not any(mentions(a) for a in [*call.args, *(k.value for k in call.keywords)]):
+        return False
+    f = call.func
+    if type(f) is ast.Attribute:
+        if f.attr in _NEUTRAL_METHODS:
+            return False
+        root = f.value
+        while type(root) is ast.Attribute:
+            root = root.value
+        if type(root) is ast.Name and root.id in _LOG_RECEIVERS:
+            return False
+        if type(f.value) is ast.Attribute and f.value.attr in _LOG_RECEIVERS:
+            return False
+    if type(f) is ast.Name and f.id in _NEUTRAL_FUNCS:
+        return False
+    return True
+
+
+def _declared(tree, name: str) -> bool:
+    """``name`` is a parameter of some function, or annotated somewhere (``name: T``): the facts
+    may type it from that declaration."""
+    for fn in tree.functions:
+        a = fn.node.args
+        if any(x.arg == name for x in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if x is not None):
+            return True
+    return any(type(n) is ast.AnnAssign and type(n.target) is ast.Name and n.target.id == name
+               for n in ast.walk(tree.module))
+
+
+def _tree_may_hold_spawns(tree, fn, loop, name: str) -> bool:
+    """``for <name> in <iterable>: <name>.cancel()``: False only where ``_loop_over_tasks`` surely
+    returns None, so ``visit_Call`` returns: ``name`` is bound by nothing the facts can name or type
+    (``_task_spawns`` finds nothing, the loop decides), the holder (``_holder``) is a name, and
+    ``_held_spawns`` surely finds no spawn (``may_spawn``, a superset of ``is_task_spawn``): no
+    binding of the holder to a literal or comprehension with a spawn among its elements, no
+    ``... = await <call>`` unpacked into a tuple naming the holder in ``fn`` (``asyncio.wait``), no
+    spawn handed to ``<holder>.append/add`` or assigned to ``<holder>[k]``."""
+    if name in tree.named_bindings or _declared(tree, name):
+        return True
+    holder = _holder_ast(loop.iter)
+    if type(holder) is not ast.Name:
+        return True
+    text = holder.id
+    for bound, value in tree.value_bindings:
+        if bound != text:
+            continue
+        t = type(value)
+        if t in (ast.ListComp, ast.SetComp, ast.GeneratorExp):
+            elts = [value.elt]
+        elif t is ast.DictComp:
+            elts = [value.value]
+        elif t in (ast.List, ast.Set, ast.Tuple):
+            elts = [e.value if type(e) is ast.Starred else e for e in value.elts]
+        else:
+            continue
+        if any(type(e) is ast.Call and may_spawn(tree, e) for e in elts):
+            return True
+    for st in ast.walk(fn.node):
+        if type(st) is ast.Assign and type(st.value) is ast.Await and any(
+                type(tg) is ast.Tuple and any(type(e) is ast.Name and e.id == text or type(e) is ast.Starred
+                                              and type(e.value) is ast.Name and e.value.id == text for e in tg.elts)
+                for tg in st.targets):
+            return True
+    for n in ast.walk(tree.module):
+        t = type(n)
+        if t is ast.Call:
+            f = n.func
+            if type(f) is ast.Attribute and f.attr in ("append", "add") and type(f.value) is ast.Name \
+                    and f.value.id == text and any(type(a) is ast.Call and may_spawn(tree, a) for a in (
+                        *(x.value if type(x) is ast.Starred else x for x in n.args), *(k.value for k in n.keywords))):
+                return True
+        elif t is ast.Assign:
+            if type(n.value) is ast.Call and any(type(tg) is ast.Subscript and type(tg.value) is ast.Name
+                                                 and tg.value.id == text for tg in n.targets) \
+                    and may_spawn(tree, n.value):
+                return True
     return False

@@ -236,6 +236,110 @@ case("SHD602", True, 1, """
     """)
 
 
+# ---------------------------------------------------------------- SHD105
+_WORK = """
+import asyncio
+async def work():
+    try:
+        await asyncio.sleep(10)
+    finally:
+        await asyncio.sleep(0)
+async def quiet():
+    await asyncio.sleep(10)
+"""
+# awaited after the cancel (by name): ruled out; awaited only before it, or the receiver in
+# parentheses (its code is no name the await mentions): kept and reported
+case("SHD105", False, 0, _WORK + """
+async def main():
+    t = asyncio.create_task(work())
+    t.cancel()
+    await asyncio.gather(t, return_exceptions=True)
+""")
+case("SHD105", True, 1, _WORK + """
+async def main():
+    t = asyncio.create_task(work())
+    await asyncio.wait([t], timeout=1)
+    t.cancel()
+""")
+case("SHD105", True, 1, _WORK + """
+async def main():
+    t = asyncio.create_task(work())
+    (t).cancel()
+    await asyncio.gather(t, return_exceptions=True)
+""")
+# inside a loop around the cancel an earlier await counts too: ruled out
+case("SHD105", False, 0, _WORK + """
+async def main():
+    while True:
+        t = asyncio.create_task(work())
+        await asyncio.wait([t], timeout=1)
+        t.cancel()
+""")
+# ``for t in tasks: t.cancel()`` then the holder gathered: ruled out; the iterable in
+# parentheses (its code is not the name): kept and reported
+case("SHD105", False, 0, _WORK + """
+async def main(n):
+    tasks = [asyncio.create_task(work()) for _ in range(n)]
+    for t in tasks:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+""")
+case("SHD105", True, 1, _WORK + """
+async def main(n):
+    tasks = [asyncio.create_task(work()) for _ in range(n)]
+    for t in (tasks):
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+""")
+# the loop over the tasks is not one around the cancel: a hand-over before the cancel in it is
+# not counted: kept and reported
+case("SHD105", True, 1, _WORK + """
+async def main(n):
+    tasks = [asyncio.create_task(work()) for _ in range(n)]
+    for t in tasks:
+        note(t)
+        t.cancel()
+""")
+# a loop over a holder that is given no spawn: ruled out; one given a spawn: kept and reported
+case("SHD105", False, 0, _WORK + """
+async def main(items):
+    pending = set()
+    for item in items:
+        pending.add(item.start())
+    for t in pending:
+        t.cancel()
+""")
+case("SHD105", True, 1, _WORK + """
+async def main(items):
+    pending = set()
+    for item in items:
+        pending.add(asyncio.create_task(work()))
+    for t in pending:
+        t.cancel()
+""")
+# bound to ``None`` and to a spawn of a coroutine with no cleanup: ruled out; bound last to a
+# name typed as a task: kept and reported
+case("SHD105", False, 0, _WORK + """
+class Pump:
+    async def quiet(self):
+        await asyncio.sleep(10)
+    async def main(self):
+        t = None
+        t = asyncio.create_task(self.quiet())
+        t.cancel()
+""")
+case("SHD105", True, 1, _WORK + """
+other = asyncio.create_task(work())
+class Pump:
+    async def quiet(self):
+        await asyncio.sleep(10)
+    async def main(self):
+        t = None
+        t = asyncio.create_task(self.quiet())
+        t = other
+        t.cancel()
+""")
+
 @pytest.mark.parametrize("code,source,candidate,findings", CASES,
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
 def test_tier2_near_miss(code, source, candidate, findings):
