@@ -132,6 +132,8 @@ def walk(root: cst.CSTNode, visitor: cst.CSTVisitor, skip: frozenset | None = No
     name no layout type, and walked for one that overrides ``on_visit``/``on_leave``."""
     if skip is None:
         skip = _auto_skip(type(visitor))
+    if type(visitor) is MultiRuleVisitor and visitor.replay(root, skip):
+        return
     on_visit, on_leave = visitor.on_visit, visitor.on_leave
     if not on_visit(root):
         on_leave(root)
@@ -211,8 +213,44 @@ def skippable(hooked: Iterable[str]) -> frozenset:
     return frozenset() if _TRIVIA_NAMES.intersection(h.split("_", 1)[0] for h in hooked) else TRIVIA
 
 
+_BY_NAME: dict[frozenset, frozenset] = {}
+
+
+def _types_named(names: Iterable[str]) -> frozenset:
+    """The libcst node classes named in ``names`` (other names are left out)."""
+    wanted = frozenset(names)
+    known = _BY_NAME.get(wanted)
+    if known is None:
+        known = _BY_NAME[wanted] = frozenset(t for t in _node_types() if t.__name__ in wanted)
+    return known
+
+
+_RECORDED: dict[frozenset, tuple[frozenset, frozenset]] = {}
+
+
+def recorded_types(skip: frozenset) -> tuple[frozenset, frozenset]:
+    """The node types some registered rule has a ``visit_`` hook for, and those it has a
+    ``leave_`` hook for, less the types in ``skip``: the facts' walk (which skips ``skip``)
+    records where they are visited and left, for ``MultiRuleVisitor.replay``."""
+    known = _RECORDED.get(skip)
+    if known is None:
+        from . import registry  # local: the registry imports the rules, which import this module
+
+        visits: set[str] = set()
+        leaves: set[str] = set()
+        for rule in registry.all_rules():
+            for attr in rule.visitor_methods():
+                kind, _, name = attr.partition("_")
+                (visits if kind == "visit" else leaves).add(name)
+        known = _RECORDED[skip] = (_types_named(visits) - skip, _types_named(leaves) - skip)
+    return known
+
+
 class MultiRuleVisitor(cst.CSTVisitor):
     def __init__(self, rules: Sequence[Rule]) -> None:
+        #: the facts all the rules read (their walk's record is replayed: ``replay``), or None
+        shared = {id(getattr(rule, "facts", None)) for rule in rules}
+        self._facts = getattr(rules[0], "facts", None) if rules and len(shared) == 1 else None
         self._visit: dict[str, list[Callable]] = defaultdict(list)
         self._leave: dict[str, list[Callable]] = defaultdict(list)
         for rule in rules:
@@ -226,6 +264,41 @@ class MultiRuleVisitor(cst.CSTVisitor):
         #: the leaves no rule hooks (names and literals are ~40% of what is left)
         hooked = {*self._visit, *self._leave}
         self.skip = skippable(hooked) | frozenset(t for t in LEAVES if t.__name__ not in hooked)
+
+    def replay(self, root: cst.CSTNode, skip: frozenset) -> bool:
+        """``walk(root, self, skip)`` without walking, when the rules' facts were built from
+        ``root``: their walk recorded the nodes this one would call hooks on, in the same order
+        (``ModuleFacts.build``), and calling the hooks on those costs a few percent of a walk.
+        False (nothing done) when the record cannot stand in: other facts, or a hook on a type
+        the facts' walk did not record (a rule from outside the registry, a hook on layout)."""
+        events = self._recorded_events(root, skip)
+        if events is None:
+            return False
+        visit, leave = self._visit, self._leave
+        for event in events:
+            if type(event) is tuple:
+                node = event[0]
+                hooks = leave.get(type(node).__name__)
+            else:
+                node = event
+                hooks = visit.get(type(node).__name__)
+            if hooks:
+                for hook in hooks:
+                    hook(node)
+        return True
+
+    def _recorded_events(self, root: cst.CSTNode, skip: frozenset) -> list | None:
+        record = getattr(self._facts, "_walk_recorded", None)
+        if record is None or record[0] is not root:
+            return None
+        _, skipped, visits, leaves = record
+        # the same nodes: this walk skips what the facts' walk skipped, and besides only
+        # leaves with nothing but layout under them (``LEAVES``)
+        if not (skip >= skipped and skip - skipped <= LEAVES):
+            return None
+        if not (_types_named(self._visit) <= visits and _types_named(self._leave) <= leaves):
+            return None
+        return self._facts._walk_events
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         hooks = self._visit.get(type(node).__name__)

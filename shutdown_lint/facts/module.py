@@ -52,12 +52,17 @@ class ModuleFacts(TreeShape, Names, ExecutionQueries, ExitPathQueries, TypeQueri
     @classmethod
     def build(cls, module: cst.Module, path: str = "<string>") -> "ModuleFacts":
         facts = cls(module, path)
-        from ..traversal import own_hooks, skippable, walk  # local: traversal imports rule, which names facts
+        from ..traversal import own_hooks, recorded_types, skippable  # local: traversal imports rule, which names facts
 
         # = module.visit(...) without rebuilding nodes, and without layout nodes (traversal.py);
         # the collector overrides on_visit (parents), so its skip set is named here
         collector = _Collector(facts)
-        walk(module, collector, skippable(own_hooks(_Collector)))
+        skip = skippable(own_hooks(_Collector))
+        visits, leaves = recorded_types(skip)
+        # the nodes the rules' hooks are called on, in walking order: the rules' traversal
+        # replays them (``MultiRuleVisitor.replay``) instead of walking the tree a second time
+        facts._walk_events = collector.run(module, skip, visits, leaves)
+        facts._walk_recorded = (module, skip, visits, leaves) if facts._walk_events is not None else None
         collector.release()
         # decorators were recorded before all imports were seen; resolve them now
         for fn, exprs in facts._decorator_exprs.items():
