@@ -157,6 +157,10 @@ class ProjectIndex:
         r = self._package_root_of(path)
         self._add_root(r.dir, r.only)
 
+    def settle(self) -> None:
+        """Settle the roots now (``_settle``): the runner does it before its pool forks."""
+        self._settle()
+
     def _settle(self) -> None:
         """Make the roots complete before any name is resolved: the package root of every
         project file (in the files' order). Added as files were met instead, a module's names
@@ -384,7 +388,9 @@ class ProjectIndex:
         if self._import_words is None:
             shared = self.shared
             table = shared.get("w") if shared is not None else None
-            if table is None:  # another worker of this run built it already: same files, same table
+            if table is None and shared is not None and not shared.claim("w"):
+                table = shared.wait("w")  # another worker is building it: same files, same table
+            if table is None:  # (one built by another worker of this run is the same table)
                 table = {}
                 for f in self.project_files():
                     for w in {w for stmt in self.import_lines(f) for w in _WORD.findall(stmt)}:

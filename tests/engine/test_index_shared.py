@@ -114,3 +114,47 @@ def test_a_file_changed_since_it_was_summarised_is_summarised_again(project):
     again, computed = _in_child(load)
     assert computed == [str(path)]
     assert "more" in again["functions"]
+
+
+def test_a_claimed_value_is_computed_by_the_claimer_only_and_waited_for_by_the_others():
+    log = SharedLog(CTX.Lock(), size=1 << 20)
+    assert _in_child(lambda: log.claim("w")) is True  # the first to claim computes it
+    assert _in_child(lambda: log.claim("w")) is False  # the others wait for it
+    assert log.claim("w") is False
+    assert _in_child(lambda: log.wait("w", timeout=0.05)) is None  # not there yet: None at the deadline
+    _in_child(lambda: log.put("w", {"word": ["a.py"]}) or True)
+    assert _in_child(lambda: log.wait("w", timeout=30)) == {"word": ["a.py"]}
+    assert log.claim("other") is True  # claims are per key
+
+
+def test_a_log_that_cannot_be_used_lets_every_process_compute_for_itself(monkeypatch):
+    import shutdown_lint.index.shared as shared
+
+    full = SharedLog(CTX.Lock(), size=16)
+    assert full.claim("w") is True and full.claim("w") is True  # no room for a claim: nobody waits
+    monkeypatch.setattr(shared, "LOCK_WAIT", 0.2)
+    lock = CTX.Lock()
+    log = SharedLog(lock, size=1 << 20)
+    lock.acquire()  # held by someone else: stuck
+    try:
+        assert log.claim("w") is True and log.stuck
+        assert log.wait("w", timeout=30) is None
+    finally:
+        lock.release()
+
+
+def test_the_import_word_table_is_built_by_one_worker_of_the_run(project):
+    index = ProjectIndex([str(project / "pkg")])
+    index.shared = SharedLog(CTX.Lock(), size=1 << 20)
+    built = []
+    original = index.project_files
+
+    def build():
+        index.project_files = lambda: built.append(1) or original()
+        table = index._files_importing_word()
+        return {k: v for k, v in table.items()}, len(built)
+
+    first, walked1 = _in_child(build)
+    second, walked2 = _in_child(build)
+    assert walked1 == 1 and walked2 == 0  # the second read the first one's table
+    assert first == second and b"asyncio" in first
