@@ -856,7 +856,7 @@ def _may_be_async_actor(tree) -> bool:
         if any(m.is_async and _may_own_resource(m.node, tree) for m in methods):
             return True
         if cls.bases and not any(m.is_async for m in methods) and _may_name_a_base(tree, cls) \
-                and _made_remote(tree, cls):
+                and _made_remote(tree, cls) and not _inherits_no_owner(tree, cls):
             return True  # its async methods may be inherited (``_check_inherited``: another module too)
         if threaded and any(_may_run_loop(tree, m.node) for m in methods):
             if owning_coroutine is None:
@@ -977,3 +977,61 @@ def _may_hold_external(expr: ast.AST) -> bool:
 
 def _may_run_loop(tree, fn: ast.AST) -> bool:
     return any(type(n) is ast.Call and any(tree.may_call(n, w) for w in _RUNNER_WORDS) for n in ast.walk(fn))
+
+
+def _inherits_no_owner(tree, cls) -> bool:
+    """``_check_inherited`` surely finds no owner: every base, and every base of those, is a
+    name bound in the module by one ``class`` statement and nothing else (the facts' lookup and
+    the project index both find that class), and no ``async def`` of those classes may own a
+    resource: ``_may_own_resource`` (``same_module_bases``' ``_owns_resource``) nor any ``finally``
+    or ``async with`` in it (the index's ``finally``/``async_with``)."""
+    seen: set[int] = set()
+    todo = list(cls.bases)
+    while todo:
+        base = todo.pop()
+        if type(base) is not ast.Name:
+            return False
+        target = _only_a_class(tree, base.id)
+        if target is None:
+            return False  # ``object`` too: ``builtins.object`` is left to the index (a project's ``builtins``)
+        if id(target) in seen:
+            continue
+        seen.add(id(target))
+        for m in tree.methods.get(id(target), ()):
+            if m.is_async and (_may_own_resource(m.node, tree) or any(
+                    (type(n) in TRYS and n.finalbody) or type(n) is ast.AsyncWith for n in ast.walk(m.node))):
+                return False
+        todo.extend(target.bases)
+    return True
+
+
+def _only_a_class(tree, name: str) -> Optional[ast.ClassDef]:
+    """The one ``class <name>`` of the module when nothing else binds ``name``; else None."""
+    found = [c for c in tree.classes if c.name == name]
+    if len(found) != 1 or _binding_count(tree, name) != 1:
+        return None
+    return found[0]
+
+
+def _binding_count(tree, name: str) -> int:
+    """How many places may bind ``name`` in the module: defs, classes, import aliases, targets
+    (assignments, loops, ``with``, ``:=``, ``del``), parameters, ``except ... as``, ``global``,
+    ``nonlocal``, ``match`` captures; any ``*`` import counts too."""
+    n_bound = 0
+    for n in ast.walk(tree.module):
+        t = type(n)
+        if t is ast.Name:
+            n_bound += n.id == name and type(n.ctx) is not ast.Load
+        elif t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            n_bound += n.name == name
+        elif t is ast.alias:
+            n_bound += n.name == "*" or name in (n.asname, n.name, n.name.split(".")[0], n.name.rsplit(".", 1)[-1])
+        elif t is ast.ExceptHandler:
+            n_bound += n.name == name
+        elif t is ast.arg:
+            n_bound += n.arg == name
+        elif t is ast.Global or t is ast.Nonlocal:
+            n_bound += name in n.names
+        elif t.__name__ in ("MatchAs", "MatchStar", "MatchMapping"):
+            n_bound += name in (getattr(n, "name", None), getattr(n, "rest", None))
+    return n_bound

@@ -340,6 +340,73 @@ class Pump:
         t.cancel()
 """)
 
+# ---------------------------------------------------------------- SHD404
+# an actor with no async method of its own whose bases are classes of this module with no
+# async method that may own a resource: ruled out; a base whose async method
+# holds a ``finally``, a base name bound twice, a base of a base imported: kept
+case("SHD404", False, 0, """
+import ray
+class Base:
+    def size(self):
+        return 1
+class Middle(Base):
+    async def ping(self):
+        return 1
+@ray.remote
+class Actor(Middle):
+    def __init__(self):
+        self.n = 0
+""")
+case("SHD404", True, 1, """
+import ray
+class Base(object):
+    def size(self):
+        return 1
+class Middle(Base):
+    async def serve(self):
+        try:
+            await self.loop()
+        finally:
+            await self.close()
+@ray.remote
+class Actor(Middle):
+    def __init__(self):
+        self.n = 0
+""")
+case("SHD404", True, 0, """
+import ray
+class Middle:
+    async def ping(self):
+        return 1
+for Middle in [Middle]:
+    pass
+@ray.remote
+class Actor(Middle):
+    def __init__(self):
+        self.n = 0
+""")
+case("SHD404", True, 0, """
+import ray, lib
+class Middle(lib.Base):
+    def size(self):
+        return 1
+@ray.remote
+class Actor(Middle):
+    def __init__(self):
+        self.n = 0
+""")
+case("SHD404", True, 0, """
+import ray
+from lib import Base
+class Middle(Base):
+    def size(self):
+        return 1
+@ray.remote
+class Actor(Middle):
+    def __init__(self):
+        self.n = 0
+""")
+
 @pytest.mark.parametrize("code,source,candidate,findings", CASES,
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
 def test_tier2_near_miss(code, source, candidate, findings):
