@@ -77,7 +77,8 @@ REMEDY = textwrap.dedent(
         sys.exit(0)
     signal.signal(signal.SIGTERM, on_term)
     print("READY", flush=True)
-    time.sleep(120)
+    for _ in range(2400):  # short sleeps: on_term runs between them (one long sleep could hold it)
+        time.sleep(0.05)
     """
     STUBBORN = f"""
     import signal, subprocess, sys, time
