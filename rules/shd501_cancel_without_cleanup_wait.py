@@ -811,16 +811,17 @@ def _may_cancel_then_exit(tree) -> bool:
     - the end of an entry function from one of its handlers (``the end of the driver``) ->
       clause (e), in ``_in_handler``;
     - an exit-call statement (``sys.exit``... ``is_exit``: ``EXIT_FUNCTIONS``), counted
-      whatever ``ends_process`` is, unless in a worker -> clause (b): an exit call in the same
-      function at or after the cancel's line;
+      whatever ``ends_process`` is, unless in a worker -> clause (b): such a statement among the
+      ones ``_after`` looks at (``_after_statements``: the later siblings of the cancel's
+      statement and of each statement around it, up to the ``def``);
     - a ``raise`` when ``ends_process`` (in a Ray worker with a remote entry, in an interrupt
-      handler / ``finally``, or in driver code) -> clause (c): a ``raise`` of the same function
-      at or after the cancel's line, and the function may be a worker (reachable by name from
-      a possible ``RAY_REMOTE`` root), or the cancel's line lies in a ``finally``/interrupt
-      handler of the function, or the function may be driver code (``driver_names``);
+      handler / ``finally``, or in driver code) -> clause (c): a ``raise`` among those
+      statements, and the function may be a worker (reachable by name from a possible
+      ``RAY_REMOTE`` root), or the cancel's line lies in a ``finally``/interrupt handler of the
+      function, or the function may be driver code (``driver_names``);
     - a ``return`` in a handler (``in_handler``) when ``ends_process`` and not in a worker ->
-      clause (d): a ``return`` in the function at or after the cancel's line, and the cancel
-      lies in a ``finally``/interrupt handler or the function may be driver code.
+      clause (d): a ``return`` among those statements, and the cancel lies in a
+      ``finally``/interrupt handler or the function may be driver code.
     Everything else returns None before ``self.report``. No clause reads other modules; the one
     fact that does (``RAY_REMOTE`` of a base class's methods, from a subclass made an actor
     elsewhere) is covered by counting every method as a possible remote root.
@@ -837,12 +838,14 @@ def _may_cancel_then_exit(tree) -> bool:
         return False
     drivers = workers = entries = None
     for fn, first, cancels in todo:
-        # (b) an exit call after the first cancel
-        if any(c.lineno >= first and tree.may_call_any(c, EXIT_FUNCTIONS) for c, _, _ in fn.calls):
+        # the statements ``_after`` may stop at: later siblings along its climb from each cancel
+        after = [st for c in cancels for st in _after_statements(tree, fn, c)]
+        # (b) an exit-call statement after a cancel
+        if any(type(st) is ast.Expr and type(st.value) is ast.Call and tree.may_call_any(st.value, EXIT_FUNCTIONS)
+               for st in after):
             return True
-        raises = any(r.lineno >= first for r in fn.raises)
-        returns = bool(fn.trys) and any(
-            isinstance(n, ast.Return) and n.lineno >= first for n in ast.walk(fn.node))
+        raises = any(type(st) is ast.Raise for st in after)
+        returns = any(type(st) is ast.Return for st in after)
         if any(_in_handler(fn, c.lineno) for c in cancels):
             if raises or returns:
                 return True  # (c)/(d) in an interrupt handler or finally
@@ -889,3 +892,40 @@ def _in_handler(fn, line: int) -> bool:
         if any(_covers(h.lineno, h.end_lineno, line) for h in t.handlers):
             return True
     return False
+
+
+def _after_statements(tree, fn, call: ast.Call) -> list:
+    """The statements ``_after`` may meet after the cancel ``call`` of ``fn``: the later siblings
+    (in their block) of the statement that holds the call, then of the statement around that
+    block, and so on up to ``fn``'s body, through ``if``/``else``, loops, ``with``, ``try`` bodies,
+    handlers, ``else`` and ``finally`` blocks (``_after`` climbs those; any other owner, a class
+    body or a ``match`` case, ends its climb). ``_exit_kind`` reads only simple statements, so
+    the ``raise``/``return``/exit-call statements among these are all it can stop at (a superset:
+    ``_after`` also stops at a wait, or at a one-line suite)."""
+    parents = tree.parents(fn.node)
+    cur = parents.get(id(call))
+    while cur is not None and not isinstance(cur, ast.stmt):
+        cur = parents.get(id(cur))
+    out: list = []
+    while cur is not None and cur is not fn.node:
+        owner = parents.get(id(cur))
+        if owner is None:
+            break
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(owner, field, None)
+            if type(block) is list:
+                for i, st in enumerate(block):
+                    if st is cur:
+                        out.extend(block[i + 1:])
+                        break
+        t = type(owner)
+        if t is ast.ExceptHandler:
+            cur = parents.get(id(owner))  # the try
+        elif t in _CLIMBED:
+            cur = owner
+        else:
+            break  # the def itself, a class body, a ``match`` case
+    return out
+
+
+_CLIMBED = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, *T.TRYS)

@@ -407,6 +407,43 @@ class Actor(Middle):
         self.n = 0
 """)
 
+# ---------------------------------------------------------------- SHD501
+# ``_after`` stops only at simple statements that follow the cancel's statement (or a statement
+# around it) in their block: a ``raise`` or exit in another branch, or nested in a later ``if``,
+# is never met: ruled out; the same statement right after the cancel (or after the ``if`` that
+# holds it): kept and reported
+case("SHD501", False, 0, """
+import ray
+def main(ref, ok):
+    if ok:
+        ray.cancel(ref)
+    else:
+        raise RuntimeError("no")
+""")
+case("SHD501", True, 1, """
+import ray
+def main(ref, ok):
+    if ok:
+        ray.cancel(ref)
+    raise RuntimeError("no")
+""")
+case("SHD501", False, 0, """
+import ray, sys
+def main(ref, bad):
+    ray.cancel(ref)
+    if bad:
+        sys.exit(1)
+""")
+case("SHD501", True, 1, """
+import ray, sys
+def run(ref, bad):
+    try:
+        ray.get(ref)
+    except ValueError:
+        ray.cancel(ref)
+    sys.exit(1)
+""")
+
 @pytest.mark.parametrize("code,source,candidate,findings", CASES,
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
 def test_tier2_near_miss(code, source, candidate, findings):
