@@ -264,12 +264,14 @@ class _Collector(cst.CSTVisitor):
 
     def _bind_target(self, target: cst.BaseExpression, value: cst.BaseExpression | None,
                      annotation: cst.BaseExpression | None = None, unpacked: cst.BaseExpression | None = None) -> None:
-        if isinstance(target, cst.Name):
+        # ``type(...) is``, not ``isinstance``: a failed ``isinstance`` against libcst's ABCs is a
+        # Python call; these classes have no subclasses (tests/perf/test_walk_replay.py)
+        if type(target) is cst.Name:
             if value is not None:
                 self.bind(target.value, _Binding("value", target=value, annotation=annotation))
             else:
                 self.bind(target.value, _Binding("other", annotation=annotation, unpacked=unpacked))
-        elif isinstance(target, (cst.Tuple, cst.List)):
+        elif type(target) is cst.Tuple or type(target) is cst.List:
             # ``a, b = f(), g()``: each name is paired with its element (for the types)
             pairs = _elements(value) if value is not None else None
             if pairs is not None and (len(pairs) != len(target.elements) or any(
@@ -281,11 +283,11 @@ class _Collector(cst.CSTVisitor):
                 if isinstance(inner, cst.StarredElement):
                     inner = inner.value
                 self._bind_target(inner, None, unpacked=pairs[i] if pairs is not None else None)
-        elif isinstance(target, cst.StarredElement):
+        elif type(target) is cst.StarredElement:
             self._bind_target(target.value, None)
         elif (
-            isinstance(target, cst.Attribute)
-            and isinstance(target.value, cst.Name)
+            type(target) is cst.Attribute
+            and type(target.value) is cst.Name
             and target.value.value == "self"
             and self.scope is not None
             and self.scope.cls is not None

@@ -41,6 +41,7 @@ class ModuleFacts(TreeShape, Names, ExecutionQueries, ExitPathQueries, TypeQueri
         self._decorator_exprs: dict[FunctionInfo, list[cst.BaseExpression]] = {}
         self._class_decorator_exprs: dict[ClassInfo, list[cst.BaseExpression]] = {}
         self._qn_cache: dict[tuple[int, int], Optional[str]] = {}
+        self._call_names: dict[cst.Call, Optional[str]] = {}
         self._typing_stack: set[int] = set()
         #: the project index seen from this file (``project.ProjectView``), set by the engine;
         #: None for a lone snippet or when the run has no index

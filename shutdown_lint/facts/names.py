@@ -11,6 +11,14 @@ from .model import ClassInfo, FunctionInfo, Scope, _Binding
 from .vocabulary import FACTORY_TYPES, _BUILTINS, _canonical
 
 
+# ``type(x) is cst.Name`` and the like, not ``isinstance``: libcst's node classes are ABCs, and
+# an ``isinstance`` that fails is a Python call (``ABCMeta.__instancecheck__``); these run ~100,000
+# times on a large corpus. The same answers: these classes have no subclasses
+# (tests/perf/test_walk_replay.py).
+_NAME_OR_ATTRIBUTE = frozenset({cst.Name, cst.Attribute})
+_UNASKED = object()
+
+
 class Names:
     """Mixin of ``ModuleFacts``: name lookup, qualified names and call resolution."""
 
@@ -59,7 +67,7 @@ class Names:
         return result
 
     def _qualified(self, expr: cst.BaseExpression, scope: Scope) -> Optional[str]:
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:
             b = self.lookup(expr.value, scope)
             if b is None:
                 return f"builtins.{expr.value}" if expr.value in _BUILTINS else None
@@ -72,9 +80,9 @@ class Names:
             if b.kind == "value":
                 return self._instance_type(b.target, b.scope)  # type: ignore[arg-type]
             return None
-        if isinstance(expr, cst.Attribute):
+        if type(expr) is cst.Attribute:
             base = expr.value
-            if isinstance(base, cst.Name) and base.value == "self" and scope is not None:
+            if type(base) is cst.Name and base.value == "self" and scope is not None:
                 cls = self._method_class(scope)
                 if cls is not None:
                     attr = expr.attr.value
@@ -88,7 +96,7 @@ class Names:
             if inner is None:
                 return None
             return f"{_canonical(inner)}.{expr.attr.value}"
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             return self._call_result_type(expr, scope)
         return None
 
@@ -101,11 +109,11 @@ class Names:
         return None
 
     def _instance_type(self, value: cst.BaseExpression, scope: Scope) -> Optional[str]:
-        if isinstance(value, cst.Await):
+        if type(value) is cst.Await:
             value = value.expression
-        if isinstance(value, cst.Call):
+        if type(value) is cst.Call:
             return self._call_result_type(value, scope)
-        if isinstance(value, (cst.Name, cst.Attribute)):
+        if type(value) in _NAME_OR_ATTRIBUTE:
             if id(value) in self._typing_stack:
                 return None
             self._typing_stack.add(id(value))
@@ -134,31 +142,36 @@ class Names:
         return None
 
     def _decorator_name(self, expr: cst.BaseExpression, scope: Scope) -> Optional[str]:
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             expr = expr.func
         q = self._qualified(expr, scope)
         return _canonical(q) if q else None
 
     def call_name(self, call: cst.Call) -> Optional[str]:
         """Qualified name of the callee of ``call``."""
-        return self.qualified_name(call.func, call)
+        # asked ~3 times per call on a large corpus (by several rules); the answer is
+        # ``qualified_name``'s, which is cached too, but under a key that costs a scope lookup
+        name = self._call_names.get(call, _UNASKED)
+        if name is _UNASKED:
+            name = self._call_names[call] = self.qualified_name(call.func, call)
+        return name
 
     # ------------------------------------------------------------------ resolution
     def resolve_function(self, expr: cst.BaseExpression, at: cst.CSTNode) -> Optional[FunctionInfo]:
         """The same-module function/method that ``expr`` names (``f``, ``self.m``,
         ``Cls.m``), looking through ``functools.partial(f, ...)``."""
         scope = self.scope_of(at)
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             if self.qualified_name(expr.func, at) == "functools.partial" and expr.args:
                 return self.resolve_function(expr.args[0].value, at)
             return None
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:
             b = self.lookup(expr.value, scope)
             if b is not None and b.kind == "def":
                 return b.target  # type: ignore[return-value]
             return None
-        if isinstance(expr, cst.Attribute):
-            if isinstance(expr.value, cst.Name):
+        if type(expr) is cst.Attribute:
+            if type(expr.value) is cst.Name:
                 if expr.value.value in ("self", "cls") and scope is not None:
                     cls = self._method_class(scope)
                     if cls is not None:
@@ -175,7 +188,7 @@ class Names:
     def coroutine_target(self, expr: cst.BaseExpression, at: cst.CSTNode) -> Optional[FunctionInfo]:
         """For ``create_task(f(x))``-style arguments: the function whose call makes the
         coroutine."""
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             return self.resolve_function(expr.func, at)
         return None
 

@@ -8,6 +8,17 @@ import libcst as cst
 
 from .model import ClassInfo, FunctionInfo, Scope
 
+# ``type(node) is cst.X`` / ``type(node) in {...}`` below, not ``isinstance``: libcst's node
+# classes are ABCs, so an ``isinstance`` that fails goes through ``ABCMeta.__instancecheck__``
+# (a Python call); these queries walk up ~400,000 ancestors on a large corpus. The same
+# answers: none of these classes has a subclass or a registered virtual one
+# (tests/perf/test_walk_replay.py).
+_FUNCTION = cst.FunctionDef
+_FUNCTION_OR_LAMBDA = frozenset({cst.FunctionDef, cst.Lambda})
+_SCOPE_LIKE = frozenset({cst.FunctionDef, cst.Lambda, cst.ClassDef})
+_TRYS = frozenset({cst.Try, cst.TryStar})
+_HANDLERS = frozenset({cst.ExceptHandler, cst.ExceptStarHandler})
+
 
 def chain_from_top(module: cst.Module, parent_of, node: cst.CSTNode) -> Optional[list[cst.CSTNode]]:
     """``node``'s ancestors from the top-level statement of ``module`` down, ``node`` last
@@ -36,7 +47,13 @@ class TreeShape:
             cur = self._parents.get(cur)
 
     def is_ancestor(self, ancestor: cst.CSTNode, node: cst.CSTNode) -> bool:
-        return any(a is ancestor for a in self.ancestors(node))
+        parents = self._parents
+        cur = parents.get(node)
+        while cur is not None:
+            if cur is ancestor:
+                return True
+            cur = parents.get(cur)
+        return False
 
     def _within(self, region: cst.CSTNode, node: cst.CSTNode) -> bool:
         return region is self.module or node is region or self.is_ancestor(region, node)
@@ -60,23 +77,30 @@ class TreeShape:
     def enclosing_function(self, node: cst.CSTNode) -> Optional[FunctionInfo]:
         """The innermost ``def``/``async def`` whose body contains ``node`` (a lambda does
         not count; use ``in_lambda``). A function's own node maps to its parent scope."""
-        for anc in self.ancestors(node):
-            if isinstance(anc, cst.FunctionDef):
+        parents = self._parents
+        anc = parents.get(node)
+        while anc is not None:
+            if type(anc) is _FUNCTION:
                 return self._function_of.get(anc)
+            anc = parents.get(anc)
         return None
 
     def enclosing_class(self, node: cst.CSTNode) -> Optional[ClassInfo]:
-        for anc in self.ancestors(node):
-            if isinstance(anc, cst.ClassDef):
+        parents = self._parents
+        anc = parents.get(node)
+        while anc is not None:
+            if type(anc) is cst.ClassDef:
                 return self._class_of.get(anc)
+            anc = parents.get(anc)
         return None
 
     def in_lambda(self, node: cst.CSTNode) -> bool:
-        for anc in self.ancestors(node):
-            if isinstance(anc, cst.Lambda):
-                return True
-            if isinstance(anc, cst.FunctionDef):
-                return False
+        parents = self._parents
+        anc = parents.get(node)
+        while anc is not None:
+            if type(anc) in _FUNCTION_OR_LAMBDA:
+                return type(anc) is cst.Lambda
+            anc = parents.get(anc)
         return False
 
     def enclosing_statement(self, node: cst.CSTNode) -> Optional[cst.BaseStatement]:
@@ -91,24 +115,26 @@ class TreeShape:
         enclosing function."""
         child = node
         for anc in self.ancestors(node):
-            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            if type(anc) in _SCOPE_LIKE:
                 return
-            if isinstance(anc, (cst.Try, cst.TryStar)) and child is anc.body:
+            if type(anc) in _TRYS and child is anc.body:
                 yield anc
             child = anc
 
     def in_cleanup_block(self, node: cst.CSTNode) -> bool:
         """``node`` sits in a ``finally:`` block or an ``except`` handler's body of its own
         function (code that runs when the normal path fails or is interrupted)."""
-        child = node
-        for anc in self.ancestors(node):
-            if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
+        parents = self._parents
+        child, anc = node, parents.get(node)
+        while anc is not None:
+            t = type(anc)
+            if t in _FUNCTION_OR_LAMBDA:
                 return False
-            if isinstance(anc, cst.Finally):
+            if t is cst.Finally:
                 return True
-            if isinstance(anc, (cst.ExceptHandler, cst.ExceptStarHandler)) and child is anc.body:
+            if t in _HANDLERS and child is anc.body:
                 return True
-            child = anc
+            child, anc = anc, parents.get(anc)
         return False
 
     def in_main_guard(self, node: cst.CSTNode) -> bool:
@@ -121,12 +147,17 @@ class TreeShape:
         return self._class_of.get(node)
 
     def scope_of(self, node: cst.CSTNode) -> Scope:
-        if isinstance(node, cst.Call) and node in self._call_scope:
-            return self._call_scope[node]
+        if type(node) is cst.Call:
+            scope = self._call_scope.get(node, _NOT_RECORDED)
+            if scope is not _NOT_RECORDED:
+                return scope
         return self.enclosing_function(node)
 
     def is_awaited(self, call: cst.Call) -> bool:
         return call in self._awaited
+
+
+_NOT_RECORDED = object()
 
 
 def names_in(node: cst.CSTNode) -> set[str]:

@@ -84,10 +84,18 @@ _MAX_DEPTH = 8
 def normalise(qualified: str) -> str:
     """Spellings of the same type or function: ``torch.multiprocessing.Queue`` ->
     ``multiprocessing.Queue``, ``pathlib.PosixPath`` -> ``pathlib.Path``,
-    ``io.TextIOWrapper.read`` -> ``io.<file>.read``."""
-    for alias, canonical in TYPE_ALIASES.items():
-        if qualified == alias or qualified.startswith(alias + "."):
-            return canonical + qualified[len(alias):]
+    ``io.TextIOWrapper.read`` -> ``io.<file>.read``. No alias is a dotted prefix of another
+    (tests/perf/test_walk_replay.py), so the alias that is ``qualified`` or a dotted prefix of
+    it is looked up prefix by prefix instead of trying every alias (~8,000 calls a corpus)."""
+    canonical = TYPE_ALIASES.get(qualified)
+    if canonical is not None:
+        return canonical
+    dot = qualified.find(".")
+    while dot != -1:
+        canonical = TYPE_ALIASES.get(qualified[:dot])
+        if canonical is not None:
+            return canonical + qualified[dot:]
+        dot = qualified.find(".", dot + 1)
     return qualified
 
 

@@ -110,3 +110,19 @@ def test_normalise_finds_the_alias_by_its_dotted_prefix():
     names += [a + suffix for a in TYPE_ALIASES for suffix in ("", ".m", ".m.n", "m", ".")]
     for name in names:
         assert normalise(name) == every_alias(name), name
+
+
+def test_node_classes_the_facts_test_by_exact_type_have_no_subclasses():
+    """``facts.tree``, ``facts.names`` and the collector test these classes with ``type(x) is``
+    (an ``isinstance`` that fails is a Python call: libcst's classes are ABCs): the same answer
+    only while no class derives from them, nor is registered as a virtual subclass."""
+    import abc
+
+    from shutdown_lint.traversal import _node_types
+
+    exact = [cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.Try, cst.TryStar, cst.Finally, cst.ExceptHandler,
+             cst.ExceptStarHandler, cst.Call, cst.Name, cst.Attribute, cst.Await, cst.Tuple, cst.List,
+             cst.StarredElement]
+    for cls in exact:
+        assert not [t for t in _node_types() if t is not cls and issubclass(t, cls)], cls
+        assert not abc._get_dump(cls)[0], cls  # no registered virtual subclass
