@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import ast
+import weakref
 from typing import Optional, Union
 
 import libcst as cst
@@ -950,9 +951,72 @@ def _may_store_executor(tree) -> bool:
             continue
         stored = (fn is not None and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
                   and target.value.id == "self") or (fn is None and isinstance(target, ast.Name))
-        if stored and tree.may_call_any(value, factories) and not _surely_released(tree, target, fn):
+        if stored and tree.may_call_any(value, factories) and not _surely_released(tree, target, fn) and not (
+                fn is None and (id(target) in _class_body_targets(tree)
+                                or target.id in _module_level_releases(tree))):
             return True
     return _may_drain(tree)
+
+
+def _class_body_targets(tree) -> set[int]:
+    """Ids of the assignment targets in a class body (outside any def): ``_check`` returns for
+    those (``enclosing_class`` is not None: a class attribute is not stored here)."""
+    got = _MODULE_FACTS.get(tree, {})
+    if "class_body" in got:
+        return got["class_body"]
+    out: set[int] = set()
+    for cls in tree.classes:
+        for st in nested_statements(cls.body, lambda st: not isinstance(st, (*DEFS, ast.ClassDef))):
+            if type(st) is ast.Assign:
+                out.update(id(t) for t in st.targets)
+            elif type(st) is ast.AnnAssign:
+                out.add(id(st.target))
+    _MODULE_FACTS.setdefault(tree, {})["class_body"] = out
+    return out
+
+
+#: per tree: what ``_class_body_targets`` and ``_module_level_releases`` found
+_MODULE_FACTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _module_level_releases(tree) -> set[str]:
+    """Names ``ref`` that ``_released(ref, ..., module_level=True)`` surely finds released: a site
+    of ``_release_sites`` in a module-level statement (not a top-level def or class; nested defs
+    left out), which ``_released`` accepts whatever it is: ``<ref>.shutdown()`` (a stop method),
+    or a callee whose name holds a ``_TAKERS`` word given ``<ref>`` or ``<ref>.<stop method>`` as
+    its first argument (``atexit.register(pool.shutdown)``), each written so that its code is
+    that text (no parentheses, no spaces: checked on the positions; f-strings are left out)."""
+    got = _MODULE_FACTS.get(tree, {})
+    if "released" in got:
+        return got["released"]
+    out: set[str] = set()
+    todo = [st for st in tree.module.body if not isinstance(st, (*DEFS, ast.ClassDef))]
+    while todo:
+        n = todo.pop()
+        t = type(n)
+        if t in DEFS or t is ast.JoinedStr:
+            continue
+        todo.extend(ast.iter_child_nodes(n))
+        if t is not ast.Call:
+            continue
+        func = n.func
+        if type(func) is ast.Attribute and func.attr in _STOP_METHODS and type(func.value) is ast.Name \
+                and func.col_offset == func.value.col_offset:
+            out.add(func.value.id)
+            continue
+        callee = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else ""
+        if not n.args or not any(w in callee.lower() for w in _TAKERS):
+            continue
+        a = n.args[0]
+        if a.lineno != func.end_lineno or a.col_offset != func.end_col_offset + 1:
+            continue  # ``f( x)``, ``f((x))``: not the bare text
+        if type(a) is ast.Name:
+            out.add(a.id)
+        elif type(a) is ast.Attribute and a.attr in _STOP_METHODS and type(a.value) is ast.Name \
+                and a.end_lineno == a.lineno and a.end_col_offset - a.col_offset == len(a.value.id) + 1 + len(a.attr):
+            out.add(a.value.id)
+    _MODULE_FACTS.setdefault(tree, {})["released"] = out
+    return out
 
 
 def _may_drain(tree) -> bool:

@@ -444,6 +444,40 @@ def run(ref, bad):
     sys.exit(1)
 """)
 
+# ---------------------------------------------------------------- SHD503
+# an executor in a class body is a class attribute (not stored here): ruled out; the same
+# assignment at module level: kept and reported
+case("SHD503", False, 0, """
+from concurrent.futures import ThreadPoolExecutor
+class Config:
+    pool: ThreadPoolExecutor = ThreadPoolExecutor(4)
+""")
+case("SHD503", True, 1, """
+from concurrent.futures import ThreadPoolExecutor
+pool: ThreadPoolExecutor = ThreadPoolExecutor(4)
+""")
+# a module-level executor registered for shutdown at module level: ruled out; the registration
+# written with parentheses around its argument (not the executor's code), or inside a def: kept
+case("SHD503", False, 0, """
+import atexit
+from concurrent.futures import ThreadPoolExecutor
+pool = ThreadPoolExecutor(4)
+atexit.register(pool.shutdown)
+""")
+case("SHD503", True, 1, """
+import atexit
+from concurrent.futures import ThreadPoolExecutor
+pool = ThreadPoolExecutor(4)
+atexit.register((pool.shutdown))
+""")
+case("SHD503", True, 1, """
+import atexit
+from concurrent.futures import ThreadPoolExecutor
+pool = ThreadPoolExecutor(4)
+def later():
+    return pool.submit(print)
+""")
+
 @pytest.mark.parametrize("code,source,candidate,findings", CASES,
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
 def test_tier2_near_miss(code, source, candidate, findings):
