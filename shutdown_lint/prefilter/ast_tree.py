@@ -180,9 +180,15 @@ class Tree:
 
     # ------------------------------------------------------------------ the one walk
     def _collect(self) -> None:
-        # iterative: deeply nested files must not hit the recursion limit here
-        stack: list[tuple[ast.AST, Optional[Function], bool, Optional[ast.ClassDef]]] = [
-            (self.module, None, False, None)]
+        # iterative: deeply nested files must not hit the recursion limit here. The stack holds
+        # bare nodes, in the state (function, in a lambda, class) of the node popped last; a
+        # def, a class or a lambda changes the state for its children and pushes the state to
+        # restore first (a tuple), which is popped once they are all done (a tuple per node
+        # cost ~4% of this walk)
+        stack: list = [self.module]
+        fn: Optional[Function] = None
+        in_lambda = False
+        cls: Optional[ast.ClassDef] = None
         awaited: set[int] = set()
         FunctionDef, AsyncFunctionDef, ClassDef, Lambda = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda
         Call, Await, Raise, Name, Constant = ast.Call, ast.Await, ast.Raise, ast.Name, ast.Constant
@@ -192,8 +198,11 @@ class Tree:
         fields_of = _FIELDS_BACKWARDS
         pop, push = stack.pop, stack.append
         while stack:
-            node, fn, in_lambda, cls = pop()
+            node = pop()
             t = type(node)  # never a Name or a Constant: those are not pushed (below)
+            if t is tuple:  # a def's, class's or lambda's children are done: the state outside it
+                fn, in_lambda, cls = node
+                continue
             if t in reacts:  # most nodes (expressions, arguments, keywords) are none of these
                 if t is ast.Attribute:
                     mentioned.add(node.attr)
@@ -204,11 +213,14 @@ class Tree:
                     self.functions.append(info)
                     if cls is not None:
                         self.methods.setdefault(id(cls), []).append(info)
+                    push((fn, in_lambda, cls))
                     fn, in_lambda, cls = info, False, None
                 elif t is ClassDef:
                     self.classes.append(node)
+                    push((fn, in_lambda, cls))
                     cls = node
                 elif t is Lambda:
+                    push((fn, in_lambda, cls))
                     in_lambda = True
                 elif t is Call:
                     entry = (node, id(node) in awaited, in_lambda)
@@ -267,13 +279,13 @@ class Tree:
                         if tc is Name:
                             mentioned.add(c.id)
                         elif tc is not Constant and isinstance(c, AST):
-                            push((c, fn, in_lambda, cls))
+                            push(c)
                 elif value is not None:
                     tv = type(value)
                     if tv is Name:
                         mentioned.add(value.id)
                     elif tv is not Constant and isinstance(value, AST):
-                        push((value, fn, in_lambda, cls))
+                        push(value)
 
     def _bind(self, target: ast.AST, value: Optional[ast.AST]) -> None:
         if isinstance(target, ast.Name):
@@ -358,14 +370,20 @@ class Tree:
         """The callee's qualified name could be ``<r>.<last>`` with ``r`` ending in one of
         ``receivers`` (any receiver when empty): ``may_call(c, "get", {"ray"})`` for ray.get."""
         func = call.func
-        if isinstance(func, ast.Attribute):
-            if last in self.aliases_of_attr(func.attr):
+        names, attrs = self._aliases
+        t = type(func)
+        if t is ast.Attribute:
+            aliased = attrs.get(func.attr)
+            if aliased is not None and last in aliased:
                 return True
             if func.attr != last:
                 return False
             wanted = set(receivers)
-            return not wanted or bool(self.words(func.value) & wanted)
-        return last in self.words(func)
+            return not wanted or bool(self._words(func.value, names, attrs) & wanted)
+        if t is ast.Name:  # ``self.words(func)`` without building it: the name or what it is bound to
+            name = func.id
+            return name == last or last in names.get(name, ())
+        return last in self._words(func, names, attrs)
 
     def may_call_any(self, call: ast.Call, names: Iterable[str]) -> bool:
         """``may_call`` for any of the dotted ``names`` (``sys.exit``, ``builtins.exit``),
@@ -389,9 +407,11 @@ class Tree:
         """Identifiers used anywhere inside call arguments (callables handed to
         ``Thread(target=...)``, ``submit``, ``ray.remote(Cls)``, ``partial``...)."""
         out: set[str] = set()
+        args: list[ast.AST] = []
         for call in self.all_calls():
-            for a in [*call.args, *(k.value for k in call.keywords)]:
-                out |= identifiers(a)
+            args += call.args
+            args += [k.value for k in call.keywords]
+        _identifiers_into(args, out)
         return out
 
     def names_handed_to(self, callees: Iterable[str]) -> set[str]:
@@ -400,10 +420,12 @@ class Tree:
         ``pool.submit(partial(work, x))`` can hand over. A subset of ``argument_names``."""
         names = tuple(callees)
         out: set[str] = set()
+        args: list[ast.AST] = []
         for call in self.all_calls():
             if (call.args or call.keywords) and self.may_call_any(call, names):
-                for a in [*call.args, *(k.value for k in call.keywords)]:
-                    out |= identifiers(a)
+                args += call.args
+                args += [k.value for k in call.keywords]
+        _identifiers_into(args, out)
         return out
 
     def signal_handler_installs(self) -> list[tuple[ast.Call, list[ast.AST]]]:
@@ -423,10 +445,7 @@ class Tree:
         maps = self._parent_maps
         found = maps.get(id(root))
         if found is None:
-            found = maps[id(root)] = {}
-            for node in ast.walk(root):
-                for child in ast.iter_child_nodes(node):
-                    found[id(child)] = node
+            found = maps[id(root)] = _parent_map(root)
         return found
 
     def all_calls(self) -> Iterator[ast.Call]:
@@ -478,9 +497,41 @@ class Tree:
         return out, names
 
 
+def _parent_map(root: ast.AST) -> dict[int, ast.AST]:
+    """``{id(child): node for node in ast.walk(root) for child in ast.iter_child_nodes(node)}``
+    (the same order, so the same parent for the ``Load``/``Store`` markers that many nodes
+    share), without the generators."""
+    from collections import deque
+
+    AST = ast.AST
+    found: dict[int, ast.AST] = {}
+    todo = deque([root])
+    pop, push = todo.popleft, todo.append
+    while todo:
+        node = pop()
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, AST):
+                found[id(value)] = node
+                if value._fields:
+                    push(value)
+            elif type(value) is list:
+                for item in value:
+                    if isinstance(item, AST):
+                        found[id(item)] = node
+                        if item._fields:
+                            push(item)
+    return found
+
+
 def _mention_string_annotation(annotation: ast.AST, mentioned: set[str]) -> None:
     """The identifiers spelled in string annotations (``f: "io.TextIOWrapper"``,
     ``Optional["httpx.Client"]``) count as mentioned: the facts read those types."""
+    node = annotation
+    while type(node) is ast.Attribute:
+        node = node.value
+    if type(node) is ast.Name:
+        return  # ``int``, ``torch.Tensor``: most annotations hold no string
     for sub in ast.walk(annotation):
         if type(sub) is ast.Constant and type(sub.value) is str:
             mentioned.update(w for w in _IDENTIFIER.findall(sub.value) if not w[0].isdigit())
@@ -560,13 +611,38 @@ def identifiers(node: ast.AST) -> set[str]:
     """Every name and attribute spelled under ``node`` (``self.run`` gives ``self`` and
     ``run``; ``partial(work, x)`` gives ``partial``, ``work`` and ``x``)."""
     out: set[str] = set()
-    for n in ast.walk(node):
-        t = type(n)
-        if t is ast.Name:
-            out.add(n.id)
-        elif t is ast.Attribute:
-            out.add(n.attr)
+    _identifiers_into([node], out)
     return out
+
+
+def _identifiers_into(nodes: list, out: set[str]) -> None:
+    """Add the names and attributes spelled under ``nodes`` to ``out`` (``ast.walk``'s nodes,
+    without its generators: conditions ask this of every call's arguments)."""
+    Name, Attribute, Constant, AST = ast.Name, ast.Attribute, ast.Constant, ast.AST
+    todo = list(nodes)
+    pop, push = todo.pop, todo.append
+    fields_of = _FIELDS_BACKWARDS
+    while todo:
+        n = pop()
+        t = type(n)
+        if t is Name:
+            out.add(n.id)
+            continue
+        if t is Constant:
+            continue
+        if t is Attribute:
+            out.add(n.attr)
+        fields = fields_of.get(t)
+        if fields is None:
+            fields = fields_of[t] = tuple(reversed(_fields(t)))
+        for field in fields:
+            value = getattr(n, field, None)
+            if type(value) is list:
+                for c in value:
+                    if isinstance(c, AST):
+                        push(c)
+            elif isinstance(value, AST):
+                push(value)
 
 
 def function_names(expr: ast.AST) -> set[str]:
