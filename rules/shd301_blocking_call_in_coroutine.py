@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import re
 import tokenize
@@ -14,11 +15,11 @@ from shutdown_lint.facts import FunctionInfo, names_in
 from shutdown_lint.traversal import walk
 from shutdown_lint.facts.types import Typer, normalise
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule, Valid
-from shutdown_lint.prefilter.ast_tree import callee_name, nested_statements
+from shutdown_lint.prefilter.ast_tree import nested_statements
 
 from ._blocking_vocabulary import (
     ASYNC_CODES, ATTRIBUTE_TYPES, CONSUMERS, CONSUMING, FAMILIES, FAMILY_NAMES, FILE, LAZY_CALLS, LAZY_WRAPPERS,
-    NON_IO_METHODS, RESULT_TYPES, SAVE_METHOD_NAMES, TYPE_ALIASES, family_of,
+    MP_CONTEXT, NON_IO_METHODS, RESULT_TYPES, SAVE_METHOD_NAMES, TYPE_ALIASES, family_of,
 )
 from ._fixes import strip_trailing_comma
 
@@ -300,8 +301,10 @@ class BlockingCallInCoroutine(Rule):
     # tier 1: a coroutine (the vocabulary has `open`, `get`: words cannot narrow it further)
     candidate = C.Word("async")
     # tier 2: an async def makes a call (not awaited, not in a lambda) that may be in the
-    # vocabulary, or may reach one through same-module sync functions (max-depth's default)
-    candidate_tree = staticmethod(lambda tree: _may_block_in_coroutine(tree))
+    # vocabulary, or may reach one through same-module sync functions (max-depth's default);
+    # a receiver typed by another module's return annotation is asked of the project index
+    candidate_tree = staticmethod(lambda tree, project=None: _may_block_in_coroutine(tree, project))
+    candidate_tree_project = True
     facts_needed = ("functions", "calls", "execution", "types")
     options = {
         "extra-blocking-calls": Option((), (list, tuple), "Qualified names, or `.method` names, that block",
@@ -1320,37 +1323,118 @@ def _code(node: cst.CSTNode) -> str:
 # Built from every family (the option's default); a run that chooses families or adds
 # calls sets the options explicitly, which bypasses the candidate stage.
 _ALL_CALLS = [c for f in FAMILIES for c in f.calls]
-_VOCAB = [n for n in _ALL_CALLS if not n.endswith(".*")]
-#: last words of the module functions (``time.sleep``, ``os.path.exists``) and save methods
-_FUNCTION_WORDS = {n.rsplit(".", 1)[-1] for n in _VOCAB if n.rsplit(".", 1)[0] not in _KNOWN_TYPES} | set(
-    SAVE_METHOD_NAMES)
-#: ``requests.Session.*``: any method of these types
-_PREFIX_TYPES = {n[:-2].rsplit(".", 1)[-1] for n in _ALL_CALLS if n.endswith(".*")}
-_RECEIVERS: dict[str, set[str]] = {}
-for _name in _VOCAB:
-    _parts = _name.split(".")
-    if len(_parts) > 1:
-        _RECEIVERS.setdefault(_parts[-1], set()).add(_parts[-2])
+_VOCAB = frozenset(n for n in _ALL_CALLS if not n.endswith(".*"))
+#: ``TYPE.`` of the ``TYPE.*`` entries: any method of these types (but ``NON_IO_METHODS``)
+_PREFIXES = tuple(n[:-1] for n in _ALL_CALLS if n.endswith(".*"))
+#: last words of every call the vocabulary names: a method ``x.m()`` can only be in it when ``m``
+#: is one of them, or when a ``TYPE.*`` type has it (``m`` not in ``NON_IO_METHODS``)
+_VOCAB_METHODS = frozenset(n.rsplit(".", 1)[-1] for n in {*_VOCAB, *LAZY_CALLS})
 
 
-def _type_hints(t: str) -> set[str]:
-    """Words one of which the module must spell for the rule to type a value as ``t``: the
-    type's name (constructor, annotation, base class), its aliases, the calls that return it
-    (``open`` for a file, ``apply_async``), the types it is an attribute of (``Popen.stdout``)."""
-    words = {t.rsplit(".", 1)[-1]} if not t.endswith(">") else set()
-    words |= {k.rsplit(".", 1)[-1] for k, v in TYPE_ALIASES.items() if v == t}
-    words |= {k.rsplit(".", 1)[-1] for k, v in RESULT_TYPES.items() if v == t}
-    words |= {owner.rsplit(".", 1)[-1] for (owner, _attr), v in ATTRIBUTE_TYPES.items() if v == t}
-    return words
+@functools.lru_cache(maxsize=4096)
+def _normalised(q: str) -> str:
+    return normalise(q)
 
 
-#: method name -> hint words of every type it blocks on (``get``: Queue, AsyncResult, ...)
-_METHOD_HINTS: dict[str, set[str]] = {}
-for _name in [*_VOCAB, *LAZY_CALLS]:
-    _owner, _, _method = _name.rpartition(".")
-    if _owner in _KNOWN_TYPES:
-        _METHOD_HINTS.setdefault(_method, set()).update(_type_hints(_owner))
-_FILE_HINTS = _type_hints(FILE)
+@functools.lru_cache(maxsize=4096)
+def _in_vocabulary(q: str) -> bool:
+    """The rule's ``_in_vocabulary`` with every family and no extra call (the defaults)."""
+    q = _normalised(q)
+    if q in _VOCAB:
+        return True
+    return any(q.startswith(p) and "." not in q[len(p):] for p in _PREFIXES) \
+        and q.rsplit(".", 1)[-1] not in NON_IO_METHODS
+
+
+def _may_be_blocking(values: "_Values", call: ast.Call) -> bool:
+    """``call`` may be one the rule's ``_blocking`` reports: its callee's qualified name may be in
+    the vocabulary, or its receiver's type may have the method there (``Typer.type_of``), or it is
+    a save method matched by name. ``values`` answers for the module (``_Values``)."""
+    func = call.func
+    t = type(func)
+    if t is ast.Attribute:
+        if func.attr in SAVE_METHOD_NAMES:
+            return True
+        if isinstance(func.value, _LITERALS):
+            return False  # ``" ".join(cmd)``: the facts give a literal neither a type nor a name
+        if func.attr not in _VOCAB_METHODS and func.attr in NON_IO_METHODS:
+            return False  # no type blocks in this method, whatever the receiver is
+        names = values.ask(values.qualified, func)
+        if names is None or any(_in_vocabulary(q) for q in names):
+            return True
+        if _spelled(values.tree).isdisjoint(_attr_hints(func.attr)):
+            return False  # no type that blocks in this method can be given here
+        types = values.ask(values.types, func.value)
+        return types is None or any(_in_vocabulary(f"{typ}.{func.attr}") for typ in types)
+    if t is ast.Name and func.id in SAVE_METHOD_NAMES:
+        return True
+    names = values.ask(values.qualified, func)
+    return names is None or any(_in_vocabulary(q) or q.rsplit(".", 1)[-1] in SAVE_METHOD_NAMES for q in names)
+
+
+def _type_hint_table() -> dict[str, set[str]]:
+    """Type -> words one of which a module must spell for the facts to give a value that type
+    without the project index: the type's last word (a constructor, an annotation, a base class),
+    the last words of its other spellings (``TYPE_ALIASES``), of the calls that return it
+    (``RESULT_TYPES``, ``FACTORY_TYPES``: ``open`` for a file), of the types it is an attribute of
+    (``Popen`` for ``stdout``) or a method result of (``Path`` for ``open()``). A prefix spelled
+    otherwise (``torch.multiprocessing``) keeps the last word."""
+    out: dict[str, set[str]] = {}
+    for table in (TYPE_ALIASES, RESULT_TYPES, F.FACTORY_TYPES):
+        for k, v in table.items():
+            out.setdefault(v, set()).add(k.rsplit(".", 1)[-1])
+    for k, v in RESULT_TYPES.items():
+        if k.count(".") > 1:  # ``pathlib.Path.open``: a path's method
+            out.setdefault(v, set()).add(k.rsplit(".", 2)[-2])
+    for (o, _a), v in ATTRIBUTE_TYPES.items():
+        out.setdefault(v, set()).add(o.rsplit(".", 1)[-1])
+    return out
+
+
+def _owner_hints() -> tuple[dict[str, frozenset], frozenset]:
+    """(method -> hint words of every type whose method it is in the vocabulary, hint words of
+    the ``TYPE.*`` types)."""
+    table = _type_hint_table()
+
+    def hints(t: str) -> set[str]:
+        return ({t.rsplit(".", 1)[-1]} if not t.endswith(">") else set()) | table.get(t, set())
+
+    by_method: dict[str, set[str]] = {}
+    for n in {*_VOCAB, *LAZY_CALLS}:
+        owner, _, method = n.rpartition(".")
+        by_method.setdefault(method, set()).update(hints(owner) if owner else ())
+    prefix: set[str] = set()
+    for p in _PREFIXES:
+        prefix |= hints(p[:-1])
+    return {k: frozenset(v) for k, v in by_method.items()}, frozenset(prefix)
+
+
+_METHOD_HINTS, _PREFIX_HINTS = _owner_hints()
+
+
+def _attr_hints(attr: str) -> frozenset:
+    """Words one of which a module must spell for the facts to give a value a type that blocks in
+    method ``attr``, without the project index: those of the vocabulary's owners of ``attr``, and
+    of the ``TYPE.*`` types unless ``attr`` does no I/O."""
+    words = _METHOD_HINTS.get(attr, frozenset())
+    return words if attr in NON_IO_METHODS else words | _PREFIX_HINTS
+
+
+def _spelled(tree) -> set[str]:
+    """The identifiers the module spells (``Tree.mentioned``) and the words of the string return
+    annotations (``def make() -> "queue.Queue"``: the facts read those, ``Tree`` does not)."""
+    found = tree.__dict__.get("_shd301_spelled")
+    if found is None:
+        found = tree.mentioned
+        extra = {w for fn in tree.functions if fn.node.returns is not None for n in ast.walk(fn.node.returns)
+                 if type(n) is ast.Constant and type(n.value) is str for w in _WORDS.findall(n.value)}
+        if not extra <= found:
+            found = found | extra
+        tree.__dict__["_shd301_spelled"] = found
+    return found
+
+
+_WORDS = re.compile(r"[A-Za-z_]\w*")
 
 
 #: receivers that are literals and displays (``_type_of`` and ``qualified_name`` know none)
@@ -1358,227 +1442,491 @@ _LITERALS = (ast.Constant, ast.JoinedStr, ast.List, ast.Tuple, ast.Dict, ast.Set
              ast.DictComp)
 
 
-def _roots(name: str, seen: Optional[set] = None) -> set[str]:
-    """First words of every qualified name the facts can turn into ``name`` (a type or a
-    vocabulary call's owner): its own, its spellings (``TYPE_ALIASES``: ``torch.multiprocessing``,
-    ``multiprocessing.dummy.Process``), the calls and attributes whose result has that type
-    (``RESULT_TYPES``, ``FACTORY_TYPES``, ``ATTRIBUTE_TYPES``: ``builtins.open`` gives a file), and
-    the same for every prefix (``multiprocessing.get_context().Queue``). The facts resolve every
-    qualified name through the module's own imports (``builtins`` aside); a type or call of
-    another module's return annotation comes through the project index instead
-    (``_bound_to_imported_call``)."""
-    seen = set() if seen is None else seen
-    if name in seen:
-        return set()
-    seen.add(name)
-    out = {name.split(".", 1)[0]}
-    for producer in _PRODUCERS.get(name, ()):
-        out |= _roots(producer, seen)
-    parts = name.split(".")
-    for i in range(1, len(parts)):
-        out |= _roots(".".join(parts[:i]), seen)
+#: words one of which the module must spell for the facts to type a value a file (``open``,
+#: ``TextIOWrapper``, ``IO``, ``Popen`` for its ``stdout``...) without the project index
+_FILE_HINTS = frozenset({
+    *(k.rsplit(".", 1)[-1] for k, v in {**TYPE_ALIASES, **RESULT_TYPES}.items() if v == FILE),
+    *(o.rsplit(".", 1)[-1] for (o, _a), v in ATTRIBUTE_TYPES.items() if v == FILE)})
+
+
+def _coroutine_iterables(tree) -> list:
+    """What the plain ``for`` loops and comprehensions in coroutines iterate over (the rule's
+    ``visit_For`` and ``visit_CompFor``; nested defs included: a superset)."""
+    out = []
+    todo = [fn.node for fn in tree.functions if fn.is_async]
+    seen = set()
+    AST, For, comprehension = ast.AST, ast.For, ast.comprehension
+    while todo:
+        node = todo.pop()
+        t = type(node)
+        if t is ast.AsyncFunctionDef:
+            if id(node) in seen:
+                continue  # a coroutine nested in another one: walked once
+            seen.add(id(node))
+        elif t is For or t is comprehension and not node.is_async:
+            out.append(node.iter)
+        for field in _CHILD_FIELDS(t):
+            value = getattr(node, field, None)
+            if type(value) is list:
+                todo.extend(v for v in value if isinstance(v, AST))
+            elif isinstance(value, AST):
+                todo.append(value)
     return out
 
 
-def _spelled_roots(name: str, seen: Optional[set] = None) -> set[str]:
-    """First words of the qualified names that are ``name`` as spelled (its own, and the
-    spellings of it or of a prefix: ``torch.multiprocessing.Queue``), not what produces it."""
-    seen = set() if seen is None else seen
-    if name in seen:
-        return set()
-    seen.add(name)
-    out = {name.split(".", 1)[0]}
-    parts = name.split(".")
-    for i in range(1, len(parts) + 1):
-        for alias in _SPELLINGS.get(".".join(parts[:i]), ()):
-            out |= _spelled_roots(alias, seen)
-    return out
+@functools.lru_cache(maxsize=None)
+def _CHILD_FIELDS(t: type) -> tuple:
+    """The fields of an ``ast`` node type that may hold a loop or a comprehension."""
+    return tuple(f for f in t._fields if f not in ("ctx", "op", "type_comment"))
 
 
-_SPELLINGS: dict[str, set[str]] = {}
-for _alias, _canonical_name in TYPE_ALIASES.items():
-    _SPELLINGS.setdefault(_canonical_name, set()).add(_alias)
-for _prefix, _repl in F._CANONICAL_PREFIXES:
-    _SPELLINGS.setdefault(_repl.rstrip("."), set()).add(_prefix.rstrip("."))
-_PRODUCERS: dict[str, set[str]] = {}
-for _table in (TYPE_ALIASES, RESULT_TYPES, F.FACTORY_TYPES):
-    for _k, _v in _table.items():
-        _PRODUCERS.setdefault(_v, set()).add(_k)
-for (_o, _a), _v in ATTRIBUTE_TYPES.items():
-    _PRODUCERS.setdefault(_v, set()).add(f"{_o}.{_a}")
-for _alias, _canonical_name in TYPE_ALIASES.items():  # ``torch.multiprocessing.Queue`` for a prefix
-    _PRODUCERS.setdefault(_canonical_name, set()).add(_alias)
-for _prefix, _repl in F._CANONICAL_PREFIXES:  # ``asyncio.tasks.gather`` and the like
-    _PRODUCERS.setdefault(_repl.rstrip("."), set()).add(_prefix.rstrip("."))
+def _may_be_file(values: "_Values", expr: ast.AST) -> bool:
+    types = values.ask(values.types, expr)
+    return types is None or FILE in types
+def _resolved_names(call: ast.Call) -> tuple[Optional[str], bool]:
+    """(name, method): the same-module function the facts' ``resolve_call`` could give for
+    ``call``, by name: ``f()`` any function so named, ``self.m()``/``cls.m()``/``C.m()`` a method
+    so named (``method``), ``functools.partial(f, ...)()`` its first argument; another receiver's
+    method (``obj.get()``) is no same-module function. ``(None, False)``: none."""
+    func = call.func
+    if type(func) is ast.Call:  # ``functools.partial(f, x)()``: libcst's first argument
+        first = func.args[0] if func.args else (func.keywords[0].value if func.keywords else None)
+        if type(first) is ast.Starred:
+            first = first.value
+        if type(first) is ast.Name:
+            return first.id, False
+        if type(first) is ast.Attribute and type(first.value) is ast.Name:
+            return first.attr, True
+        return None, False
+    if type(func) is ast.Name:
+        return func.id, False
+    if type(func) is ast.Attribute and type(func.value) is ast.Name:
+        return func.attr, True  # ``self.m``, ``cls.m``, ``C.m`` (a class name: checked by the caller)
+    return None, False
 
 
-
-def _hint_pairs(t: str) -> list[tuple[str, frozenset]]:
-    """(word, roots): the words one of which the module must spell for the rule to type a value
-    as ``t`` (``_type_hints``, and the factories whose result has that type: ``submit`` gives a
-    ``Future`` that ``fut = pool.submit(f) if x else None`` hides from ``Tree.words``), each with
-    the roots of the qualified names that spell it so (``Future``: ``concurrent``; ``open``:
-    ``builtins``)."""
-    spelled = [t, *(k for k, v in TYPE_ALIASES.items() if v == t)]
-    made = [k for k, v in (*RESULT_TYPES.items(), *F.FACTORY_TYPES.items()) if v == t]
-    pairs = [(name.rsplit(".", 1)[-1], frozenset(_spelled_roots(name))) for name in spelled if not name.endswith(">")]
-    pairs += [(name.rsplit(".", 1)[-1], frozenset(_roots(name))) for name in made]
-    pairs += [(o.rsplit(".", 1)[-1], frozenset(_roots(o))) for (o, _a), v in ATTRIBUTE_TYPES.items() if v == t]
-    return pairs
-
-
-#: method -> (word, roots) of each type that blocks in that method (``_METHOD_HINTS``, paired)
-_METHOD_TYPES: dict[str, list[tuple[str, frozenset]]] = {}
-for _name in sorted({*_VOCAB, *LAZY_CALLS}):
-    _owner, _, _method = _name.rpartition(".")
-    if _owner in _KNOWN_TYPES:
-        _METHOD_TYPES.setdefault(_method, []).extend(_hint_pairs(_owner))
-#: method -> {last word of the receiver -> roots of the owners so spelled} (``_RECEIVERS`` with roots)
-_RECEIVER_ROOTS: dict[str, dict[str, set[str]]] = {}
-for _name in _VOCAB:
-    _owner, _, _method = _name.rpartition(".")
-    if _owner:
-        _RECEIVER_ROOTS.setdefault(_method, {}).setdefault(_owner.rsplit(".", 1)[-1], set()).update(_roots(_owner))
-#: ``Session`` -> roots of the ``TYPE.*`` types so named
-_PREFIX_ROOTS: dict[str, set[str]] = {}
-for _name in _ALL_CALLS:
-    if _name.endswith(".*"):
-        _PREFIX_ROOTS.setdefault(_name[:-2].rsplit(".", 1)[-1], set()).update(_roots(_name[:-2]))
-#: last word of a vocabulary call -> roots of the calls so named (``replace``: os, pathlib)
-_NAME_ROOTS: dict[str, set[str]] = {}
-for _name in {*_VOCAB, *LAZY_CALLS}:
-    _NAME_ROOTS.setdefault(_name.rsplit(".", 1)[-1], set()).update(_roots(_name.rpartition(".")[0] or _name))
+def _may_resolve_to(tree, call: ast.Call, names: set[str], methods: set[str], classes: set[str]) -> bool:
+    """``call`` may resolve (``facts.resolve_call``) to a sync function named in ``names`` (any
+    function) or ``methods`` (a method)."""
+    name, method = _resolved_names(call)
+    if name is None:
+        return False
+    if not method:
+        return name in names
+    func = call.func
+    if type(func) is ast.Call:
+        return name in methods
+    receiver = func.value.id
+    return name in methods and (receiver in ("self", "cls") or receiver in classes)
 
 
-def _imports(tree) -> tuple[set[str], dict[str, set[str]]]:
-    """(first words of every module the file imports, anywhere: ``import a.b``, ``from a.b import
-    c``, star imports too; local name -> first words of the modules that bind it), built once
-    per tree from its statements (no expression is walked). Relative imports name no library."""
-    found = tree.__dict__.get("_shd301_imports")
-    if found is None:
-        roots: set[str] = set()
-        binds: dict[str, set[str]] = {}
+def _reaching(tree, direct: list, depth: int) -> tuple[set[str], set[str]]:
+    """(names, method names) of the sync functions that make a ``direct`` call or, up to
+    ``depth`` levels, call one that does (``_blocking_inside``, resolved as ``resolve_call``)."""
+    classes = {c.name for c in tree.classes}
+    found = {id(fn) for fn in direct}
+    names = {fn.name for fn in direct}
+    methods = {fn.name for fn in direct if fn.cls is not None}
+    for _ in range(depth - 1):
+        more = [fn for fn in tree.functions if not fn.is_async and id(fn) not in found and any(
+            not lam and _may_resolve_to(tree, c, names, methods, classes) for c, _, lam in fn.calls)]
+        if not more:
+            break
+        for fn in more:
+            found.add(id(fn))
+            names.add(fn.name)
+            if fn.cls is not None:
+                methods.add(fn.name)
+    return names, methods
+
+
+def _may_block_in_coroutine(tree, project=None) -> bool:
+    """Tier 2 (``candidate_tree``): a coroutine makes a call that may block (``_may_be_blocking``),
+    directly or through same-module sync functions (two levels: ``max-depth``'s default), or
+    iterates over what may be a file. ``project``: the project index seen from the file
+    (``ProjectView``), None when the run has none: only through it can another module's return
+    annotation type a value here (``Typer._returns_elsewhere``); it is asked last, and only about
+    receivers of a method some type of the vocabulary blocks in (``_elsewhere_may_block``)."""
+    if not any(fn.is_async for fn in tree.functions):
+        return False
+    calls = [call for fn in tree.functions if fn.is_async for call, awaited, in_lambda in fn.calls
+             if not awaited and not in_lambda]
+    classes = {c.name for c in tree.classes}
+    sync = [fn for fn in tree.functions if not fn.is_async]
+    calling = [c for c in calls if _may_resolve_to(tree, c, {fn.name for fn in sync},
+                                                   {fn.name for fn in sync if fn.cls is not None}, classes)]
+    iterables = None
+    for values, blocks in ((_Values(tree, None), _may_be_blocking),
+                           (_Values(tree, project) if project is not None else None, _elsewhere_may_block)):
+        if values is None:
+            break
+        if any(blocks(values, call) for call in calls):
+            return True
+        # ``for line in f`` over a file object (without the index, only a module that spells a
+        # word of a file type has one)
+        if values.view is not None or tree.mentions(_FILE_HINTS):
+            iterables = _coroutine_iterables(tree) if iterables is None else iterables
+            if any(_may_be_file(values, it) for it in iterables):
+                return True
+        # a coroutine's call of a same-module sync function that may block (at most two levels
+        # down); the sync functions are judged only when a coroutine may call one
+        if calling:
+            direct = [fn for fn in sync if any(not lam and blocks(values, c) for c, _, lam in fn.calls)]
+            names, methods = _reaching(tree, direct, depth=2)
+            if any(_may_resolve_to(tree, c, names, methods, classes) for c in calling):
+                return True
+    return False
+
+
+def _elsewhere_may_block(values: "_Values", call: ast.Call) -> bool:
+    """``_may_be_blocking`` where the index adds to the local answer (which was no): the receiver
+    of a method that some type of the vocabulary blocks in (``_VOCAB_METHODS``), typed by another
+    module's return annotation. A method only a ``TYPE.*`` type has (``client.send``) is not asked
+    about: it would summarise most modules a file calls into (on ray+torch, 370 of 417 questions),
+    and the tier rules it out as before the index was asked (a known limit, in tier2_cases.py)."""
+    func = call.func
+    if type(func) is not ast.Attribute or func.attr not in _VOCAB_METHODS or isinstance(func.value, _LITERALS):
+        return False
+    types = values.ask(values.types, func.value)
+    return types is None or any(_in_vocabulary(f"{typ}.{func.attr}") for typ in types)
+
+
+class _TooMuch(Exception):
+    """A question about a value grew past its budget: assume the worst."""
+
+
+class _Values:
+    """A superset of what the facts' ``qualified_name`` and ``Typer.type_of`` can say of an
+    expression of one module, on Python's ``ast``: every binding of a name or of ``x.attr`` in the
+    module counts, scopes and order ignored (the facts read the last binding in scope), a value
+    met again on the way gives nothing (the facts' typing stack), and a question that grows past
+    ``_BUDGET`` steps answers "anything". A call's return annotation is read in this module, and,
+    with ``view`` (the project index seen from the file), in another module of the project
+    (``Typer._returns_elsewhere``); without it, like the walk without an index, it is not.
+
+    Names stand for qualified names as the facts spell them; a function or class of this module
+    is ``<module>.<its name>`` (the facts' qualname's last part: matched by name)."""
+
+    #: steps (expressions followed) one question may take
+    _BUDGET = 3000
+
+    def __init__(self, tree, view) -> None:
+        self.tree = tree
+        self.view = view
+        self._steps = 0
+        self._cuts = 0
+        self._asked: dict[str, Optional[str]] = {}
+        self._q_memo: dict[int, frozenset] = {}
+        self._t_memo: dict[int, frozenset] = {}
+        self._parsed: dict[int, ast.AST] = {}
+        names: dict[str, list] = {}  # name -> values bound to it
+        for name, value in tree.value_bindings:
+            names.setdefault(name, []).append(value)
+        attrs: dict[str, list] = {}  # attribute -> values bound to ``x.attr``
+        for target, value, _fn in tree.assigns:
+            t = type(target)
+            if t is ast.Attribute:
+                attrs.setdefault(target.attr, []).append(value)
+            elif (t is ast.Tuple or t is ast.List) and type(value) in (ast.Tuple, ast.List):
+                # ``a, b = f(), g()``: each name with its element (the facts' ``unpacked``)
+                if len(target.elts) == len(value.elts):
+                    for el, v in zip(target.elts, value.elts):
+                        if type(el) is ast.Name:
+                            names.setdefault(el.id, []).append(v)
+        declared: dict[str, list] = {}  # name -> annotations (parameters, ``n: T``)
+        attr_declared: dict[str, list] = {}  # attribute -> annotations (``self.a: T``, class-body ``a: T``)
+        imported: dict[str, set[str]] = {}
         for st in nested_statements(tree.module.body):
             t = type(st)
             if t is ast.Import:
                 for a in st.names:
-                    root = a.name.split(".", 1)[0]
-                    roots.add(root)
-                    binds.setdefault(a.asname or root, set()).add(root)
-            elif t is ast.ImportFrom and not st.level and st.module:
-                root = st.module.split(".", 1)[0]
-                roots.add(root)
+                    if a.asname:
+                        imported.setdefault(a.asname, set()).add(a.name)
+                    else:
+                        top = a.name.split(".", 1)[0]
+                        imported.setdefault(top, set()).add(top)
+            elif t is ast.ImportFrom:
+                base = "." * (st.level or 0) + (st.module or "")
                 for a in st.names:
-                    binds.setdefault(a.asname or a.name, set()).add(root)
-        # a root spelled anywhere counts too (a string annotation names ``typing.TextIO``
-        # with no import: the rule reads it, and finds no module; conservative)
-        roots |= tree.mentioned
-        found = tree.__dict__["_shd301_imports"] = (roots, binds)
-    return found
+                    if a.name != "*":
+                        q = f"{base}.{a.name}" if base and not base.endswith(".") else f"{base}{a.name}"
+                        imported.setdefault(a.asname or a.name, set()).add(q)
+            elif t is ast.AnnAssign:
+                if type(st.target) is ast.Name:
+                    declared.setdefault(st.target.id, []).append(st.annotation)
+                    attr_declared.setdefault(st.target.id, []).append(st.annotation)
+                elif type(st.target) is ast.Attribute:
+                    attr_declared.setdefault(st.target.attr, []).append(st.annotation)
+            elif t is ast.With or t is ast.AsyncWith:
+                for item in st.items:  # ``with make() as self.c``
+                    if type(item.optional_vars) is ast.Attribute:
+                        attrs.setdefault(item.optional_vars.attr, []).append(item.context_expr)
+        for fn in tree.functions:
+            a = fn.node.args
+            for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]:
+                if arg is not None and arg.annotation is not None:
+                    declared.setdefault(arg.arg, []).append(arg.annotation)
+        self.names, self.attrs, self.imported = names, attrs, imported
+        self.declared, self.attr_declared = declared, attr_declared
+        self.defs: dict[str, list] = {}
+        for fn in tree.functions:
+            self.defs.setdefault(fn.name, []).append(fn)
+        self.classes: dict[str, list] = {}
+        for c in tree.classes:
+            self.classes.setdefault(c.name, []).append(c)
 
+    # ------------------------------------------------------------------ questions
+    def ask(self, question, *args):
+        """``question(*args)`` with a fresh budget; None when it ran out (anything may be)."""
+        self._steps = 0
+        try:
+            return question(*args)
+        except (_TooMuch, RecursionError):
+            return None
 
-def _importable(roots, imported: set[str]) -> bool:
-    """A qualified name with one of ``roots`` can resolve in a file importing ``imported``."""
-    return "builtins" in roots or not imported.isdisjoint(roots)
+    def _step(self) -> None:
+        self._steps += 1
+        if self._steps > self._BUDGET:
+            raise _TooMuch()
 
+    # ------------------------------------------------------------------ qualified names
+    def qualified(self, expr: ast.AST, stack: Optional[set] = None) -> frozenset:
+        """Every name the facts' ``qualified_name(expr)`` could give (canonical spellings too)."""
+        memo = self._q_memo.get(id(expr))
+        if memo is not None:
+            return memo
+        stack = set() if stack is None else stack
+        cuts = self._cuts
+        out = frozenset(self._qualified(expr, stack))
+        if self._cuts == cuts:
+            self._q_memo[id(expr)] = out
+        return out
 
-def _may_be_blocking(tree, call: ast.Call) -> bool:
-    """The call's qualified name may be in the vocabulary: a module function by its receiver,
-    a typed receiver's method when the module spells a word that can give that type. A type
-    or a module function only counts when the module imports a module its qualified name
-    can start with (``_roots``): ``asyncio.Event().wait()`` spells ``Event``, but only an
-    import of ``threading`` (or ``multiprocessing``, ``torch``) can make it
-    ``threading.Event.wait``."""
-    func = call.func
-    if isinstance(func, ast.Attribute) and isinstance(func.value, _LITERALS):
-        # ``" ".join(cmd)``, ``"{}".format(x)``: the facts give a literal neither a type nor a
-        # qualified name, so only the save methods matched by name alone can report
-        return func.attr in SAVE_METHOD_NAMES
-    if isinstance(func, ast.Attribute):
-        aliased = tree.aliases_of_attr(func.attr)  # self.saver = torch.save; self.saver()
-        if func.attr in SAVE_METHOD_NAMES or aliased & (_FUNCTION_WORDS | set(_METHOD_HINTS)):
-            return True
-        imported = _imports(tree)[0]
-        receiver = tree.words(func.value)
-        if any(w in receiver and _importable(r, imported) for w, r in _PREFIX_ROOTS.items()):
-            return True
-        by_receiver = _RECEIVER_ROOTS.get(func.attr)
-        if by_receiver and any(w in receiver and _importable(r, imported) for w, r in by_receiver.items()):
-            return True
-        typed = _METHOD_TYPES.get(func.attr)
-        if typed and any(w in tree.mentioned and _importable(r, imported) for w, r in typed):
-            return True  # ``f.read()``, ``proc.wait()``: the receiver may be typed from a binding
-        if typed and _bound_to_imported_call(tree, func.value):
-            return True  # ``c = open_client()`` of another module: its return annotation may type ``c``
-        if func.attr not in NON_IO_METHODS and any(
-                _importable(r, imported) and tree.mentions((w,)) for w, r in _PREFIX_ROOTS.items()):
-            return True  # a receiver typed as a session/client elsewhere in the module
-        return bool(aliased) and tree.bound_to_method_of(func.attr, _PREFIX_TYPES, attribute=True)
-    words = tree.words(func)
-    if isinstance(func, ast.Name) and words == {func.id}:
-        # no binding gives the name another word: the facts' qualified name is the import that
-        # binds it (``from os import replace``), a builtin (``open``), a same-module def (the
-        # ``reaching`` test) or nothing; ``map`` or ``dataclasses.replace`` block nowhere
-        name = func.id
-        if name in SAVE_METHOD_NAMES:
-            return True
-        roots = _NAME_ROOTS.get(name)
-        return roots is not None and ("builtins" in roots or not roots.isdisjoint(_imports(tree)[1].get(name, ())))
-    if words & (_FUNCTION_WORDS | set(_METHOD_HINTS)):
-        return True
-    return isinstance(func, ast.Name) and len(words) > 1 and tree.bound_to_method_of(func.id, _PREFIX_TYPES)
+    def _qualified(self, expr: ast.AST, stack: set) -> set[str]:
+        self._step()
+        t = type(expr)
+        if t is ast.Name:
+            name = expr.id
+            out = set(self.imported.get(name, ()))
+            if name in self.defs or name in self.classes:
+                out.add(f"<module>.{name}")
+            if name in _BUILTIN_NAMES:
+                out.add(f"builtins.{name}")
+            for v in self.names.get(name, ()):
+                out |= self._instance(v, stack)
+            return out
+        if t is ast.Attribute:
+            out = set()
+            if type(expr.value) is ast.Name and expr.value.id == "self":
+                if expr.attr in self.defs:
+                    out.add(f"<module>.{expr.attr}")
+                for v in self.attrs.get(expr.attr, ()):
+                    out |= self._instance(v, stack)
+            for q in self.qualified(expr.value, stack):
+                out.add(f"{q}.{expr.attr}")
+                out.add(f"{F._canonical(q)}.{expr.attr}")
+            return out
+        if t is ast.Call:
+            return self._result(expr, stack)
+        return set()
 
-
-def _bound_to_imported_call(tree, receiver: ast.AST) -> bool:
-    """``receiver`` is a name bound somewhere to a call (awaited or not) of an imported name
-    (``from .factories import open_client``; ``c = open_client()``, ``d = factories.make()``)."""
-    if type(receiver) is not ast.Name:
-        return False
-    bound = tree.__dict__.get("_bound_to_imported_calls")
-    if bound is None:
-        imported: set[str] = set()
-        stmts = list(tree.module.body)
-        while stmts:  # module-level imports, also under ``if``/``try``
-            st = stmts.pop()
-            if type(st) is ast.ImportFrom or type(st) is ast.Import:
-                imported |= {(a.asname or a.name).split(".", 1)[0] for a in st.names}
-            elif type(st) is ast.If or type(st) is ast.Try:
-                stmts += [*st.body, *st.orelse, *getattr(st, "finalbody", ()),
-                          *(x for h in getattr(st, "handlers", ()) for x in h.body)]
-        bound = set()
-        for target, value, _fn in tree.assigns:
+    def _instance(self, value: ast.AST, stack: set) -> set[str]:
+        """The facts' ``_instance_type`` of a bound value (a value met again gives nothing)."""
+        key = ("instance", id(value))
+        if key in stack:
+            self._cuts += 1
+            return set()
+        stack.add(key)
+        try:
             if type(value) is ast.Await:
                 value = value.value
-            if type(target) is ast.Name and type(value) is ast.Call:
-                root = value.func
-                while type(root) is ast.Attribute:
-                    root = root.value
-                if type(root) is ast.Name and root.id in imported:
-                    bound.add(target.id)
-        tree.__dict__["_bound_to_imported_calls"] = bound
-    return receiver.id in bound
+            if type(value) is ast.Call:
+                return self._result(value, stack)
+            if type(value) is ast.Name or type(value) is ast.Attribute:
+                return set(self.qualified(value, stack))
+            return set()
+        finally:
+            stack.discard(key)
+
+    def _result(self, call: ast.Call, stack: set) -> set[str]:
+        """The facts' ``_call_result_type``: a factory's type, or an instance of a class."""
+        key = ("result", id(call))
+        if key in stack:
+            self._cuts += 1
+            return set()
+        stack.add(key)
+        try:
+            callees = self.qualified(call.func, stack)
+        finally:
+            stack.discard(key)
+        out = set()
+        for callee in callees:
+            callee = F._canonical(callee)
+            if callee in F.FACTORY_TYPES:
+                out.add(F.FACTORY_TYPES[callee])
+            elif callee.rsplit(".", 1)[-1][:1].isupper() and not callee.startswith("<module>."):
+                out.add(callee)
+        return out
+
+    # ------------------------------------------------------------------ types
+    def types(self, expr: ast.AST, stack: Optional[set] = None) -> frozenset:
+        """Every type ``Typer.type_of(expr)`` could give (normalised, as the Typer's)."""
+        memo = self._t_memo.get(id(expr))
+        if memo is not None:
+            return memo
+        stack = set() if stack is None else stack
+        key = ("type", id(expr))
+        if key in stack:
+            self._cuts += 1
+            return frozenset()
+        stack.add(key)
+        cuts = self._cuts
+        try:
+            out = frozenset(self._type_of(expr, stack))
+        finally:
+            stack.discard(key)
+        if self._cuts == cuts:
+            self._t_memo[id(expr)] = out
+        return out
+
+    def _type_of(self, expr: ast.AST, stack: set) -> set[str]:
+        self._step()
+        t = type(expr)
+        if t is ast.Name:
+            out = set()
+            for ann in self.declared.get(expr.id, ()):
+                out |= self._annotation(ann, stack)
+            for v in self.names.get(expr.id, ()):
+                out |= self.types(v, stack)
+            return out
+        if t is ast.Attribute:
+            out = {ATTRIBUTE_TYPES[(b, expr.attr)] for b in self.types(expr.value, stack)
+                   if (b, expr.attr) in ATTRIBUTE_TYPES}
+            if type(expr.value) is ast.Name and expr.value.id == "self":
+                for ann in self.attr_declared.get(expr.attr, ()):
+                    out |= self._annotation(ann, stack)
+                for v in self.attrs.get(expr.attr, ()):
+                    out |= self.types(v, stack)
+            return out
+        if t is ast.BinOp:
+            return {"pathlib.Path"} & self.types(expr.left, stack) if type(expr.op) is ast.Div else set()
+        if t is ast.Call:
+            return self._call_type(expr, stack, awaited=False)
+        if t is ast.Await:
+            return self._call_type(expr.value, stack, awaited=True) if type(expr.value) is ast.Call else set()
+        if t is ast.IfExp:
+            return set(self.types(expr.body, stack)) | self.types(expr.orelse, stack)
+        return set()
+
+    def _call_type(self, call: ast.Call, stack: set, awaited: bool) -> set[str]:
+        """``Typer.value_type`` of a call (``awaited``: of ``await call``)."""
+        out: set[str] = set()
+        callees = {F._canonical(c) for c in self.qualified(call.func, stack)}
+        for callee in callees:
+            out |= self._returns(callee, stack)
+        if awaited:
+            return out
+        func = call.func
+        if type(func) is ast.Attribute:
+            for recv in self.types(func.value, stack):
+                method = f"{recv}.{func.attr}"
+                if method in RESULT_TYPES:
+                    out.add(RESULT_TYPES[method])
+                if recv == MP_CONTEXT and func.attr[:1].isupper():
+                    out |= self._known(f"multiprocessing.{func.attr}", stack)
+        for callee in callees:
+            if _normalised(callee) in RESULT_TYPES:
+                out.add(RESULT_TYPES[_normalised(callee)])
+            if callee.startswith("<module>."):
+                out |= self._known(callee, stack)
+            elif callee in F.FACTORY_TYPES:
+                out |= self._known(F.FACTORY_TYPES[callee], stack)
+            elif callee.rsplit(".", 1)[-1][:1].isupper():
+                out |= self._known(callee, stack)
+        return out
+
+    def _returns(self, callee: str, stack: set) -> set[str]:
+        """``Typer._returns``: what a return annotation declares, here or (the index) elsewhere."""
+        if callee.startswith("<module>."):
+            out: set[str] = set()
+            for fn in self.defs.get(callee.rsplit(".", 1)[-1], ()):
+                if fn.node.returns is not None:
+                    out |= self._annotation(fn.node.returns, stack)
+            return out
+        if callee.startswith("builtins.") or self.view is None:
+            return set()
+        if callee not in self._asked:
+            self._asked[callee] = _declared_return(self.view, callee)
+        found = self._asked[callee]
+        return {found} if found else set()
+
+    def _annotation(self, ann: ast.AST, stack: set, depth: int = 0) -> set[str]:
+        """``Typer.annotation_type``: the types its members may name (strings parsed,
+        ``Optional``/``Union``/``|``/``Annotated``/generics looked through)."""
+        self._step()
+        t = type(ann)
+        if depth > 8:
+            return set()
+        if t is ast.Constant:
+            if type(ann.value) is not str or len(ann.value) >= 200:
+                return set()
+            parsed = self._parsed.get(id(ann))
+            if parsed is None:
+                try:
+                    parsed = ast.parse(ann.value.strip(), mode="eval").body
+                except (SyntaxError, ValueError):
+                    parsed = ast.Constant(None)
+                self._parsed[id(ann)] = parsed  # kept alive: the memos are keyed by node identity
+            return self._annotation(parsed, stack, depth + 1)
+        if t is ast.BinOp:
+            return self._annotation(ann.left, stack, depth + 1) | self._annotation(ann.right, stack, depth + 1)
+        if t is ast.Subscript:
+            out = self._annotation(ann.value, stack, depth + 1)
+            args = ann.slice.elts if type(ann.slice) is ast.Tuple else [ann.slice]
+            for a in args:
+                out |= self._annotation(a, stack, depth + 1)
+            return out
+        if t is ast.Name or t is ast.Attribute:
+            out = set()
+            for q in self.qualified(ann, stack):
+                out |= self._known(q, stack)
+            return out
+        return set()
+
+    def _known(self, t: str, stack: set) -> set[str]:
+        """``Typer._known``: a class of this module stands for a known type among its bases."""
+        t = _normalised(t)
+        out = {t}
+        if t.startswith("<module>."):
+            for cls in self.classes.get(t.rsplit(".", 1)[-1], ()):
+                for base in cls.bases:
+                    out |= {_normalised(b) for b in self.qualified(base, stack) if _normalised(b) in _KNOWN_TYPES}
+        return out
 
 
-def _iterates_in_coroutine(tree) -> bool:
-    """A coroutine has a plain ``for`` (``for line in f`` over a file object)."""
-    return any(isinstance(n, ast.For) for fn in tree.functions if fn.is_async for n in ast.walk(fn.node))
+_BUILTIN_NAMES = frozenset(dir(__import__("builtins")))
 
 
-def _may_block_in_coroutine(tree) -> bool:
-    if not any(fn.is_async for fn in tree.functions):
-        return False
-    if tree.mentions(_FILE_HINTS) and _iterates_in_coroutine(tree):
-        return True  # a file object opened anywhere may be iterated (``for line in self.f``) in a coroutine
-    calls = [call for fn in tree.functions if fn.is_async for call, awaited, in_lambda in fn.calls
-             if not awaited and not in_lambda]
-    if any(_may_be_blocking(tree, call) for call in calls):
-        return True
-    # a coroutine's call of a same-module sync function that may block (at most two levels down);
-    # the sync functions are judged only when a coroutine calls one by name
-    sync_names = {fn.name for fn in tree.functions if not fn.is_async}
-    called = {callee_name(call) for call in calls} & sync_names
-    if not called:
-        return False
-    direct = [fn for fn in tree.functions if not fn.is_async
-              and any(not lam and _may_be_blocking(tree, c) for c, _, lam in fn.calls)]
-    return not called.isdisjoint(tree.sync_functions_reaching(direct, depth=2))
+def _declared_return(view, callee: str) -> Optional[str]:
+    """The type ``Typer._returns_elsewhere`` reads from the return annotation of ``callee``, a
+    function of another module of the project (None when it is none or declares nothing)."""
+    try:
+        fn = view.function(callee)
+    except (RecursionError, OSError):  # the walk finds nothing then either
+        return None
+    if fn is None:
+        return None
+    written = fn.info.get("returns")
+    if not written:
+        return None
+    index = view.index
+    s = index.summary(fn.path) or {}
+    first, _, rest = written.partition(".")
+    imports = {**s.get("imports", {}), **fn.info.get("imports", {})}
+    if first in imports:
+        full = index.absolute(imports[first], fn.module, fn.path.endswith("__init__.py")) + ("." + rest if rest else "")
+    elif first in s.get("classes", {}):
+        full = f"{fn.module}.{written}"
+    else:
+        return None
+    return normalise(full)

@@ -239,6 +239,7 @@ def select_rules(source: bytes, path: str, settings: Settings,
     or ``STAGE_TREE`` with no rules, else ``STAGE_LIBCST`` (or ``STAGE_NEWER`` when
     Python's ``ast`` could not parse the file: libcst, which knows newer syntax, judges).
     Raises ``AnalysisError`` for a file too deeply nested for Python's own parser."""
+    _tier2.asked = None
     candidates = list(rules) if rules is not None else rules_for(path, settings)
     if not settings.prefilter:
         if candidates:
@@ -257,23 +258,50 @@ def select_rules(source: bytes, path: str, settings: Settings,
         tree = ast_tree.parse(source)
     except ast_tree.TooDeep:
         raise AnalysisError(f"{path}:1:1: file too deeply nested to parse (Python's own parser gives up)") from None
-    candidates = candidate_stage.filter_rules_by_tree(tree, candidates, settings)
+    asked: list = []
+
+    def project():  # the index seen from this file, for the conditions that ask it (once)
+        asked.append(project_view(path))
+        return asked[0]
+
+    candidates = candidate_stage.filter_rules_by_tree(tree, candidates, settings, project)
+    _tier2.asked = (path, asked[0]) if asked else None
     if not candidates:
         return [], STAGE_TREE
     return candidates, STAGE_LIBCST if tree is not None else STAGE_NEWER
 
 
+#: the project index view a tier-2 condition asked in this thread's last ``select_rules``:
+#: ``(path, view)`` or None. ``analyze`` hands it to the rules' walk (one view, so one set of
+#: dependencies: what ruled a rule out is what the file's cached result depends on too).
+_tier2 = threading.local()
+
+
+def _asked_view(path: str) -> tuple[bool, object]:
+    """(asked, view): the view the last ``select_rules`` of this thread asked for ``path``."""
+    asked = getattr(_tier2, "asked", None)
+    _tier2.asked = None
+    if asked is None or asked[0] != path:
+        return False, None
+    return True, asked[1]
+
+
 def analyze(source: bytes, path: str, settings: Settings, rules: Optional[Sequence[type[Rule]]] = None,
-            stage: Optional[list[str]] = None) -> Optional[Analysis]:
+            stage: Optional[list[str]] = None, deps: Optional[dict] = None) -> Optional[Analysis]:
     """Run the rules on ``source``. ``None`` when the candidate stages rule the file out.
-    ``stage``, when given, receives the stage that decided (``select_rules``).
+    ``stage``, when given, receives the stage that decided (``select_rules``); ``deps``, the other
+    modules whose summaries the candidate tier read when it ruled the file out (the file's result
+    depends on them as on those a walk reads).
 
     Raises ``AnalysisError`` when the file cannot be parsed.
     """
     candidates, decided = select_rules(source, path, settings, rules)
+    asked, view = _asked_view(path)
     if stage is not None:
         stage.append(decided)
     if not candidates:
+        if deps is not None and view is not None:
+            deps.update(view.deps)  # type: ignore[attr-defined]
         return None
     try:
         module = _parse_module(source, path)
@@ -288,7 +316,8 @@ def analyze(source: bytes, path: str, settings: Settings, rules: Optional[Sequen
         facts = ModuleFacts.build(module, path)
     except RecursionError:
         raise AnalysisError(f"{path}:1:1: file too deeply nested to analyse (recursion limit)") from None
-    facts.project = project_view(path)  # the project index seen from this file (None: no index)
+    # the project index seen from this file (None: no index); the tier-2 conditions' when they asked
+    facts.project = view if asked else project_view(path)  # type: ignore[assignment]
     text = _decoded(source, module)
     facts.source_text = text
     # positions, when a rule or a finding asks, are rendered per top-level statement (positions.py)
@@ -340,14 +369,17 @@ def lint_source(source: bytes, path: str, settings: Settings, *, fix_edits: bool
 def _lint_source(source: bytes, path: str, settings: Settings, fix_edits: bool) -> FileResult:
     result = FileResult(path)
     stage: list[str] = []
+    deps: dict = {}
     try:
-        analysis = analyze(source, path, settings, stage=stage)
+        analysis = analyze(source, path, settings, stage=stage, deps=deps)
     except AnalysisError as e:
         result.error = str(e)
         return result
     finally:
         result.stage = stage[0] if stage else ""
     if analysis is None:
+        if deps:
+            result.deps = deps
         return result
     result.parsed = True
     if analysis.facts.project is not None and analysis.facts.project.deps:

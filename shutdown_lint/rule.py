@@ -225,6 +225,11 @@ class Rule:
     #: Python ``ast``, a function ``Tree -> bool`` (write it as a ``staticmethod``), checked
     #: after tier 1 and before the libcst parse. ``None``: always a candidate.
     candidate_tree: ClassVar[Any] = None
+    #: ``candidate_tree`` also takes the project index seen from the file (``Tree, ProjectView |
+    #: None -> bool``; None: the run has no index, so the rule's walk has none either), for what
+    #: the rule learns only from other modules (a return annotation there). Called with one
+    #: argument (a test, a snippet), the condition must act as with no index.
+    candidate_tree_project: ClassVar[bool] = False
     #: Shared facts this rule reads (names from ``facts.FACTS``); the engine computes
     #: each one once per file, before the traversal, for all rules together.
     facts_needed: ClassVar[tuple[str, ...]] = ()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import TYPE_CHECKING, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence
 
 from .words import Cond, FileText
 
@@ -72,14 +72,28 @@ def filter_rules(source: bytes, rules: Sequence["type[Rule]"], settings: "Settin
     return out
 
 
-def filter_rules_by_tree(tree, rules: Sequence["type[Rule]"], settings: "Settings") -> list["type[Rule]"]:
+def filter_rules_by_tree(tree, rules: Sequence["type[Rule]"], settings: "Settings",
+                         project: Optional[Callable[[], Any]] = None) -> list["type[Rule]"]:
     """Tier 2: the rules whose ``candidate_tree`` holds on ``tree`` (order kept).
-    ``tree`` is None when ``ast`` could not parse the file: every rule stays (libcst judges)."""
+    ``tree`` is None when ``ast`` could not parse the file: every rule stays (libcst judges).
+    ``project``: gives the project index seen from the file (a ``ProjectView``, or None when the
+    run has none), called once, when a rule declaring ``candidate_tree_project`` asks first."""
     if not enabled or not tree_enabled or tree is None or not tree.exact_names:
         return list(rules)
     out = []
+    view: Any = _UNASKED
     for rule in rules:
         cond = tree_declaration(rule)
-        if cond is None or settings.rule_options.get(rule.code) or cond(tree):
+        if cond is None or settings.rule_options.get(rule.code):
+            out.append(rule)
+        elif getattr(rule, "candidate_tree_project", False):
+            if view is _UNASKED:
+                view = project() if project is not None else None
+            if cond(tree, view):
+                out.append(rule)
+        elif cond(tree):
             out.append(rule)
     return out
+
+
+_UNASKED = object()

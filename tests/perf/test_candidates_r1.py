@@ -61,10 +61,10 @@ def test_shd301_names_resolve_through_their_imports(source, candidate, reported)
 
 
 def test_shd301_string_annotation_without_import_stays_conservative():
-    """``'typing.TextIO'`` with no import: the rule resolves nothing (no finding); the tier keeps
-    the file (a root spelled anywhere counts), as the shared near-miss table pins."""
+    """``'typing.TextIO'`` with no import: the rule resolves nothing (no finding), and the tier,
+    which resolves the annotation's names through the imports as the facts do, rules it out."""
     src = "async def f(fh: 'typing.TextIO', /):\n    return fh.read()\n"
-    assert _tier2_decides("SHD301", src, True) == []
+    assert _tier2_decides("SHD301", src, False) == []
     assert _tier2_decides("SHD301", "import typing\n" + src, True) == ["SHD301"]
 
 
