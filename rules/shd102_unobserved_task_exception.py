@@ -1293,6 +1293,8 @@ def _may_lose_a_task(tree) -> bool:
     display holding it) is handed over at once (``_handed_over``), or it is assigned to
     names one of which is used so (``_stored_and_observed``)."""
     for call, fn in spawns(tree):
+        if _tree_handles_own_errors(tree, call, fn):
+            continue
         parents = tree.parents(fn.node if fn is not None else tree.module)
         holder = parents.get(id(call))
         if isinstance(holder, (ast.List, ast.Tuple, ast.Set)):
@@ -1415,3 +1417,96 @@ def _handed_over(node: ast.AST, parents: dict) -> bool:
     if isinstance(func, ast.Name) and func.id in _NEUTRAL_FUNCS:
         return False
     return not any(k.arg == "return_exceptions" for k in parent.keywords)
+
+
+def _tree_handles_own_errors(tree, call: ast.Call, fn) -> bool:
+    """``handles_own_errors`` surely holds (``visit_Call`` returns): the spawn, in a method of a
+    class, runs ``self.<m>(...)``/``cls.<m>(...)`` (its first argument; ``coroutine_target`` finds
+    the class's method ``m``: the class has one ``def`` of that name) and that method is an
+    ``async def`` whose body surely swallows every ``Exception`` or only waits
+    (``_swallows_errors_ast``, ``_only_waits_ast``: subsets of the rule's tests)."""
+    if fn is None or not fn.in_class:
+        return False
+    first = call.args[0] if call.args else call.keywords[0].value if call.keywords else None
+    if type(first) is not ast.Call or type(first.func) is not ast.Attribute:
+        return False
+    owner = first.func.value
+    if type(owner) is not ast.Name or owner.id not in ("self", "cls"):
+        return False
+    same = [m for m in tree.methods.get(id(fn.cls), ()) if m.name == first.func.attr]
+    if len(same) != 1 or not same[0].is_async:
+        return False
+    body = same[0].node.body
+    return _swallows_errors_ast(body) or _only_waits_ast(body)
+
+
+def _swallows_errors_ast(stmts: list) -> bool:
+    """``_swallows_errors`` where surely True: a ``try`` (not ``except*``) with no ``else`` and a
+    handler that is bare or names ``Exception``/``BaseException`` (a plain name right after
+    ``except ``: ``_code`` is that name), no ``raise`` in the broad handlers nor in the
+    ``finally``; loops with no ``else`` whose body does the same; around them only simple
+    bookkeeping statements (``_bookkeeping_ast``)."""
+    guarded = False
+    for st in stmts:
+        t = type(st)
+        if t is ast.Try:
+            broad = [h for h in st.handlers if h.type is None or (
+                type(h.type) is ast.Name and h.type.id in _BROAD_HANDLERS
+                and h.type.lineno == h.lineno and h.type.col_offset == h.col_offset + 7)]
+            if not broad or st.orelse or any(type(n) is ast.Raise for h in broad for n in ast.walk(h)):
+                return False
+            if any(type(n) is ast.Raise for x in st.finalbody for n in ast.walk(x)):
+                return False
+            guarded = True
+        elif t in (ast.While, ast.For, ast.AsyncFor) and not st.orelse:
+            if not _swallows_errors_ast(st.body):
+                return False
+            guarded = True
+        elif not _bookkeeping_ast(st):
+            return False
+    return guarded
+
+
+def _bookkeeping_ast(st: ast.stmt) -> bool:
+    """``_bookkeeping`` where surely True: a simple statement of those kinds (an ``if`` is left to
+    the rule: libcst counts only an indented block's statements)."""
+    t = type(st)
+    if t in (ast.Pass, ast.Assert, ast.Continue, ast.Break, ast.Assign, ast.AnnAssign, ast.AugAssign,
+             ast.Nonlocal, ast.Global):
+        return True
+    if t is not ast.Expr:
+        return False
+    v = st.value
+    if type(v) is ast.Constant and type(v.value) in (str, bytes):
+        return True
+    return type(v) is ast.Await and _sleep_call(v.value)
+
+
+def _sleep_call(c: ast.AST) -> bool:
+    """A call whose callee's code ends with ``sleep`` (a name or attribute, no parentheses)."""
+    if type(c) is not ast.Call or c.col_offset != c.func.col_offset:
+        return False
+    f = c.func
+    return (type(f) is ast.Name and f.id.endswith("sleep")) or (type(f) is ast.Attribute and f.attr.endswith("sleep"))
+
+
+def _only_waits_ast(stmts: list) -> bool:
+    """``_only_waits`` where surely True: ``pass``, docstrings, ``await <...sleep>(...)`` and
+    ``<x>.set()`` expression statements only."""
+    if not stmts:
+        return False
+    for st in stmts:
+        if type(st) is ast.Pass:
+            continue
+        if type(st) is not ast.Expr:
+            return False
+        v = st.value
+        if type(v) is ast.Constant and type(v.value) in (str, bytes):
+            continue
+        if type(v) is ast.Await and _sleep_call(v.value):
+            continue
+        if type(v) is ast.Call and type(v.func) is ast.Attribute and v.func.attr == "set" and not v.args \
+                and not v.keywords:
+            continue
+        return False
+    return True

@@ -478,6 +478,28 @@ def later():
     return pool.submit(print)
 """)
 
+# ---------------------------------------------------------------- SHD102
+# a dropped task of a method that swallows every Exception (``handles_own_errors``): ruled out;
+# the handler's type in parentheses (its code is not ``Exception``), a handler that re-raises, a
+# second def of the method: kept
+_POLLER = """
+import asyncio
+class Poller:
+    async def _poll(self):
+        "One poll."
+        try:
+            await self.fetch()
+        except HANDLER:
+            BODY
+    def start(self):
+        asyncio.get_running_loop().create_task(self._poll())
+"""
+case("SHD102", False, 0, _POLLER.replace("HANDLER", "Exception").replace("BODY", "self.failures += 1"))
+case("SHD102", True, 1, _POLLER.replace("HANDLER", "(Exception)").replace("BODY", "self.failures += 1"))
+case("SHD102", True, 1, _POLLER.replace("HANDLER", "Exception").replace("BODY", "raise"))
+case("SHD102", True, 0, _POLLER.replace("HANDLER", "Exception").replace("BODY", "self.failures += 1").replace(
+    "    def start(self):", "    async def _poll(self):\n        await self.fetch()\n    def start(self):"))
+
 @pytest.mark.parametrize("code,source,candidate,findings", CASES,
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
 def test_tier2_near_miss(code, source, candidate, findings):
