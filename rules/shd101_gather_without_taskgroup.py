@@ -12,6 +12,7 @@ from shutdown_lint.facts.classes import is_stub, overrides
 from shutdown_lint.index.classes import overrides as class_overrides
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule, Valid
 from shutdown_lint.traversal import walk
+from shutdown_lint.prefilter.ast_tree import TRYS
 
 from ._vocabulary import RESOURCE_WORDS, identifier_words, mentions
 
@@ -178,8 +179,9 @@ class GatherWithoutTaskGroup(Rule):
     candidate = C.qualified("asyncio.gather", "tqdm.asyncio.tqdm.gather", "tqdm.asyncio.tqdm_asyncio.gather",
                             "tqdm.auto.tqdm.gather")
     # tier 2: a gather over two or more awaitables (or a starred / tqdm one) that does not
-    # return exceptions
-    candidate_tree = staticmethod(lambda tree: _may_gather(tree))
+    # return exceptions, one child of which may own a resource (a child elsewhere: the index)
+    candidate_tree = staticmethod(lambda tree, project=None: _may_gather(tree, project))
+    candidate_tree_project = True
     facts_needed = ("functions", "calls")
     fix_min_target = "py311"
     options = {
@@ -1001,7 +1003,12 @@ def _code(node: cst.CSTNode) -> str:
 
 
 # ------------------------------------------------------------------ candidate tier 2 (ast)
-def _may_gather(tree) -> bool:
+def _may_gather(tree, project=None) -> bool:
+    """Tier 2 (``candidate_tree``): a gather over two or more awaitables (or a starred / tqdm one)
+    that does not return exceptions, one child of which may own a resource as ``visit_Call``
+    judges it (``_Owners``). ``project``: the project index seen from the file, None when the run
+    has none (a child whose coroutine function lives in another module is judged through it)."""
+    owners = None
     for call in tree.all_calls():
         is_tqdm = tree.may_call_any(call, _TQDM_GATHERS)
         if not (is_tqdm or tree.may_call_any(call, (_ASYNCIO_GATHER,))):
@@ -1012,5 +1019,303 @@ def _may_gather(tree) -> bool:
         if not call.args:
             continue
         if len(call.args) > 1 or isinstance(call.args[0], ast.Starred) or is_tqdm:
+            owners = _Owners(tree, project) if owners is None else owners
+            if owners.may_own_a_child(call):
+                return True
+    return False
+
+
+def _ast_name_parts(expr: ast.AST) -> list[str]:
+    """``_name_parts`` on the ``ast``: ``self.env.reset`` -> ['self', 'env', 'reset']."""
+    t = type(expr)
+    if t is ast.Name:
+        return [expr.id]
+    if t is ast.Attribute:
+        return _ast_name_parts(expr.value) + [expr.attr]
+    if t is ast.Call:
+        return _ast_name_parts(expr.func)
+    if t is ast.Subscript or t is ast.Await:
+        return _ast_name_parts(expr.value)
+    return []
+
+
+def _ast_mentions(expr: ast.AST) -> bool:
+    """``GatherWithoutTaskGroup._mentions`` with the default resource words."""
+    parts = [p for p in _ast_name_parts(expr) if p not in ("self", "cls")]
+    if not parts:
+        return False
+    words = RESOURCE_WORDS
+    if mentions(parts[-1], words):
+        return True
+    return any(w in _LIFECYCLE_VERBS for w in identifier_words(parts[-1])) and any(
+        mentions(p, words) for p in parts[:-1])
+
+
+_COMPS = (ast.ListComp, ast.GeneratorExp, ast.SetComp)
+
+
+class _Owners:
+    """A superset of what ``visit_Call`` finds among a gather's children (``_children``): names are
+    followed over every binding in the module (scopes and order ignored), a callee resolves to
+    every same-module function of its name (``self.m``/``cls.m``/``C.m`` to the methods), and one
+    that may live in another module is judged by the project index (``_owns_elsewhere``); a stub
+    method (judged by its overrides, here or in the modules importing this one) may own."""
+
+    def __init__(self, tree, view) -> None:
+        self.tree = tree
+        self.view = view
+        self.values = None  # SHD301's qualified names (``_Values``), made when the index is asked
+        bound: dict[str, list] = {}
+        for name, value in tree.value_bindings:
+            bound.setdefault(name, []).append(value)
+        self.bound = bound
+        self.appended: dict[str, list] = {}  # ``name.append(x)`` / ``name.add(x)``
+        for call in tree.all_calls():
+            f = call.func
+            if (type(f) is ast.Attribute and type(f.value) is ast.Name and f.attr in ("append", "add")
+                    and len(call.args) + len(call.keywords) == 1):
+                arg = call.args[0] if call.args else call.keywords[0].value
+                self.appended.setdefault(f.value.id, []).append(arg.value if type(arg) is ast.Starred else arg)
+        self.functions: dict[str, list] = {}
+        for fn in tree.functions:
+            self.functions.setdefault(fn.name, []).append(fn)
+        self.classes = {c.name for c in tree.classes}
+        self._owns_memo: dict[tuple[int, int], bool] = {}
+        self._parsed: list = []
+        self._seen: set[tuple[str, int]] = set()
+
+    # ------------------------------------------------------------------ the children
+    def may_own_a_child(self, gather: ast.Call) -> bool:
+        self._seen = set()
+        for arg in gather.args:
+            if type(arg) is ast.Starred:
+                if self._iterable(arg.value):
+                    return True
+            elif self._element(arg):
+                return True
+        return False
+
+    def _visit(self, expr: ast.AST, how: str) -> bool:
+        """False when ``expr`` was judged already, the same way (``how``), for this gather (it
+        said no then; a cycle of bindings ends here)."""
+        key = (how, id(expr))
+        if key in self._seen:
+            return False
+        self._seen.add(key)
+        return True
+
+    def _iterable(self, expr: ast.AST) -> bool:
+        if not self._visit(expr, "iterable"):
+            return False
+        t = type(expr)
+        if t in _COMPS:
+            return self._element(expr.elt)
+        if t is ast.List or t is ast.Tuple:
+            return any(self._iterable(e.value) if type(e) is ast.Starred else self._element(e) for e in expr.elts)
+        if t is ast.Name:
+            for v in self.bound.get(expr.id, ()):
+                if type(v) in _COMPS or type(v) in (ast.List, ast.Tuple):
+                    if self._iterable(v):
+                        return True
+            if any(self._element(e) for e in self.appended.get(expr.id, ())):
+                return True
+        return _ast_mentions(expr)
+
+    def _element(self, expr: ast.AST) -> bool:
+        if type(expr) is ast.Starred:
+            expr = expr.value  # libcst's element of ``[*a]`` is a StarredElement: its name's words
+        if not self._visit(expr, "element"):
+            return False
+        t = type(expr)
+        if t is ast.Name:
+            if any(type(v) is ast.Call and self._element(v) for v in self.bound.get(expr.id, ())):
+                return True
+            return _ast_mentions(expr)
+        if t is not ast.Call:
+            return _ast_mentions(expr)
+        last = expr.func.attr if type(expr.func) is ast.Attribute else getattr(expr.func, "id", None)
+        if last in ("create_task", "ensure_future") and (expr.args or expr.keywords):  # ``_TASK_MAKERS``
+            first = expr.args[0] if expr.args else expr.keywords[0].value
+            if self._element(first.value if type(first) is ast.Starred else first):
+                return True
+        if _ast_mentions(expr.func):
             return True
+        if any(fn.is_async and self._owns(fn, _FOLLOW_DEPTH) for fn in self._resolved(expr)):
+            return True
+        return self._async_elsewhere_owns(expr.func, _FOLLOW_DEPTH)
+
+    # ------------------------------------------------------------------ same module
+    def _resolved(self, call: ast.Call) -> list:
+        """The functions ``facts.resolve_call(call)`` could give, by name."""
+        func = call.func
+        if type(func) is ast.Call:  # ``functools.partial(f, ...)()``
+            func = func.args[0] if func.args else (func.keywords[0].value if func.keywords else None)
+            if type(func) is ast.Starred:
+                func = func.value
+        if type(func) is ast.Name:
+            return self.functions.get(func.id, [])
+        if type(func) is ast.Attribute and type(func.value) is ast.Name and (
+                func.value.id in ("self", "cls") or func.value.id in self.classes):
+            return [fn for fn in self.functions.get(func.attr, ()) if fn.cls is not None]
+        return []
+
+    def _owns(self, fn, depth: int) -> bool:
+        """``GatherWithoutTaskGroup._owns`` of a same-module function (a superset)."""
+        key = (id(fn), depth)
+        found = self._owns_memo.get(key)
+        if found is None:
+            self._owns_memo[key] = False  # a cycle ends here (the rule's ``seen``)
+            found = self._owns_memo[key] = self._owns_now(fn, depth)
+        return found
+
+    def _owns_now(self, fn, depth: int) -> bool:
+        if fn.cls is not None and _stub_like(fn.node):
+            return True  # judged by its overrides, maybe in a module that imports this one
+        if _has_cleanup_block(fn.node) or mentions(fn.name, RESOURCE_WORDS):
+            return True
+        if any(_ast_mentions(call.func) for call, _, _ in fn.calls):
+            return True
+        if depth > 0:
+            for call, _, _ in fn.calls:
+                if any(target is not fn and self._owns(target, depth - 1) for target in self._resolved(call)):
+                    return True
+                if self._async_elsewhere_owns(call.func, depth - 1, skip_not_resource=True):
+                    return True
+        return False
+
+    # ------------------------------------------------------------------ elsewhere (the index)
+    def _async_elsewhere_owns(self, func: ast.AST, depth: int, skip_not_resource: bool = False) -> bool:
+        """``resolve_elsewhere(func)`` may be a coroutine function of another module that owns a
+        resource (``_owns_elsewhere``)."""
+        if self.view is None:
+            return False
+        names = self._elsewhere_names(func)
+        if names is None:
+            return True  # too much to follow: it may
+        for q in names:
+            try:
+                other = self.view.function(q)
+            except (RecursionError, OSError):
+                other = None
+            if other is None or not other.info.get("async") and not skip_not_resource:
+                continue
+            if skip_not_resource and _not_resource(other.name):
+                continue
+            if _owns_elsewhere_may(self.view, other, depth, set()):
+                return True
+        return False
+
+    def _elsewhere_names(self, func: ast.AST) -> set[str]:
+        """Every name ``facts.elsewhere._qualified(func)`` could give: the qualified names, a
+        ``self.x.m`` chain in each class of the module (a method inherited from another module),
+        and ``<annotation>.m`` for a parameter annotated with a class."""
+        if type(func) is ast.Call:  # functools.partial(f, ...)
+            func = func.args[0] if func.args else (func.keywords[0].value if func.keywords else None)
+            if type(func) is ast.Starred:
+                func = func.value
+            if func is None:
+                return set()
+        if self.values is None:
+            from .shd301_blocking_call_in_coroutine import _Values
+
+            self.values = _Values(self.tree, None)
+        names = self.values.ask(self.values.qualified, func)
+        if names is None:
+            return None
+        out = set(names)
+        chain = []
+        e = func
+        while type(e) is ast.Attribute:
+            chain.append(e.attr)
+            e = e.value
+        if type(e) is ast.Name and chain:
+            rest = ".".join(reversed(chain))
+            if e.id in ("self", "cls"):
+                out |= {f"<module>.{c}.{rest}" for c in self.classes}
+            for ann in self.values.declared.get(e.id, ()):
+                if type(ann) is ast.Constant and type(ann.value) is str:  # ``env: "SandboxEnv"``
+                    try:
+                        ann = self._keep(ast.parse(ann.value.strip(), mode="eval").body)
+                    except (SyntaxError, ValueError):
+                        continue
+                got = self.values.ask(self.values.qualified, ann)
+                if got is None:
+                    return None
+                out |= {f"{a}.{rest}" for a in got}
+        return out
+
+    def _keep(self, node: ast.AST) -> ast.AST:
+        """A parsed string annotation, kept alive (the answers are memoised by node identity)."""
+        self._parsed.append(node)
+        return node
+
+
+def _owns_elsewhere_may(view, fn, depth: int, seen: set) -> bool:
+    """``GatherWithoutTaskGroup._owns_elsewhere`` with the default words; a stub (judged by its
+    overrides in the modules importing its own) may own."""
+    key = (fn.path, fn.qualname)
+    if key in seen:
+        return False
+    seen.add(key)
+    info = fn.info
+    if not info["async"]:
+        return False
+    if info.get("stub") and fn.cls is not None:
+        return True
+    if info["finally"]:
+        return True
+    words = RESOURCE_WORDS
+    for text, _line in info["async_with"]:
+        parts = [w for p in text.split(".") for w in identifier_words(p)]
+        if text.rsplit(".", 1)[-1] in _REQUEST_VERBS:
+            continue
+        if text.endswith("?"):
+            text = text[:-1]
+            if not mentions(text.rsplit(".", 1)[-1], words):
+                continue
+        if not any(w in _NOT_RESOURCE_CONTEXTS for w in parts):
+            return True
+    if mentions(fn.name, words) or _written_mentions(fn.name, words):
+        return True
+    if depth > 0:
+        for written, *_ in info["calls"]:
+            try:
+                target = view.callee(fn, written)
+            except (RecursionError, OSError):
+                target = None
+            if target is not None and not _not_resource(target.name) and _owns_elsewhere_may(
+                    view, target, depth - 1, seen):
+                return True
+    return False
+
+
+def _stub_like(node: ast.AST) -> bool:
+    """A superset of ``facts.classes.is_stub``: an abstract-looking decorator, or a body of only
+    ``pass``, constants (a docstring, ``...``) and ``raise``."""
+    for d in node.decorator_list:
+        d = d.func if type(d) is ast.Call else d
+        name = d.attr if type(d) is ast.Attribute else d.id if type(d) is ast.Name else ""
+        if "abstract" in name:
+            return True
+    return all(type(st) is ast.Pass or type(st) is ast.Raise or type(st) is ast.Expr and type(st.value) is ast.Constant
+               for st in node.body)
+
+
+def _has_cleanup_block(node: ast.AST) -> bool:
+    """``_cleanup_blocks`` of a function: a ``finally`` or an ``async with`` (not a lock, a timeout
+    or the like) in its own body, nested defs, classes and lambdas left out."""
+    todo = list(node.body)
+    while todo:
+        n = todo.pop()
+        t = type(n)
+        if t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda):
+            continue
+        if t in TRYS and n.finalbody:
+            return True
+        if t is ast.AsyncWith:
+            for item in n.items:
+                parts = [w for p in _ast_name_parts(item.context_expr) for w in identifier_words(p)]
+                if not any(w in _NOT_RESOURCE_CONTEXTS for w in parts):
+                    return True
+        todo.extend(ast.iter_child_nodes(n))
     return False
