@@ -71,9 +71,56 @@ def _raw_set(signum: int, handler: Any) -> Any:
     return _signal.signal(int(signum), handler)
 
 
+#: The forking thread's signal mask while ``os.fork`` runs (``_hold_for_fork``), else empty.
+_mask_before_fork: List[Any] = []
+
+
+def _hold_for_fork() -> None:
+    """Before ``fork``: block, in the forking thread only, the signals whose handler in place is
+    ours, until ``_release_after_fork`` (in the parent, right after the fork; in the child, once
+    ``_give_back_in_child`` has put the replaced handlers back). The child starts with our handler;
+    CPython clears the flags of signals caught before its own at-fork work, so a SIGTERM that
+    reached the child in that window was lost and the child lived on (measured: 35 of 40
+    ``multiprocessing`` fork children survived ``terminate()`` right after ``start()`` with
+    ``sigterm_as_keyboard_interrupt`` in the parent; 0 of 40 without it). Held back, the signal
+    acts after the hooks, as the handler the child gets back decides (the default: it dies of it).
+    The mask is the caller's again before ``fork`` returns, in both processes."""
+    if not _owned or not hasattr(_signal, "pthread_sigmask"):
+        return
+    ours = set()
+    for signum, handler, _previous in _owned:
+        try:
+            if _signal.getsignal(signum) is handler:
+                ours.add(signum)
+        except (ValueError, TypeError):
+            pass
+    if ours:
+        try:
+            _mask_before_fork[:] = [_signal.pthread_sigmask(_signal.SIG_BLOCK, ours)]
+        except (OSError, ValueError):
+            pass
+
+
+def _release_after_fork() -> None:
+    if _mask_before_fork:
+        mask = _mask_before_fork.pop()
+        try:
+            _signal.pthread_sigmask(_signal.SIG_SETMASK, mask)  # a held-back signal acts now
+        except (OSError, ValueError):
+            pass
+
+
 def _give_back_in_child() -> None:
     """After ``fork``: the child runs none of the code our handlers serve. For each handler we
-    installed, newest first, put back what it replaced where ours is still the one in place."""
+    installed, newest first, put back what it replaced where ours is still the one in place; then
+    let in the signals held back while forking (``_hold_for_fork``)."""
+    try:
+        _give_back_handlers_in_child()
+    finally:
+        _release_after_fork()
+
+
+def _give_back_handlers_in_child() -> None:
     global _lock
     _lock = _thread.allocate_lock()  # a lock held by another thread at fork time stays held forever
     for signum, handler, previous in reversed(_owned):
@@ -90,7 +137,9 @@ def _give_back_in_child() -> None:
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_give_back_in_child)
+    # before: run last of the before-hooks, right before the fork; after: first in each process
+    os.register_at_fork(before=_hold_for_fork, after_in_parent=_release_after_fork,
+                        after_in_child=_give_back_in_child)
 
 
 def hide(signal_module: Any) -> None:
