@@ -1026,17 +1026,24 @@ def _may_gather(tree, project=None) -> bool:
 
 
 def _ast_name_parts(expr: ast.AST) -> list[str]:
-    """``_name_parts`` on the ``ast``: ``self.env.reset`` -> ['self', 'env', 'reset']."""
-    t = type(expr)
-    if t is ast.Name:
-        return [expr.id]
-    if t is ast.Attribute:
-        return _ast_name_parts(expr.value) + [expr.attr]
-    if t is ast.Call:
-        return _ast_name_parts(expr.func)
-    if t is ast.Subscript or t is ast.Await:
-        return _ast_name_parts(expr.value)
-    return []
+    """``_name_parts`` on the ``ast``: ``self.env.reset`` -> ['self', 'env', 'reset'] (a loop: a
+    chain may be deeper than the recursion limit)."""
+    parts: list[str] = []
+    while True:
+        t = type(expr)
+        if t is ast.Name:
+            parts.append(expr.id)
+            break
+        if t is ast.Attribute:
+            parts.append(expr.attr)
+            expr = expr.value
+        elif t is ast.Call:
+            expr = expr.func
+        elif t is ast.Subscript or t is ast.Await:
+            expr = expr.value
+        else:
+            break  # ``(a or b).close``: ['close'], as the recursion gives
+    return parts[::-1]
 
 
 def _ast_mentions(expr: ast.AST) -> bool:
@@ -1087,6 +1094,12 @@ class _Owners:
     # ------------------------------------------------------------------ the children
     def may_own_a_child(self, gather: ast.Call) -> bool:
         self._seen = set()
+        try:
+            return self._may_own_a_child(gather)
+        except RecursionError:  # bindings chained deeper than the recursion limit: it may
+            return True
+
+    def _may_own_a_child(self, gather: ast.Call) -> bool:
         for arg in gather.args:
             if type(arg) is ast.Starred:
                 if self._iterable(arg.value):

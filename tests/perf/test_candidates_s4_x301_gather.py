@@ -27,6 +27,7 @@ class Server:
     ("conn.shutdown(timeout)", False, False),  # an unresolved callee whose words name no resource
     ("conn.session.close()", True, True),  # a lifecycle verb on a resource
     ("conn.close_sandbox()", True, True),  # its own name names one
+    ("(conn or self).close_sandbox()", True, True),  # an expression receiver: the name's words still count
 ])
 def test_shd101_unresolved_children_are_judged_by_their_words(child, candidate, reported):
     assert bool(_tier2_decides("SHD101", _SERVER.replace("CHILD", child), candidate)) is reported
