@@ -303,17 +303,21 @@ class Tree:
         attrs: dict[str, set[str]] = {}
         for local, word in self._imports:
             names.setdefault(local, set()).add(word)
+        # only these values can give words (``_words``): a constant, a subscript, an operation
+        # never does, so they are not read again on every round
+        wordy = _WORDY
+        bindings = [(names, name, value) for name, value in self._bindings if type(value) in wordy]
+        bindings += [(attrs, name, value) for name, value in self._attr_bindings if type(value) in wordy]
         changed = True
         while changed:
             changed = False
-            for table, bindings in ((names, self._bindings), (attrs, self._attr_bindings)):
-                for name, value in bindings:
-                    words = self._words(value, names, attrs)
-                    if words:
-                        have = table.setdefault(name, set())
-                        if not words <= have:
-                            have |= words
-                            changed = True
+            for table, name, value in bindings:
+                words = self._words(value, names, attrs)
+                if words:
+                    have = table.setdefault(name, set())
+                    if not words <= have:
+                        have |= words
+                        changed = True
         return names, attrs
 
     @property
@@ -540,6 +544,8 @@ def _mention_string_annotation(annotation: ast.AST, mentioned: set[str]) -> None
 _IDENTIFIER = re.compile(r"\w+")
 
 
+#: the node types ``Tree._words`` gives words for
+_WORDY = frozenset({ast.Name, ast.Attribute, ast.Await, ast.Call})
 #: the node types ``Tree._collect`` does something with besides walking on
 _REACTS = frozenset({ast.Attribute, ast.alias, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda,
                      ast.Call, ast.Await, ast.Raise, *TRYS, ast.ExceptHandler, ast.Assign, ast.AnnAssign,
