@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 from shutdown_lint.prefilter import words as C
@@ -447,13 +449,68 @@ def _is_def_or_import(stmt: cst.CSTNode) -> bool:
 
 # ------------------------------------------------------------------ candidate tier 2 (ast)
 def _may_run_at_entrypoint(tree) -> bool:
-    if any(not lam and tree.may_call_any(c, _RUNNERS) for c, _, lam in tree.module_calls):
+    if _module_level_names_handle(tree):
+        return False  # ``_module_level_handles``: every runner call is handled
+    if any(not lam and tree.may_call_any(c, _RUNNERS) and not _coroutine_handles(tree, c)
+           for c, _, lam in tree.module_calls):
         return True
-    holders = {fn.name for fn in tree.functions
-               if any(not lam and tree.may_call_any(c, _RUNNERS) for c, _, lam in fn.calls)}
+    holders = {fn.name for fn in tree.functions if not _spells_handled(fn.node) and any(
+        not lam and tree.may_call_any(c, _RUNNERS) and not _coroutine_handles(tree, c) for c, _, lam in fn.calls)}
     if not holders:
         return False
     cli = {fn.name for fn in tree.functions
            if any(tree.words(d) & {"command", "group"} for d in fn.node.decorator_list)}
     cli |= tree.argument_names  # set_defaults(func=handler)
     return bool(holders & T.driver_names(tree, cli))
+
+
+def _spells_handled(node) -> bool:
+    """``_names_handle([node])`` surely holds: a name or an attribute under ``node`` holds one of
+    ``_HANDLED_WORDS`` (libcst has a ``Name`` for each)."""
+    for n in ast.walk(node):
+        t = type(n)
+        ident = n.id if t is ast.Name else n.attr if t is ast.Attribute else None
+        if ident is not None and any(w in ident for w in _HANDLED_WORDS):
+            return True
+    return False
+
+
+def _module_level_names_handle(tree) -> bool:
+    """``_module_level_handles`` surely holds: a module-level statement other than a def, a class
+    or an import spells a handled word (``_spells_handled``)."""
+    return any(_spells_handled(st) for st in tree.module.body
+               if not isinstance(st, (*T.DEFS, ast.ClassDef, ast.Import, ast.ImportFrom)))
+
+
+def _coroutine_handles(tree, call: ast.Call) -> bool:
+    """The runner's first positional argument is ``f(...)``, ``f`` a module-level ``def`` and bound
+    nowhere else in the module (``coroutine_target`` finds it from any scope) whose node spells a
+    handled word: ``_sigterm_handled`` puts it on the path, and ``_handles`` holds for it."""
+    if not call.args or type(call.args[0]) is not ast.Call or type(call.args[0].func) is not ast.Name:
+        return False
+    name = call.args[0].func.id
+    defs = [st for st in tree.module.body if isinstance(st, T.DEFS) and st.name == name]
+    return len(defs) == 1 and _binding_count(tree, name) == 1 and _spells_handled(defs[0])
+
+
+def _binding_count(tree, name: str) -> int:
+    """How many places may bind ``name`` in the module (defs, classes, import aliases or a ``*``
+    import, targets, parameters, ``except ... as``, ``global``/``nonlocal``, ``match`` captures)."""
+    count = 0
+    for n in ast.walk(tree.module):
+        t = type(n)
+        if t is ast.Name:
+            count += n.id == name and type(n.ctx) is not ast.Load
+        elif t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            count += n.name == name
+        elif t is ast.alias:
+            count += n.name == "*" or name in (n.asname, n.name, n.name.split(".")[0], n.name.rsplit(".", 1)[-1])
+        elif t is ast.ExceptHandler:
+            count += n.name == name
+        elif t is ast.arg:
+            count += n.arg == name
+        elif t is ast.Global or t is ast.Nonlocal:
+            count += name in n.names
+        elif t.__name__ in ("MatchAs", "MatchStar", "MatchMapping"):
+            count += name in (getattr(n, "name", None), getattr(n, "rest", None))
+    return count

@@ -500,6 +500,56 @@ case("SHD102", True, 1, _POLLER.replace("HANDLER", "Exception").replace("BODY", 
 case("SHD102", True, 0, _POLLER.replace("HANDLER", "Exception").replace("BODY", "self.failures += 1").replace(
     "    def start(self):", "    async def _poll(self):\n        await self.fetch()\n    def start(self):"))
 
+# ---------------------------------------------------------------- SHD402
+# the coroutine run at the entrypoint is a module-level def that names SIGTERM (``_sigterm_handled``
+# puts it on the path): ruled out; the name bound twice, or SIGTERM only in a string: kept
+case("SHD402", False, 0, """
+import asyncio, signal
+async def serve():
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop)
+    await handle_requests()
+def main():
+    asyncio.run(serve())
+if __name__ == "__main__":
+    main()
+""")
+case("SHD402", True, 1, """
+import asyncio, signal
+async def serve():
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop)
+    await handle_requests()
+async def serve():
+    await handle_requests()
+def main():
+    asyncio.run(serve())
+if __name__ == "__main__":
+    main()
+""")
+case("SHD402", True, 1, """
+import asyncio
+async def serve():
+    print("stop with SIGTERM")
+    await handle_requests()
+def main():
+    asyncio.run(serve())
+if __name__ == "__main__":
+    main()
+""")
+# SIGTERM named in module-level code: ruled out; only in a class body: kept
+case("SHD402", False, 0, """
+import asyncio, signal
+signal.signal(signal.SIGTERM, signal.default_int_handler)
+if __name__ == "__main__":
+    asyncio.run(work())
+""")
+case("SHD402", True, 1, """
+import asyncio, signal
+class Config:
+    stop = signal.SIGTERM
+if __name__ == "__main__":
+    asyncio.run(work())
+""")
+
 @pytest.mark.parametrize("code,source,candidate,findings", CASES,
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
 def test_tier2_near_miss(code, source, candidate, findings):
