@@ -126,3 +126,56 @@ def test_node_classes_the_facts_test_by_exact_type_have_no_subclasses():
     for cls in exact:
         assert not [t for t in _node_types() if t is not cls and issubclass(t, cls)], cls
         assert not abc._get_dump(cls)[0], cls  # no registered virtual subclass
+
+
+def test_walk_of_a_plain_visitor_calls_its_hooks_as_libcst_visit_does():
+    """A visitor that keeps libcst's ``on_visit``/``on_leave`` is walked with its hooks looked
+    up once per node class (``traversal._walk_hooks``): the same hooks on the same nodes in the
+    same order as ``module.visit``, a ``visit_`` hook returning False pruning, layout hooks too."""
+    from shutdown_lint.traversal import _plain
+
+    def make(log):
+        class Plain(cst.CSTVisitor):
+            def visit_FunctionDef(self, node):
+                log.append(("visit_FunctionDef", id(node)))
+                return len(node.params.params) != 1  # prunes some functions
+
+            def leave_FunctionDef(self, node):
+                log.append(("leave_FunctionDef", id(node)))
+
+            def visit_Call(self, node):
+                log.append(("visit_Call", id(node)))
+
+            def leave_Attribute(self, node):
+                log.append(("leave_Attribute", id(node)))
+
+            def visit_Comma(self, node):
+                log.append(("visit_Comma", id(node)))
+
+            def visit_Lambda(self, node):
+                log.append(("visit_Lambda", id(node)))
+                return False
+
+            def visit_Module(self, node):
+                log.append(("visit_Module", id(node)))
+
+        return Plain()
+
+    for name, module in _parsed():
+        expected: list = []
+        got: list = []
+        module.visit(make(expected))
+        visitor = make(got)
+        assert _plain(visitor)
+        walk(module, visitor)
+        assert got == expected, name
+
+    # a visitor that overrides on_visit, or has a hook on the instance, is walked as before
+    class Overrides(cst.CSTVisitor):
+        def on_visit(self, node):
+            return True
+
+    assert not _plain(Overrides())
+    instance_hook = cst.CSTVisitor()
+    instance_hook.visit_Call = lambda node: None
+    assert not _plain(instance_hook)
