@@ -1087,6 +1087,11 @@ class _Owners:
         for fn in tree.functions:
             self.functions.setdefault(fn.name, []).append(fn)
         self.classes = {c.name for c in tree.classes}
+        #: class name -> the methods every class of that name defines itself
+        self.defined: dict[str, set[str]] = {}
+        for c in tree.classes:
+            names = {fn.name for fn in tree.methods.get(id(c), ())}
+            self.defined[c.name] = names if c.name not in self.defined else self.defined[c.name] & names
         self._owns_memo: dict[tuple[int, int], bool] = {}
         self._parsed: list = []
         self._seen: set[tuple[str, int]] = set()
@@ -1206,6 +1211,8 @@ class _Owners:
         if names is None:
             return True  # too much to follow: it may
         for q in names:
+            if self._here(q):
+                continue
             try:
                 other = self.view.function(q)
             except (RecursionError, OSError):
@@ -1216,6 +1223,23 @@ class _Owners:
                 continue
             if _owns_elsewhere_may(self.view, other, depth, set()):
                 return True
+        return False
+
+    def _here(self, q: str) -> bool:
+        """``q`` surely names this module's own function, class or method (the index would
+        summarise this file to say it is not elsewhere): ``<module>.f``, or ``<module>.C.m`` where
+        every class ``C`` of the module defines ``m`` itself (the first in its method order).
+        ``view.function`` would answer None for those."""
+        if not q.startswith("<module>."):
+            return False
+        parts = q[len("<module>."):].split(".")
+        if len(parts) == 1:
+            return True
+        if len(parts) == 2:
+            defined = self.defined.get(parts[0])
+            # (unless a submodule of that name shadows the class for the index: then it resolves there)
+            return defined is not None and parts[1] in defined and self.view.index.find(
+                f"{self.view.module}.{parts[0]}") is None
         return False
 
     def _elsewhere_names(self, func: ast.AST) -> set[str]:

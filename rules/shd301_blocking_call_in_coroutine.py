@@ -1616,9 +1616,17 @@ class _Values:
         self._steps = 0
         self._cuts = 0
         self._asked: dict[str, Optional[str]] = {}
-        self._q_memo: dict[int, frozenset] = {}
-        self._t_memo: dict[int, frozenset] = {}
-        self._parsed: dict[int, ast.AST] = {}
+        self._t_memo: dict[int, frozenset] = {}  # types: the view's (the index answers)
+        # the module's tables, built once per tree and shared by the views (and SHD101's tier);
+        # qualified names never ask the index, so their memo is shared too
+        shared = tree.__dict__.get("_shd301_values")
+        if shared is None:
+            shared = tree.__dict__["_shd301_values"] = _Values._tables(tree)
+        (self.names, self.attrs, self.imported, self.declared, self.attr_declared, self.defs, self.classes,
+         self._q_memo, self._parsed) = shared
+
+    @staticmethod
+    def _tables(tree) -> tuple:
         names: dict[str, list] = {}  # name -> values bound to it
         for name, value in tree.value_bindings:
             names.setdefault(name, []).append(value)
@@ -1666,14 +1674,15 @@ class _Values:
             for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]:
                 if arg is not None and arg.annotation is not None:
                     declared.setdefault(arg.arg, []).append(arg.annotation)
-        self.names, self.attrs, self.imported = names, attrs, imported
-        self.declared, self.attr_declared = declared, attr_declared
-        self.defs: dict[str, list] = {}
+        defs: dict[str, list] = {}
         for fn in tree.functions:
-            self.defs.setdefault(fn.name, []).append(fn)
-        self.classes: dict[str, list] = {}
+            defs.setdefault(fn.name, []).append(fn)
+        classes: dict[str, list] = {}
         for c in tree.classes:
-            self.classes.setdefault(c.name, []).append(c)
+            classes.setdefault(c.name, []).append(c)
+        #: string annotations parsed, kept alive: the memos are keyed by node identity
+        parsed: dict[int, ast.AST] = {}
+        return names, attrs, imported, declared, attr_declared, defs, classes, {}, parsed
 
     # ------------------------------------------------------------------ questions
     def ask(self, question, *args):
@@ -1876,7 +1885,7 @@ class _Values:
                     parsed = ast.parse(ann.value.strip(), mode="eval").body
                 except (SyntaxError, ValueError):
                     parsed = ast.Constant(None)
-                self._parsed[id(ann)] = parsed  # kept alive: the memos are keyed by node identity
+                self._parsed[id(ann)] = parsed
             return self._annotation(parsed, stack, depth + 1)
         if t is ast.BinOp:
             return self._annotation(ann.left, stack, depth + 1) | self._annotation(ann.right, stack, depth + 1)
