@@ -575,6 +575,7 @@ def _tail_calls(body: list[ast.stmt], node: Optional[ast.AST] = None, bad_lines:
             bad = ends_badly([st])
 
     block(body, False)
+    del block  # it refers to itself: left bound, every call would leave a cycle for the collector
     if not out:
         return []
     local = _local_types(node) if node is not None and any(
