@@ -490,27 +490,4 @@ def _coroutine_handles(tree, call: ast.Call) -> bool:
         return False
     name = call.args[0].func.id
     defs = [st for st in tree.module.body if isinstance(st, T.DEFS) and st.name == name]
-    return len(defs) == 1 and _binding_count(tree, name) == 1 and _spells_handled(defs[0])
-
-
-def _binding_count(tree, name: str) -> int:
-    """How many places may bind ``name`` in the module (defs, classes, import aliases or a ``*``
-    import, targets, parameters, ``except ... as``, ``global``/``nonlocal``, ``match`` captures)."""
-    count = 0
-    for n in ast.walk(tree.module):
-        t = type(n)
-        if t is ast.Name:
-            count += n.id == name and type(n.ctx) is not ast.Load
-        elif t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
-            count += n.name == name
-        elif t is ast.alias:
-            count += n.name == "*" or name in (n.asname, n.name, n.name.split(".")[0], n.name.rsplit(".", 1)[-1])
-        elif t is ast.ExceptHandler:
-            count += n.name == name
-        elif t is ast.arg:
-            count += n.arg == name
-        elif t is ast.Global or t is ast.Nonlocal:
-            count += name in n.names
-        elif t.__name__ in ("MatchAs", "MatchStar", "MatchMapping"):
-            count += name in (getattr(n, "name", None), getattr(n, "rest", None))
-    return count
+    return len(defs) == 1 and tree.binding_count(name) == 1 and _spells_handled(defs[0])

@@ -1008,30 +1008,6 @@ def _inherits_no_owner(tree, cls) -> bool:
 def _only_a_class(tree, name: str) -> Optional[ast.ClassDef]:
     """The one ``class <name>`` of the module when nothing else binds ``name``; else None."""
     found = [c for c in tree.classes if c.name == name]
-    if len(found) != 1 or _binding_count(tree, name) != 1:
+    if len(found) != 1 or tree.binding_count(name) != 1:
         return None
     return found[0]
-
-
-def _binding_count(tree, name: str) -> int:
-    """How many places may bind ``name`` in the module: defs, classes, import aliases, targets
-    (assignments, loops, ``with``, ``:=``, ``del``), parameters, ``except ... as``, ``global``,
-    ``nonlocal``, ``match`` captures; any ``*`` import counts too."""
-    n_bound = 0
-    for n in ast.walk(tree.module):
-        t = type(n)
-        if t is ast.Name:
-            n_bound += n.id == name and type(n.ctx) is not ast.Load
-        elif t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
-            n_bound += n.name == name
-        elif t is ast.alias:
-            n_bound += n.name == "*" or name in (n.asname, n.name, n.name.split(".")[0], n.name.rsplit(".", 1)[-1])
-        elif t is ast.ExceptHandler:
-            n_bound += n.name == name
-        elif t is ast.arg:
-            n_bound += n.arg == name
-        elif t is ast.Global or t is ast.Nonlocal:
-            n_bound += name in n.names
-        elif t.__name__ in ("MatchAs", "MatchStar", "MatchMapping"):
-            n_bound += name in (getattr(n, "name", None), getattr(n, "rest", None))
-    return n_bound

@@ -342,6 +342,44 @@ class Tree:
                 out.update(a.asname or a.name for a in st.names)
         return out
 
+    def binding_count(self, name: str) -> int:
+        """How many places may bind ``name`` in the module: defs, classes, import aliases (any
+        ``*`` import counts for every name), targets (assignments, loops, ``with``, ``:=``,
+        ``del``), parameters, ``except ... as``, ``global``/``nonlocal``, ``match`` captures.
+        Each place counts once, however many of its parts spell the name."""
+        counts, stars = self._binding_counts
+        return counts.get(name, 0) + stars
+
+    @cached_property
+    def _binding_counts(self) -> tuple[dict[str, int], int]:
+        counts: dict[str, int] = {}
+        stars = 0
+
+        def add(names: Iterable[Optional[str]]) -> None:
+            for nm in set(names):
+                if nm is not None:
+                    counts[nm] = counts.get(nm, 0) + 1
+
+        for n in ast.walk(self.module):
+            t = type(n)
+            if t is ast.Name:
+                if type(n.ctx) is not ast.Load:
+                    add((n.id,))
+            elif t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+                add((n.name,))
+            elif t is ast.alias:
+                if n.name == "*":
+                    stars += 1
+                else:
+                    add((n.asname, n.name, n.name.split(".")[0], n.name.rsplit(".", 1)[-1]))
+            elif t is ast.ExceptHandler or t is ast.arg:
+                add((n.name if t is ast.ExceptHandler else n.arg,))
+            elif t is ast.Global or t is ast.Nonlocal:
+                add(n.names)
+            elif t.__name__ in ("MatchAs", "MatchStar", "MatchMapping"):
+                add((getattr(n, "name", None), getattr(n, "rest", None)))
+        return counts, stars
+
     def words(self, expr: ast.AST) -> set[str]:
         """Every last word the facts' qualified name of ``expr`` could end with."""
         names, attrs = self._aliases
