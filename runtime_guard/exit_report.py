@@ -48,7 +48,7 @@ The report never changes what the program does:
   the main thread next runs Python code; so that a main thread blocked in a C call (a
   ``torch.distributed`` rendezvous or collective waiting for a peer) still dies of SIGTERM, the
   signal is also heard at delivery (``runtime_guard.signals.on_delivery``, faulthandler's C hook
-  on SIGTERM): if the handler has not started ``SIGTERM_WAIT`` s later, a helper thread reports
+  on SIGTERM): if the handler has not started 1 s later, a helper thread reports
   and dies of SIGTERM. A main thread in a long C call that holds the GIL still dies only when that
   call returns (no Python thread can run meanwhile).
 * Threads: one bare helper thread blocked reading a pipe while the SIGTERM stand-in is in place
@@ -57,7 +57,6 @@ The report never changes what the program does:
 """
 from __future__ import annotations
 
-import _thread
 import atexit
 import os
 import sys
@@ -542,23 +541,16 @@ def _patch_loaded_and_hook() -> None:
 # SIGTERM (only over the default action) and fork
 
 
-#: Seconds the helper thread that hears SIGTERM at delivery leaves the main thread to start the
-#: handler itself before it reports and ends the process (the main thread is blocked in C).
-SIGTERM_WAIT = 1.0
-#: Taken by whichever reports the SIGTERM ending: the handler or the helper thread.
-_sigterm_taken = _thread.allocate_lock()
+#: Who reports a SIGTERM: the handler, or the helper thread that heard it at delivery when the
+#: main thread is blocked in C (``signals.HandlerOrHelper``); made at install.
+_sigterm_race: Any = None
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
     from .signals import die_of
 
-    if not _sigterm_taken.acquire(False):  # the helper thread reports and ends the process
-        import time
-
-        for _ in range(200):  # it needs the GIL, which sleeping releases
-            time.sleep(0.05)
-        die_of(signum)
-        return
+    if _sigterm_race is not None:
+        _sigterm_race.handler_acts(bound=10.0)  # returns unless the helper thread reports
     _report_sigterm()
     die_of(signum)  # dies of SIGTERM as it would have: status -15, no atexit
 
@@ -574,18 +566,11 @@ def _report_sigterm(**detail: Any) -> None:
 
 
 def _on_sigterm_in_c() -> None:
-    """Helper thread, at SIGTERM's delivery (``signals.on_delivery``): when the main thread has
-    not started ``_on_sigterm`` within ``SIGTERM_WAIT`` s, it is blocked in a C call; report and
-    die of SIGTERM from here, as the default action would have ended the process at once."""
-    import time
-
-    time.sleep(SIGTERM_WAIT)
-    signals = sys.modules.get("runtime_guard.signals")
-    if signals is None or signals._signal.getsignal(signals._signal.SIGTERM) is not _on_sigterm:
-        return  # not ours any more: the handler in place decides
-    if not _sigterm_taken.acquire(False):
-        return  # the handler started: it reports and ends the process
+    """Helper thread (``signals.HandlerOrHelper``): the main thread is blocked in a C call and has
+    not started ``_on_sigterm``: report and die of SIGTERM from here, as the default action would
+    have ended the process at once."""
     _report_sigterm(detail="the main thread was blocked in a C call")
+    signals = sys.modules["runtime_guard.signals"]
     signals.die_of(signals._signal.SIGTERM)
 
 
@@ -606,7 +591,9 @@ def _install_sigterm() -> None:
     except ValueError:  # not the main thread
         return
     _sigterm_handler_installed = True
-    signals.on_delivery(sigterm, _on_sigterm_in_c)  # after install_owned: faulthandler chains to it
+    global _sigterm_race
+    _sigterm_race = signals.HandlerOrHelper(sigterm)
+    _sigterm_race.hear(_on_sigterm, _on_sigterm_in_c)  # after install_owned: faulthandler chains to it
 
 
 def _uninstall_sigterm() -> None:
@@ -637,9 +624,8 @@ def _after_fork_in_child() -> None:
     _enabled = False  # the child runs none of the program's main: no report, no recording
     _child_sites.clear()
     # runtime_guard.signals' own fork hook gives SIGTERM's default back and drops the C hook
-    global _sigterm_handler_installed, _sigterm_taken
+    global _sigterm_handler_installed
     _sigterm_handler_installed = False
-    _sigterm_taken = _thread.allocate_lock()  # one taken by a thread of the parent stays taken
 
 
 if hasattr(os, "register_at_fork"):

@@ -44,7 +44,7 @@ What it does to signals, threads and children:
   returned, where with the default action it died at once. So where the default action was
   there before us, SIGTERM is also heard at delivery (``runtime_guard.signals.on_delivery``:
   faulthandler's C hook and one bare helper thread reading its pipe): if the handler has not
-  started ``SIGTERM_WAIT`` s later, the helper thread stops the loop threads and the process
+  started 1 s later, the helper thread stops the loop threads and the process
   dies of SIGTERM. Only a C call that holds the GIL still delays the end until it returns.
 * Forked children: a process forked while the handler is installed gets the previous handler
   back (``os.register_at_fork``), so a ``multiprocessing`` child dies of SIGTERM as before.
@@ -65,7 +65,7 @@ import weakref
 from typing import Any, Callable, List, Optional
 
 from ._cancel import cancel_tree
-from .signals import die_of, in_main_thread, install_owned, on_delivery
+from .signals import HandlerOrHelper, die_of, in_main_thread, install_owned
 
 __all__ = ["LoopThread", "stop_loop_threads", "DEFAULT_CLEANUP_TIMEOUT"]
 
@@ -78,11 +78,9 @@ _installed = False
 _stopping = False
 _sigterm: Optional[Callable[[int, Any], Any]] = None  # our SIGTERM handler, once installed
 _sigterm_previous: Any = None  # what it replaced (and chains to)
-#: Seconds the helper thread that hears SIGTERM at delivery leaves the main thread to start the
-#: handler itself (see ``_sigterm_in_c``).
-SIGTERM_WAIT = 1.0
-_taken = threading.Lock()  # SIGTERM's stop: taken by the handler or by the helper thread, once
-_taken_in_c = threading.Event()  # the helper thread took it (the main thread was blocked in C)
+#: Who stops the loops on SIGTERM where the default action was there before us: the handler, or
+#: the helper thread that heard it at delivery when the main thread is blocked in C.
+_race: Optional[HandlerOrHelper] = None
 
 
 class LoopThread(threading.Thread):
@@ -277,9 +275,9 @@ def _atexit_entry(_holder: _AfterAtexit) -> None:
 def _sigterm_handler(previous: Any) -> Callable[[int, Any], Any]:
     def on_sigterm(signum: int, frame: Any) -> Any:
         global _stopping
-        if _taken_in_c.is_set():  # late: the helper thread is stopping the loops, then ends us
-            _wait_for_the_end(signum)
-        if not _stopping and _taken.acquire(False):
+        if _race is not None:  # returns unless the helper thread stops the loops and ends us
+            _race.handler_acts(bound=max((t.cleanup_timeout for t in list(_threads)), default=0.0) + 5.0)
+        if not _stopping:
             _stopping = True
             n = _stop_threads(None, close=True)
             if n:  # nothing to say (no new output) where no loop thread was running
@@ -294,29 +292,19 @@ def _sigterm_handler(previous: Any) -> Callable[[int, Any], Any]:
     return on_sigterm
 
 
-def _wait_for_the_end(signum: int) -> None:
-    bound = max((t.cleanup_timeout for t in list(_threads)), default=0.0) + 5.0
-    for _ in range(int(bound / 0.05)):
-        time.sleep(0.05)  # the helper thread needs the GIL, which sleeping releases
-    die_of(signum)
-
-
 def _sigterm_in_c() -> None:
-    """Helper thread, at SIGTERM's delivery (``signals.on_delivery``), installed only where the
-    default action was there before us: when the main thread has not started the handler within
-    ``SIGTERM_WAIT`` s it is blocked in a C call. Stop the loop threads from here and die of
-    SIGTERM, as the default action would have ended the process at once."""
+    """Helper thread (``signals.HandlerOrHelper``), installed only where the default action was
+    there before us: the main thread is blocked in a C call and has not started the handler. Do
+    what it does: stop the loop threads, then die of SIGTERM, as the default action would have
+    ended the process at once."""
     global _stopping
-    time.sleep(SIGTERM_WAIT)
-    if signal.getsignal(signal.SIGTERM) is not _sigterm or _stopping or not _taken.acquire(False):
-        return  # replaced (its owner decides), exiting already, or the handler started
-    _taken_in_c.set()
-    _stopping = True
     try:
-        n = _stop_threads(None, close=True)
-        if n:
-            log.warning("runtime_guard: SIGTERM while the main thread is blocked in a C call: stopped %d loop "
-                        "thread(s)", n)
+        if not _stopping:
+            _stopping = True
+            n = _stop_threads(None, close=True)
+            if n:
+                log.warning("runtime_guard: SIGTERM while the main thread is blocked in a C call: stopped %d loop "
+                            "thread(s)", n)
     finally:
         die_of(signal.SIGTERM)
 
@@ -324,7 +312,7 @@ def _sigterm_in_c() -> None:
 def _install_sigterm() -> None:
     """Install the chaining SIGTERM handler (main thread only, once). Never replaces ``SIG_IGN``
     or a handler installed outside Python (``getsignal`` returns None: it cannot be chained)."""
-    global _sigterm, _sigterm_previous
+    global _sigterm, _sigterm_previous, _race
     if _sigterm is not None or not in_main_thread():
         return
     try:
@@ -337,7 +325,8 @@ def _install_sigterm() -> None:
         return
     _sigterm, _sigterm_previous = handler, current
     if current is signal.SIG_DFL:  # the default ended a process blocked in C at once: so must we
-        on_delivery(signal.SIGTERM, _sigterm_in_c)  # after install_owned: faulthandler chains to it
+        _race = HandlerOrHelper(signal.SIGTERM)
+        _race.hear(handler, _sigterm_in_c)  # after install_owned: faulthandler chains to it
 
 
 def _install() -> None:

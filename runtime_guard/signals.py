@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # typing, logging, threading, warnings: imported where used (
     Handler = Union[Callable[[int, Union[FrameType, None]], Any], int, signal.Handlers, None]
 
 __all__ = ["sigterm_as_keyboard_interrupt", "in_main_thread", "Handler", "install_owned", "die_of",
-           "uninstall_owned", "on_delivery", "forget_delivery"]
+           "uninstall_owned", "on_delivery", "forget_delivery", "HandlerOrHelper"]
 
 #: (signal, our handler, the handler it replaced), oldest first. Per process: cleared after fork.
 _owned: List[Tuple[int, Any, Any]] = []
@@ -318,6 +318,50 @@ def _watch_delivery(entry: List[Any]) -> None:
             os.close(entry[0])
         except OSError:
             pass
+
+
+class HandlerOrHelper:
+    """Who acts on ``signum``, once, for a handler that stands in for the default action: the
+    Python handler when the main thread runs it, or, when it has not started ``WAIT`` s after the
+    signal was delivered (the main thread is blocked in a C call), a helper thread that heard it
+    there (``on_delivery``) and then does ``act`` itself, which must end the process as the
+    handler would. Create it, install ``handler``, then ``hear(handler, act)``; the handler calls
+    ``handler_acts(bound)`` first."""
+
+    #: seconds the main thread gets to start the handler before the helper thread acts
+    WAIT = 1.0
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        self._taken = _thread.allocate_lock()
+        self._by_helper = False
+
+    def hear(self, handler: Callable[[int, Any], Any], act: Callable[[], None]) -> bool:
+        def at_delivery() -> None:
+            import time
+
+            time.sleep(self.WAIT)
+            if _signal.getsignal(self.signum) is not handler:
+                return  # replaced since: the handler in place decides
+            if not self._taken.acquire(False):
+                return  # the handler started
+            self._by_helper = True
+            act()
+
+        return on_delivery(self.signum, at_delivery)
+
+    def handler_acts(self, bound: float) -> None:
+        """In the handler, first. Returns where the handler acts: the first time, and again for a
+        signal that arrives while it does (as before the helper existed). Where the helper thread
+        took the signal, waits up to ``bound`` s for it to end the process (it needs the GIL, which
+        sleeping releases), then ends it as the default action would."""
+        if self._taken.acquire(False) or not self._by_helper:
+            return
+        import time
+
+        for _ in range(int(bound / 0.05)):
+            time.sleep(0.05)
+        die_of(self.signum)
 
 
 def forget_delivery(signum: int, *, in_child: bool = False) -> None:

@@ -110,7 +110,7 @@ def test_sigterm_ends_a_main_thread_blocked_in_c(tmp_path, report) -> None:
     """A main thread in a C++ rendezvous never runs a Python handler: without the report SIGTERM's
     default action ends the process at once; the report's stand-in must too (it used to outlive
     SIGTERM until the rendezvous timed out). Heard at delivery, it reports from a helper thread
-    after SIGTERM_WAIT and dies of SIGTERM (-15)."""
+    1 s after delivery and dies of SIGTERM (-15)."""
     pytest.importorskip("torch.distributed")
     script = tmp_path / "prog.py"
     script.write_text(BLOCKED_IN_C)
@@ -121,3 +121,20 @@ def test_sigterm_ends_a_main_thread_blocked_in_c(tmp_path, report) -> None:
     assert "joined" not in out, out
     if report:
         assert "ended by SIGTERM" in out and "daemon thread 'left' alive" in out, out
+
+
+def test_a_second_sigterm_while_the_handler_reports_ends_the_process_at_once() -> None:
+    """The handler and the helper thread that hears SIGTERM at delivery decide once who reports;
+    a second SIGTERM whose handler runs while the first one reports (nested in it, as CPython runs
+    handlers) must still die at once, as before the helper existed, not wait for a helper that
+    never took the signal (an intermediate version waited 10 s here)."""
+    code = ("from runtime_guard import exit_report\n"
+            "assert exit_report.install()\n"
+            "exit_report._sigterm_race.handler_acts(10.0)  # the first handler run took the signal\n"
+            "print('ready', flush=True)\n"
+            "exit_report._on_sigterm(15, None)  # the second one, nested\n"
+            "print('survived', flush=True)\n")
+    p = popen_code(code)
+    out = p.communicate(timeout=5)[0]  # liveness bound, below the 10 s a wrong wait would take
+    assert p.returncode == -signal.SIGTERM, out
+    assert "ready" in out and "survived" not in out, out
