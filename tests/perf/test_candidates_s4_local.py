@@ -10,10 +10,7 @@ import textwrap
 
 import pytest
 
-from shutdown_lint import registry
-from shutdown_lint.analyzer import lint_source
-from shutdown_lint.prefilter import ast_tree, select
-from shutdown_lint.settings import Settings
+from tests.perf.test_candidates import _tier2_decides
 
 CASES: list[tuple[str, str, bool, int]] = []  # (code, source, candidate, findings with the tiers off)
 
@@ -553,10 +550,5 @@ if __name__ == "__main__":
 @pytest.mark.parametrize("code,source,candidate,findings", CASES,
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
 def test_tier2_near_miss(code, source, candidate, findings):
-    rule = registry.rules_by_code()[code]
-    assert rule.candidate_tree(ast_tree.parse(source.encode())) is candidate
-    settings = Settings(selected=(code,))
-    with select.disabled():
-        without_tiers = [d.code for d in lint_source(source.encode(), "t.py", settings).diagnostics]
+    without_tiers = _tier2_decides(code, source, candidate)  # tiers on find what tiers off do
     assert len(without_tiers) == findings, without_tiers
-    assert [d.code for d in lint_source(source.encode(), "t.py", settings).diagnostics] == without_tiers
