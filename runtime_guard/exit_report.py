@@ -48,8 +48,8 @@ The report never changes what the program does:
   the main thread next runs Python code; so that a main thread blocked in a C call (a
   ``torch.distributed`` rendezvous or collective waiting for a peer) still dies of SIGTERM, the
   signal is also heard at delivery (``runtime_guard.signals.on_delivery``, faulthandler's C hook
-  on SIGTERM): if the handler has not started 1 s later, a helper thread reports
-  and dies of SIGTERM. A main thread in a long C call that holds the GIL still dies only when that
+  on SIGTERM): if the handler has not started 1 s later, a helper thread reports and dies of
+  SIGTERM. A main thread in a long C call that holds the GIL still dies only when that
   call returns (no Python thread can run meanwhile).
 * Threads: one bare helper thread blocked reading a pipe while the SIGTERM stand-in is in place
   (not in ``threading.enumerate()``). Children: none; a child forked afterwards gets SIGTERM's
@@ -578,7 +578,7 @@ def _install_sigterm() -> None:
     """Only over the default action, through ``runtime_guard.signals`` (the one owner of handlers
     that stand in for ``SIG_DFL``: ``signal.getsignal`` answers ``SIG_DFL`` for it, a handler
     installed later replaces it, a forked child gets the default back)."""
-    global _sigterm_handler_installed
+    global _sigterm_handler_installed, _sigterm_race
     if _sigterm_handler_installed:
         return
     from . import signals
@@ -591,7 +591,6 @@ def _install_sigterm() -> None:
     except ValueError:  # not the main thread
         return
     _sigterm_handler_installed = True
-    global _sigterm_race
     _sigterm_race = signals.HandlerOrHelper(sigterm)
     _sigterm_race.hear(_on_sigterm, _on_sigterm_in_c)  # after install_owned: faulthandler chains to it
 

@@ -44,12 +44,12 @@ What it does to signals, threads and children:
   returned, where with the default action it died at once. So where the default action was
   there before us, SIGTERM is also heard at delivery (``runtime_guard.signals.on_delivery``:
   faulthandler's C hook and one bare helper thread reading its pipe): if the handler has not
-  started 1 s later, the helper thread stops the loop threads and the process
-  dies of SIGTERM. Only a C call that holds the GIL still delays the end until it returns.
+  started 1 s later, the helper thread stops the loop threads and the process dies of SIGTERM. Only a C call that holds the GIL still delays the end until it returns.
 * Forked children: a process forked while the handler is installed gets the previous handler
   back (``os.register_at_fork``), so a ``multiprocessing`` child dies of SIGTERM as before.
 * Threads: besides the ``LoopThread`` itself, only the bare helper thread above (where SIGTERM's
-  default action was replaced); the exit hook and ``stop()`` run in the calling thread. Process-wide patches: ``BaseEventLoop.run_forever`` (and uvloop's, if
+  default action was replaced); the exit hook and ``stop()`` run in the calling thread.
+  Process-wide patches: ``BaseEventLoop.run_forever`` (and uvloop's, if
   imported) and the default policy's ``set_event_loop`` record which loops a ``LoopThread`` runs.
 """
 from __future__ import annotations
@@ -274,14 +274,9 @@ def _atexit_entry(_holder: _AfterAtexit) -> None:
 
 def _sigterm_handler(previous: Any) -> Callable[[int, Any], Any]:
     def on_sigterm(signum: int, frame: Any) -> Any:
-        global _stopping
         if _race is not None:  # returns unless the helper thread stops the loops and ends us
             _race.handler_acts(bound=max((t.cleanup_timeout for t in list(_threads)), default=0.0) + 5.0)
-        if not _stopping:
-            _stopping = True
-            n = _stop_threads(None, close=True)
-            if n:  # nothing to say (no new output) where no loop thread was running
-                log.warning("runtime_guard: SIGTERM: stopped %d loop thread(s)", n)
+        _stop_for_sigterm("")
         if callable(previous):
             return previous(signum, frame)
         # The default action was there before us: die of the signal as the program did without us.
@@ -297,16 +292,19 @@ def _sigterm_in_c() -> None:
     there before us: the main thread is blocked in a C call and has not started the handler. Do
     what it does: stop the loop threads, then die of SIGTERM, as the default action would have
     ended the process at once."""
-    global _stopping
     try:
-        if not _stopping:
-            _stopping = True
-            n = _stop_threads(None, close=True)
-            if n:
-                log.warning("runtime_guard: SIGTERM while the main thread is blocked in a C call: stopped %d loop "
-                            "thread(s)", n)
+        _stop_for_sigterm(" while the main thread is blocked in a C call")
     finally:
         die_of(signal.SIGTERM)
+
+
+def _stop_for_sigterm(where: str) -> None:
+    global _stopping
+    if not _stopping:
+        _stopping = True
+        n = _stop_threads(None, close=True)
+        if n:  # nothing to say (no new output) where no loop thread was running
+            log.warning("runtime_guard: SIGTERM%s: stopped %d loop thread(s)", where, n)
 
 
 def _install_sigterm() -> None:
