@@ -285,15 +285,19 @@ class _Monitor:
         self.thread: Optional[threading.Thread] = None
 
     def ensure_thread(self) -> None:
-        if self.thread is None or not self.thread.is_alive():
-            self.thread = daemon_thread(self.run, "runtime_guard-watchdog")
-            self.thread.start()
+        # Under the lock: loops in several threads start watching at once, and each must not
+        # see "no monitor yet" and start its own.
+        with self.lock:
+            if self.thread is None or not self.thread.is_alive():
+                self.thread = daemon_thread(self.run, "runtime_guard-watchdog")
+                self.thread.start()
 
     def add(self, w: _Watched) -> None:
         with self.lock:
             self.watched[w.key] = w
+            if w.threshold is not None:
+                self.ensure_thread()
         if w.threshold is not None:
-            self.ensure_thread()
             self.wake.set()
 
     def get(self, loop: Any) -> Optional[_Watched]:

@@ -101,6 +101,34 @@ def test_failing_sink_never_propagates() -> None:
     assert asyncio.run(main()) == "ok"
 
 
+def test_loops_starting_at_once_in_many_threads_share_one_monitor() -> None:
+    # CI once saw 3 monitor threads: each loop's first watch_loop checked "no monitor yet" before
+    # any had started one. A fresh process, 16 loops released together by a barrier and a tiny
+    # switch interval make the race likely (8 of 10 runs before the fix started 2-8 monitors).
+    code = """
+        import asyncio, sys, threading
+        sys.setswitchinterval(1e-6)
+        import runtime_guard
+        bar = threading.Barrier(16)
+        def worker():
+            async def main():
+                bar.wait()
+                with runtime_guard.watch_loop(threshold=0.1, on_stall=lambda r: None, hard_threshold=None):
+                    await asyncio.sleep(0.05)
+            asyncio.run(main())
+        ts = [threading.Thread(target=worker) for _ in range(16)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        print("monitors", sum(t.name == "runtime_guard-watchdog" for t in threading.enumerate()))
+    """
+    for _ in range(3):
+        proc = run_code(code)
+        assert proc.returncode == 0, proc.stderr
+        assert "monitors 1" in proc.stdout, proc.stdout
+
+
 def test_many_loops_in_threads_one_monitor_and_closed_loops_forgotten() -> None:
     import uvloop
 
