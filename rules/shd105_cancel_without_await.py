@@ -768,7 +768,10 @@ def _may_cancel_a_task(tree) -> bool:
     words it may have; a call's include its factory's result type); else ``_loop_over_tasks``
     needs a name that an enclosing ``for`` binds. Other receivers (a subscript...) stay. Then
     ``_may_clean_up`` must hold for one of the spawns: a name or ``self.<x>`` whose every
-    binding is a spawn of a coroutine that surely has no cleanup (``_spawns_quiet``) is out."""
+    binding is a spawn of a coroutine that surely has no cleanup (``_spawns_quiet``) is out.
+    A ``self.<x>`` is out too when no ``self.<x> = v`` of the module may give a spawn or a
+    task's type (``_value_may_be_task``), or when ``_reaped_after``/``_reaped_elsewhere``
+    surely find it awaited (``_self_reaped``)."""
     for fn in tree.functions:
         if not fn.is_async:
             continue
@@ -797,7 +800,9 @@ def _may_cancel_a_task(tree) -> bool:
                             tree, fn, c, receiver.id, None):
                         return True
             elif t is ast.Attribute and type(receiver.value) is ast.Name and receiver.value.id == "self":
-                if tree.words(receiver) & _TASK_WORDS and not _spawns_quiet(tree, _attr_values(tree, receiver.attr)):
+                values = _attr_values(tree, receiver.attr)
+                if _self_may_be_task(tree, fn, values) and not _spawns_quiet(tree, values) \
+                        and not _self_reaped(tree, fn, c, receiver):
                     return True
             elif t not in (ast.Attribute, ast.Call, ast.Await) or tree.words(receiver) & _TASK_WORDS:
                 return True
@@ -853,9 +858,53 @@ def _spawns_quiet(tree, values: Optional[list]) -> bool:
             continue  # ``None``, a literal: no spawn (``_values`` keeps calls), no type (``_instance_type``)
         if type(value) is ast.Await:
             value = value.value
+        if type(value) is ast.Call and not _value_may_be_task(tree, value):
+            continue  # a call that is no spawn and gives no task's type (``_call_result_type``)
         if type(value) is not ast.Call or not may_spawn(tree, value) or _may_clean_up_ast(tree, value, g):
             return False
     return True
+
+
+def _self_may_be_task(tree, fn, values: Optional[list]) -> bool:
+    """``_task_spawns(self.<x>)`` in ``fn`` may give something: ``values`` are every
+    ``self.<x> = v`` of the module (``_attr_values``; None: a ``with ... as self.<x>`` too). In a
+    method, the facts read only its class's ``attr_values`` (the ``self.<x> = v`` directly in the
+    class's methods, in source order): a spawn among them, or a task's type from the last one
+    (``qualified_name``); elsewhere (a nested def) any value may give either."""
+    if values is None:
+        return True
+    if fn.cls is None:
+        return any(_value_may_be_task(tree, v) for v, _ in values)
+    own = [v for v, g in values if g is not None and g.cls is fn.cls]
+    if not own:
+        return False
+    for v in own:
+        call = v.value if type(v) is ast.Await else v
+        if type(call) is ast.Call and may_spawn(tree, call):
+            return True
+    return _value_may_be_task(tree, own[-1])
+
+
+#: last words of a callee whose call the facts type as ``asyncio.Task``/``asyncio.Future`` by
+#: its own name (``_call_result_type``: a capitalised callee is the instance's class)
+_TASK_CLASSES = frozenset({"Task", "Future"})
+
+
+def _value_may_be_task(tree, value) -> bool:
+    """``value`` (bound to a name or ``self.<x>``) may give ``_task_spawns`` a spawn or a
+    qualified name ``asyncio.Task``/``asyncio.Future``: a call (awaited or not) that may be a
+    spawn (``may_spawn``, a superset of ``is_task_spawn``; the facts' ``FACTORY_TYPES`` give
+    ``asyncio.Task`` only to those spawners) or whose callee may be ``Task``/``Future`` itself;
+    a name or attribute whose words meet ``_TASK_WORDS`` (typed through its own bindings).
+    Anything else (a literal, ``None``, an operation) is neither."""
+    if type(value) is ast.Await:
+        value = value.value
+    t = type(value)
+    if t is ast.Call:
+        return may_spawn(tree, value) or bool(tree.words(value.func) & _TASK_CLASSES)
+    if t is ast.Name or t is ast.Attribute:
+        return bool(tree.words(value) & _TASK_WORDS)
+    return False
 
 
 #: values that ``_values`` may keep or ``_instance_type`` may type
@@ -930,7 +979,7 @@ def _name_may_be_task(tree, fn, name: str) -> bool:
             continue
         values += 1
         if g is None or g is fn or (g.node.lineno <= node.lineno and g.node.end_lineno >= node.end_lineno):
-            if tree.words(value) & _TASK_WORDS:
+            if _value_may_be_task(tree, value):
                 return True
     if sum(1 for bound, _ in tree.value_bindings if bound == name) > values:
         return bool(tree.words(ast.Name(name)) & _TASK_WORDS)
@@ -949,7 +998,7 @@ def _tree_reaped_after(tree, fn, cancel: ast.Call, name: str, loop) -> bool:
     parentheses): ``name`` (``watched`` always holds ``_code(receiver)``, which is ``name`` when
     the receiver has no parentheses) and, when ``loop`` is the innermost ``for`` binding ``name``
     (``_loop_over_tasks``' loop) and nothing the facts can name or type binds ``name``
-    (``Tree.named_bindings``, no parameter, no annotation: then ``_task_spawns`` finds nothing and
+    (``_fn_names``: then ``_task_spawns`` finds nothing and
     ``_loop_over_tasks`` decides), its iterable's name and its holder's (``tasks``,
     ``tasks.values()``, ``list(tasks)``, written with no parentheses or spaces that would make
     their code more than the name). Nodes in f-strings are not looked at (their positions are
@@ -957,7 +1006,7 @@ def _tree_reaped_after(tree, fn, cancel: ast.Call, name: str, loop) -> bool:
     if cancel.func.col_offset != cancel.func.value.col_offset:
         return False  # ``(t).cancel()``: ``_code(receiver)`` is ``(t)``, which no reference is
     watched = {name}
-    if loop is not None and name not in tree.named_bindings and not _declared(tree, name):
+    if loop is not None and not _fn_names(tree, fn, name):
         it = loop.iter
         if it.lineno == loop.target.end_lineno and it.col_offset == loop.target.end_col_offset + 4:
             # ``for t in tasks``: no parenthesis around the iterable (its code is its name)
@@ -1007,6 +1056,76 @@ def _tree_reaped_after(tree, fn, cancel: ast.Call, name: str, loop) -> bool:
 _REAPERS = frozenset({ast.Await, ast.Return, ast.Yield, ast.YieldFrom, ast.Call, ast.For, ast.AsyncFor, ast.Assign})
 
 
+def _tight_self(node) -> bool:
+    """``node`` is ``self.<x>`` written on one line with nothing between its parts (no space,
+    no parenthesis inside it): libcst's code for it is ``self.<x>`` when no parenthesis is
+    around it either."""
+    value = node.value
+    return (type(value) is ast.Name and value.id == "self" and node.lineno == node.end_lineno
+            and value.col_offset == node.col_offset and value.end_col_offset == node.col_offset + 4
+            and node.end_col_offset == node.col_offset + 5 + len(node.attr.encode()))
+
+
+def _awaits_self(node, attr: str) -> bool:
+    """``node`` is ``await self.<attr>`` on one line with one character between ``await`` and
+    the attribute (not a parenthesis: the await would end after the closing one): the
+    awaited expression's code is ``self.<attr>``."""
+    value = node.value
+    return (type(value) is ast.Attribute and value.attr == attr and _tight_self(value)
+            and node.lineno == value.lineno and value.col_offset == node.col_offset + 6
+            and node.end_lineno == value.end_lineno and node.end_col_offset == value.end_col_offset)
+
+
+def _self_reaped(tree, fn, cancel: ast.Call, receiver) -> bool:
+    """``self.<x>.cancel()`` (``cancel``, directly in ``fn``; the receiver's code is ``self.<x>``:
+    ``_tight_self`` and no parenthesis before it) that ``visit_Call`` surely finds reaped: an
+    ``await self.<x>`` (``_awaits_self``: ``_references`` of the awaited expression holds
+    ``self.<x>``, the one ``watched`` code) in ``fn`` starting after the cancel ends, or
+    anywhere inside a ``for``/``while`` around it in ``fn`` (``_reaped_after``: its walk is in
+    source order; no loop over the tasks for an attribute receiver); or, ``fn`` being a method,
+    anywhere in another method of its class (``_reaped_elsewhere`` reads ``cls.methods``: the
+    first ``def`` of each name). Nothing inside an f-string is looked at."""
+    if cancel.func.col_offset != receiver.col_offset or not _tight_self(receiver):
+        return False
+    attr = receiver.attr
+    end = (cancel.end_lineno, cancel.end_col_offset)
+    parents = tree.parents(fn.node)
+    loops = set()
+    up = parents.get(id(cancel))
+    while up is not None and up is not fn.node:
+        if type(up) in (ast.For, ast.AsyncFor, ast.While):
+            loops.add(id(up))
+        up = parents.get(id(up))
+    todo = [(fn.node, False)]
+    while todo:
+        node, in_loop = todo.pop()
+        t = type(node)
+        if t is ast.JoinedStr or node is cancel:
+            continue
+        inner = in_loop or id(node) in loops
+        todo.extend((child, inner) for child in ast.iter_child_nodes(node))
+        if t is ast.Await and (in_loop or (node.lineno, node.col_offset) >= end) and _awaits_self(node, attr):
+            return True
+    if fn.cls is None:
+        return False
+    seen = set()
+    for m in tree.methods.get(id(fn.cls), ()):
+        if m.name in seen:
+            continue
+        seen.add(m.name)
+        if m is fn:
+            continue
+        todo = [m.node]
+        while todo:
+            node = todo.pop()
+            if type(node) is ast.JoinedStr:
+                continue
+            if type(node) is ast.Await and _awaits_self(node, attr):
+                return True
+            todo.extend(ast.iter_child_nodes(node))
+    return False
+
+
 def _holder_ast(iterable: ast.AST) -> ast.AST:
     """``_holder`` on the ``ast``."""
     if type(iterable) is ast.Call and type(iterable.func) is ast.Attribute and iterable.func.attr in _VIEW_METHODS:
@@ -1039,32 +1158,60 @@ def _hands_over_ast(call: ast.Call, mentions) -> bool:
     return True
 
 
-def _declared(tree, name: str) -> bool:
-    """``name`` is a parameter of some function, or annotated somewhere (``name: T``): the facts
-    may type it from that declaration."""
-    for fn in tree.functions:
-        a = fn.node.args
-        if any(x.arg == name for x in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if x is not None):
+def _fn_names(tree, fn, name: str) -> bool:
+    """``fn`` may give ``name`` a binding the facts can name or type (an import, a def, a class,
+    a value): a ``def``/``class`` named so, an import alias binding it, or ``name`` stored by an
+    assignment, an annotated assignment, a ``:=`` or a ``with ... as`` anywhere in ``fn`` (nested
+    defs too: a superset). Not a ``for``/comprehension target nor an augmented assignment: the
+    collector binds those as "other". A loop ``for name in ...`` directly in ``fn`` binds ``name``
+    in ``fn``'s scope, so without such a binding ``facts.lookup`` from ``fn`` ends at an "other"
+    one: ``_task_spawns`` finds nothing (no value, no qualified name)."""
+    others: set[int] = set()
+    for n in ast.walk(fn.node):
+        t = type(n)
+        if t is ast.For or t is ast.AsyncFor or t is ast.comprehension or t is ast.AugAssign:
+            others.update(id(x) for x in ast.walk(n.target))
+        elif t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            if n.name == name and n is not fn.node:
+                return True
+        elif t is ast.Import or t is ast.ImportFrom:
+            if any((a.asname or a.name.split(".")[0]) == name or a.name == name for a in n.names):
+                return True
+    for n in ast.walk(fn.node):
+        if type(n) is ast.Name and n.id == name and type(n.ctx) is ast.Store and id(n) not in others:
             return True
-    return any(type(n) is ast.AnnAssign and type(n.target) is ast.Name and n.target.id == name
-               for n in ast.walk(tree.module))
+    return False
 
 
 def _tree_may_hold_spawns(tree, fn, loop, name: str) -> bool:
     """``for <name> in <iterable>: <name>.cancel()``: False only where ``_loop_over_tasks`` surely
-    returns None, so ``visit_Call`` returns: ``name`` is bound by nothing the facts can name or type
-    (``_task_spawns`` finds nothing, the loop decides), the holder (``_holder``) is a name, and
-    ``_held_spawns`` surely finds no spawn (``may_spawn``, a superset of ``is_task_spawn``): no
-    binding of the holder to a literal or comprehension with a spawn among its elements, no
-    ``... = await <call>`` unpacked into a tuple naming the holder in ``fn`` (``asyncio.wait``), no
-    spawn handed to ``<holder>.append/add`` or assigned to ``<holder>[k]``."""
-    if name in tree.named_bindings or _declared(tree, name):
+    returns None, so ``visit_Call`` returns: ``fn`` gives ``name`` no binding the facts can name
+    or type (``_fn_names``: ``_task_spawns`` finds nothing, the loop decides), the holder
+    (``_holder``) is a name or an attribute, and ``_held_spawns`` surely finds no spawn
+    (``may_spawn``, a superset of ``is_task_spawn``): no binding of the holder (the name; any
+    ``<x>.<attr> =`` for an attribute: ``_collection_values`` reads ``self.<attr>``'s) to a
+    literal or comprehension with a spawn among its elements, no ``... = await <call>`` unpacked
+    into a tuple naming a name holder in ``fn`` (``asyncio.wait``), no spawn handed to
+    ``<holder>.append/add`` or assigned to ``<holder>[k]`` (the code of the receiver is the
+    holder's: for an attribute, an attribute of the same name)."""
+    if _fn_names(tree, fn, name):
         return True
     holder = _holder_ast(loop.iter)
-    if type(holder) is not ast.Name:
+    if type(holder) is ast.Name:
+        text = holder.id
+        bindings = tree.value_bindings
+
+        def same(e) -> bool:
+            return type(e) is ast.Name and e.id == text
+    elif type(holder) is ast.Attribute:
+        text = holder.attr
+        bindings = tree._attr_bindings
+
+        def same(e) -> bool:
+            return type(e) is ast.Attribute and e.attr == text
+    else:
         return True
-    text = holder.id
-    for bound, value in tree.value_bindings:
+    for bound, value in bindings:
         if bound != text:
             continue
         t = type(value)
@@ -1078,23 +1225,23 @@ def _tree_may_hold_spawns(tree, fn, loop, name: str) -> bool:
             continue
         if any(type(e) is ast.Call and may_spawn(tree, e) for e in elts):
             return True
-    for st in ast.walk(fn.node):
-        if type(st) is ast.Assign and type(st.value) is ast.Await and any(
-                type(tg) is ast.Tuple and any(type(e) is ast.Name and e.id == text or type(e) is ast.Starred
-                                              and type(e.value) is ast.Name and e.value.id == text for e in tg.elts)
-                for tg in st.targets):
-            return True
+    if type(holder) is ast.Name:
+        for st in ast.walk(fn.node):
+            if type(st) is ast.Assign and type(st.value) is ast.Await and any(
+                    type(tg) is ast.Tuple and any(same(e) or type(e) is ast.Starred and same(e.value)
+                                                  for e in tg.elts)
+                    for tg in st.targets):
+                return True
     for n in ast.walk(tree.module):
         t = type(n)
         if t is ast.Call:
             f = n.func
-            if type(f) is ast.Attribute and f.attr in ("append", "add") and type(f.value) is ast.Name \
-                    and f.value.id == text and any(type(a) is ast.Call and may_spawn(tree, a) for a in (
+            if type(f) is ast.Attribute and f.attr in ("append", "add") and same(f.value) \
+                    and any(type(a) is ast.Call and may_spawn(tree, a) for a in (
                         *(x.value if type(x) is ast.Starred else x for x in n.args), *(k.value for k in n.keywords))):
                 return True
         elif t is ast.Assign:
-            if type(n.value) is ast.Call and any(type(tg) is ast.Subscript and type(tg.value) is ast.Name
-                                                 and tg.value.id == text for tg in n.targets) \
+            if type(n.value) is ast.Call and any(type(tg) is ast.Subscript and same(tg.value) for tg in n.targets) \
                     and may_spawn(tree, n.value):
                 return True
     return False

@@ -1,0 +1,150 @@
+"""SHD105 tier-2 near misses for issue 30's fifth session: each case states whether the rule's
+``candidate_tree`` keeps the file and how many findings the rule reports with the tiers off;
+with the tiers on linting must find the same. Each ruled-out case has a kept neighbour that an
+unsound variant of the condition would rule out too (and so lose its finding)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from tests.perf.test_candidates import _tier2_decides
+
+CASES: list[tuple[str, bool, int]] = []  # (source, candidate, findings with the tiers off)
+
+
+def case(candidate: bool, findings: int, source: str) -> None:
+    CASES.append((textwrap.dedent(source), candidate, findings))
+
+
+_POOL = """
+import asyncio
+{before}
+class Pool:
+    def __init__(self):
+        self._task = None
+
+    async def run(self):
+        try:
+            await asyncio.sleep(10)
+        finally:
+            print("cleanup")
+
+    async def start(self):
+        task = asyncio.create_task(self.run())
+        self._task = task
+        {last}
+{method}
+    async def stop(self):
+        {first}
+        {receiver}.cancel()
+        {after}
+"""
+
+
+def pool(last: str = "", after: str = "print('stopped')", before: str = "", method: str = "",
+         first: str = "pass", receiver: str = "self._task") -> str:
+    return _POOL.format(last=last, after=after, before=before, method=method, first=first, receiver=receiver)
+
+
+_OTHER = """
+class Other:
+    def go(self):
+        self._task = asyncio.create_task(work())
+"""
+
+# ``self.<x>``: no value is a spawn; the class's last value gives the type (``qualified_name``)
+case(False, 0, pool(last="self._task = None"))  # last: None, no task's type
+case(True, 1, pool())  # last: ``task``, typed through its binding as asyncio.Task
+case(False, 0, pool(last="self._task = None", before=_OTHER))  # another class's values do not count
+# ``self.<x>`` awaited after its cancel (the awaited code is ``self.<x>``): out
+case(False, 0, pool(after="await self._task"))
+case(True, 1, pool(after="await (self._task)"))  # code ``(self._task)``: not what is watched
+case(True, 1, pool(after="await(self._task)"))
+case(True, 1, pool(after="await self._task", receiver="(self._task)"))  # the receiver's code is ``(self._task)``
+case(True, 1, pool(after="await self . _task"))
+case(True, 1, pool(first="await self._task"))  # awaited before the cancel only
+case(False, 0, pool(first="while self._task:\n            await self._task\n            break",
+                    after="pass").replace("        self._task.cancel()\n        pass",
+                                          "            self._task.cancel()"))  # in a loop around it
+case(True, 1, pool(first="while self._task:\n            await self._task\n            break"))
+# awaited in another method of the class (``_reaped_elsewhere`` reads the first def of a name)
+case(False, 0, pool(method="\n    async def join(self):\n        await self._task\n"))
+case(True, 1, pool(method="\n    async def start(self):\n        await self._task\n"))
+
+
+# a name bound to a call that is no spawn (the facts cannot type its receiver): no task
+_NAMED = """
+    import asyncio
+    {imports}
+
+    async def work():
+        try:
+            await asyncio.sleep(10)
+        finally:
+            print("cleanup")
+
+    async def main():
+        t = {value}
+        await asyncio.sleep(1)
+        t.cancel()
+    """
+
+
+def named(value: str, imports: str = "from helpers import get_loop") -> str:
+    return _NAMED.format(value=value, imports=imports)
+
+
+case(False, 0, named("get_loop().create_task(work())"))
+case(True, 1, named("asyncio.get_running_loop().create_task(work())"))  # a loop: a spawn
+# the class itself: typed asyncio.Task (``keep`` spells create_task for tier 1, which needs the word)
+_KEEP = "from helpers import get_loop\n    keep = asyncio.create_task"
+case(True, 1, named("asyncio.Task(work())", imports=_KEEP))
+case(True, 1, named("Task(work())", imports=_KEEP + "\n    from asyncio import Task"))
+case(True, 1, named("get_loop().create_task(work())", imports="from helpers import get_loop\n    loop = get_loop()"
+                    ).replace("get_loop().create_task", "loop.create_task"))  # a loop by name
+
+
+# ``for t in <holder>: t.cancel()``: the loop variable named elsewhere in the module, a holder
+# that is a ``self`` attribute given no spawn
+_LOOP = """
+    import asyncio
+
+    async def job():
+        try:
+            await asyncio.sleep(10)
+        finally:
+            print("cleanup")
+
+    class Host:
+        def __init__(self):
+            self._tasks = {{}}
+
+        async def submit(self, k):
+            task = asyncio.create_task(job())
+            self._tasks[k] = {stored}
+
+        async def shutdown(self):
+            for task in self._tasks.values():
+                task.cancel()
+            {more}
+    """
+
+
+def loop(stored: str = "task", more: str = "self._tasks.clear()") -> str:
+    return _LOOP.format(stored=stored, more=more)
+
+
+case(False, 0, loop())
+case(True, 1, loop(stored="asyncio.create_task(job())"))  # a spawn assigned to ``self._tasks[k]``
+case(True, 1, loop(more="task = asyncio.create_task(job())\n        await asyncio.sleep(1)\n"
+                        "        task.cancel()"))  # the cancelling function binds ``task`` itself
+case(True, 0, loop(more="task = None"))  # a value binding in the function: kept (the facts decide)
+case(True, 1, loop().replace("self._tasks = {}", "self._tasks = [asyncio.create_task(job())]"))
+
+
+@pytest.mark.parametrize("source,candidate,findings", CASES, ids=[f"SHD105-{i}" for i in range(len(CASES))])
+def test_tier2_near_miss(source, candidate, findings):
+    without_tiers = _tier2_decides("SHD105", source, candidate)  # tiers on find what tiers off do
+    assert len(without_tiers) == findings, without_tiers
