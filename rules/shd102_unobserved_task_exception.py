@@ -1266,9 +1266,24 @@ def spawns(tree) -> list[tuple[ast.Call, object]]:
     out = []
     for fn, calls in ((None, tree.module_calls), *((fn, fn.calls) for fn in tree.functions)):
         for c, _, _ in calls:
-            if (c.args or c.keywords) and may_spawn(tree, c):
+            if (c.args or c.keywords) and may_spawn(tree, c) and not _method_receiver(tree, c, fn):
                 out.append((c, fn))
     return out
+
+
+def _method_receiver(tree, c: ast.Call, fn) -> bool:
+    """``self.<m>.create_task(...)`` directly in a method whose class defines ``m`` (a property,
+    say): the facts' qualified name of ``self.<m>`` is that method's (``_qualified``: the class
+    of the call's scope, ``cls.methods``), so the callee's is ``<module>.<Cls>.<m>.create_task``,
+    not None (``is_task_spawn``'s fallback on a loop-like name is not taken) and no spawner's:
+    ``is_task_spawn`` is False, whatever words ``may_spawn`` saw."""
+    func = c.func
+    if fn is None or fn.cls is None or type(func) is not ast.Attribute or func.attr != "create_task":
+        return False
+    receiver = func.value
+    if type(receiver) is not ast.Attribute or type(receiver.value) is not ast.Name or receiver.value.id != "self":
+        return False
+    return any(m.name == receiver.attr for m in tree.methods.get(id(fn.cls), ()))
 
 
 def may_spawn(tree, c: ast.Call) -> bool:
@@ -1323,9 +1338,22 @@ def _stored_and_observed(tree, call: ast.AST, fn, parents: dict, collection: boo
         targets = p.targets
     elif isinstance(p, ast.AnnAssign) and p.value is call:
         targets = [p.target]
+    elif type(p) is ast.Call and not collection and any(a is call for a in p.args):
+        return _added_and_observed(tree, p, fn)
     else:
         return False
     for t in targets:
+        if type(t) is ast.Subscript and type(t.value) is ast.Attribute and not collection:
+            # ``_stored``: ``_follow_collection(holder)``, the holder's uses in collection mode
+            # (its first visit: what observes at once there ends in OBSERVED)
+            holder = t.value
+            if not (type(holder.value) is ast.Name and holder.value.id in ("self", "cls")):
+                return True  # someone else's attribute (``_attribute_uses``)
+            where = tree.parents(tree.module)
+            if any(type(n.ctx) is ast.Load and _collection_use_observes(n, where)
+                   for n in _named_nodes(tree, tree.module)[1].get(holder.attr, ())):
+                return True
+            continue
         if isinstance(t, ast.Attribute):
             if not (isinstance(t.value, ast.Name) and t.value.id in ("self", "cls")):
                 return True  # someone else's attribute: the rule cannot see its users either
@@ -1337,8 +1365,70 @@ def _stored_and_observed(tree, call: ast.AST, fn, parents: dict, collection: boo
         else:
             continue
         where = tree.parents(region)
-        if any(type(n.ctx) is ast.Load and (_handed_over(n, where) if collection else _observes(n, where, tree))
-               for n in found):
+        if any(type(n.ctx) is ast.Load and (_handed_over(n, where) if collection else (
+                _observes(n, where, tree) or _restored_and_observed(tree, n, where))) for n in found):
+            return True
+    return False
+
+
+def _added_and_observed(tree, adder: ast.Call, fn) -> bool:
+    """The task is a positional argument of ``<holder>.<m>(...)`` with ``m`` one of ``_ADDERS``
+    (``_as_argument``: ``_follow_collection(holder)``, the holder's uses in collection mode, on
+    their first visit) and a use of the holder observes at once there (``_collection_use_observes``):
+    a ``self``/``cls`` attribute's loads anywhere in the module (another object's attribute, or
+    any other holder than a name, is observed), a name's loads in ``fn`` (``_name_uses`` reads the region of the holder's binding
+    seen from ``fn``: ``fn``, a function around it or the module, each holding ``fn``'s nodes)."""
+    func = adder.func
+    if type(func) is not ast.Attribute or func.attr not in _ADDERS:
+        return False
+    holder = func.value
+    if type(holder) is ast.Attribute:
+        if not (type(holder.value) is ast.Name and holder.value.id in ("self", "cls")):
+            return True
+        region, found = tree.module, _named_nodes(tree, tree.module)[1].get(holder.attr, ())
+    elif type(holder) is ast.Name:
+        region = fn.node if fn is not None else tree.module
+        found = _named_nodes(tree, region)[0].get(holder.id, ())
+    else:
+        return True  # ``_follow_collection`` of anything else: OBSERVED
+    where = tree.parents(region)
+    return any(type(n.ctx) is ast.Load and _collection_use_observes(n, where) for n in found)
+
+
+def _collection_use_observes(use: ast.AST, parents: dict) -> bool:
+    """``_follow(use, "collection")`` says OBSERVED at once: the collection is handed over
+    (``_handed_over``), or a view of it (``.values()``, ``.copy()``, ``.items()``: ``_method_use``
+    follows the call in collection mode) is."""
+    if _handed_over(use, parents):
+        return True
+    p = parents.get(id(use))
+    if type(p) is not ast.Attribute or p.value is not use or p.attr not in _VIEW_GETTERS:
+        return False
+    call = parents.get(id(p))
+    return type(call) is ast.Call and call.func is p and _handed_over(call, parents)
+
+
+def _restored_and_observed(tree, use: ast.AST, parents: dict) -> bool:
+    """``use`` (a load of the name the task was stored in) is the whole value of an assignment
+    to an attribute that ``_stored`` surely finds observed: another object's attribute, or a
+    ``self``/``cls`` attribute one of whose loads anywhere in the module observes the task at
+    once (``_observes``). ``_follow`` reaches that assignment through the name's uses, and the
+    first visit of an attribute (``_seen``) whose uses hold one that observes at once ends in
+    OBSERVED, which every step above it keeps."""
+    p = parents.get(id(use))
+    if type(p) is ast.Assign and p.value is use:
+        targets = p.targets
+    elif type(p) is ast.AnnAssign and p.value is use:
+        targets = [p.target]
+    else:
+        return False
+    for t in targets:
+        if type(t) is not ast.Attribute:
+            continue
+        if not (type(t.value) is ast.Name and t.value.id in ("self", "cls")):
+            return True
+        where = tree.parents(tree.module)
+        if any(type(n.ctx) is ast.Load and _observes(n, where, tree) for n in _named_nodes(tree, tree.module)[1].get(t.attr, ())):
             return True
     return False
 

@@ -6,7 +6,7 @@ import libcst as cst
 
 from shutdown_lint.prefilter.words import All, AnyOf, Word, qualified
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
-from shutdown_lint.prefilter.ast_tree import TRYS, callee_name
+from shutdown_lint.prefilter.ast_tree import TRYS, callee_name, walk_within
 from shutdown_lint.traversal import walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD
@@ -387,6 +387,8 @@ def _may_drop_a_self_handling_task(tree) -> bool:
     for call, fn in spawns(tree):
         if not any(_may_handle_own_errors(tree, a) for a in [*call.args, *(k.value for k in call.keywords)]):
             continue
+        if _surely_only_sleeps(tree, call, fn):
+            continue
         parent = tree.parents(fn.node if fn is not None else tree.module).get(id(call))
         if isinstance(parent, ast.Expr):
             return True
@@ -422,8 +424,150 @@ def _may_handle_own_errors(tree, coro: ast.AST) -> bool:
         return False
     name = callee_name(coro)
     return any(fn.is_async and fn.name == name and (
-        _guards_broadly(fn.node.body) or all(isinstance(st, (ast.Expr, ast.Pass)) for st in fn.node.body))
+        _guards_broadly(fn.node.body) and _may_swallow(fn.node.body) or _may_only_wait(fn.node.body))
         for fn in tree.functions)
+
+
+def _may_swallow(stmts: list) -> bool:
+    """False only where ``_swallows_errors`` surely is: read in order, a statement it rejects
+    before it could return True: a ``try`` with an ``else``, none of whose handlers may be broad
+    (bare, or a name or attribute ending in ``Exception``/``BaseException``), with a surely broad
+    handler (bare, or such a name right after ``except ``: its code) that raises, or whose
+    ``finally`` raises (``_raises``: not in nested defs); a loop with an ``else`` or whose body
+    surely does not swallow; any other statement ``_bookkeeping`` surely rejects
+    (``_not_bookkeeping``)."""
+    for st in stmts:
+        t = type(st)
+        if t is ast.Try:
+            if st.orelse or not any(h.type is None or (type(h.type) is ast.Name and h.type.id in _BROAD_HANDLERS) or (
+                    type(h.type) is ast.Attribute and h.type.attr in _BROAD_HANDLERS) for h in st.handlers):
+                return False
+            if any(_surely_broad(h) and _raises_ast(h.body) for h in st.handlers) or _raises_ast(st.finalbody):
+                return False
+        elif t is ast.While or t is ast.For or t is ast.AsyncFor:
+            if st.orelse or not _may_swallow(st.body):
+                return False
+        elif _not_bookkeeping(st):
+            return False
+    return True
+
+
+def _surely_broad(h: ast.ExceptHandler) -> bool:
+    """``_swallows_errors`` counts ``h`` as broad: bare, or ``Exception``/``BaseException`` written
+    as a plain name right after ``except `` (``_code(h.type)`` is that name)."""
+    t = h.type
+    return t is None or (type(t) is ast.Name and t.id in _BROAD_HANDLERS and t.lineno == h.lineno
+                         and t.col_offset == h.col_offset + 7)
+
+
+def _raises_ast(stmts: list) -> bool:
+    """``_raises``: a ``raise`` in ``stmts``, not in nested defs."""
+    return any(type(n) is ast.Raise for n in walk_within(stmts, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+
+#: simple statements ``_bookkeeping`` accepts (an expression statement only when a string or an await)
+_BOOKKEEPING = (ast.Pass, ast.Assert, ast.Continue, ast.Break, ast.Assign, ast.AnnAssign, ast.AugAssign,
+                ast.Nonlocal, ast.Global)
+
+
+def _not_bookkeeping(st: ast.stmt) -> bool:
+    """``_bookkeeping`` surely rejects ``st``: an ``if`` one of whose blocks (its ``else``/``elif``
+    ones too) holds a statement surely rejected (an indented block checks each; a one-line one is
+    always rejected); a statement that is no ``if`` nor simple (``try``, a loop, ``with``, a def...);
+    a simple one not in ``_BOOKKEEPING`` nor an expression statement holding a plain string or an
+    ``await`` of a call that may sleep (``_may_sleep``: those may pass)."""
+    t = type(st)
+    if t is ast.If:
+        return any(_not_bookkeeping(s) for s in (*st.body, *st.orelse))
+    if t in _BOOKKEEPING:
+        return False
+    if t is ast.Expr:
+        v = st.value
+        if type(v) is ast.Constant:
+            return type(v.value) not in (str, bytes)
+        if type(v) is not ast.Await:
+            return True
+        return not _may_sleep(v.value)
+    return True
+
+
+def _may_sleep(c: ast.AST) -> bool:
+    """``c`` is a call whose callee's code may end in ``sleep``: a name or attribute so ending, or
+    another callee (left to the rule)."""
+    if type(c) is not ast.Call:
+        return False
+    name = _callee_word(c)
+    return name is None or name.endswith("sleep")
+
+
+def _callee_word(c: ast.Call):
+    """The callee's name (a name's, an attribute's last), None for any other callee."""
+    f = c.func
+    return f.id if type(f) is ast.Name else f.attr if type(f) is ast.Attribute else None
+
+
+def _may_only_wait(stmts: list) -> bool:
+    """``_only_waits`` may hold: some statements, each ``pass`` or an expression statement holding
+    a plain string, ``await <f>(...)`` with ``f``'s code maybe ending in ``sleep`` (a name or an
+    attribute so ending; any other callee is left to the rule) or in ``gather`` with a
+    ``return_exceptions`` keyword, or ``<x>.set()`` with no argument."""
+    if not stmts:
+        return False
+    for st in stmts:
+        if type(st) is ast.Pass:
+            continue
+        if type(st) is not ast.Expr:
+            return False
+        v = st.value
+        if type(v) is ast.Constant and type(v.value) in (str, bytes):
+            continue
+        if type(v) is ast.Await:
+            c = v.value
+            if type(c) is not ast.Call:
+                return False
+            if _may_sleep(c) or (_callee_word(c) or "").endswith("gather") and any(
+                    k.arg == "return_exceptions" for k in c.keywords):
+                continue
+            return False
+        if type(v) is ast.Call and type(v.func) is ast.Attribute and v.func.attr == "set" and not v.args \
+                and not v.keywords:
+            continue
+        return False
+    return True
+
+
+def _surely_only_sleeps(tree, call: ast.Call, fn) -> bool:
+    """``visit_Call`` surely returns at ``_only_sleeps``: the spawn, directly in a method, runs
+    ``self.<m>(...)`` (its first argument, positional: ``coroutine_target`` resolves it to the
+    first ``def m`` of the method's class, ``cls.methods``) and every ``await`` of that def's body
+    (not in nested defs; f-strings' too) is ``await asyncio.sleep(...)`` with
+    ``asyncio`` bound once in the module, by ``import asyncio`` at its top level (the facts'
+    ``call_name`` is then ``asyncio.sleep``)."""
+    if fn is None or fn.cls is None or not call.args or type(call.args[0]) is not ast.Call:
+        return False
+    coro = call.args[0]
+    f = coro.func
+    if type(f) is not ast.Attribute or type(f.value) is not ast.Name or f.value.id != "self":
+        return False
+    target = next((m for m in tree.methods.get(id(fn.cls), ()) if m.name == f.attr), None)
+    if target is None or not _asyncio_imported_once(tree):
+        return False
+    for n in walk_within(target.node.body, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if type(n) is ast.Await:
+            c = n.value
+            if not (type(c) is ast.Call and type(c.func) is ast.Attribute and c.func.attr == "sleep"
+                    and type(c.func.value) is ast.Name and c.func.value.id == "asyncio"):
+                return False
+    return True
+
+
+def _asyncio_imported_once(tree) -> bool:
+    """The module binds ``asyncio`` in one place, an ``import asyncio`` among its top-level
+    statements, and has no ``*`` import (``Tree.binding_count``)."""
+    if tree.binding_count("asyncio") != 1:
+        return False
+    return any(type(st) is ast.Import and any(a.name == "asyncio" and a.asname is None for a in st.names)
+               for st in tree.module.body)
 
 
 def _guards_broadly(stmts) -> bool:
