@@ -1,4 +1,12 @@
-"""Loop-stall watchdog against real loops (asyncio, uvloop, threads, fork). No wall-clock asserts."""
+"""Loop-stall watchdog against real loops (asyncio, uvloop, threads, fork). No wall-clock asserts.
+
+Thresholds are 0.5 s and planted blocks 1.2-1.5 s. A loaded machine stops a whole process for
+0.1-0.3 s at times (measured here at load 15: a 10 ms asyncio timer ran 0.1 s late about 1-8 times a
+minute, 0.325 s at worst); the watchdog rightly reports such a pause of an idle loop as a stall, so
+with a 0.1 s threshold a test that counts its planted stalls saw one more (CI-like runs here, and
+SIGSTOP freezes of 0.15 s every 0.5 s: 4 of 31 tests failed). A block also has to outlast the
+threshold by more than the monitor thread can be kept from running, or it is reported unsampled.
+"""
 from __future__ import annotations
 
 import asyncio
@@ -37,9 +45,9 @@ def test_planted_block_reported_with_file_line_and_hint() -> None:
     reports: list = []
 
     async def main() -> None:
-        with runtime_guard.watch_loop(threshold=0.1, on_stall=reports.append, hard_threshold=None):
+        with runtime_guard.watch_loop(threshold=0.5, on_stall=reports.append, hard_threshold=None):
             await asyncio.sleep(0.2)
-            time.sleep(0.5)  # PLANTED-BLOCK
+            time.sleep(1.2)  # PLANTED-BLOCK
             await asyncio.sleep(0.2)
 
     asyncio.run(main())
@@ -48,7 +56,7 @@ def test_planted_block_reported_with_file_line_and_hint() -> None:
     assert r.filename == __file__ and r.lineno == _lineno("# PLANTED-BLOCK")
     assert r.rule == "SHD301" and "asyncio.sleep" in (r.fix or "")
     assert "main" in r.running and r.stack and not r.ongoing
-    assert r.duration >= 0.1
+    assert r.duration >= 0.5
     assert "PLANTED-BLOCK" in r.format()
 
 
@@ -76,10 +84,10 @@ def test_blocking_call_in_library_points_at_user_line() -> None:
         _json.dumps([list(range(200))] * 20000)
 
     async def main() -> None:
-        with runtime_guard.watch_loop(threshold=0.05, on_stall=reports.append, hard_threshold=None):
+        with runtime_guard.watch_loop(threshold=0.5, on_stall=reports.append, hard_threshold=None):
             await asyncio.sleep(0.05)
             t0 = time.monotonic()
-            while time.monotonic() - t0 < 0.4:
+            while time.monotonic() - t0 < 1.2:
                 slow_json()  # LIB-BLOCK
             await asyncio.sleep(0.1)
 
@@ -141,9 +149,9 @@ def test_many_loops_in_threads_one_monitor_and_closed_loops_forgotten() -> None:
 
     def worker(i: int, use_uvloop: bool) -> None:
         async def main() -> None:
-            with runtime_guard.watch_loop(threshold=0.1, on_stall=on_stall, hard_threshold=None):
+            with runtime_guard.watch_loop(threshold=0.5, on_stall=on_stall, hard_threshold=None):
                 await asyncio.sleep(0.1)
-                time.sleep(0.4)  # THREAD-BLOCK
+                time.sleep(1.2)  # THREAD-BLOCK
                 await asyncio.sleep(0.1)
 
         loop = uvloop.new_event_loop() if use_uvloop else asyncio.new_event_loop()
@@ -173,7 +181,7 @@ ENV_PROGRAM = """
     {prelude}
     async def main():
         await asyncio.sleep(0.1)
-        time.sleep(0.5)  # ENV-BLOCK
+        time.sleep(1.2)  # ENV-BLOCK
         await asyncio.sleep(0.1)
     asyncio.run(main())
     import uvloop
@@ -188,7 +196,7 @@ ENV_PROGRAM = """
 @pytest.mark.parametrize("how", ["env", "auto"])
 def test_zero_code_activation_hooks_every_loop(tmp_path: Path, how: str) -> None:
     out = tmp_path / "stalls.jsonl"
-    env = {"RUNTIME_GUARD_REPORT_FILE": str(out), "RUNTIME_GUARD_THRESHOLD": "0.1"}
+    env = {"RUNTIME_GUARD_REPORT_FILE": str(out), "RUNTIME_GUARD_THRESHOLD": "0.5"}
     if how == "env":
         env["RUNTIME_GUARD"] = "1"
         prelude = "import runtime_guard; runtime_guard.install_from_env()"
@@ -212,12 +220,12 @@ def test_gil_holding_c_call_dumped_by_faulthandler() -> None:
         import asyncio, re, runtime_guard, time
         reports = []
         async def main():
-            runtime_guard.watch_loop(threshold=0.1, on_stall=reports.append, hard_threshold=0.3)
+            runtime_guard.watch_loop(threshold=0.5, on_stall=reports.append, hard_threshold=0.6)
             await asyncio.sleep(0.2)
             t0 = time.monotonic()
             re.match(r'(a+)+$', 'a' * 27 + 'b')  # GIL-BLOCK
             print('regex took', time.monotonic() - t0, flush=True)
-            await asyncio.sleep(0.3)
+            await asyncio.sleep(1.0)  # the monitor reports the stall while the loop is still open
         asyncio.run(main())
         print('REPORTS', len(reports), [r.sampled for r in reports], flush=True)
     """, timeout=120)
@@ -232,11 +240,11 @@ def test_gil_holding_c_call_dumped_by_faulthandler() -> None:
 def test_fork_child_watches_its_own_loops() -> None:
     r = run_code("""
         import asyncio, os, time, runtime_guard
-        runtime_guard.install_watchdog(0.1, hard_threshold=None, on_stall=lambda r: print('STALL', os.getpid() == PID_CHILD[0], r.lineno, flush=True))
+        runtime_guard.install_watchdog(0.5, hard_threshold=None, on_stall=lambda r: print('STALL', os.getpid() == PID_CHILD[0], r.lineno, flush=True))
         PID_CHILD = [None]
         async def blocker():
             await asyncio.sleep(0.1)
-            time.sleep(0.4)
+            time.sleep(1.2)
             await asyncio.sleep(0.1)
         asyncio.run(blocker())
         pid = os.fork()
@@ -255,11 +263,14 @@ def test_summary_counts_stalls() -> None:
     before = runtime_guard.stall_summary()["count"]
 
     async def main() -> None:
-        with runtime_guard.watch_loop(threshold=0.05, on_stall=lambda r: None, hard_threshold=None):
-            time.sleep(0.3)
+        with runtime_guard.watch_loop(threshold=0.5, on_stall=lambda r: None, hard_threshold=None):
+            time.sleep(1.2)
             await asyncio.sleep(0.1)
 
     asyncio.run(main())
+    # A stall is counted when it ends; the with block may have ended the watch before the monitor
+    # saw the loop's first beat after it (it looks every threshold/2): settle() closes it.
+    watchdog.settle()
     s = runtime_guard.stall_summary()
     assert s["count"] == before + 1 and s["worst"]
 
@@ -277,9 +288,9 @@ import asyncio, time
 async def main():
     for _ in range(3):
         await asyncio.sleep(0.05)
-        time.sleep(0.3)  # REPEATED
+        time.sleep(1.0)  # REPEATED
     await asyncio.sleep(0.05)
-    time.sleep(0.5)  # ONCE
+    time.sleep(1.5)  # ONCE
 
 asyncio.run(main())
 """
@@ -294,7 +305,7 @@ def _launch(tmp_path: Path, program: str, *args: str) -> "tuple[object, list]":
     script = tmp_path / "prog.py"
     script.write_text(program)
     out = tmp_path / "stalls.jsonl"
-    r = subprocess.run([sys.executable, "-m", "runtime_guard", "--threshold", "0.1", "--json", str(out), *args,
+    r = subprocess.run([sys.executable, "-m", "runtime_guard", "--threshold", "0.5", "--json", str(out), *args,
                         str(script)], capture_output=True, text=True, timeout=60, env=child_env(), cwd=str(REPO))
     records = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
     return r, records
@@ -306,11 +317,11 @@ def test_exit_summary_groups_stalls_by_location_with_counts_and_total(tmp_path: 
     script = str(tmp_path / "prog.py")
     summary = r.stderr[r.stderr.index("runtime_guard: 4 event-loop stall(s)"):].splitlines()
     assert "at 2 location(s):" in summary[0], summary
-    # one line per location, most total time first: 3 x 0.3 s before 1 x 0.5 s
+    # one line per location, most total time first: 3 x 1.0 s before 1 x 1.5 s
     assert summary[1].startswith(f"  3 x {script}:6 in main: "), summary
     assert summary[2].startswith(f"  1 x {script}:8 in main: "), summary
     total_repeated = float(summary[1].split(": ")[1].split("s in all")[0])
-    assert 3 * 0.28 <= total_repeated <= 3 * 1.0, summary
+    assert 3 * 0.98 <= total_repeated <= 3 * 1.7, summary
     ends = [x for x in records if x["event"] == "stall_end"]
     assert [x["lineno"] for x in ends] == [6, 6, 6, 8]
     grand_total = float(summary[0].split(", ")[1].split("s in all")[0])
@@ -319,16 +330,16 @@ def test_exit_summary_groups_stalls_by_location_with_counts_and_total(tmp_path: 
 
 def test_real_duration_of_a_block_that_ends_the_loop(tmp_path: Path) -> None:
     # The block is the coroutine's last statement: the loop stops before a beat can run. Before,
-    # the summary kept the last in-stall sample (0.252 s for this 0.3 s block).
+    # the summary kept the last in-stall sample (0.252 s for a 0.3 s block at threshold 0.1).
     r, records = _launch(tmp_path, "import asyncio, time\n\nasync def main():\n    await asyncio.sleep(0.05)\n"
-                                   "    time.sleep(0.3)\n\nasyncio.run(main())\n")
+                                   "    time.sleep(1.5)\n\nasyncio.run(main())\n")
     assert r.returncode == 0, r.stderr
     line = next(x for x in r.stderr.splitlines() if x.startswith("  1 x "))
-    assert 0.28 <= float(line.split("longest ")[1].split("s")[0]) <= 1.0, r.stderr
+    assert 1.48 <= float(line.split("longest ")[1].split("s")[0]) <= 2.2, r.stderr
     stall, end = records
-    assert stall["event"] == "stall" and stall["ongoing"] and stall["duration"] < 0.28  # the detection sample
+    assert stall["event"] == "stall" and stall["ongoing"] and stall["duration"] < 1.48  # the detection sample
     assert end["event"] == "stall_end" and end["stall_id"] == stall["stall_id"] and not end["ongoing"]
-    assert end["measured_end"] and 0.28 <= end["duration"] <= 1.0, end
+    assert end["measured_end"] and 1.48 <= end["duration"] <= 2.2, end
 
 
 @pytest.mark.parametrize("last", [False, True])
@@ -336,16 +347,16 @@ def test_real_duration_in_process_report(last: bool) -> None:
     reports: list = []
 
     async def main() -> None:
-        with runtime_guard.watch_loop(threshold=0.1, on_stall=reports.append, hard_threshold=None):
+        with runtime_guard.watch_loop(threshold=0.5, on_stall=reports.append, hard_threshold=None):
             await asyncio.sleep(0.05)
-            time.sleep(0.3)
+            time.sleep(1.5)
             if not last:
                 await asyncio.sleep(0.1)
 
     asyncio.run(main())
     watchdog.settle()  # the with block may have ended the watch mid-stall: the monitor closes it
     assert len(reports) == 1 and not reports[0].ongoing and reports[0].measured_end
-    assert 0.28 <= reports[0].duration <= 1.0, reports[0].duration
+    assert 1.48 <= reports[0].duration <= 2.2, reports[0].duration
 
 
 @pytest.mark.parametrize("how", ["script", "module"])
@@ -359,11 +370,11 @@ def test_stack_leaves_out_launcher_and_guard_frames(tmp_path: Path, how: str) ->
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "__main__.py").write_text("import asyncio, time\n\nasync def main():\n    await asyncio.sleep(0.05)\n"
-                                     "    time.sleep(0.3)\n    await asyncio.sleep(0.05)\n\nasyncio.run(main())\n")
+                                     "    time.sleep(1.2)\n    await asyncio.sleep(0.05)\n\nasyncio.run(main())\n")
     out = tmp_path / "stalls.jsonl"
     target = [str(pkg / "__main__.py")] if how == "script" else ["-m", "stallpkg"]
     r = subprocess.run([sys.executable, "-m", "runtime_guard", "--json", str(out), *target], capture_output=True,
-                       text=True, timeout=60, env=child_env(), cwd=str(tmp_path))
+                       text=True, timeout=60, env=child_env({"RUNTIME_GUARD_THRESHOLD": "0.5"}), cwd=str(tmp_path))
     assert r.returncode == 0, r.stderr
     stall = json.loads(out.read_text().splitlines()[0])
     stack = stall["stack"]
@@ -378,10 +389,10 @@ def test_fork_child_does_not_inherit_the_parents_summary() -> None:
     r = run_code("""
         import asyncio, os, time, runtime_guard
         from runtime_guard import watchdog
-        runtime_guard.install_watchdog(0.1, hard_threshold=None, on_stall=lambda r: None)
+        runtime_guard.install_watchdog(0.5, hard_threshold=None, on_stall=lambda r: None)
         async def blocker():
             await asyncio.sleep(0.05)
-            time.sleep(0.3)
+            time.sleep(1.2)
             await asyncio.sleep(0.05)
         asyncio.run(blocker())
         watchdog.settle()
