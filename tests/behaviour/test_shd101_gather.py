@@ -108,7 +108,10 @@ TQDM_ASYNCIO_RUN = TQDM_CANCELLED.replace(
 # soon as the *first* child has finished its teardown. asyncio.run then cancels what is left, a
 # second time, while those children await their own teardown: it is cut short. Here teardown
 # times differ per sandbox, as deleting real sandboxes does; with equal times the loss depends
-# on how the timers fall into loop iterations (measured: 1 to 3 of 5 lost in ~1 run of 20).
+# on how the timers fall into loop iterations (measured: 1 to 3 of 5 lost in ~1 run of 20). The
+# first teardown ends 0.5 s before the next: a loaded machine that stops the process across both
+# ends lets both finish in one loop pass (0.1 s apart, a 0.3 s SIGSTOP 0.05 s after the SIGINT
+# left 5 sandboxes, not 7, in 5 of 5 runs).
 INTERRUPTED = '''
 import asyncio
 import os
@@ -124,7 +127,7 @@ async def run_sandbox(i):
         while True:  # short sleeps: asyncio.run's SIGINT handler sets no wakeup fd (one long timer would hold it)
             await asyncio.sleep(0.05)
     finally:
-        await asyncio.sleep(0.1 * (i + 1))  # deleting sandbox i takes its own time
+        await asyncio.sleep(0.1 if i == 0 else 0.6 + 0.1 * i)  # deleting sandbox i takes its own time
         os.remove(path)
 
 
