@@ -766,7 +766,10 @@ def _may_cancel_a_task(tree) -> bool:
     values of its class: ``Tree.words`` follows both, scopes ignored, and a call's words are its
     callee's) or a qualified name ``asyncio.Task``/``asyncio.Future`` (``Tree.words``: the last
     words it may have; a call's include its factory's result type); else ``_loop_over_tasks``
-    needs a name that an enclosing ``for`` binds. Other receivers (a subscript...) stay. Then
+    needs a name that an enclosing ``for`` binds. Any other receiver gives ``_task_spawns`` no
+    value (``_collection_values`` reads a name or ``self.<x>``), and a qualified name only when a
+    call (``_call_result_type``) or an attribute ending in ``Task``/``Future`` (the facts' name of
+    ``<e>.<x>`` ends in ``.<x>`` unless ``e`` is ``self``): a subscript, an await... is out. Then
     ``_may_clean_up`` must hold for one of the spawns: a name or ``self.<x>`` whose every
     binding is a spawn of a coroutine that surely has no cleanup (``_spawns_quiet``) is out.
     A ``self.<x>`` is out too when no ``self.<x> = v`` of the module may give a spawn or a
@@ -804,7 +807,8 @@ def _may_cancel_a_task(tree) -> bool:
                 if _self_may_be_task(tree, fn, values) and not _spawns_quiet(tree, values) \
                         and not _self_reaped(tree, fn, c, receiver):
                     return True
-            elif t not in (ast.Attribute, ast.Call, ast.Await) or tree.words(receiver) & _TASK_WORDS:
+            elif (t is ast.Call and tree.words(receiver) & _TASK_WORDS
+                  or t is ast.Attribute and receiver.attr in _TASK_CLASSES):
                 return True
     return False
 
@@ -916,10 +920,13 @@ def _may_clean_up_ast(tree, spawn: ast.Call, g) -> bool:
     of a class whose methods named ``m`` are all ``async def``s with no cleanup
     (``_has_cleanup``), or none is and ``m`` is a ``_WAIT_PRIMITIVES`` word; or ``<x>.<m>(...)``
     with ``x`` no class of this module (``resolve_function`` finds nothing) or a longer
-    receiver, ``m`` such a word."""
+    receiver, ``m`` such a word; or ``f(...)`` with ``f`` a def of this module seen from the
+    spawn's function ``g`` (``_local_quiet``)."""
     if not spawn.args:
         return True
     coro = spawn.args[0]
+    if type(coro) is ast.Call and type(coro.func) is ast.Name:
+        return not _local_quiet(tree, coro.func.id, g)
     if type(coro) is not ast.Call or type(coro.func) is not ast.Attribute:
         return True
     func = coro.func
@@ -934,6 +941,40 @@ def _may_clean_up_ast(tree, spawn: ast.Call, g) -> bool:
         elif any(c.name == owner.id for c in tree.classes):
             return True
     return func.attr not in _WAIT_PRIMITIVES
+
+
+def _local_quiet(tree, name: str, g) -> bool:
+    """``coroutine_target`` surely gives an ``async def`` with no cleanup for ``<name>(...)`` made
+    in ``g`` (a ``Function``, None: the module): every place binding ``name`` in the module is a
+    def (``Tree.binding_count``: no import, assignment, parameter...), each one bound as a name
+    (not a method) is an ``async def`` without cleanup (``_has_cleanup_ast``), and one of them is
+    bound in a scope ``facts.lookup`` searches from ``g``: ``g``, a function around it, or the
+    module. Then whichever of them ``lookup`` finds (the innermost such scope's last), it is quiet."""
+    defs = [fn for fn in tree.functions if fn.name == name]
+    if not defs or tree.binding_count(name) != len(defs):
+        return False
+    bound = [fn for fn in defs if fn.cls is None]
+    if not bound or any(not fn.is_async or _has_cleanup_ast(fn.node.body) for fn in bound):
+        return False
+    chain = []
+    f = g
+    while f is not None:
+        chain.append(f)
+        f = _outer_function(tree, f)
+    return any(_outer_function(tree, fn) in (None, *chain) for fn in bound)  # (cls None: not in a class body)
+
+
+def _outer_function(tree, fn):
+    """The innermost ``Function`` whose node holds ``fn``'s (by source position), None: none."""
+    start = (fn.node.lineno, fn.node.col_offset)
+    end = (fn.node.end_lineno, fn.node.end_col_offset)
+    best = None
+    for other in tree.functions:
+        n = other.node
+        if other is not fn and (n.lineno, n.col_offset) <= start and end <= (n.end_lineno, n.end_col_offset):
+            if best is None or (n.lineno, n.col_offset) >= (best.node.lineno, best.node.col_offset):
+                best = other
+    return best
 
 
 def _has_cleanup_ast(body: list) -> bool:

@@ -144,6 +144,62 @@ case(True, 0, loop(more="task = None"))  # a value binding in the function: kept
 case(True, 1, loop().replace("self._tasks = {}", "self._tasks = [asyncio.create_task(job())]"))
 
 
+# receivers that are no name nor ``self.<x>``: only a call, or an attribute ending in
+# ``Task``/``Future``, can be typed a task (the facts' name of ``<e>.<x>`` ends in ``.<x>``)
+_OTHER_RECEIVER = """
+import asyncio
+
+async def job():
+    try:
+        await asyncio.sleep(10)
+    finally:
+        print("cleanup")
+
+async def main(app, tasks):
+    app.poller = asyncio.create_task(job())
+    tasks[0] = asyncio.create_task(job())
+    await asyncio.sleep(1)
+    {cancel}.cancel()
+"""
+case(False, 0, _OTHER_RECEIVER.format(cancel="app.poller"))
+case(False, 0, _OTHER_RECEIVER.format(cancel="tasks[0]"))
+case(False, 0, _OTHER_RECEIVER.format(cancel="(await app.get())"))
+case(True, 1, _OTHER_RECEIVER.format(cancel="asyncio.create_task(job())"))
+case(True, 1, _OTHER_RECEIVER.format(cancel="asyncio.Task(job())"))
+case(True, 1, _OTHER_RECEIVER.format(cancel="asyncio.Task"))
+
+# a task made from a local ``async def`` with no cleanup (``coroutine_target`` finds the def)
+_LOCAL = """
+import asyncio
+{top}
+async def main(queue):
+    {inner}
+    t = asyncio.create_task(feed())
+    await asyncio.sleep(1)
+    t.cancel()
+"""
+_FEED = """async def feed():
+        while True:
+            await queue.put(1)
+"""
+_FEED_CLEAN = """async def feed():
+        try:
+            await queue.put(1)
+        finally:
+            print("cleanup")
+"""
+case(False, 0, _LOCAL.format(top="", inner=_FEED))
+case(True, 1, _LOCAL.format(top="", inner=_FEED_CLEAN))
+case(False, 0, _LOCAL.format(inner="pass", top="\n" + textwrap.dedent("    " + _FEED).replace("queue", "q")))
+case(True, 1, _LOCAL.format(inner=_FEED + "    feed = None\n", top=""))  # bound to something else after it
+case(True, 1, _LOCAL.format(inner=_FEED + "    from helpers import feed\n", top=""))
+case(True, 0, _LOCAL.format(inner=_FEED, top="\nfeed = None\n"))  # (the inner def hides it: kept all the same)
+case(True, 1, _LOCAL.format(inner="pass", top="\n" + textwrap.dedent("    " + _FEED_CLEAN).replace("queue", "q")))
+case(True, 1, _LOCAL.format(top="", inner="def other():\n        " + _FEED.replace("\n    ", "\n        ")))  # not seen
+case(True, 1, _LOCAL.format(top="", inner="class K:\n        " + _FEED.replace("\n    ", "\n        ")))  # a method
+case(True, 1, _LOCAL.format(top="", inner=_FEED.replace("async def", "def")))  # not a coroutine function
+
+
 @pytest.mark.parametrize("source,candidate,findings", CASES, ids=[f"SHD105-{i}" for i in range(len(CASES))])
 def test_tier2_near_miss(source, candidate, findings):
     without_tiers = _tier2_decides("SHD105", source, candidate)  # tiers on find what tiers off do
