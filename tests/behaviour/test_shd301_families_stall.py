@@ -30,7 +30,10 @@ from shutdown_lint.fixer import fix_source
 from shutdown_lint.rules._blocking_vocabulary import FAMILY_NAMES
 from shutdown_lint.settings import Settings
 
-DELAY = 0.4
+# The fixed program's longest tick gap must stay under half the call: DELAY is well above the
+# 0.1-0.3 s a loaded machine stops a process at times (with DELAY 0.4 a 0.2 s SIGSTOP every 1 s
+# made [waits] fail: 0.202 s >= 0.5 * 0.401 s).
+DELAY = 1.0
 
 HARNESS = '''
 import asyncio
