@@ -57,7 +57,7 @@ QUEUE_CONSUMER = textwrap.dedent('''
     async def process_queue(q: queue.Queue, processed: list):
         while True:
             try:
-                event = q.get(timeout=0.1)
+                event = q.get(timeout=1.0)  # 1 s: see test_queue_get_gets_no_fix_...
             except queue.Empty:
                 await asyncio.sleep(0)
                 continue
@@ -80,14 +80,17 @@ QUEUE_CONSUMER = textwrap.dedent('''
 
 @pytest.mark.timeout(60)
 def test_queue_get_gets_no_fix_because_a_thread_would_lose_the_item(tmp_path):
+    # The worker thread's get (started with the task) must still be waiting when the event is put,
+    # 70 ms in: with timeout=0.1 that was a 30 ms margin, and a 0.25 s SIGSTOP (what a loaded machine
+    # does to a process) made it time out first ("still queued: 1 | lost: False" after the old fix).
     (diag,) = _diagnostics(QUEUE_CONSUMER)
     assert diag.fix is None and "lost" in diag.message and "cancelled" in diag.message, diag.message
     assert _fixed(QUEUE_CONSUMER) == QUEUE_CONSUMER
     before = _run(tmp_path, "before.py", QUEUE_CONSUMER)
     assert "still queued: 1 | lost: False" in before, before
     # the fix this rule used to offer, by hand: the worker thread takes the event after the cancel
-    old_fix = QUEUE_CONSUMER.replace("event = q.get(timeout=0.1)",
-                                     "event = await asyncio.to_thread(q.get, timeout=0.1)")
+    old_fix = QUEUE_CONSUMER.replace("event = q.get(timeout=1.0)",
+                                     "event = await asyncio.to_thread(q.get, timeout=1.0)")
     after = _run(tmp_path, "old_fix.py", old_fix)
     assert "still queued: 0 | lost: True" in after, after
 
