@@ -2,8 +2,15 @@
 
 The hazard program (the SkyRL #1446 shape) runs a "generation" task that ticks every
 10 ms while ``async def train()`` calls ``self.save_checkpoints()``, a same-class
-method that does a real ``torch.save`` of a 64 MB state dict to tmp_path. We measure,
-inside each run, the longest gap between generation ticks and the shortest save.
+method that does a real ``torch.save`` of a 4 MB state dict to a checkpoint store that
+takes its time: a FIFO in tmp_path whose reader, like a slow network filesystem, starts
+draining it 1 s late (into ``step<N>.pt.stored``). We measure, inside each run, the
+longest gap between generation ticks and the shortest save.
+
+The save lasts 1 s so that "the fixed program's longest gap is under half a save" has room
+for the 0.1-0.3 s a loaded machine stops a process at times. A 64 MB save to disk took
+0.06-0.2 s: half of it is what one such pause takes (a 0.2 s SIGSTOP every 1 s failed it:
+0.226 s >= 0.5 * 0.191 s).
 
 Hazard: the longest gap covers a whole save (the loop did nothing meanwhile). Fixed
 (``fix_source`` output, ``await asyncio.to_thread(self.save_checkpoints, step)``): the
@@ -37,19 +44,36 @@ SETTINGS = Settings(selected=("SHD301",), target_version="py311")
 HAZARD = textwrap.dedent(
     '''
     import asyncio
+    import os
+    import shutil
     import sys
+    import threading
     import time
 
     import torch
 
     CKPT_DIR = sys.argv[1]
+    STORE_DELAY = 1.0
+    STORES = []
+
+
+    def checkpoint_store(path):
+        """The checkpoint store: takes the bytes written to ``path`` (a FIFO) STORE_DELAY s late."""
+        with open(path, "rb") as src:
+            time.sleep(STORE_DELAY)
+            with open(path + ".stored", "wb") as dst:
+                shutil.copyfileobj(src, dst)
 
 
     class Trainer:
         def __init__(self):
-            self.state = {"w": torch.randn(16_000_000)}  # 64 MB of "weights"
+            self.state = {"w": torch.randn(1_000_000)}  # 4 MB of "weights", far more than a pipe holds
             self.ticks = []
             self.save_secs = []
+            for step in range(3):
+                os.mkfifo(f"{CKPT_DIR}/step{step}.pt")
+                STORES.append(threading.Thread(target=checkpoint_store, args=(f"{CKPT_DIR}/step{step}.pt",)))
+                STORES[-1].start()
 
         def save_checkpoints(self, step):
             start = time.monotonic()
@@ -76,6 +100,8 @@ HAZARD = textwrap.dedent(
 
 
     asyncio.run(Trainer().train())
+    for store in STORES:
+        store.join()
     '''
 ).lstrip()
 
@@ -95,7 +121,8 @@ def _run(path: Path, ckpt_dir: Path) -> tuple[float, float]:
     assert done.returncode == 0, done.stderr
     m = re.search(r"MAX_GAP=([\d.]+) MIN_SAVE=([\d.]+)", done.stdout)
     assert m, done.stdout
-    assert len(list(ckpt_dir.glob("step*.pt"))) == 3  # the saves really happened
+    stored = sorted(ckpt_dir.glob("step*.pt.stored"))
+    assert len(stored) == 3 and all(p.stat().st_size > 4_000_000 for p in stored)  # the saves really happened
     return float(m.group(1)), float(m.group(2))
 
 
