@@ -12,7 +12,8 @@ from shutdown_lint.facts.classes import is_stub, overrides
 from shutdown_lint.index.classes import overrides as class_overrides
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule, Valid
 from shutdown_lint.traversal import walk
-from shutdown_lint.prefilter.ast_tree import TRYS
+from shutdown_lint.facts.vocabulary import FACTORY_TYPES, _canonical
+from shutdown_lint.prefilter.ast_tree import TRYS, nested_statements
 
 from ._vocabulary import RESOURCE_WORDS, identifier_words, mentions
 
@@ -1095,6 +1096,8 @@ class _Owners:
         self._owns_memo: dict[tuple[int, int], bool] = {}
         self._parsed: list = []
         self._seen: set[tuple[str, int]] = set()
+        self._call_owner: Optional[dict] = None  # ``_owners_of_calls``
+        self._top: Optional[set] = None  # ``_top_classes``
 
     # ------------------------------------------------------------------ the children
     def may_own_a_child(self, gather: ast.Call) -> bool:
@@ -1256,6 +1259,9 @@ class _Owners:
             from .shd301_blocking_call_in_coroutine import _Values
 
             self.values = _Values(self.tree, None)
+        own = self._self_attribute_method(func)
+        if own is not None:
+            return own
         names = self.values.ask(self.values.qualified, func)
         if names is None:
             return None
@@ -1280,6 +1286,75 @@ class _Owners:
                     return None
                 out |= {f"{a}.{rest}" for a in got}
         return out
+
+    def _self_attribute_method(self, func: ast.AST) -> Optional[set[str]]:
+        """``self.<x>.<m>`` called directly in a method of a module-level class ``C`` (the facts'
+        ``elsewhere._qualified``: ``qualified_name`` types ``self.<x>`` by the last ``self.<x> =``
+        value of ``C``'s methods, ``_instance_type``; untyped, ``<module>.C.<x>.<m>``): those
+        names, a subset of ``_Values``' (every value of every class). None: not that case, or a
+        ``with ... as self.<x>`` also binds it (its value is the context manager's)."""
+        if not (type(func) is ast.Attribute and type(func.value) is ast.Attribute
+                and type(func.value.value) is ast.Name and func.value.value.id == "self"):
+            return None
+        owner = self._owners_of_calls().get(id(func))
+        if owner is None or owner.cls is None or id(owner.cls) not in self._top_classes():
+            return None
+        attr, method = func.value.attr, func.attr
+        tree = self.tree
+        values = [(t, v, g) for t, v, g in tree.assigns if type(t) is ast.Attribute and t.attr == attr]
+        if sum(1 for bound, _ in tree._attr_bindings if bound == attr) > len(values):
+            return None
+        own = [v for t, v, g in values
+               if type(t.value) is ast.Name and t.value.id == "self" and g is not None and g.cls is owner.cls]
+        out = {f"<module>.{owner.cls.name}.{attr}.{method}"}
+        if own and not any(fn.name == attr for fn in tree.methods.get(id(owner.cls), ())):
+            # (a method ``<x>`` of ``C`` is what ``qualified_name`` names first: ``<module>.C.<x>``)
+            sure = self._surely_typed(own[-1])
+            if sure is not None:  # ``qualified_name`` gives a name: ``elsewhere._qualified`` takes it
+                return {f"{sure}.{method}", f"{_canonical(sure)}.{method}"}
+        if own:
+            types = self.values.ask(self.values._instance, own[-1], set())
+            if types is None:
+                return None
+            for q in types:
+                out.add(f"{q}.{method}")
+                out.add(f"{_canonical(q)}.{method}")
+        return out
+
+    def _surely_typed(self, value: ast.AST) -> Optional[str]:
+        """The facts' ``_instance_type`` of ``value`` where it surely is a class of another module:
+        ``C(...)`` (awaited or not) with ``C`` bound once in the module (``Tree.binding_count``), by
+        an absolute ``from <m> import <c> [as C]`` among the module's own statements, ``c``
+        capitalised and ``<m>.<c>`` no factory of ``FACTORY_TYPES``: ``<m>.<c>``."""
+        if type(value) is ast.Await:
+            value = value.value
+        if type(value) is not ast.Call or type(value.func) is not ast.Name:
+            return None
+        local = value.func.id
+        if self.tree.binding_count(local) != 1:
+            return None
+        for st in nested_statements(self.tree.module.body,
+                                    lambda st: type(st) not in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if type(st) is ast.ImportFrom and not st.level and st.module:
+                for a in st.names:
+                    if (a.asname or a.name) == local and a.name[:1].isupper():
+                        q = f"{st.module}.{a.name}"
+                        return None if _canonical(q) in FACTORY_TYPES else q
+        return None
+
+    def _owners_of_calls(self) -> dict:
+        """``id(call.func)`` -> the ``Function`` the call is directly in (its scope for the facts)."""
+        if self._call_owner is None:
+            self._call_owner = {id(c.func): fn for fn in self.tree.functions for c, _, _ in fn.calls}
+        return self._call_owner
+
+    def _top_classes(self) -> set:
+        """The classes in no def nor class (their qualname is their name; ``cls.scope`` is None)."""
+        if self._top is None:
+            self._top = {id(st) for st in nested_statements(
+                self.tree.module.body, lambda st: type(st) not in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                if type(st) is ast.ClassDef}
+        return self._top
 
     def _keep(self, node: ast.AST) -> ast.AST:
         """A parsed string annotation, kept alive (the answers are memoised by node identity)."""
