@@ -9,6 +9,7 @@ from shutdown_lint.prefilter import words as C
 from shutdown_lint import facts as F
 from shutdown_lint.prefilter import ast_tree as T
 from shutdown_lint.facts import FunctionInfo, reachable
+from shutdown_lint.facts.elsewhere import resolve_elsewhere
 from shutdown_lint.facts.vocabulary import _BUILTINS
 from shutdown_lint.rule import Fix, InsertAfter, Invalid, Option, Rule
 
@@ -17,6 +18,8 @@ from ._vocabulary import CLEANUP_WORDS, mentions
 
 _DESTROY = "destroy_process_group"
 _GUARD_WORDS = ("install_distributed_teardown",)
+#: a call ``_destroys`` accepts spells one of these
+_TEARDOWN_WORDS = (_DESTROY, *_GUARD_WORDS)
 
 
 class ProcessGroupWithoutTeardown(Rule):
@@ -356,7 +359,9 @@ class ProcessGroupWithoutTeardown(Rule):
             g = f._call_scope.get(c)
             if not (f.in_cleanup_block(c) or (g is not None and self._on_teardown_path(c, g))):
                 continue
-            other = f.resolve_elsewhere(c.func, c)
+            # only a function whose calls spell the teardown matters: the index need not read a
+            # module whose text shows it is not one
+            other = resolve_elsewhere(f, c.func, c, _TEARDOWN_WORDS)
             if other is not None and any(_destroys(call[0]) and len(call) <= 3 for call in other.info["calls"]):
                 found = other.where()
                 break
@@ -364,7 +369,7 @@ class ProcessGroupWithoutTeardown(Rule):
         if found is None:
             # `destroy_process_group(self.sub_group)` elsewhere releases a subgroup, not this one
             found, looked = F.teardown_elsewhere(f.project, lambda written, args: _destroys(written) and not args,
-                                                 lambda name: mentions(name, CLEANUP_WORDS), words=(_DESTROY, *_GUARD_WORDS))
+                                                 lambda name: mentions(name, CLEANUP_WORDS), words=_TEARDOWN_WORDS)
         self._project_td = (found, [F.display_path(p) for p in looked])
         return self._project_td
 

@@ -17,19 +17,23 @@ if TYPE_CHECKING:
     from ..index.project import ProjectFunction
 
 
-def resolve_elsewhere(facts: "ModuleFacts", expr: cst.BaseExpression, at: cst.CSTNode) -> Optional["ProjectFunction"]:
+def resolve_elsewhere(facts: "ModuleFacts", expr: cst.BaseExpression, at: cst.CSTNode,
+                      words: tuple[str, ...] = ()) -> Optional["ProjectFunction"]:
+    """``words``: the caller only wants a function whose calls spell one of them (a teardown
+    search); None, too, where the index can tell from a module's text that it is not one
+    (``ProjectIndex.resolve``)."""
     view = facts.project
     if view is None:
         return None
     if isinstance(expr, cst.Call):  # functools.partial(f, ...)
         if facts.qualified_name(expr.func, at) == "functools.partial" and expr.args:
-            return resolve_elsewhere(facts, expr.args[0].value, at)
+            return resolve_elsewhere(facts, expr.args[0].value, at, words)
         return None
     name = _qualified(facts, expr, at)
     if name is None:
         return None
     try:
-        return view.function(name)
+        return view.function(name, words)
     except (RecursionError, OSError):  # a pathological project layout must not end the analysis
         return None
 

@@ -114,6 +114,8 @@ class ProjectIndex:
         self._imported: dict[str, list[str]] = {}
         self._imported_files: dict[str, list[str]] = {}
         self._text_has: dict[tuple[str, tuple[str, ...]], bool] = {}
+        #: (path, name, words) -> the text stamp when ``no_function_in`` holds, else None
+        self._no_match: dict[tuple[str, str, tuple[str, ...]], Optional[list]] = {}
         #: import statement text -> the names it imports as written (``import
         #: torch.distributed as dist`` recurs in hundreds of files)
         self._statement_names: dict[bytes, list[str]] = {}
@@ -358,6 +360,38 @@ class ProjectIndex:
             self._text_has[key] = any(w.encode() in data for w in words)
         return self._text_has[key]
 
+    def no_function_in(self, path: str, name: str, words: tuple[str, ...] = ()) -> Optional[list]:
+        """Decided from the bytes of ``path`` alone, without its summary (an ``ast`` parse):
+        looking ``name`` up in that module (the last step of a resolution) cannot give a
+        function (with ``words``: a function whose calls spell one of them). Returns the stamp
+        of the module's text (the dependency to record: the decision holds while the text is
+        the same), or None.
+
+        It holds when the text has no star import, no import statement can bind ``name``
+        (``may_import``), and no ``def`` can define it (``may_define``) or, with ``words``, it
+        spells none of them: then the summary binds ``name`` to a class or a variable (not a
+        function), a function of this module (its calls are spelled here: none spells a word),
+        or nothing (a submodule is a module). A text whose identifiers Python may normalise
+        (NFKC) or that declares an encoding is not decided."""
+        key = (path, name, words)
+        if key in self._no_match:
+            return self._no_match[key]
+        found = None
+        try:
+            st = os.stat(path)
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            data = None
+        if data is not None and _plain_names(data) and not _STAR_IMPORT.search(data) \
+                and not may_import(data, name) \
+                and (not may_define(data, name) or (words and not any(w.encode() in data for w in words))):
+            from .store import stamp_text
+
+            found = stamp_text(st, data)
+        self._no_match[key] = found
+        return found
+
     def imports_text_with(self, path: str, words: tuple[str, ...]) -> bool:
         """A project module that ``path`` imports contains one of ``words``."""
         return any(self.text_has(target, words) for target in self.imported_files(path))
@@ -416,9 +450,15 @@ class ProjectIndex:
         rest = name[level:]
         return ".".join([*parts, rest] if rest else parts)
 
-    def resolve(self, qualified: str, deps: Optional[dict] = None, depth: int = 0):
+    def resolve(self, qualified: str, deps: Optional[dict] = None, depth: int = 0,
+                words: Optional[tuple[str, ...]] = None):
         """What an absolute dotted name refers to: a ``ProjectFunction``, a ``ProjectClass``, a
-        module path (str), or None when it is not (visibly) part of the project."""
+        module path (str), or None when it is not (visibly) part of the project.
+
+        ``words`` (not None): only a function matters to the caller (with words: one whose
+        calls spell one of them, for a teardown search): a module whose text shows that its
+        binding of the last name cannot be one (``no_function_in``) is not summarised, and None
+        is returned there; the result then depends on that module's text (in ``deps``)."""
         if depth > _MAX_DEPTH or not qualified:
             return None
         parts = qualified.split(".")
@@ -426,12 +466,19 @@ class ProjectIndex:
             mod = ".".join(parts[:i])
             path = self.find(mod)
             if path is not None:
-                return self._in_module(path, mod, parts[i:], deps, depth)
+                return self._in_module(path, mod, parts[i:], deps, depth, words)
         return None
 
-    def _in_module(self, path: str, mod: str, rest: list[str], deps, depth: int):
+    def _in_module(self, path: str, mod: str, rest: list[str], deps, depth: int,
+                   words: Optional[tuple[str, ...]] = None):
         if not rest:
             return path
+        if words is not None and len(rest) == 1 and not path.endswith(os.sep):
+            stamp = self.no_function_in(path, rest[0], words)
+            if stamp is not None:
+                if deps is not None and path not in deps:
+                    deps[path] = stamp  # (a summary's stamp, when read for another step, says more)
+                return None
         s = self.summary(path, deps)
         name = rest[0]
         if s is not None:
@@ -445,14 +492,14 @@ class ProjectIndex:
                 return self._in_class(cls, rest[1:], deps, depth) if cls is not None and rest[1:] else None
             if name in s["imports"]:
                 target = self.absolute(s["imports"][name], mod, is_pkg)
-                return self.resolve(".".join([target, *rest[1:]]), deps, depth + 1)
+                return self.resolve(".".join([target, *rest[1:]]), deps, depth + 1, words)
         sub = self.find(f"{mod}.{name}")
         if sub is not None:
-            return self._in_module(sub, f"{mod}.{name}", rest[1:], deps, depth + 1)
+            return self._in_module(sub, f"{mod}.{name}", rest[1:], deps, depth + 1, words)
         if s is not None:
             for star in s["star"]:
                 hit = self.resolve(".".join([self.absolute(star, mod, path.endswith("__init__.py")), *rest]),
-                                   deps, depth + 1)
+                                   deps, depth + 1, words)
                 if hit is not None:
                     return hit
         return None
@@ -625,6 +672,101 @@ def _shared_summary(shared, path: str) -> Optional[tuple[Optional[dict], list]]:
     return (entry[3], stamp) if current(entry, st) else None
 
 
+#: a star import (``from x import *``; the text between may hold a backslash continuation)
+_STAR_IMPORT = re.compile(rb"\bimport[\s\\]*\*")
+_LINE_END = re.compile(rb"\r\n?|\n")
+_IDENT = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_BLANK = b" \t\f\v"
+_SPACE = b" \t\f\v\\\r\n"
+
+
+def _plain_names(data: bytes) -> bool:
+    """The identifiers of ``data`` are its bytes as ASCII reads them: no encoding declaration
+    (PEP 263: ``coding`` in the first two lines), and no non-ASCII text that Python's NFKC normalisation of names
+    could turn into an ASCII name (``ast_tree``'s test, a superset)."""
+    end = 0
+    for _ in range(2):  # the first two lines (a line ends at "\r", "\n" or both)
+        m = _LINE_END.search(data, end)
+        if m is None:
+            end = len(data)
+            break
+        end = m.end()
+    if b"coding" in data[:end]:
+        return False
+    if data.isascii():
+        return True
+    from ..prefilter.ast_tree import _normalises_a_name
+
+    return not _normalises_a_name(data)
+
+
+def may_import(data: bytes, name: str) -> bool:
+    """An import statement of ``data`` may bind ``name`` (a superset, from the bytes: every
+    occurrence of the word is looked at, in strings and comments too).
+
+    An import binds a name written after ``import``, ``as``, ``,`` or ``(`` or first on a
+    (continued) line, and followed on its line by ``,``, ``)``, ``;``, ``#``, a backslash, the
+    line's end, ``as``, or by ``.`` after ``import``, ``,`` or a line's start (``import pkg.mod``
+    binds ``pkg``). Any other occurrence is not such a name: after ``.``, ``=``, ``def``, a
+    word, an operator; before ``(``, ``=``, ``:``, ``[``, an operator, a word."""
+    word = name.encode()
+    n = len(data)
+    i = data.find(word)
+    while i >= 0:
+        j = i + len(word)
+        if (i == 0 or data[i - 1] not in _IDENT) and (j >= n or data[j] not in _IDENT) \
+                and _may_bind(data, i, j):
+            return True
+        i = data.find(word, j)
+    return False
+
+
+def may_define(data: bytes, name: str) -> bool:
+    """A ``def`` of ``data`` may define ``name``: an occurrence of the word comes after the
+    word ``def`` with only blanks, backslashes and line ends between (a superset)."""
+    word = name.encode()
+    n = len(data)
+    i = data.find(word)
+    while i >= 0:
+        j = i + len(word)
+        if (i == 0 or data[i - 1] not in _IDENT) and (j >= n or data[j] not in _IDENT):
+            p = i - 1
+            while p >= 0 and data[p] in _SPACE:
+                p -= 1
+            if p >= 2 and data[p - 2:p + 1] == b"def" and (p == 2 or data[p - 3] not in _IDENT):
+                return True
+        i = data.find(word, j)
+    return False
+
+
+def _may_bind(data: bytes, i: int, j: int) -> bool:
+    """The word at ``data[i:j]`` may be a name an import statement binds (``may_import``)."""
+    p = i - 1
+    while p >= 0 and data[p] in _BLANK:
+        p -= 1
+    start = p < 0 or data[p] in b"\r\n\\"  # first on its line
+    if not (start or data[p] in b",("):
+        q = p
+        while q >= 0 and data[q] in _IDENT:
+            q -= 1
+        if data[q + 1:p + 1] not in (b"import", b"as"):
+            return False
+    n = len(data)
+    k = j
+    while k < n and data[k] in _BLANK:
+        k += 1
+    if k >= n:
+        return True
+    nxt = data[k]
+    if nxt in b",);#\\\r\n":
+        return True
+    if nxt == 0x61 and data[k:k + 2] == b"as" and (k + 2 >= n or data[k + 2] not in _IDENT):  # "as"
+        return True
+    if nxt == 0x2E:  # "."
+        return start or data[p] == 0x2C or data[p - 5:p + 1] == b"import"
+    return False
+
+
 #: an import statement: its line, and a parenthesised name list over several lines whole
 _IMPORT_STATEMENT = re.compile(rb"^[ \t]*(?:from|import)[ \t][^\n(]*(?:\([^)]*\))?[^\n]*", re.M)
 _RELATIVE = re.compile(rb"[ \t]*from[ \t]+\.")
@@ -714,22 +856,27 @@ class ProjectView:
     def is_package(self) -> bool:
         return self.path.endswith("__init__.py")
 
-    def resolve(self, name: str):
-        """``name`` as qualified by ``ModuleFacts`` (relative, ``<module>.X`` or absolute)."""
+    def resolve(self, name: str, words: Optional[tuple[str, ...]] = None):
+        """``name`` as qualified by ``ModuleFacts`` (relative, ``<module>.X`` or absolute);
+        ``words``: see ``ProjectIndex.resolve``."""
         full = self.index.absolute(name, self.module, self.is_package)
-        hit = self.index.resolve(full, self.deps)
+        hit = self.index.resolve(full, self.deps, 0, words)
         self.deps.pop(self.path, None)  # the file itself is not a dependency
         return hit
 
-    def function(self, name: str) -> Optional[ProjectFunction]:
-        """The function in ANOTHER module of the project that ``name`` refers to."""
-        hit = self.resolve(name)
+    def function(self, name: str, words: tuple[str, ...] = ()) -> Optional[ProjectFunction]:
+        """The function in ANOTHER module of the project that ``name`` refers to (with
+        ``words``: None, too, for a function whose calls surely spell none of them). A module
+        whose text shows that it cannot give a function is not summarised (``no_function_in``)."""
+        hit = self.resolve(name, words)
         if isinstance(hit, ProjectFunction) and hit.path != self.path:
             return hit
         return None
 
-    def callee(self, fn: ProjectFunction, written: str) -> Optional[ProjectFunction]:
-        """What the call ``written`` (as recorded in ``fn``'s summary) calls, if in the project."""
+    def callee(self, fn: ProjectFunction, written: str, words: tuple[str, ...] = ()) -> Optional[ProjectFunction]:
+        """What the call ``written`` (as recorded in ``fn``'s summary) calls, if in the project
+        (with ``words``: None, too, for a function whose calls surely spell none of them). A
+        module whose text shows that it cannot give a function is not summarised."""
         first, _, rest = written.partition(".")
         is_pkg = fn.path.endswith("__init__.py")
         if first in ("self", "cls") and fn.cls is not None and rest:
@@ -743,7 +890,7 @@ class ProjectView:
                 full = self.index.absolute(table[first], fn.module, is_pkg) + ("." + rest if rest else "")
             else:
                 full = f"{fn.module}.{written}"
-        hit = self.index.resolve(full, self.deps)
+        hit = self.index.resolve(full, self.deps, 0, words)
         self.deps.pop(self.path, None)
         return hit if isinstance(hit, ProjectFunction) else None
 
@@ -805,10 +952,12 @@ def teardown_elsewhere(view: "ProjectView", matches, is_cleanup_name,
     """Search the modules that import this one (two hops) for a call on a teardown path that
     ``matches(written, args)`` (directly, or inside the project function it calls).
 
-    ``words``: text a match must contain (``destroy_process_group``, the attribute name).
+    ``words``: text a match must contain (``destroy_process_group``, the attribute name): every
+    call ``matches`` accepts spells one of them, as written or in its arguments.
     Only importers that contain one, or import a module that does (the teardown may be a call
     to a function defined there), are read: a summary costs an ``ast`` parse, a text search
-    a read. A function re-exported through a package ``__init__`` that lacks the word is not
+    a read. A callee is not looked for in a module whose text shows it cannot be a function
+    that spells a word (``ProjectIndex.no_function_in``; the result then depends on that text). A function re-exported through a package ``__init__`` that lacks the word is not
     followed (the finding then stays, as without the index).
 
     Returns (``path:line`` of the teardown found or None, the files looked in)."""
@@ -838,7 +987,7 @@ def teardown_elsewhere(view: "ProjectView", matches, is_cleanup_name,
                     continue
                 if matches(written, args):
                     return f"{display(path)}:{line}", looked
-                callee = view.callee(fn, written)
+                callee = view.callee(fn, written, words)
                 if callee is not None and any(matches(c[0], c[3] if len(c) > 3 else []) for c in callee.info["calls"]):
                     return f"{display(path)}:{line}", looked
     return None, looked

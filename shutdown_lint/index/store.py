@@ -5,6 +5,10 @@ An entry is ``abspath -> [mtime_ns, size, sha256, summary]``: an unchanged stat 
 a changed stat with the same content hash reuses the summary. A result's dependencies are
 ``abspath -> [mtime_ns, size, summary digest]`` of the other modules its analysis read;
 ``stale`` checks them on a warm run (this package imports neither libcst nor the rules).
+
+A dependency on a module's *text* (``[mtime_ns, size, TEXT + sha256 of the content]``) is
+recorded where a search decided from the module's bytes, without its summary, that it holds
+nothing the search needs (``ProjectIndex.no_match_in``): any change of content re-lints.
 """
 
 from __future__ import annotations
@@ -52,6 +56,28 @@ class SummaryStore:
         return write_json_atomic(self.path, live, self.dir)
 
 
+#: the digest of a dependency on a module's text starts with this (summary digests are hex)
+TEXT = "="
+
+
+def text_stamp(path: str) -> Optional[list]:
+    """``[mtime_ns, size, TEXT + sha256]`` of the file now, or None when it cannot be read."""
+    try:
+        st = os.stat(path)
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    return stamp_text(st, data)
+
+
+def stamp_text(st: os.stat_result, data: bytes) -> list:
+    """The dependency stamp of a module's text ``data`` (read after ``st``)."""
+    from ..cache import sha256
+
+    return [st.st_mtime_ns, st.st_size, TEXT + sha256(data)[:32]]
+
+
 def current(entry: Optional[list], st: os.stat_result) -> bool:
     """A stored summary entry (``[mtime_ns, size, sha256, summary]``) is trusted while the file's
     stat is the one summarised."""
@@ -85,7 +111,8 @@ def load_summary(path: str, store: Optional[SummaryStore], new: dict) -> tuple[O
 
 
 def stale(deps: object, store: "SummaryStore | None", get_store) -> tuple[bool, Optional[dict]]:
-    """Did a module a cached result depended on change its summary? ``(changed, refreshed)``.
+    """Did a module a cached result depended on change its summary (or, for a dependency on
+    its text, its content)? ``(changed, refreshed)``.
 
     A dependency whose stat is unchanged costs one ``stat()``. One whose stat changed is
     summarised again (``ast``; from ``get_store()``, the summary cache, when its content hash
@@ -103,6 +130,14 @@ def stale(deps: object, store: "SummaryStore | None", get_store) -> tuple[bool, 
         if not (isinstance(stamp, list) and len(stamp) == 3):
             return True, None
         if st.st_mtime_ns == stamp[0] and st.st_size == stamp[1]:
+            continue
+        if isinstance(stamp[2], str) and stamp[2].startswith(TEXT):
+            # the result depended on this module's text: the same content, or re-lint
+            now = text_stamp(path)
+            if now is None or now[2] != stamp[2]:
+                return True, None
+            refreshed = dict(deps) if refreshed is None else refreshed
+            refreshed[path] = now
             continue
         store = store if store is not None else get_store()
         new: dict = {}
