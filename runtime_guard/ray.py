@@ -197,8 +197,6 @@ def _wait_cleanup(unique: List[Any], poll: float, cleanup_timeout: float, own_si
     only then are SIGINT (-> force) and SIGTERM (-> absorbed) handlers installed here. Otherwise
     the handlers stay whatever the program has, and a ``KeyboardInterrupt`` they raise counts as
     the second Ctrl+C."""
-    log.warning("runtime_guard: interrupted; cancelling %d Ray task(s) and waiting up to %.0fs for their "
-                "cleanup (Ctrl+C again to force)", len(unique), cleanup_timeout)
     state = {"force": False}
     if own_signals and in_main_thread():
         def on_sigint(signum: int, frame: Any) -> None:
@@ -210,6 +208,9 @@ def _wait_cleanup(unique: List[Any], poll: float, cleanup_timeout: float, own_si
 
         signal.signal(signal.SIGINT, on_sigint)
         signal.signal(signal.SIGTERM, on_sigterm)
+    # Announced once the handlers are in place: a SIGTERM sent on seeing this line is absorbed.
+    log.warning("runtime_guard: interrupted; cancelling %d Ray task(s) and waiting up to %.0fs for their "
+                "cleanup (Ctrl+C again to force)", len(unique), cleanup_timeout)
     _cancel(unique, force=False)
     deadline = time.monotonic() + cleanup_timeout
     forced = False

@@ -1,10 +1,13 @@
 """Driver blocked on a Ray task whose asyncio children hold 'sandbox' files (flowfactory #149 / lab demo).
 
-argv: BOX_DIR MODE  (MODE: plain = ray.get, guarded = runtime_guard.ray.interruptible_get,
-wait-guarded = a `while refs: done, refs = interruptible_wait(refs)` monitoring loop)
+argv: BOX_DIR MODE [sigterm-on-announce]  (MODE: plain = ray.get, guarded =
+runtime_guard.ray.interruptible_get, wait-guarded = a `while refs: done, refs = interruptible_wait(refs)`
+monitoring loop; sigterm-on-announce: the process sends itself SIGTERM the moment runtime_guard logs
+that the cleanup wait begins, as a launcher that reacts to that line at once would)
 Exits 130 after cleanup when guarded (KeyboardInterrupt re-raised, caught below).
 """
 import asyncio
+import logging
 import os
 import signal
 import sys
@@ -12,6 +15,14 @@ import sys
 import ray
 
 box_dir, mode = sys.argv[1], sys.argv[2]
+if sys.argv[3:] == ["sigterm-on-announce"]:
+    class SigtermOnAnnounce(logging.StreamHandler):
+        def emit(self, record):
+            super().emit(record)
+            if record.getMessage().startswith("runtime_guard: interrupted; cancelling"):
+                os.kill(os.getpid(), signal.SIGTERM)
+
+    logging.getLogger("runtime_guard").addHandler(SigtermOnAnnounce(sys.stderr))
 ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
 # A launcher that masked SIGINT: interruptible_get must reinstall a working handler.
 signal.signal(signal.SIGINT, signal.SIG_IGN)
