@@ -223,7 +223,7 @@ def test_gil_holding_c_call_dumped_by_faulthandler() -> None:
             runtime_guard.watch_loop(threshold=0.5, on_stall=reports.append, hard_threshold=0.6)
             await asyncio.sleep(0.2)
             t0 = time.monotonic()
-            re.match(r'(a+)+$', 'a' * 27 + 'b')  # GIL-BLOCK
+            re.match(r'(a+)+$', 'a' * 26 + 'b')  # GIL-BLOCK (26: ~4 s of CPU here, 27 twice that)
             print('regex took', time.monotonic() - t0, flush=True)
             await asyncio.sleep(1.0)  # the monitor reports the stall while the loop is still open
         asyncio.run(main())
