@@ -1557,8 +1557,9 @@ def _tree_handed_after(tree, fn, target: ast.Name, call: ast.Call, ks: set) -> b
       ``except`` handler's body or a ``finally`` (``_protection``: ``full`` or ``errors``; either
       ends ``_check`` when the child has no session of its own);
 
-    or when, with no session keyword and not ``multiprocessing``, the first stop after the start is
-    not timed and only harmless code runs before it (``_tree_only_harmless_before_stop``).
+    or when, with no session keyword, the first stop after the start is not timed and only harmless
+    code runs before it (``_tree_only_harmless_before_stop``); a ``multiprocessing`` child only when
+    ``p.start()`` is the next statement (``_started_next``: ``_check`` measures from there).
     Names in f-strings are not looked at here (their positions are not the source's on every
     Python)."""
     var = target.id
@@ -1598,9 +1599,35 @@ def _tree_handed_after(tree, fn, target: ast.Name, call: ast.Call, ks: set) -> b
             return True
         if not session and _stop_call(n, parents) is not None and _in_cleanup(n, parents, region):
             return True
-    if session or "mp" in ks:
+    if session:
         return False
-    return _tree_only_harmless_before_stop(tree, call, var, end)
+    first = None
+    if "mp" in ks:
+        first = _start_statement(tree, call, var) if ks == {"mp"} else None
+        if first is None:
+            return False
+    return _tree_only_harmless_before_stop(tree, call, var, end, first)
+
+
+def _start_statement(tree, call: ast.Call, var: str) -> Optional[int]:
+    """``p = <mp>.Process(...)``: the index in its block of the first later statement naming
+    ``p`` when that statement is ``p.start()``, else None (the scan from it refuses one joined to
+    another by ``;``). That use is the first after the assignment, a ``_START``: ``_check``'s
+    ``starts[0]``, from whose statement ``_code_between`` looks to the first stop."""
+    where = _assignments(tree).get(id(call))
+    if where is None:
+        return None
+    stmt, _, block, i = where
+    for k in range(i + 1, len(block)):
+        st = block[k]
+        if not any(type(n) is ast.Name and n.id == var for n in ast.walk(st)):
+            continue
+        c = st.value if type(st) is ast.Expr else None
+        if (type(c) is ast.Call and not c.args and not c.keywords and type(c.func) is ast.Attribute
+                and c.func.attr == "start" and type(c.func.value) is ast.Name and c.func.value.id == var):
+            return k
+        return None
+    return None
 
 
 def _stop_call(n: ast.Name, parents: dict) -> Optional[ast.Call]:
@@ -1627,7 +1654,7 @@ def _in_cleanup(node: ast.AST, parents: dict, region: ast.AST) -> bool:
     return False
 
 
-def _tree_only_harmless_before_stop(tree, call: ast.Call, var: str, end) -> bool:
+def _tree_only_harmless_before_stop(tree, call: ast.Call, var: str, end, first: Optional[int] = None) -> bool:
     """``p = <child>(...)`` is a statement alone on its line(s) in a block; a later statement of
     that block holds ``p``'s first possible stop ``X`` (a call ``p.<_STOP_METHODS>(...)``, not
     timed, not in an f-string, before ``end``); every other ``p`` in the statements up to that one
@@ -1636,7 +1663,8 @@ def _tree_only_harmless_before_stop(tree, call: ast.Call, var: str, end) -> bool
     defs, classes and lambdas, as ``_work`` walks). Then ``X`` is ``_check``'s first stop (a
     ``normal`` one: ``_code_between`` finds no work, even counting the stop's whole statement; or
     an ``errors``/``full`` one: ``_check`` returns), and a child with no session keyword is not
-    reported."""
+    reported. ``first``: the scan starts at that statement of the block (a ``multiprocessing``
+    child's ``p.start()``, ``_start_statement``: no statement before it names ``p``)."""
     where = _assignments(tree).get(id(call))
     if where is None:
         return False
@@ -1645,7 +1673,7 @@ def _tree_only_harmless_before_stop(tree, call: ast.Call, var: str, end) -> bool
         return False
     if i > 0 and block[i - 1].end_lineno >= stmt.lineno:
         return False
-    for j in range(i + 1, len(block)):
+    for j in range(i + 1 if first is None else first, len(block)):
         st = block[j]
         if st.lineno <= block[j - 1].end_lineno:
             return False  # ``;``
