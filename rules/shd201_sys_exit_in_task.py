@@ -98,9 +98,10 @@ class SysExitInTask(Rule):
     summary = "`sys.exit()` in a task, executor or thread ends only that task or thread"
     triggers = ("exit", "quit", "SystemExit")
     # tier 1: SystemExit where it ends only a task or thread
-    candidate = C.All(C.qualified("sys.exit", "builtins.exit", "builtins.quit", "builtins.SystemExit"),
-                      C.AnyOf(C.context("coroutine"), C.context("executor"), C.context("thread"),
-                              C.context("task")))
+    # (every one of these words the facts read only in code: ``C.InCode``)
+    candidate = C.InCode(C.All(C.AnyOf(C.qualified("sys.exit"), C.builtin("exit", "quit", "SystemExit")),
+                               C.AnyOf(C.context("coroutine"), C.context("executor"), C.context("thread"),
+                                       C.context("task"))))
     # tier 2: an exit in a coroutine, or in a sync function handed to a thread or executor
     candidate_tree = staticmethod(lambda tree: _may_exit_in_task(tree))
     facts_needed = ("functions", "execution")

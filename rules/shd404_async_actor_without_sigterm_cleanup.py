@@ -27,6 +27,10 @@ _LOCK_WORDS = frozenset({"lock", "rlock", "condition", "cond", "semaphore", "sem
 _CANCEL_TYPES = frozenset({"asyncio.CancelledError", "asyncio.exceptions.CancelledError", "builtins.BaseException"})
 
 
+#: after ``class``: anything but ``class Name:`` (no bases, no type parameters)
+_NOT_BASELESS = r"(?![ \t\f]+[A-Za-z_][A-Za-z0-9_]*[ \t\f]*:)"
+
+
 class AsyncActorWithoutSigtermCleanup(Rule):
     """
     ## What it does
@@ -134,7 +138,11 @@ class AsyncActorWithoutSigtermCleanup(Rule):
     # tier 1: a Ray actor class (with async methods, its own or inherited), or a threaded actor
     # (max_concurrency) running asyncio.run
     # (an actor class's async methods may be inherited from a base in another module: no `async` here)
-    candidate = C.qualified("ray.remote", "ray.actor.remote")
+    # and either a coroutine (``_check_threaded`` needs one too) or a class with bases (async methods
+    # inherited, maybe from another module); all in code (``C.InCode``: the facts' actor classes
+    # come from qualified names only)
+    candidate = C.InCode(C.All(C.qualified("ray.remote", "ray.actor.remote"),
+                               C.AnyOf(C.Word("async"), C.WordThen("class", _NOT_BASELESS))))
     # tier 2: a class that may be a Ray actor (decorated with ray.remote, or handed to a
     # call: ``ray.remote(Cls)``) with an async method, or in a file that sets
     # max_concurrency / concurrency_groups somewhere (a threaded actor)

@@ -60,15 +60,27 @@ def tree_declaration(rule: "type[Rule]"):
 
 
 def filter_rules(source: bytes, rules: Sequence["type[Rule]"], settings: "Settings") -> list["type[Rule]"]:
-    """The rules that may report in ``source`` (order kept)."""
+    """The rules that may report in ``source`` (order kept).
+
+    A condition that reads the file's code (``words.InCode``: built by scanning every string and
+    comment) is checked on the code only when that can keep the file from ``ast``: when every
+    rule still in is one such. Else the file is parsed for another rule anyway, and the rule's
+    ``candidate_tree`` (sound on its own) judges it there: the code would cost more than it saves."""
     if not enabled:
         return list(rules)
     text = FileText(source)
     out = []
+    code_only = True  # every rule in so far has a condition that reads the code
     for rule in rules:
         cond = declaration(rule)
-        if cond is None or settings.rule_options.get(rule.code) or cond.holds(text):
+        if cond is None or settings.rule_options.get(rule.code):
             out.append(rule)
+            code_only = False
+        elif cond.holds_on_text(text):
+            out.append(rule)
+            code_only = code_only and cond.reads_code
+    if out and code_only:
+        out = [rule for rule in out if declaration(rule).holds(text)]  # type: ignore[union-attr]
     return out
 
 

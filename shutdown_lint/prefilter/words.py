@@ -57,12 +57,24 @@ class FileText:
     slower on this workload (measured: 0.27 s vs 2.8 s for ``get`` over the corpus).
     """
 
-    __slots__ = ("source", "_positions", "_memo")
+    __slots__ = ("source", "_positions", "_memo", "_code")
 
     def __init__(self, source: bytes) -> None:
         self.source = source
         self._positions: dict[bytes, list[int]] = {}
         self._memo: dict[object, bool] = {}
+        self._code: Optional[FileText] = None
+
+    def code(self) -> "FileText":
+        """The file's code (``prefilter.code.code_only``: comments and the insides of string
+        literals blanked), built on first use; the whole text when it cannot be read for sure."""
+        found = self._code
+        if found is None:
+            from .code import code_only
+
+            blanked = code_only(self.source)
+            found = self._code = self if blanked is None or blanked == self.source else FileText(blanked)
+        return found
 
     def positions(self, name: bytes, first_only: bool = False) -> list[int]:
         """Offsets where ``name`` occurs as a whole identifier, outside comments."""
@@ -105,8 +117,16 @@ class FileText:
 class Cond:
     """A necessary condition on a file's text."""
 
+    #: some part is an ``InCode``: ``holds`` may read the file's code (``FileText.code``)
+    reads_code = False
+
     def holds(self, text: FileText) -> bool:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def holds_on_text(self, text: FileText) -> bool:
+        """``holds`` with every ``InCode`` part checked on the whole text only (a weaker
+        condition, cheaper: ``select.filter_rules`` asks the code only when it decides)."""
+        return self.holds(text)
 
     def __and__(self, other: "Cond") -> "Cond":
         return All(self, other)
@@ -153,9 +173,13 @@ class WordThen(Cond):
 class All(Cond):
     def __init__(self, *parts: Cond) -> None:
         self.parts = parts
+        self.reads_code = any(p.reads_code for p in parts)
 
     def holds(self, text: FileText) -> bool:
         return all(p.holds(text) for p in self.parts)
+
+    def holds_on_text(self, text: FileText) -> bool:
+        return all(p.holds_on_text(text) for p in self.parts)
 
     def __repr__(self) -> str:
         return f"All({', '.join(map(repr, self.parts))})"
@@ -164,12 +188,85 @@ class All(Cond):
 class AnyOf(Cond):
     def __init__(self, *parts: Cond) -> None:
         self.parts = parts
+        self.reads_code = any(p.reads_code for p in parts)
 
     def holds(self, text: FileText) -> bool:
         return any(p.holds(text) for p in self.parts)
 
+    def holds_on_text(self, text: FileText) -> bool:
+        return any(p.holds_on_text(text) for p in self.parts)
+
     def __repr__(self) -> str:
         return f"AnyOf({', '.join(map(repr, self.parts))})"
+
+
+class BareWord(Cond):
+    """At least one of ``names`` occurs as a whole identifier not written as an attribute
+    (``x.name``): after a ``.`` on the same line, spaces between, counts as an attribute only
+    when the ``.`` does not end a number (``1.``) nor an ``...``. A name the facts resolve to
+    ``builtins.<name>`` is such a bare name (unbound, or bound to one: ``f = exit``, ``from
+    builtins import exit``), unless reached through the module itself (``builtins.exit``:
+    ``builtin``)."""
+
+    def __init__(self, *names: str) -> None:
+        if not names:
+            raise ValueError("BareWord() needs at least one name")
+        self.names = tuple(sorted({n.encode() for n in names}))
+        self.key = ("BareWord", self.names)
+
+    def holds(self, text: FileText) -> bool:
+        if not any(text.has_word(n) for n in self.names):
+            return False
+        return text.memo(self.key, self._scan)
+
+    def _scan(self, text: FileText) -> bool:
+        src = text.source
+        for name in self.names:
+            for p in text.positions(name):
+                k = p - 1
+                while k >= 0 and src[k] in b" \t\f":
+                    k -= 1
+                if k < 0 or src[k] != 46:  # 46: "."
+                    return True
+                if k > 0 and (src[k - 1] == 46 or 48 <= src[k - 1] <= 57):
+                    return True  # ``1.`` / ``...`` then the name: not surely an attribute
+        return False
+
+    def __repr__(self) -> str:
+        return f"BareWord({', '.join(n.decode() for n in self.names)})"
+
+
+def builtin(*names: str) -> Cond:
+    """The facts may resolve a name to ``builtins.<one of names>``: it is written bare
+    (``BareWord``), or the module spells ``builtins`` (``builtins.exit``, ``import builtins as
+    b``) and the name. Sound on a file's code (``InCode``); ``qualified("builtins.X")`` is
+    ``Word("X")``, which is this without the bare test."""
+    return AnyOf(BareWord(*names), All(Word("builtins"), Word(*names)))
+
+
+class InCode(Cond):
+    """``cond`` holds on the file's code too (``FileText.code``: comments and the insides of
+    string literals blanked, formatted strings kept whole).
+
+    For a condition whose words the rule can only see in code: every name the facts resolve
+    (``qualified_name``, ``call_name``, decorators, contexts) is an identifier written in code.
+    Not for words the facts read inside strings: ``"__main__"`` (``context("driver")``) and
+    string annotations (types: ``f: "io.TextIOWrapper"``). The whole text is checked first
+    (cheap, and most files fail there); the code is built only when it holds."""
+
+    reads_code = True
+
+    def __init__(self, cond: Cond) -> None:
+        self.cond = cond
+
+    def holds(self, text: FileText) -> bool:
+        return self.cond.holds(text) and self.cond.holds(text.code())
+
+    def holds_on_text(self, text: FileText) -> bool:
+        return self.cond.holds(text)
+
+    def __repr__(self) -> str:
+        return f"InCode({self.cond!r})"
 
 
 class ModuleAttr(Cond):
