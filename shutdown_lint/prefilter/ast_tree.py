@@ -76,8 +76,13 @@ def parse(source: bytes) -> Optional["Tree"]:
         module = None
         _rejected[key] = (1, 1, str(e))
     tree = Tree(module) if module is not None else None
-    if tree is not None and not source.isascii():
-        tree.exact_names = not _normalises_a_name(source)
+    if tree is not None and not source.isascii() and _normalises_a_name(source):
+        # only identifiers are normalised: a run in a string or a comment changes no name (rare:
+        # the whole text is asked first)
+        from .code import code_only
+
+        code = code_only(source)
+        tree.exact_names = code is not None and not _normalises_a_name(code)
     _trees[key] = tree
     while len(_trees) > _KEEP:
         _trees.popitem(last=False)
@@ -96,7 +101,8 @@ def _normalises_a_name(source: bytes) -> bool:
     as written. A superset: a text already in NFKC changes nothing; else each run of
     non-ASCII characters that holds an identifier character and changes under NFKC (with
     its neighbours: a combining accent changes the letter before it) counts, in strings
-    and comments too."""
+    and comments too (``parse`` asks again of ``code.code_only(source)``, where every
+    identifier is as in the source and the insides of strings and comments are blank)."""
     global _NON_ASCII
     import unicodedata
 

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import json
-import os
 import textwrap
 import tokenize
 from pathlib import Path
@@ -314,3 +312,32 @@ def test_near_miss(code, source, candidate, findings):
         without = [d.code for d in lint_source(source.encode(), "t.py", settings).diagnostics]
     assert without == [code] * findings
     assert [d.code for d in lint_source(source.encode(), "t.py", settings).diagnostics] == without
+
+
+# ---------------------------------------------------------------- exact names from the code
+@pytest.mark.parametrize("source,exact", [
+    ('x = "took 2\u00b5s"  # \ufb01le\nasync def f():\n    pass\n', True),  # in a string and a comment only
+    ('"""\u2460 docstring"""\nimport sys\n', True),
+    ('\ufb01le = 1\n', False),  # an identifier: the ast reads "file"
+    ('x.\ufb01le = 1\n', False),
+    ('x = f"{\ufb01le}"\n', False),  # a replacement field is code
+    ('x = f"\u00b5s {y}"\n', False),  # a formatted string is kept whole: not decided
+])
+def test_exact_names_read_from_the_code(source, exact):
+    from shutdown_lint.prefilter import ast_tree
+
+    tree = ast_tree.parse(source.encode())
+    assert tree is not None and tree.exact_names is exact
+
+
+def test_exact_names_from_the_code_keep_findings():
+    """A micro sign in a string no longer turns tier 2 off; the findings are those of the tiers off."""
+    for source, findings in [
+        ('import sys\nasync def work():\n    log("took 2\u00b5s")\n    sys.exit(1)\n', 1),
+        ('import sys\nasync def work():\n    log("took 2\u00b5s")\ndef main():\n    sys.exit(1)\n', 0),
+    ]:
+        settings = Settings(selected=("SHD201",))
+        with select.disabled():
+            without = [d.code for d in lint_source(source.encode(), "t.py", settings).diagnostics]
+        assert without == ["SHD201"] * findings
+        assert [d.code for d in lint_source(source.encode(), "t.py", settings).diagnostics] == without
