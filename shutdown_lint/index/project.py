@@ -392,6 +392,52 @@ class ProjectIndex:
         self._no_match[key] = found
         return found
 
+    def no_call_reaches_out(self, path: str, word: str) -> Optional[list]:
+        """Decided from the bytes of ``path`` alone (``tails.py``): no call of that module whose
+        callee ends in ``word`` (``a.b.word(...)``, ``word(...)``) can resolve to a module-level
+        function of ANOTHER module. Returns the stamp of the module's text, or None.
+
+        A call resolves out of its module only through the first name of its callee as the
+        summary records it: an import binding it (``may_import``), a star import, or a
+        submodule of that name; a class, a variable (its type), ``self`` or ``cls`` give
+        methods, and a function here is here. The summary replaces a local instance by its class
+        (``t = Trainer(); t.fit()`` is ``Trainer.fit``): a first name that may be assigned a
+        capitalised call (``_may_hold_instance``) is not decided. So it holds when the module
+        has no star import and cannot have submodules (``_may_have_submodules``), and every
+        occurrence of ``word`` ends a chain of names on its line whose first name no import can
+        bind and no such assignment can type."""
+        key = (path, "->" + word, ())
+        if key in self._no_match:
+            return self._no_match[key]
+        found = None
+        try:
+            st = os.stat(path)
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            data = None
+        if data is not None and not self._may_have_submodules(path) and _plain_names(data) \
+                and not _STAR_IMPORT.search(data):
+            firsts = _chain_firsts(data, word)
+            if firsts is not None and not any(
+                    may_import(data, f) or _may_hold_instance(data, f) for f in firsts):
+                from .store import stamp_text
+
+                found = stamp_text(st, data)
+        self._no_match[key] = found
+        return found
+
+    def _may_have_submodules(self, path: str) -> bool:
+        """A module ``<mod>.<x>`` may exist, ``<mod>`` being the name the index gives ``path``'s
+        functions (``ProjectView.functions_in``): some root that provides its top name has a
+        folder ``<mod>`` (``find`` needs one)."""
+        names = self.module_names(path)
+        mod = names[0] if names else os.path.splitext(os.path.basename(path))[0]
+        parts = mod.split(".")
+        if not all(p.isidentifier() for p in parts):
+            return True
+        return any(self._isdir(os.path.join(r.dir, *parts)) for r in self._providers.get(parts[0], ()))
+
     def imports_text_with(self, path: str, words: tuple[str, ...]) -> bool:
         """A project module that ``path`` imports contains one of ``words``."""
         return any(self.text_has(target, words) for target in self.imported_files(path))
@@ -706,8 +752,8 @@ def may_import(data: bytes, name: str) -> bool:
 
     An import binds a name written after ``import``, ``as``, ``,`` or ``(`` or first on a
     (continued) line, and followed on its line by ``,``, ``)``, ``;``, ``#``, a backslash, the
-    line's end, ``as``, or by ``.`` after ``import``, ``,`` or a line's start (``import pkg.mod``
-    binds ``pkg``). Any other occurrence is not such a name: after ``.``, ``=``, ``def``, a
+    line's end, ``as``, or by ``.`` after ``import``, ``,`` or the start of a line that
+    continues one ending in a backslash (``import pkg.mod`` binds ``pkg``). Any other occurrence is not such a name: after ``.``, ``=``, ``def``, a
     word, an operator; before ``(``, ``=``, ``:``, ``[``, an operator, a word."""
     word = name.encode()
     n = len(data)
@@ -739,6 +785,128 @@ def may_define(data: bytes, name: str) -> bool:
     return False
 
 
+def _words_at(data: bytes, word: bytes):
+    """Start and end of each occurrence of ``word`` as a whole identifier."""
+    n = len(data)
+    i = data.find(word)
+    while i >= 0:
+        j = i + len(word)
+        if (i == 0 or data[i - 1] not in _IDENT) and (j >= n or data[j] not in _IDENT):
+            yield i, j
+        i = data.find(word, j)
+
+
+def _chain_firsts(data: bytes, word: str) -> Optional[set[str]]:
+    """The first names of the chains ``a.b.word`` that end at each occurrence of ``word``
+    (``word`` itself when no ``.`` precedes it on its line); None when one is not a chain of
+    names on one line (``f(x).word``, ``x[0].word``, a dot at a line's end)."""
+    out: set[str] = set()
+    for i, _ in _words_at(data, word.encode()):
+        start = i
+        p = i - 1
+        while True:
+            while p >= 0 and data[p] in _BLANK:
+                p -= 1
+            if p < 0 or data[p] != 0x2E:  # "."
+                break
+            p -= 1
+            while p >= 0 and data[p] in _BLANK:
+                p -= 1
+            if p < 0 or data[p] not in _IDENT:
+                return None
+            while p >= 0 and data[p] in _IDENT:
+                p -= 1
+            start = p + 1
+        j = start
+        while j < len(data) and data[j] in _IDENT:
+            j += 1
+        out.add(data[start:j].decode())
+    return out
+
+
+def _may_hold_instance(data: bytes, name: str) -> bool:
+    """An assignment may give ``name`` a class by convention (``name = pkg.Cls(...)``, ``name =
+    await Cls(...)``, ``a = name = Cls(...)``, ``name: T = Cls(...)``, ``(name) = Cls(...)``): what
+    the summary's local types read (``summary._local_types``). A superset: every occurrence of
+    the word is looked at; one that may be a target and whose value is not plainly readable on
+    its line counts."""
+    n = len(data)
+    for i, j in _words_at(data, name.encode()):
+        k = _skip_blank(data, j)
+        nxt = data[k] if k < n else None
+        if nxt is None or nxt in b")#\r\n":
+            # ``(name) = ...``: a parenthesised target, perhaps over several lines (not the
+            # parenthesis of a call or a subscript: ``f(name)``)
+            p = i - 1
+            while p >= 0 and data[p] in _BLANK:
+                p -= 1
+            if p < 0 or data[p] in b"\r\n":
+                return True
+            if data[p] == 0x28:  # "("
+                p -= 1
+                while p >= 0 and data[p] in _BLANK:
+                    p -= 1
+                if p < 0 or not (data[p] in _IDENT or data[p] in b")]"):
+                    return True
+            continue
+        if nxt == 0x5C:  # a backslash: the statement goes on
+            return True
+        if nxt == 0x3A:  # ":": an annotation (or a slice, a dict, a lambda's parameter)
+            end = _LINE_END.search(data, k)
+            line = data[k + 1:end.start() if end else n]
+            if any(c in line for c in (b"(", b"[", b"{", b"\\")):
+                return True  # it may go on past this line
+            eq = re.search(rb"(?<![=<>!:])=(?!=)", line)
+            if eq is None:
+                continue
+            k = k + 1 + eq.start()
+        elif nxt != 0x3D or data[k + 1:k + 2] == b"=":  # not "=", or "=="
+            continue
+        if _value_may_be_instance(data, k + 1):
+            return True
+    return False
+
+
+def _skip_blank(data: bytes, k: int) -> int:
+    n = len(data)
+    while k < n and data[k] in _BLANK:
+        k += 1
+    return k
+
+
+def _value_may_be_instance(data: bytes, k: int) -> bool:
+    """The value written from ``data[k]`` (after an assignment's ``=``) may be ``[await]
+    a.b.Cls(...)`` with a capitalised last name, or is not plainly readable on its line."""
+    n = len(data)
+    while True:
+        k = _skip_blank(data, k)
+        if data[k:k + 5] == b"await" and (k + 5 >= n or data[k + 5] not in _IDENT):
+            k = _skip_blank(data, k + 5)
+        last = b""
+        while True:
+            m = k
+            while k < n and data[k] in _IDENT:
+                k += 1
+            if k == m:
+                # a call of a chain of names starts with a name (or ``(``); a backslash, a line's
+                # end (in brackets), a comment: not plainly readable
+                return k >= n or data[k] in b"(\\\r\n#"
+            last = data[m:k]
+            k = _skip_blank(data, k)
+            if k < n and data[k] == 0x2E:  # "."
+                k = _skip_blank(data, k + 1)
+                continue
+            break
+        if k >= n:
+            return False
+        if data[k] == 0x3D and data[k + 1:k + 2] != b"=":  # ``a = name = Cls()``: the value is further
+            k += 1
+            continue
+        if data[k] == 0x5C:  # a backslash
+            return True
+        return data[k] == 0x28 and last[:1].isupper()  # "(" after a capitalised name
+
+
 def _may_bind(data: bytes, i: int, j: int) -> bool:
     """The word at ``data[i:j]`` may be a name an import statement binds (``may_import``)."""
     p = i - 1
@@ -762,8 +930,11 @@ def _may_bind(data: bytes, i: int, j: int) -> bool:
         return True
     if nxt == 0x61 and data[k:k + 2] == b"as" and (k + 2 >= n or data[k + 2] not in _IDENT):  # "as"
         return True
-    if nxt == 0x2E:  # "."
-        return start or data[p] == 0x2C or data[p - 5:p + 1] == b"import"
+    if nxt == 0x2E:  # "." (``import pkg.mod``: no parentheses, a continued line ends in a backslash)
+        if p >= 0 and data[p] in b"\r\n":
+            e = p - 1 if data[p] == 0x0A and p > 0 and data[p - 1] == 0x0D else p
+            return e > 0 and data[e - 1] == 0x5C
+        return p >= 0 and (data[p] in b",\\" or data[p - 5:p + 1] == b"import")
     return False
 
 

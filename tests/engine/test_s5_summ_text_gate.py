@@ -8,6 +8,7 @@ text changes (``index/store.py``: text stamps).
 
 from __future__ import annotations
 
+import ast
 import glob
 import json
 import os
@@ -17,9 +18,11 @@ import sys
 import pytest
 
 from shutdown_lint.cache import read_index
-from shutdown_lint.index.project import ProjectFunction, ProjectIndex, may_define, may_import
+from shutdown_lint.index.project import (ProjectFunction, ProjectIndex, _chain_firsts, _may_hold_instance,
+                                         may_define, may_import)
 from shutdown_lint.index.store import TEXT, stale
-from shutdown_lint.index.summary import summarize
+from shutdown_lint.index.summary import _local_types, summarize
+from shutdown_lint.index.tails import process_tail
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -220,3 +223,61 @@ def test_a_module_decided_from_its_text_re_lints_its_dependents_when_it_changes(
     with open(helpers, "w", encoding="utf-8") as fh:
         fh.write(PROJECT["pkg/helpers.py"] + "\n")
     assert _lint(root, cache) == [("pkg/work.py", 3, "SHD503")]
+
+
+# ---------------------------------------------------------------------- process tails
+@pytest.mark.parametrize("source,firsts", [
+    ("log.debug('x')\n", {"log"}),
+    ("a.b.debug()\nx = debug\n", {"a", "debug"}),
+    ("x .  debug()\n", {"x"}),
+    ("f(x).debug()\n", None),  # the summary names it by f's class, if any
+    ("x[0].debug()\n", None),
+    ("(x\n  .debug())\n", None),  # a chain over lines
+])
+def test_chain_firsts(source, firsts):
+    assert _chain_firsts(source.encode(), "debug") == firsts
+
+
+@pytest.mark.parametrize("source,holds", [
+    ("t = Trainer()\n", True),
+    ("t = pkg.Trainer(cfg)\n", True),
+    ("t = await  pkg . Trainer(cfg)\n", True),
+    ("a = t = Trainer()\n", True),
+    ("t = a = Trainer()\n", True),
+    ("t: Base = Trainer()\n", True),
+    ("(t) = Trainer()\n", True),
+    ("(t): Base = Trainer()\n", True),
+    ("t = (\n    Trainer())\n", True),
+    ("t = \\\n    Trainer()\n", True),
+    ("t = logging.getLogger(__name__)\n", False),  # not capitalised: not a local type
+    ("t = Trainer.create()\n", False),
+    ("t == Trainer()\nt = 'x'\nf(t)\nt.fit()\nfor t in xs: pass\n", False),
+    ("def f(t: int, u=3):\n    return t\n", False),
+    ("def f(t: int, u=Trainer()):\n    return t\n", True),  # the annotation may go on: a superset
+])
+def test_may_hold_instance_allows_every_local_type(source, holds):
+    assert _may_hold_instance(source.encode(), "t") is holds
+    if not holds:  # the summary's local types never type it
+        tree = ast.parse(source)
+        assert "t" not in _local_types(tree) and all("t" not in _local_types(f) for f in ast.walk(tree)
+                                                    if isinstance(f, ast.FunctionDef))
+
+
+def test_process_tails_with_the_text_gate_are_the_same(monkeypatch):
+    """Every module-level function of a real package (libcst) asked as a process tail with the
+    gate and without it: the same chains (None included)."""
+    import libcst
+
+    root = os.path.dirname(libcst.__file__)
+    targets = []
+    for path in _modules(root, 400):
+        s = summarize(open(path, "rb").read(), path)
+        targets += [(path, q) for q in sorted((s or {}).get("functions", {}))]
+    gated_index = ProjectIndex([root])
+    gated = [process_tail(gated_index.view(p), p, q) for p, q in targets]
+    skipped = [k for k, v in gated_index._no_match.items() if k[1].startswith("->") and v is not None]
+    monkeypatch.setattr(ProjectIndex, "no_call_reaches_out", lambda self, path, word: None)
+    plain_index = ProjectIndex([root])
+    plain = [process_tail(plain_index.view(p), p, q) for p, q in targets]
+    assert gated == plain
+    assert len(targets) > 150 and skipped
