@@ -112,8 +112,9 @@ class CancelWithoutAwait(Rule):
     name = "cancel-without-await"
     summary = "A cancelled asyncio task is never awaited: its cleanup races what the canceller does next"
     triggers = ("cancel",)
+    # "Task"/"Future": the rule also reports asyncio.Task(coro) and asyncio.Future() made directly
     candidate = All(Word("async"), Word("cancel"),
-                    AnyOf(Word("create_task", "ensure_future")))
+                    AnyOf(Word("create_task", "ensure_future", "Task", "Future")))
     # tier 2: a ``.cancel()`` called directly in a coroutine (not in a lambda or a nested def)
     # on a receiver that may be a task (``_may_cancel_a_task``)
     candidate_tree = staticmethod(lambda tree: _may_cancel_a_task(tree))
