@@ -130,7 +130,7 @@ class RayGetOrphansOnInterrupt(Rule):
     summary = "Blocking `ray.get`/`ray.wait` in the driver without a Ctrl+C path that cancels the work and waits"
     triggers = ("get", "wait")
     # tier 1: ray.get / ray.wait in the driver
-    # (the call in code, ``C.InCode``; the driver's words on the whole text: ``"__main__"`` is a string)
+    # (the call in code, ``C.InCode``; so are the driver's main() and ray.init, but not "__main__": a string)
     candidate = C.All(C.InCode(C.qualified("ray.get", "ray.wait")), C.context("driver"))
     # tier 2: a ray.get / ray.wait without a timeout at module level, or in a function (or
     # coroutine) that may run in the driver

@@ -427,6 +427,11 @@ class _Context(Cond):
             self._cond = _context_words()[self.name]
         return self._cond.holds(text)
 
+    def holds_on_text(self, text: FileText) -> bool:
+        if self._cond is None:
+            self._cond = _context_words()[self.name]
+        return self._cond.holds_on_text(text)
+
     def __repr__(self) -> str:
         return f"context({self.name!r})"
 
@@ -447,6 +452,7 @@ def _context_words() -> dict[str, Cond]:
         "task": last_words(F.TASK_SPAWNERS),
         "executor": last_words(F.EXECUTOR_SUBMITTERS),
         "thread": Word("Thread", "Timer"),
-        # driver roots: the __main__ block, main(), functions calling ray.init
-        "driver": AnyOf(WordThen("def", r"\s+main\s*\("), Word("__main__"), qualified("ray.init")),
+        # driver roots: the __main__ block, main(), functions calling ray.init; main() and ray.init
+        # are names in code (``InCode``), "__main__" is a string (``is_main_guard``)
+        "driver": AnyOf(InCode(AnyOf(WordThen("def", r"\s+main\s*\("), qualified("ray.init"))), Word("__main__")),
     }

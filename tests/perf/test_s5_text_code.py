@@ -249,6 +249,26 @@ case("SHD403", True, 1, '''
     if __name__ == "__main__":
         run()
     ''')
+# the driver's main() and ray.init in code only: in a docstring they make no driver; in code they do
+case("SHD403", False, 0, '''
+    import ray
+    def fetch(refs):
+        """Called from def main(): after ray.init(), returns ray.get(refs)."""
+        return ray.get(refs)
+    ''')
+case("SHD403", True, 1, '''
+    import ray
+    def fetch(refs):
+        return ray.get(refs)
+    def main():
+        fetch([work.remote()])
+    ''')
+case("SHD403", True, 1, '''
+    import ray
+    def run():
+        ray.init()
+        return ray.get(work.remote())
+    ''')
 
 # SHD404: ray.remote in a docstring only, or a class with no bases and no coroutine: out; an actor
 # with bases (its async methods inherited) or with a coroutine: kept
