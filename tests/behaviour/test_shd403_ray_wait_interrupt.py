@@ -40,7 +40,7 @@ def rollout(lease_dir, n):
             while True:
                 await asyncio.sleep(0.2)  # agent steps
         finally:
-            await asyncio.sleep(0.3)  # deleting the sandbox takes an API call
+            await asyncio.sleep(3)  # deleting the sandbox takes an API call (CLEANUP in test_shd403_ray_get_interrupt)
             os.remove(path)
 
     async def run():
