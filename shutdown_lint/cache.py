@@ -132,6 +132,11 @@ class Cache:
         self.entries: dict[str, Any] = {}
         self.warnings: list[str] = []
         self.dirty = False
+        #: the project digests a warm run computed (``index.store.project_digest``); only a
+        #: run's own Cache holds it (the language server's caches live across edits)
+        self.digests: dict[str, str] = {}
+        #: the files ``count_clean`` was given (``discovery.SourceFile``: their stats)
+        self.seen: list = []
         self._load()
 
     def _load(self) -> None:
@@ -169,6 +174,7 @@ class Cache:
         """The warm path in bulk: ``files`` are ``(display, abspath, mtime_ns, size, ...)``
         tuples (``discovery.SourceFile``). A file whose stamp matches an entry with nothing to
         report is only counted, by stage, in ``counts``; the others are returned, in order."""
+        self.seen = files  # their stats serve a dependency on the project's files (``index.store``)
         get = self.entries.get
         rest = []
         for f in files:

@@ -597,7 +597,7 @@ def _group_by_config(files, resolver, groups: dict, plain_dirs=frozenset()) -> N
 def _deps_changed(hit, abspath, cache, cache_dir) -> bool:
     from .index.hooks import deps_changed
 
-    return deps_changed(hit, abspath, cache, cache_dir)
+    return deps_changed(hit, abspath, cache, cache_dir, cache.digests)  # a Cache lives for one run here
 
 
 def _apply_nested_excludes(groups, resolver, cfg, args) -> None:

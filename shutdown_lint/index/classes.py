@@ -40,6 +40,8 @@ def importers(view: ProjectView, path: str) -> list[str]:
     if found is None:
         found = memo[path] = view.index.importers(path, view.deps)
         view.deps.pop(view.path, None)
+    else:  # asked before, maybe from another file: this file's result depends on the files too
+        view.index.depend_on_files(view.deps)
     return found
 
 

@@ -42,12 +42,18 @@ def start(paths: Sequence[str], files: Optional[list[str]], cache_dir: Optional[
     return store
 
 
-def deps_changed(hit: dict, abspath: str, cache, cache_dir: str) -> bool:
+def deps_changed(hit: dict, abspath: str, cache, cache_dir: str, memo: Optional[dict] = None) -> bool:
     """Warm run: True when a module ``hit`` (a cached result) depended on changed its
-    summary. When only its stat changed, the cached result gets the new stamps."""
+    summary. When only its stat changed, the cached result gets the new stamps. ``memo``: a
+    dict that lives for ONE run (the project's files are walked once per run; a long-lived
+    caller, the language server, passes none: its files change between lints)."""
     from .store import stale
 
-    changed, refreshed = stale(hit.get("deps"), _stores.get(cache_dir), lambda: _store(cache_dir))
+    known = None
+    if memo is not None:
+        def known() -> dict:  # the stats of the run's discovered files (``Cache.count_clean``)
+            return {f[1]: (f[2], f[3]) for f in getattr(cache, "seen", ()) if f[2] is not None and f[3] is not None}
+    changed, refreshed = stale(hit.get("deps"), _stores.get(cache_dir), lambda: _store(cache_dir), memo, known)
     if not changed and refreshed is not None:
         entry = cache.entry(abspath)
         if entry is not None:

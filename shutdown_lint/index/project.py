@@ -28,8 +28,6 @@ from typing import Iterator, Optional
 from .summary import IN_CLEANUP
 
 _MAX_DEPTH = 12
-#: The index never reads more project files than this to find a module's importers.
-_MAX_SCAN = 20000
 
 
 @dataclass
@@ -105,6 +103,9 @@ class ProjectIndex:
             self._package_root(os.path.join(d, "__init__.py"))
         #: the project's files (for finding a module's importers); None: walk the roots lazily
         self.files = files
+        #: the roots ``project_files`` walked (None: the files were given)
+        self._walked: Optional[list] = None
+        self._project_stamp: Optional[tuple] = None
         self.store = store
         self._find: dict[str, Optional[str]] = {}
         self._summaries: dict[str, tuple[Optional[dict], list]] = {}
@@ -438,9 +439,25 @@ class ProjectIndex:
             return True
         return any(self._isdir(os.path.join(r.dir, *parts)) for r in self._providers.get(parts[0], ()))
 
-    def imports_text_with(self, path: str, words: tuple[str, ...]) -> bool:
-        """A project module that ``path`` imports contains one of ``words``."""
-        return any(self.text_has(target, words) for target in self.imported_files(path))
+    def imports_text_with(self, path: str, words: tuple[str, ...], deps: Optional[dict] = None) -> bool:
+        """A project module that ``path`` imports contains one of ``words``. ``deps`` gets the
+        text stamp of each module read that is not one of the project's files (those are in
+        ``project_stamp``): a folder walked for files skips some (``build/``) that ``find`` finds."""
+        for target in self.imported_files(path):
+            if deps is not None and target not in deps and target not in self._file_set():
+                from .store import text_stamp
+
+                stamp = text_stamp(target)
+                deps[target] = stamp if stamp is not None else [0, 0, "-"]
+            if self.text_has(target, words):
+                return True
+        return False
+
+    def _file_set(self) -> frozenset:
+        found = self.__dict__.get("_files_frozen")
+        if found is None:
+            found = self._files_frozen = frozenset(self.project_files())
+        return found
 
     def imported_files(self, path: str) -> list[str]:
         """The project files ``path`` imports (a module, or the module an imported name is
@@ -600,25 +617,38 @@ class ProjectIndex:
     # ------------------------------------------------------------------ importers
     def project_files(self) -> list[str]:
         if self.files is None:
-            found: list[str] = []
-            for r in self.roots:
-                tops = r.only if r.only is not None else None
-                for dirpath, dirnames, filenames in os.walk(r.dir):
-                    if dirpath == r.dir and tops is not None:
-                        dirnames[:] = [d for d in dirnames if d in tops]
-                        filenames = []
-                    # `build/`, `dist/` are artefacts, unless they are packages (`app/dist/__init__.py`)
-                    dirnames[:] = [d for d in dirnames if not d.startswith(".") and (
-                        d not in _SKIP_DIRS or os.path.isfile(os.path.join(dirpath, d, "__init__.py")))]
-                    found += [os.path.join(dirpath, f) for f in filenames if f.endswith(".py")]
-                    if len(found) > _MAX_SCAN:
-                        break
-            self.files = sorted(set(found))[:_MAX_SCAN]
+            from .store import walk_roots
+
+            self._walked = [(r.dir, r.only) for r in self.roots]
+            self.files = walk_roots(self._walked)
         return self.files
+
+    def project_stamp(self) -> tuple:
+        """The dependency stamp of the project's files (``store.project_key``), taken once per
+        run, before the first importer search reads any of them: ``(key, stamp)``."""
+        if self._project_stamp is None:
+            from .store import PROJECT, PROJECT_UNKNOWN, project_digest, project_key
+
+            self.project_files()
+            if self._walked is None:  # a file list given by the caller: a warm run cannot rebuild it
+                self._project_stamp = (PROJECT, [0, 0, PROJECT_UNKNOWN])
+            else:  # the walk again, as a warm run checks it (a file changed since the first walk: re-lint)
+                key = project_key(self._walked)
+                self._project_stamp = (key, [0, 0, project_digest(key)])
+        return self._project_stamp
+
+    def depend_on_files(self, deps: Optional[dict]) -> None:
+        """Record in ``deps`` that a result depends on the set and the texts of the project's
+        files (a search of importers: any file may come to import a module, or stop)."""
+        if deps is not None:
+            key, stamp = self.project_stamp()
+            deps[key] = stamp
 
     def importers(self, path: str, deps: Optional[dict] = None, depth: int = 2) -> list[str]:
         """Project files that import the module in ``path`` (directly, or through up to
-        ``depth`` - 1 intermediate modules), nearest first."""
+        ``depth`` - 1 intermediate modules), nearest first. The answer depends on every project
+        file (``depend_on_files``, recorded in ``deps``)."""
+        self.depend_on_files(deps)
         out: list[str] = []
         frontier = [path]
         seen = {path}
@@ -942,7 +972,6 @@ def _may_bind(data: bytes, i: int, j: int) -> bool:
 _IMPORT_STATEMENT = re.compile(rb"^[ \t]*(?:from|import)[ \t][^\n(]*(?:\([^)]*\))?[^\n]*", re.M)
 _RELATIVE = re.compile(rb"[ \t]*from[ \t]+\.")
 _WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
-_SKIP_DIRS = {"__pycache__", "node_modules", "build", "dist", "site-packages", "venv", ".venv"}
 
 
 def import_statements(data: bytes) -> list[bytes]:
@@ -1139,7 +1168,9 @@ def teardown_elsewhere(view: "ProjectView", matches, is_cleanup_name,
         importers = [p for p in importers if not _is_test(p)]
     if words:
         index = view.index
-        scan = [p for p in importers if index.text_has(p, words) or index.imports_text_with(p, words)]
+        # each importer's text is in the dependency on the project's files (``importers``)
+        scan = [p for p in importers if index.text_has(p, words) or index.imports_text_with(p, words, view.deps)]
+        view.deps.pop(view.path, None)
     else:
         scan = importers
     # the importers whose text cannot hold a match count as looked in: they have no teardown
