@@ -378,12 +378,7 @@ class ProjectIndex:
         if key in self._no_match:
             return self._no_match[key]
         found = None
-        try:
-            st = os.stat(path)
-            with open(path, "rb") as fh:
-                data = fh.read()
-        except OSError:
-            data = None
+        st, data = _stat_and_read(path)
         if data is not None and _plain_names(data) and not _STAR_IMPORT.search(data) \
                 and not may_import(data, name) \
                 and (not may_define(data, name) or (words and not any(w.encode() in data for w in words))):
@@ -411,12 +406,7 @@ class ProjectIndex:
         if key in self._no_match:
             return self._no_match[key]
         found = None
-        try:
-            st = os.stat(path)
-            with open(path, "rb") as fh:
-                data = fh.read()
-        except OSError:
-            data = None
+        st, data = _stat_and_read(path)
         if data is not None and not self._may_have_submodules(path) and _plain_names(data) \
                 and not _STAR_IMPORT.search(data):
             firsts = _chain_firsts(data, word)
@@ -1230,3 +1220,14 @@ def view_for(path: str) -> Optional[ProjectView]:
     if _current is None or not path or path in ("-", "<string>"):
         return None
     return _current.view(path)
+
+
+def _stat_and_read(path: str) -> tuple:
+    """``(os.stat(path), its bytes)``, the stat taken first so the text stamp is never newer
+    than the text; ``(None, None)`` when it cannot be read."""
+    try:
+        st = os.stat(path)
+        with open(path, "rb") as fh:
+            return st, fh.read()
+    except OSError:
+        return None, None
