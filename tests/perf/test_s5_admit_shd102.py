@@ -104,11 +104,11 @@ def table(use: str) -> str:
 case(False, 0, table("await asyncio.wait(list(self._tasks.values()))"))
 case(False, 0, table("await asyncio.gather(*self._tasks.values())"))
 case(False, 0, table("await asyncio.wait(self._tasks)"))
-# (kept, and reported by nothing: ``_follow`` counts the holder in ``self._tasks[name] = ...``
-# itself as a use it does not model, so OBSERVED; the tier does not lean on that)
-case(True, 0, table("await asyncio.gather(*self._tasks.values(), return_exceptions=True)"))
-case(True, 0, table("print(len(self._tasks.values()))"))
-case(True, 0, table("for t in self._tasks.values():\n            t.cancel()"))
+# (kept, and reported: the holder in ``self._tasks[name] = ...`` only puts an entry, and these
+# uses do not look at the tasks)
+case(True, 1, table("await asyncio.gather(*self._tasks.values(), return_exceptions=True)"))
+case(True, 1, table("print(len(self._tasks.values()))"))
+case(True, 1, table("for t in self._tasks.values():\n            t.cancel()"))
 
 _LIST = """
 import asyncio
