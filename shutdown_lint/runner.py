@@ -164,13 +164,14 @@ def _note_written() -> None:
 
 
 def _init_worker(settings: Settings, mode: Mode, written: Any = None) -> None:
-    global _worker_settings, _worker_mode, _worker_written
+    global _worker_settings, _worker_mode, _worker_written, _trimmed_at_kb
     _worker_settings, _worker_mode, _worker_written = settings, mode, written
     # Ctrl+C reaches the whole process group: a worker ignores it and the parent stops it with
     # SIGTERM (which ends it at once, or right after the file it is writing)
     interrupt.worker_signals(start_threads=_exit_with_parent)
     gc.freeze()  # the engine, rules and libcst imported before the fork: never garbage
     _collect_less()
+    _trimmed_at_kb = _peak_rss_kb()  # this process's own peak so far (the fork's pages)
 
 
 #: The cyclic collector's first threshold while files are analysed. An analysis frees its
@@ -222,7 +223,86 @@ def _work(job: Job) -> Outcome:
     except Exception as e:  # a rule bug must not end the run
         outcome = Outcome(FileResult(job.path, error=f"{job.path}:1:1: internal error: {type(e).__name__}: {e}"))
     outcome.summaries = _new_summaries()
+    after_file()
     return outcome
+
+
+# ---------------------------------------------------------------- memory between files
+
+#: After a file, the ``ast`` trees the candidate tier keeps for reuse (``ast_tree.parse``: the
+#: project index summarises a module from the tree of its last lint) are cut to the newest ones
+#: spanning at most this many lines together. A tree costs ~75 bytes of memory per byte of
+#: source: a big file's tree (``torch/sparse/_triton_ops_meta.py``, 500 KB: 38 MB) stayed alive
+#: for the next files, and under it the next big libcst parse (``rpc_test.py``, 226 KB: +115 MB):
+#: the largest ray+torch -j2 worker peaked at 235 MB when it took both, 195 when the other worker
+#: took one (scheduling); with this release 167-172 either way (bench/memory_peak.py). Over the
+#: ray+torch corpus at -j1 the index reused a tree of an earlier file 8 times (240 KB of source,
+#: ~30 KB each): small trees are kept for that.
+KEEP_TREE_LINES = 2000
+
+#: ... and once this process's peak RSS has grown by this much since the last time, the C
+#: allocator is asked to give its free memory back (``malloc_trim``, glibc): a libcst parse frees
+#: tens of MB into the C heap, where Python's own object arenas (``mmap``) cannot reuse them, so
+#: the index's tables and the next file's trees grew on top of memory no longer used.
+TRIM_STEP_KB = 8 * 1024
+
+_trim_fn: Any = None  # libc's malloc_trim once looked up; False where there is none
+_trimmed_at_kb = 0
+
+
+def after_file() -> None:
+    """Memory a file's analysis no longer needs, given back before the next file (see
+    ``KEEP_TREE_LINES`` and ``TRIM_STEP_KB``). Changes no result: caches only."""
+    _release_trees(KEEP_TREE_LINES)
+    _give_back_memory()
+
+
+def _release_trees(keep_lines: int) -> None:
+    from .prefilter import ast_tree
+
+    trees = ast_tree._trees  # key -> Tree or None, oldest first
+    total = 0
+    for key in reversed(list(trees)):
+        tree = trees[key]
+        body = tree.module.body if tree is not None else None
+        total += (getattr(body[-1], "end_lineno", None) or 0) if body else 0
+        if total > keep_lines:
+            del trees[key]
+
+
+def _peak_rss_kb() -> int:
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on POSIX
+        return 0
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KB on Linux
+
+
+def _give_back_memory() -> None:
+    global _trim_fn, _trimmed_at_kb
+    if _trim_fn is False:
+        return
+    peak = _peak_rss_kb()
+    if peak - _trimmed_at_kb < TRIM_STEP_KB:
+        return
+    _trimmed_at_kb = peak
+    if _trim_fn is None:
+        _trim_fn = _malloc_trim()
+        if _trim_fn is False:
+            return
+    _trim_fn(0)
+
+
+def _malloc_trim() -> Any:
+    """glibc's ``malloc_trim``, or False (another C library, another system)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        return getattr(ctypes.CDLL(None), "malloc_trim", None) or False
+    except (ImportError, OSError, TypeError):  # pragma: no cover - no ctypes, no libc handle
+        return False
 
 
 def _new_summaries() -> Optional[dict]:
@@ -389,6 +469,7 @@ def run(jobs: Sequence[Job], settings: Settings, mode: Mode, n_jobs: int,
                 except Exception as e:
                     outcome = Outcome(FileResult(job.path, error=f"{job.path}:1:1: internal error: "
                                                                  f"{type(e).__name__}: {e}"))
+                after_file()
                 tick(outcome)
                 out.append(outcome)
         return out
