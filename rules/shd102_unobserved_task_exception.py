@@ -12,6 +12,7 @@ from shutdown_lint.rule import Fix, Invalid, Option, Replace, Rule
 from shutdown_lint.traversal import walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
+from ._waits import only_waits, sleep_call
 
 #: ``runtime_guard.supervise``'s policies; "log" is the only one that keeps the program's behaviour.
 POLICIES = ("log", "cancel-main", "exit")
@@ -1628,7 +1629,7 @@ def _tree_handles_own_errors(tree, call: ast.Call, fn) -> bool:
     class, runs ``self.<m>(...)``/``cls.<m>(...)`` (its first argument; ``coroutine_target`` finds
     the class's method ``m``: the class has one ``def`` of that name) and that method is an
     ``async def`` whose body surely swallows every ``Exception`` or only waits
-    (``_swallows_errors_ast``, ``_only_waits_ast``: subsets of the rule's tests)."""
+    (``_swallows_errors_ast``, ``_waits.only_waits(surely=True)``: subsets of the rule's tests)."""
     if fn is None or not fn.in_class:
         return False
     first = call.args[0] if call.args else call.keywords[0].value if call.keywords else None
@@ -1641,7 +1642,7 @@ def _tree_handles_own_errors(tree, call: ast.Call, fn) -> bool:
     if len(same) != 1 or not same[0].is_async:
         return False
     body = same[0].node.body
-    return _swallows_errors_ast(body) or _only_waits_ast(body)
+    return _swallows_errors_ast(body) or only_waits(body, surely=True)
 
 
 def _swallows_errors_ast(stmts: list) -> bool:
@@ -1683,34 +1684,4 @@ def _bookkeeping_ast(st: ast.stmt) -> bool:
     v = st.value
     if type(v) is ast.Constant and type(v.value) in (str, bytes):
         return True
-    return type(v) is ast.Await and _sleep_call(v.value)
-
-
-def _sleep_call(c: ast.AST) -> bool:
-    """A call whose callee's code ends with ``sleep`` (a name or attribute, no parentheses)."""
-    if type(c) is not ast.Call or c.col_offset != c.func.col_offset:
-        return False
-    f = c.func
-    return (type(f) is ast.Name and f.id.endswith("sleep")) or (type(f) is ast.Attribute and f.attr.endswith("sleep"))
-
-
-def _only_waits_ast(stmts: list) -> bool:
-    """``_only_waits`` where surely True: ``pass``, docstrings, ``await <...sleep>(...)`` and
-    ``<x>.set()`` expression statements only."""
-    if not stmts:
-        return False
-    for st in stmts:
-        if type(st) is ast.Pass:
-            continue
-        if type(st) is not ast.Expr:
-            return False
-        v = st.value
-        if type(v) is ast.Constant and type(v.value) in (str, bytes):
-            continue
-        if type(v) is ast.Await and _sleep_call(v.value):
-            continue
-        if type(v) is ast.Call and type(v.func) is ast.Attribute and v.func.attr == "set" and not v.args \
-                and not v.keywords:
-            continue
-        return False
-    return True
+    return type(v) is ast.Await and sleep_call(v.value)

@@ -10,6 +10,7 @@ from shutdown_lint.prefilter.ast_tree import TRYS, callee_name, walk_within
 from shutdown_lint.traversal import walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD
+from ._waits import may_sleep, only_waits
 from .shd102_unobserved_task_exception import (_BROAD_HANDLERS, handles_own_errors, is_task_spawn, spawns,
                                                supervise_call)
 
@@ -424,7 +425,7 @@ def _may_handle_own_errors(tree, coro: ast.AST) -> bool:
         return False
     name = callee_name(coro)
     return any(fn.is_async and fn.name == name and (
-        _guards_broadly(fn.node.body) and _may_swallow(fn.node.body) or _may_only_wait(fn.node.body))
+        _guards_broadly(fn.node.body) and _may_swallow(fn.node.body) or only_waits(fn.node.body, surely=False))
         for fn in tree.functions)
 
 
@@ -475,7 +476,7 @@ def _not_bookkeeping(st: ast.stmt) -> bool:
     ones too) holds a statement surely rejected (an indented block checks each; a one-line one is
     always rejected); a statement that is no ``if`` nor simple (``try``, a loop, ``with``, a def...);
     a simple one not in ``_BOOKKEEPING`` nor an expression statement holding a plain string or an
-    ``await`` of a call that may sleep (``_may_sleep``: those may pass)."""
+    ``await`` of a call that may sleep (``_waits.may_sleep``: those may pass)."""
     t = type(st)
     if t is ast.If:
         return any(_not_bookkeeping(s) for s in (*st.body, *st.orelse))
@@ -487,52 +488,7 @@ def _not_bookkeeping(st: ast.stmt) -> bool:
             return type(v.value) not in (str, bytes)
         if type(v) is not ast.Await:
             return True
-        return not _may_sleep(v.value)
-    return True
-
-
-def _may_sleep(c: ast.AST) -> bool:
-    """``c`` is a call whose callee's code may end in ``sleep``: a name or attribute so ending, or
-    another callee (left to the rule)."""
-    if type(c) is not ast.Call:
-        return False
-    name = _callee_word(c)
-    return name is None or name.endswith("sleep")
-
-
-def _callee_word(c: ast.Call):
-    """The callee's name (a name's, an attribute's last), None for any other callee."""
-    f = c.func
-    return f.id if type(f) is ast.Name else f.attr if type(f) is ast.Attribute else None
-
-
-def _may_only_wait(stmts: list) -> bool:
-    """``_only_waits`` may hold: some statements, each ``pass`` or an expression statement holding
-    a plain string, ``await <f>(...)`` with ``f``'s code maybe ending in ``sleep`` (a name or an
-    attribute so ending; any other callee is left to the rule) or in ``gather`` with a
-    ``return_exceptions`` keyword, or ``<x>.set()`` with no argument."""
-    if not stmts:
-        return False
-    for st in stmts:
-        if type(st) is ast.Pass:
-            continue
-        if type(st) is not ast.Expr:
-            return False
-        v = st.value
-        if type(v) is ast.Constant and type(v.value) in (str, bytes):
-            continue
-        if type(v) is ast.Await:
-            c = v.value
-            if type(c) is not ast.Call:
-                return False
-            if _may_sleep(c) or (_callee_word(c) or "").endswith("gather") and any(
-                    k.arg == "return_exceptions" for k in c.keywords):
-                continue
-            return False
-        if type(v) is ast.Call and type(v.func) is ast.Attribute and v.func.attr == "set" and not v.args \
-                and not v.keywords:
-            continue
-        return False
+        return not may_sleep(v.value)
     return True
 
 
