@@ -349,8 +349,8 @@ class ShutdownLintServer(LanguageServer):
                 await self.refresh(uri)
                 if uri not in self._dirty or uri not in self.workspace.text_documents:
                     return
-        except Exception:  # nobody awaits this task (SHD102): its failure goes to the server's log now
-            log.exception("linting %s stopped", uri)
+        except Exception as e:  # nobody awaits this task (SHD102): its failure goes to the server's log now
+            log.error("linting %s stopped: %s: %s", uri, type(e).__name__, e)
         finally:
             if self.pending.get(uri) is asyncio.current_task():  # not a newer one after a close
                 self.pending.pop(uri, None)
