@@ -97,7 +97,7 @@ def main() -> None:
     args = ap.parse_args()
     if not sys.platform.startswith("linux"):
         sys.exit("memory_peak.py reads /proc: Linux only")
-    versions = [("HEAD", None)] + ([("base", {"PYTHONPATH": args.base})] if args.base else [])
+    versions = [("this", None)] + ([("base", {"PYTHONPATH": args.base})] if args.base else [])
     for name in (("rt", "ref") if args.corpus == "both" else (args.corpus,)):
         root, rel = files_of(name)
         print(f"{name}: {len(rel):,} files in {root}; load {os.getloadavg()[0]:.1f}", flush=True)
