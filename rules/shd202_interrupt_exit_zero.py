@@ -11,8 +11,9 @@ from shutdown_lint.facts.exit_paths import (EXIT_FUNCTIONS, FALL_THROUGH, _later
                                             _returns_only_none)
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule
 from shutdown_lint.traversal import walk
-from shutdown_lint.prefilter.ast_tree import (DEFS, TRYS, identifiers, is_main_guard, nested_statements, positional_args,
+from shutdown_lint.prefilter.ast_tree import (DEFS, TRYS, children, identifiers, is_main_guard, nested_statements, positional_args,
                                      walk_within)
+from shutdown_lint.prefilter.ast_tree import walk as ast_walk
 
 from ._exits import child_process_reason, raises_system_exit, rule_runs_here
 from ._vocabulary import identifier_words
@@ -1119,7 +1120,7 @@ class _Context:
 
 
 def _binds(module: ast.Module, name: str) -> bool:
-    for n in ast.walk(module):
+    for n in ast_walk(module):  # ``ast.walk``'s nodes and order, without its generators
         t = type(n)
         if t is ast.Name:
             if n.id == name and type(n.ctx) is not ast.Load:
@@ -1163,7 +1164,7 @@ def _handler_may_return_to_entry(ctx, stmts, needs_cancellation: bool, doing: bo
                         and _may_leave(ctx, node, h, in_loop, needs_cancellation):
                     return True
         child_loop = (in_loop or t in _LOOPS) and t is not ast.ClassDef
-        for child in ast.iter_child_nodes(node):
+        for child in children(node):  # ``ast.iter_child_nodes(node)``, without its generators
             if type(child) not in DEFS:
                 todo.append((child, child_loop))
     return False

@@ -8,7 +8,7 @@ import libcst as cst
 from shutdown_lint.prefilter.words import qualified
 from shutdown_lint.facts import FunctionInfo, reachable
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
-from shutdown_lint.prefilter.ast_tree import DEFS, TRYS, identifiers, walk_within
+from shutdown_lint.prefilter.ast_tree import DEFS, TRYS, identifiers, walk, walk_within
 
 from ._exits import child_process_reason, rule_runs_here
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call, strip_trailing_comma
@@ -463,7 +463,7 @@ def _may_os_exit_on_cleanup_path(tree) -> bool:
         return False
     # 1. an except handler's body or a finally block, up to the innermost def/lambda
     blocks = [h.body for h in tree.handlers]
-    blocks += [n.finalbody for n in ast.walk(tree.module) if type(n) in TRYS and n.finalbody]
+    blocks += [n.finalbody for n in walk(tree.module) if type(n) in TRYS and n.finalbody]
     if any(type(n) is ast.Call and id(n) in exits for body in blocks for n in walk_within(body, (*DEFS, ast.Lambda))):
         return True
     # 2. a signal handler and what it calls

@@ -467,7 +467,7 @@ def _may_run_at_entrypoint(tree) -> bool:
 def _spells_handled(node) -> bool:
     """``_names_handle([node])`` surely holds: a name or an attribute under ``node`` holds one of
     ``_HANDLED_WORDS`` (libcst has a ``Name`` for each)."""
-    for n in ast.walk(node):
+    for n in T.walk(node):  # ``ast.walk``'s nodes and order, without its generators
         t = type(n)
         ident = n.id if t is ast.Name else n.attr if t is ast.Attribute else None
         if ident is not None and any(w in ident for w in _HANDLED_WORDS):

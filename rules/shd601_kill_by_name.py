@@ -10,6 +10,7 @@ import libcst as cst
 from shutdown_lint.prefilter.words import Word
 from shutdown_lint.rule import Invalid, Rule
 from shutdown_lint.prefilter.ast_tree import COMPREHENSIONS, DEFS, positional_args
+from shutdown_lint.prefilter.ast_tree import walk as ast_walk
 from shutdown_lint.traversal import walk
 
 #: Calls that run a command: the command is the first positional argument or ``args=``.
@@ -425,7 +426,7 @@ def _may_kill_by_name(tree) -> bool:
             return True
     if not tree.mentions(("process_iter",)):
         return False
-    for node in ast.walk(tree.module):
+    for node in ast_walk(tree.module):  # ``ast.walk``'s nodes and order, without its generators
         if type(node) in (ast.For, ast.AsyncFor) and any(
                 type(c) is ast.Call and tree.may_call(c, "process_iter") for c in ast.walk(node.iter)):
             if _kills_in(tree, node.body, matched=type(node.iter) in COMPREHENSIONS):

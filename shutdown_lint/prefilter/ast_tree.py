@@ -197,7 +197,7 @@ class Tree:
         cls: Optional[ast.ClassDef] = None
         awaited: set[int] = set()
         FunctionDef, AsyncFunctionDef, ClassDef, Lambda = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda
-        Call, Await, Raise, Name, Constant = ast.Call, ast.Await, ast.Raise, ast.Name, ast.Constant
+        Call, Await, Raise, Name, Constant, Attribute = ast.Call, ast.Await, ast.Raise, ast.Name, ast.Constant, ast.Attribute
         trys = TRYS
         AST, mentioned = ast.AST, self.mentioned
         reacts = _REACTS
@@ -209,10 +209,13 @@ class Tree:
             if t is tuple:  # a def's, class's or lambda's children are done: the state outside it
                 fn, in_lambda, cls = node
                 continue
-            if t in reacts:  # most nodes (expressions, arguments, keywords) are none of these
-                if t is ast.Attribute:
-                    mentioned.add(node.attr)
-                elif t is ast.alias:
+            if t is Attribute:  # the commonest nodes the walk reacts to first
+                mentioned.add(node.attr)
+            elif t is Call:
+                entry = (node, id(node) in awaited, in_lambda)
+                (fn.calls if fn is not None else self.module_calls).append(entry)
+            elif t in reacts:  # most nodes (expressions, arguments, keywords) are none of these
+                if t is ast.alias:
                     mentioned.add(node.name.rsplit(".", 1)[-1])
                 elif t is FunctionDef or t is AsyncFunctionDef:
                     info = Function(node, cls)
@@ -228,9 +231,6 @@ class Tree:
                 elif t is Lambda:
                     push((fn, in_lambda, cls))
                     in_lambda = True
-                elif t is Call:
-                    entry = (node, id(node) in awaited, in_lambda)
-                    (fn.calls if fn is not None else self.module_calls).append(entry)
                 elif t is Await:
                     if type(node.value) is Call:
                         awaited.add(id(node.value))
@@ -274,6 +274,8 @@ class Tree:
             # first, each list from its end, so that they are popped in source order,
             # without ``ast.iter_child_nodes``' generators: this loop is most of the tier's
             # cost after the parse.
+            # Only the fields that can hold a node count (``_fields``: not names, numbers, strings,
+            # nor the ``Load``/``Add``/``Eq`` markers that have no fields).
             fields = fields_of.get(t)
             if fields is None:
                 fields = fields_of[t] = tuple(reversed(_fields(t)))
@@ -366,7 +368,7 @@ class Tree:
                 if nm is not None:
                     counts[nm] = counts.get(nm, 0) + 1
 
-        for n in ast.walk(self.module):
+        for n in walk(self.module):  # counts: the order does not matter
             t = type(n)
             if t is ast.Name:
                 if type(n.ctx) is not ast.Load:
@@ -435,12 +437,34 @@ class Tree:
 
     def may_call_any(self, call: ast.Call, names: Iterable[str]) -> bool:
         """``may_call`` for any of the dotted ``names`` (``sys.exit``, ``builtins.exit``),
-        spellings the facts canonicalise included (``asyncio.tasks.gather``)."""
-        for name in names:
-            last, receivers = _last_and_receivers(name)
-            if self.may_call(call, last, receivers):
-                return True
-        return False
+        spellings the facts canonicalise included (``asyncio.tasks.gather``). The callee is read
+        once for all of them (rules ask this of every call with a dozen names)."""
+        pairs = _pairs(names)
+        func = call.func
+        bound, attrs = self._aliases
+        t = type(func)
+        if t is ast.Attribute:  # ``may_call``'s tests, in its order, for each name
+            attr = func.attr
+            aliased = attrs.get(attr)
+            words = None
+            for last, wanted in pairs:
+                if aliased is not None and last in aliased:
+                    return True
+                if attr != last:
+                    continue
+                if not wanted:
+                    return True
+                if words is None:
+                    words = self._words(func.value, bound, attrs)
+                if not words.isdisjoint(wanted):
+                    return True
+            return False
+        if t is ast.Name:
+            name = func.id
+            to = bound.get(name, ())
+            return any(name == last or last in to for last, _ in pairs)
+        words = self._words(func, bound, attrs)
+        return any(last in words for last, _ in pairs)
 
     def bound_to_method_of(self, name: str, types: set[str], attribute: bool = False) -> bool:
         """Some ``name = x.m`` (``self.name = x.m`` with ``attribute``) binds a method of
@@ -551,13 +575,17 @@ def _parent_map(root: ast.AST) -> dict[int, ast.AST]:
     share), without the generators."""
     from collections import deque
 
-    AST = ast.AST
+    AST, fields_of = ast.AST, _NODE_FIELDS
     found: dict[int, ast.AST] = {}
     todo = deque([root])
     pop, push = todo.popleft, todo.append
     while todo:
         node = pop()
-        for field in node._fields:
+        t = type(node)
+        fields = fields_of.get(t)
+        if fields is None:
+            fields = fields_of[t] = _node_fields(t)
+        for field in fields:
             value = getattr(node, field, None)
             if isinstance(value, AST):
                 found[id(value)] = node
@@ -580,9 +608,27 @@ def _mention_string_annotation(annotation: ast.AST, mentioned: set[str]) -> None
         node = node.value
     if type(node) is ast.Name:
         return  # ``int``, ``torch.Tensor``: most annotations hold no string
-    for sub in ast.walk(annotation):
-        if type(sub) is ast.Constant and type(sub.value) is str:
-            mentioned.update(w for w in _IDENTIFIER.findall(sub.value) if not w[0].isdigit())
+    todo = [annotation]  # every node under it (``ast.walk``'s, in another order: a set is filled)
+    pop, push = todo.pop, todo.append
+    Constant, AST, fields_of = ast.Constant, ast.AST, _FIELDS_BACKWARDS
+    while todo:
+        sub = pop()
+        t = type(sub)
+        if t is Constant:
+            if type(sub.value) is str:
+                mentioned.update(w for w in _IDENTIFIER.findall(sub.value) if not w[0].isdigit())
+            continue
+        fields = fields_of.get(t)
+        if fields is None:
+            fields = fields_of[t] = tuple(reversed(_fields(t)))
+        for field in fields:
+            value = getattr(sub, field, None)
+            if type(value) is list:
+                for c in value:
+                    if isinstance(c, AST):
+                        push(c)
+            elif isinstance(value, AST):
+                push(value)
 
 
 _IDENTIFIER = re.compile(r"\w+")
@@ -590,9 +636,10 @@ _IDENTIFIER = re.compile(r"\w+")
 
 #: the node types ``Tree._words`` gives words for
 _WORDY = frozenset({ast.Name, ast.Attribute, ast.Await, ast.Call})
-#: the node types ``Tree._collect`` does something with besides walking on
-_REACTS = frozenset({ast.Attribute, ast.alias, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda,
-                     ast.Call, ast.Await, ast.Raise, *TRYS, ast.ExceptHandler, ast.Assign, ast.AnnAssign,
+#: the node types ``Tree._collect`` does something with besides walking on (``Attribute`` and
+#: ``Call`` are tested before it)
+_REACTS = frozenset({ast.alias, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda,
+                     ast.Await, ast.Raise, *TRYS, ast.ExceptHandler, ast.Assign, ast.AnnAssign,
                      ast.NamedExpr, ast.arg, ast.withitem, ast.Import, ast.ImportFrom, ast.If})
 #: node type -> ``_fields`` reversed (``Tree._collect`` pushes the last field first)
 _FIELDS_BACKWARDS: dict[type, tuple[str, ...]] = {}
@@ -600,9 +647,84 @@ _FIELDS_BACKWARDS: dict[type, tuple[str, ...]] = {}
 
 @functools.lru_cache(maxsize=None)
 def _fields(t: type) -> tuple[str, ...]:
-    """The fields of an ``ast`` node type that can hold nodes the tier reads (``ctx``, a
-    ``Load``/``Store`` marker on every name, is not one)."""
-    return tuple(f for f in t._fields if f != "ctx")
+    """The fields of an ``ast`` node type that can hold nodes the tier reads, in ``_fields``
+    order: ``_node_fields`` without ``ctx`` (a ``Load``/``Store`` marker on every name) and
+    those declared as a field-less marker (operators, comparison ops, type-ignore comments)."""
+    declared = _declared(t)
+    return tuple(f for f in _node_fields(t) if f != "ctx" and declared.get(f) not in _MARKERS)
+
+
+@functools.lru_cache(maxsize=None)
+def _node_fields(t: type) -> tuple[str, ...]:
+    """The fields of an ``ast`` node type that can hold a node (``ast.iter_child_nodes``
+    finds its children in these only), in ``_fields`` order: not those the node type's
+    signature declares as a name, a string, a number or a constant. A field the signature
+    does not declare is kept."""
+    declared = _declared(t)
+    return tuple(f for f in t._fields if declared.get(f) not in _VALUES)
+
+
+def _declared(t: type) -> dict[str, str]:
+    """Field -> ASDL type, from the node type's docstring (Python's signature of it:
+    ``BinOp(expr left, operator op, expr right)``); empty when it has none."""
+    doc = t.__doc__ or ""
+    if not doc.startswith(t.__name__ + "("):
+        return {}
+    return {name: typ for typ, _, name in _SIGNATURE_FIELD.findall(doc[len(t.__name__) + 1:])}
+
+
+#: ``type name`` / ``type* name`` / ``type? name`` in an ``ast`` node type's docstring
+_SIGNATURE_FIELD = re.compile(r"(\w+)([*?]?) (\w+)")
+#: ASDL builtin types: a field of one never holds a node
+_VALUES = frozenset({"identifier", "string", "int", "constant", "object", "bytes"})
+#: ASDL types of field-less nodes the tier never reads (``Load``, ``Add``, ``Eq``, ``TypeIgnore``)
+_MARKERS = frozenset({"expr_context", "boolop", "operator", "unaryop", "cmpop", "type_ignore"})
+#: node type -> ``_node_fields`` (``_parent_map``, ``walk_within``, ``walk``)
+_NODE_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def children(node: ast.AST) -> list[ast.AST]:
+    """``list(ast.iter_child_nodes(node))``, without its generators."""
+    out = []
+    push, AST = out.append, ast.AST
+    t = type(node)
+    fields = _NODE_FIELDS.get(t)
+    if fields is None:
+        fields = _NODE_FIELDS[t] = _node_fields(t)
+    for field in fields:
+        value = getattr(node, field, None)
+        if type(value) is list:
+            for item in value:
+                if isinstance(item, AST):
+                    push(item)
+        elif isinstance(value, AST):
+            push(value)
+    return out
+
+
+def walk(node: ast.AST) -> list[ast.AST]:
+    """``list(ast.walk(node))``: the same nodes in the same (breadth-first) order, without
+    ``ast.iter_child_nodes``' generators."""
+    out = [node]
+    push = out.append
+    AST, fields_of = ast.AST, _NODE_FIELDS
+    i = 0
+    while i < len(out):
+        n = out[i]
+        i += 1
+        t = type(n)
+        fields = fields_of.get(t)
+        if fields is None:
+            fields = fields_of[t] = _node_fields(t)
+        for field in fields:
+            value = getattr(n, field, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, AST):
+                        push(item)
+            elif isinstance(value, AST):
+                push(value)
+    return out
 
 
 def driver_names(tree: Tree, extra_roots: Iterable[str] = ()) -> set[str]:
@@ -630,31 +752,61 @@ def walk_within(nodes: Iterable[ast.AST], stop: tuple = ()) -> Iterator[ast.AST]
     """``nodes`` and every node under them, never entering (nor giving) a node of a ``stop``
     type: the body of a handler without the defs and lambdas nested in it."""
     todo = list(nodes)
+    pop, push = todo.pop, todo.append
+    AST, fields_of = ast.AST, _NODE_FIELDS
     while todo:
-        node = todo.pop()
+        node = pop()
         if isinstance(node, stop):
             continue
         yield node
-        todo.extend(ast.iter_child_nodes(node))
+        t = type(node)  # then ``todo.extend(ast.iter_child_nodes(node))``, without its generators
+        fields = fields_of.get(t)
+        if fields is None:
+            fields = fields_of[t] = _node_fields(t)
+        for field in fields:
+            value = getattr(node, field, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, AST):
+                        push(item)
+            elif isinstance(value, AST):
+                push(value)
 
 
 def nested_statements(stmts: Iterable[ast.stmt], enter=lambda st: True) -> Iterator[ast.stmt]:
     """``stmts`` and the statements in their blocks (bodies, ``else``, handlers, ``finally``,
-    ``case``s), for the statements ``enter(st)`` lets in: no expression is walked."""
+    ``case``s), for the statements ``enter(st)`` lets in: no expression is walked. ``enter``
+    (a test without side effects) is asked only of statements that have blocks."""
     todo = list(stmts)
+    pop, extend = todo.pop, todo.extend
+    blocks_of = _BLOCKS
     while todo:
-        st = todo.pop()
+        st = pop()
         yield st
-        if not enter(st):
+        t = type(st)
+        blocks = blocks_of.get(t)
+        if blocks is None:
+            blocks = blocks_of[t] = _blocks(t)
+        if not blocks or not enter(st):
             continue
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(st, field, None)
-            if type(block) is list:
-                todo.extend(block)
-        for h in getattr(st, "handlers", ()):
-            todo.extend(h.body)
-        for case in getattr(st, "cases", ()):
-            todo.extend(case.body)
+        for field in blocks:
+            if field == "handlers" or field == "cases":
+                for h in getattr(st, field, ()):
+                    extend(h.body)
+            else:
+                block = getattr(st, field, None)
+                if type(block) is list:
+                    extend(block)
+
+
+#: node type -> ``_blocks``
+_BLOCKS: dict[type, tuple[str, ...]] = {}
+
+
+def _blocks(t: type) -> tuple[str, ...]:
+    """The fields of ``t`` that ``nested_statements`` reads, in its order: ``body``,
+    ``orelse``, ``finalbody`` (blocks), then ``handlers`` and ``cases`` (their bodies)."""
+    return tuple(f for f in ("body", "orelse", "finalbody", "handlers", "cases") if f in t._fields)
 
 
 def identifiers(node: ast.AST) -> set[str]:
@@ -734,6 +886,23 @@ def is_main_guard(test: ast.AST) -> bool:
     """``test`` is ``__name__ == ...`` (an ``if __name__ == "__main__":`` block)."""
     return (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
             and any(isinstance(s, ast.Name) and s.id == "__name__" for s in (test.left, *test.comparators)))
+
+
+#: names tuple -> ``_pairs(names)``
+_PAIRS: dict[tuple, tuple[tuple[str, frozenset], ...]] = {}
+
+
+def _pairs(names: Iterable[str]) -> tuple[tuple[str, frozenset], ...]:
+    """(last word, receivers as a set) of each dotted name (``_last_and_receivers``), memoised
+    for a tuple of names."""
+    if type(names) is not tuple:
+        return tuple((last, frozenset(r)) for last, r in map(_last_and_receivers, names))
+    found = _PAIRS.get(names)
+    if found is None:
+        if len(_PAIRS) > 4096:
+            _PAIRS.clear()
+        found = _PAIRS[names] = tuple((last, frozenset(r)) for last, r in map(_last_and_receivers, names))
+    return found
 
 
 @functools.lru_cache(maxsize=None)
