@@ -264,28 +264,55 @@ def _returns(ann: Optional[ast.AST], depth: int = 0) -> Optional[str]:
 #: ``ast`` nodes with nothing under them that the walker reacts to
 _LEAVES = frozenset({ast.Name, ast.Constant, ast.Load, ast.Store, ast.Del, ast.Pass, ast.Break, ast.Continue,
                      *(c for base in (ast.operator, ast.unaryop, ast.cmpop, ast.boolop) for c in base.__subclasses__())})
-_METHODS: dict[type, str] = {}
+#: fields that never hold a node the walks go into: names and other plain values (``id``,
+#: ``attr``, ``module``, ``level``...), and contexts and operators (leaves)
+_PLAIN_FIELDS = frozenset({"id", "attr", "arg", "asname", "module", "level", "kind", "conversion", "is_async",
+                           "simple", "lineno", "type_comment", "rest", "kwd_attrs", "n", "s", "tag", "ctx", "op",
+                           "ops"})
+#: node class -> its fields less ``_PLAIN_FIELDS`` (filled as classes are met)
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(t: type) -> tuple[str, ...]:
+    found = _CHILD_FIELDS[t] = tuple(f for f in t._fields if f not in _PLAIN_FIELDS)
+    return found
+
+
+#: node class -> the walker's ``visit_<Class>`` function, or None (filled as classes are met)
+_HANDLERS: dict[type, Any] = {}
 
 
 class _FunctionWalker(ast.NodeVisitor):
     """Walks one function body, not nested defs or classes.
 
-    ``visit``/``generic_visit`` are ``ast.NodeVisitor``'s, with the method name cached per
-    node class and leaves (names, constants, contexts, operators) not visited: the same
-    summaries at about half the cost (summaries are most of the project index's cold cost)."""
+    ``visit``/``generic_visit`` do what ``ast.NodeVisitor``'s do, with the handler looked up
+    once per node class (``_HANDLERS``), leaves (names, constants, contexts, operators) not
+    visited, fields of plain values not read (``_CHILD_FIELDS``), and ``generic_visit``'s loop
+    inlined in ``visit``: the same summaries at less than half ``NodeVisitor``'s cost (summaries
+    are most of the project index's cold cost; tests/engine/test_project_index.py compares)."""
 
     def visit(self, node: ast.AST) -> Any:
         t = type(node)
-        name = _METHODS.get(t)
-        if name is None:
-            name = _METHODS[t] = "visit_" + t.__name__
-        method = getattr(self, name, None)
-        if method is not None:
-            return method(node)
-        return self.generic_visit(node)
+        try:
+            handler = _HANDLERS[t]
+        except KeyError:
+            handler = _HANDLERS[t] = getattr(_FunctionWalker, "visit_" + t.__name__, None)
+        if handler is not None:
+            return handler(self, node)
+        fields = _CHILD_FIELDS.get(t) or _child_fields(t)
+        for field in fields:
+            value = getattr(node, field, None)
+            if type(value) is list:
+                for item in value:
+                    if type(item) not in _LEAVES and isinstance(item, ast.AST):
+                        self.visit(item)
+            elif type(value) not in _LEAVES and isinstance(value, ast.AST):
+                self.visit(value)
+        return None
 
     def generic_visit(self, node: ast.AST) -> None:
-        for field in node._fields:
+        t = type(node)
+        for field in _CHILD_FIELDS.get(t) or _child_fields(t):
             value = getattr(node, field, None)
             if type(value) is list:
                 for item in value:
@@ -647,12 +674,13 @@ def _walk(tree: ast.AST) -> list[ast.AST]:
     walk ``_remote_targets`` makes of every module that spells ``remote`` cost as much as
     the rest of its summary."""
     out: list[ast.AST] = [tree]
-    leaves, AST = _LEAVES, ast.AST
+    leaves, AST, child = _LEAVES, ast.AST, _CHILD_FIELDS
     i = 0
     while i < len(out):
         node = out[i]
         i += 1
-        for field in node._fields:
+        t = type(node)
+        for field in child.get(t) or _child_fields(t):
             value = getattr(node, field, None)
             if type(value) is list:
                 out += [c for c in value if type(c) not in leaves and isinstance(c, AST)]
