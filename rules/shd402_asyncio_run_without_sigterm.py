@@ -454,8 +454,9 @@ def _may_run_at_entrypoint(tree) -> bool:
     if any(not lam and tree.may_call_any(c, _RUNNERS) and not _coroutine_handles(tree, c)
            for c, _, lam in tree.module_calls):
         return True
-    holders = {fn.name for fn in tree.functions if not _spells_handled(fn.node) and any(
-        not lam and tree.may_call_any(c, _RUNNERS) and not _coroutine_handles(tree, c) for c, _, lam in fn.calls)}
+    holders = {fn.name for fn in tree.functions if any(
+        not lam and tree.may_call_any(c, _RUNNERS) and not _coroutine_handles(tree, c) for c, _, lam in fn.calls)
+        and not _spells_handled(fn.node)}  # the walk of the whole function last: few functions call a runner
     if not holders:
         return False
     cli = {fn.name for fn in tree.functions

@@ -396,3 +396,20 @@ def test_may_call_any_is_may_call_for_each_name():
                 expected = any(tree.may_call(call, *ast_tree._last_and_receivers(n)) for n in names)
                 assert tree.may_call_any(call, names) is expected, (name, names, ast.unparse(call))
                 assert tree.may_call_any(call, list(names)) is expected
+
+
+# ----------------------------------------------------------------------------- text tier
+_TRIGGER_PIECES = st.sampled_from(sorted({t.encode()[i:j] for r in registry.all_rules() for t in r.triggers
+                                          for i, j in ((0, None), (0, 3), (1, None), (2, 5))} | {b" ", b"\n", b"x"}))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_TRIGGER_PIECES, max_size=12).map(b"".join), st.randoms(use_true_random=False))
+def test_prefilter_keeps_exactly_the_rules_with_a_trigger(text, rnd):
+    from shutdown_lint.prefilter.text import prefilter
+
+    rules = list(registry.all_rules())
+    rnd.shuffle(rules)
+    rules = rules[:rnd.randint(0, len(rules))]  # any subset, in any order (per-file ignores)
+    naive = [r for r in rules if not r.triggers or any(t.encode() in text for t in r.triggers)]
+    assert prefilter(text, rules) == naive
