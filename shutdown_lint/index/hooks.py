@@ -51,9 +51,10 @@ def deps_changed(hit: dict, abspath: str, cache, cache_dir: str, memo: Optional[
 
     known = None
     if memo is not None:
-        def known() -> dict:  # the stats of the run's discovered files (``Cache.count_clean``)
-            return {f[1]: (f[2], f[3]) for f in getattr(cache, "seen", ()) if f[2] is not None and f[3] is not None}
-    changed, refreshed = stale(hit.get("deps"), _stores.get(cache_dir), lambda: _store(cache_dir), memo, known)
+        def known() -> list:  # the run's discovered files, with their stats (``Cache.count_clean``)
+            return getattr(cache, "seen", [])
+    changed, refreshed = stale(hit.get("deps"), _stores.get(cache_dir), lambda: _store(cache_dir), memo, known,
+                               cache_dir)  # the snapshot of the project's folders lives in the cache folder
     if not changed and refreshed is not None:
         entry = cache.entry(abspath)
         if entry is not None:

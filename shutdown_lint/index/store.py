@@ -15,12 +15,17 @@ any file may gain or lose an import of the module, or the words the search asks 
 It records one dependency on the project's files (``project_key``: the roots walked ->
 ``[0, 0, PROJECT_DIGEST + digest of each file's path, mtime and size]``): a file added, removed,
 renamed or edited under those roots re-lints the results that searched importers. The warm run
-walks the roots again only when a result has such a dependency, once per run (``memo``).
+checks it only when a result has such a dependency, once per run (``memo``), through a snapshot
+of the walk kept in the cache folder (``_Snapshot``): while every folder walked has its stamp
+(inode, mtime and ctime: any entry added, removed or renamed changes it), the files are the
+snapshot's and only their stats are compared, most of them with the stats the run's discovery
+took; a folder whose stamp changed is listed again.
 """
 
 from __future__ import annotations
 
 import os
+from operator import attrgetter, itemgetter
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -42,17 +47,25 @@ def walk_roots(roots: list) -> list[str]:
     return [f[0] for f in scan_roots(roots)]
 
 
-def scan_roots(roots: list, stats: bool = False, known: Optional[dict] = None) -> list:
+def scan_roots(roots: list, stats: bool = False, known: Optional[dict] = None, lister=None) -> list:
     """``walk_roots`` as ``(path, mtime_ns, size)`` (0, 0 without ``stats``; -1, -1 for a file
     that cannot be stat'ed), in one pass of ``os.scandir``: the folders ``os.walk`` would visit
     (symbolic links to folders not followed, unreadable folders skipped), in its order.
-    ``known``: path -> (mtime_ns, size) this run has stat'ed already (its discovered files)."""
+    ``known``: path -> a tuple ending in (mtime_ns, size) this run has stat'ed already (its
+    discovered files). ``lister``: folder -> its listing (see ``_list_dir``; a ``_Listings``
+    serves the unchanged folders of a snapshot)."""
+    return _scan_roots(roots, stats, known, lister or _list_dir)[0]
+
+
+def _scan_roots(roots: list, stats: bool, known: Optional[dict], lister) -> tuple[list, bool]:
+    """``scan_roots``, and whether a root had more than ``MAX_SCAN`` files (its walk was cut)."""
     found: list = []
+    cut = False
     for root, tops in roots:
         try:
-            _scan(root, tops, found, stats, True, known or {})
+            _scan(root, tops, found, stats, True, known or {}, lister)
         except _Full:
-            pass
+            cut = True
     found.sort()
     out: list = []
     last = None
@@ -60,20 +73,26 @@ def scan_roots(roots: list, stats: bool = False, known: Optional[dict] = None) -
         if f[0] != last:
             out.append(f)
             last = f[0]
-    return out[:MAX_SCAN]
+    return out[:MAX_SCAN], cut
 
 
 class _Full(Exception):
     """More than ``MAX_SCAN`` files found under one root: that root's walk ends."""
 
 
-def _scan(d: str, tops, found: list, stats: bool, top: bool, known: dict) -> None:
+def _list_dir(d: str) -> Optional[tuple]:
+    """``(names, folders, exact)`` of folder ``d`` now, in its listing's order: the names of its
+    ``.py`` entries that are not folders, the names of its folders that are not symbolic links,
+    and whether that is a function of ``d``'s own entries alone (False when a ``.py`` entry is a
+    symbolic link, whose target may turn into a folder, or an entry's type could not be read).
+    None: ``d`` cannot be listed (as ``os.walk``: the folder is skipped)."""
     try:
         it = os.scandir(d)
     except OSError:
-        return
-    dirs = []
-    files: list = []
+        return None
+    names: list = []
+    dirs: list = []
+    exact = True
     with it:
         while True:
             try:
@@ -81,42 +100,125 @@ def _scan(d: str, tops, found: list, stats: bool, top: bool, known: dict) -> Non
             except StopIteration:
                 break
             except OSError:
-                return  # as os.walk: the folder is skipped
+                return None
             try:
                 is_dir = e.is_dir()
             except OSError:
                 is_dir = False
+                exact = False
             if is_dir:
-                dirs.append(e)
-            elif e.name.endswith(".py") and not (top and tops is not None):
-                if stats:
-                    seen = known.get(e.path)
-                    if seen is not None:
-                        files.append((e.path, seen[0], seen[1]))
-                        continue
+                try:
+                    if e.is_symlink():
+                        continue  # as os.walk: listed, not followed
+                except OSError:
+                    exact = False
+                    continue
+                dirs.append(e.name)
+            elif e.name.endswith(".py"):
+                names.append(e.name)
+                if exact:
                     try:
-                        st = e.stat()
-                        files.append((e.path, st.st_mtime_ns, st.st_size))
+                        exact = not e.is_symlink()
                     except OSError:
-                        files.append((e.path, -1, -1))
-                else:
-                    files.append((e.path, 0, 0))
-    found += files
+                        exact = False
+    return names, dirs, exact
+
+
+def _scan(d: str, tops, found: list, stats: bool, top: bool, known: dict, lister) -> None:
+    got = lister(d)
+    if got is None:
+        return
+    names, dirs = got[0], got[1]
+    pre = d if not d or d.endswith(os.sep) else d + os.sep  # os.path.join(d, name) is pre + name
+    if names and not (top and tops is not None):
+        if stats:
+            get = known.get
+            for name in names:
+                p = pre + name
+                seen = get(p)
+                if seen is not None and seen[-2] is not None:
+                    found.append((p, seen[-2], seen[-1]))
+                    continue
+                try:
+                    st = os.stat(p)
+                    found.append((p, st.st_mtime_ns, st.st_size))
+                except OSError:
+                    found.append((p, -1, -1))
+        else:
+            found += [(pre + name, 0, 0) for name in names]
     if len(found) > MAX_SCAN:
         raise _Full
-    for e in dirs:
-        name = e.name
+    for name in dirs:
         if top and tops is not None and name not in tops:
             continue
         # `build/`, `dist/` are artefacts, unless they are packages (`app/dist/__init__.py`)
-        if name.startswith(".") or (name in SKIP_DIRS and not os.path.isfile(os.path.join(e.path, "__init__.py"))):
+        if name.startswith(".") or (name in SKIP_DIRS and not _is_package(lister, pre + name + os.sep + "__init__.py")):
             continue
+        _scan(pre + name, tops, found, stats, False, known, lister)
+
+
+#: a folder's stamp in a snapshot: its identity and the times its entries' changes set
+_STAMP = attrgetter("st_ino", "st_dev", "st_mtime_ns", "st_ctime_ns")
+
+
+def _is_package(lister, init: str) -> bool:
+    probe = getattr(lister, "probe", None)
+    return probe(init) if probe is not None else os.path.isfile(init)
+
+
+#: A folder's listing is kept in a snapshot only when its stat is older than this (ns) at the
+#: start of the walk that listed it. A folder's mtime and ctime are set by a clock that ticks
+#: in steps (the kernel's coarse clock; whole seconds on some file systems, 2 s on FAT): an
+#: entry added in the same step as the listing would leave the stamp as listed. Once the stamp
+#: is older than any step, every later change of the folder's entries gives it another stamp.
+RACY_NS = 3_000_000_000
+
+
+class _Listings:
+    """The lister of a walk that reuses a snapshot of the folders' listings (``{folder: (stamp,
+    names, folders)}``, stamp: the folder's ``(st_ino, st_dev, st_mtime_ns, st_ctime_ns)``): a
+    folder whose stat is the snapshot's is not listed again. Adding, removing or renaming an
+    entry sets the folder's mtime and ctime (ctime also when the mtime is set back, a chmod, a
+    folder replaced: another inode), so an unchanged stamp is an unchanged listing, provided
+    the listing was taken after the stamp's clock step (``RACY_NS``). ``new``: the snapshot
+    for this walk's folders, in the order first met; ``complete``: it holds every folder the
+    walk listed; ``probes``: the ``(path, isfile)`` of the ``__init__.py`` files the walk
+    looked for (``SKIP_DIRS``)."""
+
+    def __init__(self, old: dict, now_ns: int) -> None:
+        self.old = old
+        self.new: dict = {}
+        self.limit = now_ns - RACY_NS
+        self.complete = True
+        self.fresh = False  # a listing was stored that the old snapshot did not have
+        self.listed = 0  # folders listed (not served by the snapshot)
+        self.probes: list = []
+
+    def __call__(self, d: str) -> Optional[tuple]:
         try:
-            if e.is_symlink():
-                continue  # as os.walk: listed, not followed
+            st = os.stat(d)  # before the listing: a change after it gives another stamp
         except OSError:
-            continue
-        _scan(e.path, tops, found, stats, False, known)
+            st = None
+        else:
+            stamp = _STAMP(st)
+            old = self.new.get(d) or self.old.get(d)
+            if old is not None and old[0] == stamp:
+                self.new[d] = old
+                return old[1], old[2]
+        self.listed += 1
+        got = _list_dir(d)
+        if got is not None and got[2] and st is not None and st.st_mtime_ns < self.limit \
+                and st.st_ctime_ns < self.limit:
+            self.new[d] = (stamp, tuple(got[0]), tuple(got[1]))
+            self.fresh = True
+        else:
+            self.complete = False
+        return got
+
+    def probe(self, path: str) -> bool:
+        found = os.path.isfile(path)
+        self.probes.append((path, found))
+        return found
 
 
 #: a dependency on the project's files: its key starts with this (a path never does), then the roots
@@ -151,15 +253,249 @@ def files_digest(files: list) -> str:
     return f"{PROJECT_DIGEST}{len(files)}:{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
 
 
-def project_digest(key: str, memo: Optional[dict] = None, known=None) -> str:
+def project_digest(key: str, memo: Optional[dict] = None, known=None, snap_dir: Optional[str] = None) -> str:
     """The digest of the files under the roots of ``key`` now (``memo``: a run's, keyed by ``key``;
-    ``known()``: the stats the run took of its discovered files, see ``scan_roots``)."""
+    ``known()``: the stats the run took of its discovered files, as ``path -> (mtime_ns, size)``
+    or as the run's ``discovery.SourceFile`` tuples). ``snap_dir``: a cache folder that keeps a
+    snapshot of the walk (``_Snapshot``): while no folder's stamp changed the files are the
+    snapshot's and only their stats are compared, else the folders whose stamp is unchanged are
+    not listed again."""
     if memo is not None and key in memo:
         return memo[key]
-    found = files_digest(scan_roots(_roots_of(key), True, known() if known is not None else None))
+    found = _digest(key, known() if known is not None else None, snap_dir)
     if memo is not None:
         memo[key] = found
     return found
+
+
+_ABSPATH = itemgetter(1)  # discovery.SourceFile: (display, abspath, mtime_ns, size)
+_MTIME = itemgetter(2)
+_SIZE = itemgetter(3)
+
+
+def _known_dict(seen) -> Optional[dict]:
+    """``known()``'s answer as ``path -> (mtime_ns, size)``."""
+    if seen is None or isinstance(seen, dict):
+        return seen
+    return dict(zip(map(_ABSPATH, seen), map(itemgetter(2, 3), seen)))
+
+
+def _digest(key: str, seen, snap_dir: Optional[str]) -> str:
+    roots = _roots_of(key)
+    if snap_dir is None:
+        return files_digest(scan_roots(roots, True, _known_dict(seen)))
+    import time
+
+    now = time.time_ns()  # before any folder is stat'ed or listed (see ``RACY_NS``)
+    snap = _snapshot(snap_dir, key)
+    if snap.whole is not None:
+        found = snap.check(seen, snap_dir, key)
+        if found is not None:
+            return found
+    known = _known_dict(seen)
+    old = snap.listings(snap_dir, key)
+    lister = _Listings(old, now)
+    files, cut = _scan_roots(roots, True, known, lister)
+    if cut:  # which files a cut walk keeps depends on the listings' order: as it is now
+        return files_digest(scan_roots(roots, True, known))
+    found = files_digest(files)
+    folders = None
+    if lister.complete:  # every folder's listing is proven by its stamp: the files are a function of the stamps
+        folders = ("\0".join(lister.new), [v[0] for v in lister.new.values()], lister.probes)
+    kept = snap.whole is not None and snap.files is not None and snap.files[0] == snap.whole[0]
+    if lister.fresh or len(lister.new) != len(old) or (folders is not None and not (kept and folders == snap.whole[1:4])):
+        snap.dirs = lister.new
+        snap.keep(snap_dir, key, folders, files, seen, known, found)
+    return found
+
+
+def _stats_bytes(stats: list) -> Optional[bytes]:
+    """``(mtime_ns, size)`` pairs as one array of 64-bit integers (compared in one go), or None
+    for a value that is not one."""
+    import struct
+
+    try:
+        return struct.pack(f"{2 * len(stats)}q", *[n for st in stats for n in st])
+    except (struct.error, TypeError):
+        return None
+
+
+def _seen_stats(seen: list) -> bytes:
+    """The discovered files' mtimes, then their sizes, as arrays of 64-bit integers (raises
+    struct.error, TypeError for a file discovery could not stat)."""
+    import struct
+
+    form = f"{len(seen)}q"
+    return struct.pack(form, *map(_MTIME, seen)) + struct.pack(form, *map(_SIZE, seen))
+
+
+def _file_stat(path: str) -> tuple:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return -1, -1
+    return st.st_mtime_ns, st.st_size
+
+
+class _Snapshot:
+    """What a warm run keeps of a walk of the project's roots, in the cache folder: two files a
+    project key, each read only when needed.
+
+    ``whole`` (the first file), when every folder the walk listed has its listing in ``dirs``:
+    ``(id, folders, their stamps, probes, seen, extra, digest)``. While every folder has its
+    stamp and every probe (``_Listings.probes``) its answer, the walk would list the same
+    folders and find the same files: only the files' stats are left to compare. ``seen``: the
+    discovered files (``"\\0"``-joined paths, ``_seen_stats``) of the run that wrote it: when
+    this run discovered the same files with the same stats, the files among them have theirs,
+    and ``extra``, the other files' ``(path, mtime_ns, size)``, are stat'ed.
+
+    ``dirs``, ``files`` (the second file): the folders' listings proven by their stamps
+    (``_Listings``), and ``(id, files, their stats)``, the files of ``whole`` (the same ``id``):
+    compared one by one when this run's discovered files are others."""
+
+    __slots__ = ("whole", "dirs", "files")
+
+    def __init__(self, whole: Optional[tuple] = None) -> None:
+        self.whole = whole
+        self.dirs: Optional[dict] = None
+        self.files: Optional[tuple] = None
+
+    def listings(self, snap_dir: str, key: str) -> dict:
+        if self.dirs is None:
+            got = _read_snapshot(snap_dir, key, ".dirs")
+            self.dirs, self.files = {}, None
+            if type(got) is tuple and len(got) == 2 and isinstance(got[0], dict) \
+                    and all(map(_listing_entry, got[0].values())):
+                self.dirs = got[0]
+                if type(got[1]) is tuple and len(got[1]) == 3 and type(got[1][1]) is str \
+                        and type(got[1][2]) is bytes:
+                    self.files = got[1]
+        return self.dirs
+
+    def check(self, seen, snap_dir: str, key: str) -> Optional[str]:
+        """The digest when the walk would find the snapshot's files (see the class), else None."""
+        import struct
+
+        wid, folders, stamps, probes, seen_rec, extra, digest = self.whole
+        try:
+            if list(map(_STAMP, map(os.stat, folders.split("\0") if folders else ()))) != stamps:
+                return None
+        except OSError:
+            return None
+        for path, was in probes:
+            if os.path.isfile(path) != was:
+                return None
+        listed = seen is not None and not isinstance(seen, dict)
+        if seen_rec is not None and listed:
+            try:
+                same = "\0".join(map(_ABSPATH, seen)) == seen_rec[0] and _seen_stats(seen) == seen_rec[1]
+            except (struct.error, TypeError):  # a file discovery could not stat (None), an odd value
+                same = False
+            if same and all(_file_stat(f[0]) == (f[1], f[2]) for f in extra):
+                return digest
+        # other discovered files (or stats): the snapshot's files one by one
+        self.listings(snap_dir, key)
+        if self.files is None or self.files[0] != wid:
+            return None
+        paths = self.files[1].split("\0") if self.files[1] else []
+        known = _known_dict(seen)
+        now = list(map(known.get, paths)) if known else [None] * len(paths)
+        for i, st in enumerate(now):
+            if st is None or st[-2] is None:
+                now[i] = _file_stat(paths[i])
+        files = [(p, st[-2], st[-1]) for p, st in zip(paths, now)]
+        found = digest if _stats_bytes(now) == self.files[2] else files_digest(files)
+        if found != digest or listed:  # keep this run's files and stats for the next run
+            self.keep(snap_dir, key, self.whole[1:4], files, seen, known, found)
+        return found
+
+    def keep(self, snap_dir: str, key: str, folders: Optional[tuple], files: list, seen, known: Optional[dict],
+             digest: str) -> None:
+        """Store this walk: ``folders`` (``(joined folders, stamps, probes)``, None when a folder's
+        listing could not be kept), its ``files`` and ``digest``; ``seen``, ``known``: the run's
+        discovered files. A write that fails only costs the next run a walk; a snapshot another
+        run writes is as good (every part is proven by the stamps it holds, and the two files
+        by their common id)."""
+        import struct
+        import time
+
+        from ..cache import pack, write_atomic
+
+        self.whole = self.files = None
+        if folders is not None:
+            wid = f"{os.getpid()}:{time.time_ns()}"
+            seen_rec, extra = None, []
+            if seen is not None and not isinstance(seen, dict):
+                try:
+                    seen_rec = ("\0".join(map(_ABSPATH, seen)), _seen_stats(seen))
+                except (struct.error, TypeError):  # a file discovery could not stat (None), an odd value
+                    pass
+                else:
+                    extra = [f for f in files if f[0] not in known]  # stat'ed by the walk
+            stats = _stats_bytes([f[1:] for f in files])
+            if stats is not None:
+                self.whole = (wid, *folders, seen_rec, extra, digest)
+                self.files = (wid, "\0".join(f[0] for f in files), stats)
+        if not os.path.isdir(snap_dir):  # only the cache folder of a run that stores its results
+            return
+        write_atomic(_snapshot_path(snap_dir, key, ".dirs"), pack((_snapshot_rules(), key, (self.dirs or {}, self.files))),
+                     snap_dir)
+        write_atomic(_snapshot_path(snap_dir, key, ""), pack((_snapshot_rules(), key, self.whole)), snap_dir)
+
+
+#: (cache folder, project key) -> the snapshot of the walk (a process's latest)
+_snapshots: dict = {}
+_SNAPSHOT_FORMAT = 2
+
+
+def _snapshot_rules() -> tuple:
+    """What else a snapshot's walk depended on: a snapshot written under other rules is not read."""
+    return _SNAPSHOT_FORMAT, tuple(sorted(SKIP_DIRS)), MAX_SCAN, os.sep
+
+
+def _snapshot_path(snap_dir: str, key: str, part: str) -> str:
+    import zlib
+
+    data = key.encode("utf-8", "surrogateescape")
+    return os.path.join(snap_dir, f"project-{zlib.crc32(data):08x}{zlib.adler32(data):08x}{part}.bin")
+
+
+def _read_snapshot(snap_dir: str, key: str, part: str) -> object:
+    """The payload of a snapshot file, or None (none, damaged, another key's or rules')."""
+    from ..cache import unpack
+
+    try:
+        with open(_snapshot_path(snap_dir, key, part), "rb") as fh:
+            data = unpack(fh.read())
+    except (OSError, ValueError):
+        return None
+    if isinstance(data, tuple) and len(data) == 3 and data[0] == _snapshot_rules() and data[1] == key:
+        return data[2]
+    return None
+
+
+def _snapshot(snap_dir: str, key: str) -> _Snapshot:
+    """The snapshot of ``key``'s walk in ``snap_dir`` (its ``whole`` read; empty when none)."""
+    got = _snapshots.get((snap_dir, key))
+    if got is None:
+        whole = _read_snapshot(snap_dir, key, "")
+        got = _snapshots[(snap_dir, key)] = _Snapshot(whole if _whole_record(whole) else None)
+    return got
+
+
+def _listing_entry(v: object) -> bool:
+    return (type(v) is tuple and len(v) == 3 and type(v[0]) is tuple and len(v[0]) == 4
+            and type(v[1]) is tuple and type(v[2]) is tuple)
+
+
+def _whole_record(w: object) -> bool:
+    return (type(w) is tuple and len(w) == 7 and type(w[0]) is str and type(w[1]) is str and type(w[2]) is list
+            and type(w[3]) is list and (w[4] is None or (type(w[4]) is tuple and len(w[4]) == 2
+                                                         and type(w[4][0]) is str and type(w[4][1]) is bytes))
+            and type(w[5]) is list and type(w[6]) is str
+            and all(type(s) is tuple and len(s) == 4 for s in w[2])
+            and all(type(p) is tuple and len(p) == 2 for p in w[3])
+            and all(type(f) is tuple and len(f) == 3 for f in w[5]))
 
 
 class SummaryStore:
@@ -250,7 +586,7 @@ def load_summary(path: str, store: Optional[SummaryStore], new: dict) -> tuple[O
 
 
 def stale(deps: object, store: "SummaryStore | None", get_store,
-          memo: Optional[dict] = None, known=None) -> tuple[bool, Optional[dict]]:
+          memo: Optional[dict] = None, known=None, snap_dir: Optional[str] = None) -> tuple[bool, Optional[dict]]:
     """Did a module a cached result depended on change its summary (or, for a dependency on
     its text, its content)? ``(changed, refreshed)``.
 
@@ -261,15 +597,15 @@ def stale(deps: object, store: "SummaryStore | None", get_store,
     stamps to store, so the next run is back to a ``stat()``.
 
     A dependency on the project's files (``project_key``) walks its roots and stats their files
-    (once per key when ``memo``, a dict that lives for one run, is given; ``known``: see
-    ``project_digest``)."""
+    (once per key when ``memo``, a dict that lives for one run, is given; ``known``, ``snap_dir``:
+    see ``project_digest``)."""
     if not isinstance(deps, dict):
         return True, None
     refreshed: Optional[dict] = None
     for path, stamp in deps.items():
         if path.startswith(PROJECT):
             if not (isinstance(stamp, list) and len(stamp) == 3 and isinstance(stamp[2], str)
-                    and stamp[2].startswith(PROJECT_DIGEST) and project_digest(path, memo, known) == stamp[2]):
+                    and stamp[2].startswith(PROJECT_DIGEST) and project_digest(path, memo, known, snap_dir) == stamp[2]):
                 return True, None
             continue
         try:
