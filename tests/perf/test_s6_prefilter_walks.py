@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Optional
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from shutdown_lint import registry
@@ -340,8 +340,16 @@ _PIECES = st.sampled_from([b"get", b"ray", b"ray.get", b"xget", b"get_", b"aa", 
 _TEXT = st.lists(_PIECES, max_size=40).map(b"".join)
 
 
+#: the bytes the comment test reads, denser: quotes and line ends around a '#' and a word
+_COMMENTS = st.lists(st.sampled_from([b"get", b" get", b"#", b"'", b'"', b"\n", b"\r", b"\r\n", b"x"]),
+                     max_size=12).map(b"".join)
+
+
 @settings(max_examples=400, deadline=None)
-@given(_TEXT, st.sampled_from([b"get", b"ray", b"a", b"aa"]), st.lists(st.integers(0, 5), max_size=4))
+@given(st.one_of(_TEXT, _COMMENTS), st.sampled_from([b"get", b"ray", b"a", b"aa"]),
+       st.lists(st.integers(0, 5), max_size=4))
+@example(b"x = '\r# get\n", b"get", [])  # '\r' ends the line the quote is on: a comment
+@example(b"y = '\r\n# get\rget", b"get", [0])
 def test_positions_match_the_previous_scan(src, name, stops):
     expected = _old_positions(src, name)
     text = words.FileText(src)
