@@ -8,6 +8,7 @@ import libcst as cst
 
 from shutdown_lint.prefilter import words as C
 from shutdown_lint.prefilter.ast_tree import COMPREHENSIONS
+from shutdown_lint.prefilter.ast_tree import walk as ast_walk
 from shutdown_lint.rule import Fix, Invalid, Option, Replace, Rule
 from shutdown_lint.traversal import walk
 
@@ -1559,7 +1560,7 @@ def _named_nodes(tree, region: ast.AST) -> tuple[dict, dict]:
     if found is None:
         names: dict = {}
         attrs: dict = {}
-        for n in ast.walk(region):
+        for n in ast_walk(region):
             t = type(n)
             if t is ast.Name:
                 names.setdefault(n.id, []).append(n)

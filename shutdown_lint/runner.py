@@ -255,21 +255,10 @@ _trimmed_at_kb = 0
 def after_file() -> None:
     """Memory a file's analysis no longer needs, given back before the next file (see
     ``KEEP_TREE_LINES`` and ``TRIM_STEP_KB``). Changes no result: caches only."""
-    _release_trees(KEEP_TREE_LINES)
+    from .prefilter.ast_tree import release_trees
+
+    release_trees(KEEP_TREE_LINES)
     _give_back_memory()
-
-
-def _release_trees(keep_lines: int) -> None:
-    from .prefilter import ast_tree
-
-    trees = ast_tree._trees  # key -> Tree or None, oldest first
-    total = 0
-    for key in reversed(list(trees)):
-        tree = trees[key]
-        body = tree.module.body if tree is not None else None
-        total += (getattr(body[-1], "end_lineno", None) or 0) if body else 0
-        if total > keep_lines:
-            del trees[key]
 
 
 def _peak_rss_kb() -> int:

@@ -91,6 +91,19 @@ def parse(source: bytes) -> Optional["Tree"]:
     return tree
 
 
+def release_trees(keep_lines: int) -> None:
+    """Drop the cached trees older than the newest ones that span ``keep_lines`` lines: a big
+    file's tree (tens of MB) must not stay alive under the next file's parse, while small ones
+    stay for the index to reuse (see ``runner.KEEP_TREE_LINES``). A cache only: no result changes."""
+    total = 0
+    for key in reversed(list(_trees)):
+        tree = _trees[key]
+        body = tree.module.body if tree is not None else None
+        total += (getattr(body[-1], "end_lineno", None) or 0) if body else 0
+        if total > keep_lines:
+            del _trees[key]
+
+
 #: runs of characters that are not ASCII
 _NON_ASCII = None
 

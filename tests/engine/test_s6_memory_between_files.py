@@ -84,10 +84,10 @@ def test_release_keeps_the_newest_trees_within_the_budget():
         sources = [b"x = 1\n" * n + b"# %d\n" % n for n in (3000, 10, 20)]  # oldest first
         for s in sources:
             ast_tree.parse(s)
-        runner._release_trees(100)
+        ast_tree.release_trees(100)
         assert ast_tree.cached(sources[0]) is None
         assert ast_tree.cached(sources[1]) is not None and ast_tree.cached(sources[2]) is not None
-        runner._release_trees(15)  # the newest (20 lines) alone is over: nothing kept
+        ast_tree.release_trees(15)  # the newest (20 lines) alone is over: nothing kept
         assert not ast_tree._trees
     finally:
         ast_tree._trees.clear()
