@@ -480,23 +480,14 @@ class ProjectIndex:
                 table = shared.wait("w")  # another worker is building it: same files, same table
             if table is None:  # (one built by another worker of this run is the same table)
                 table = {}
-                files = self.project_files()
-                for f in files:
+                for f in self.project_files():
                     for w in {w for stmt in self.import_lines(f) for w in _WORD.findall(stmt)}:
                         table.setdefault(w, []).append(f)
                 if shared is not None:
-                    # first, the import statements it read, for the other workers' searches (the
-                    # candidates' statements: at -j2 on ray+torch the other worker read 1,813
-                    # files again; 3 MB of records, read back in ~10 ms), while half the log
-                    # stays free for summaries; then the table (who reads it finds them too)
-                    shared.put("i", {f: self._imports_text[f] for f in files if f in self._imports_text},
-                               spare=shared.size // 2)
+                    # (not the import statements it read: the other worker reads its candidates'
+                    # again, 1,813 files and ~0.15 CPU-s on ray+torch at -j2, but all of them
+                    # from the log raised that worker's peak RSS by ~8 MB)
                     shared.put("w", table)
-            elif shared is not None:
-                lines = shared.get("i")
-                if lines:
-                    for f, stmts in lines.items():
-                        self._imports_text.setdefault(f, stmts)
             self._import_words = table
         return self._import_words
 

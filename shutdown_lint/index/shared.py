@@ -57,15 +57,7 @@ class SharedLog:
         #: the lock could not be taken: this process no longer uses the log at all
         self.stuck = False
 
-    @property
-    def size(self) -> int:
-        """Bytes of the log."""
-        return self._size
-
-    def put(self, key: str, value: Any, spare: int = 0) -> None:
-        """Append ``key``'s record. ``spare``: bytes the log must keep free after it, else the
-        record is not added (and the process goes on adding smaller ones): a value the others
-        can do without must not take the room of the summaries."""
+    def put(self, key: str, value: Any) -> None:
         if self.full or self.stuck:
             return
         k = key.encode("utf-8", "surrogatepass")
@@ -73,16 +65,14 @@ class SharedLog:
         if not self._acquire():
             return
         try:
-            self._append(k, data, spare)
+            self._append(k, data)
         finally:
             self._lock.release()
 
-    def _append(self, k: bytes, data: bytes, spare: int = 0) -> None:
+    def _append(self, k: bytes, data: bytes) -> None:
         """Append one record (the lock held), if it fits."""
         need = _RECORD.size + len(k) + len(data)
         end = max(_END.unpack_from(self._buf, 0)[0], _END.size)
-        if spare and end + need + spare > self._size:
-            return
         if end + need > self._size:
             self.full = True  # this process stops adding (reading goes on)
             return
