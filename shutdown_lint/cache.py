@@ -137,6 +137,8 @@ class Cache:
         self.digests: dict[str, str] = {}
         #: the files ``count_clean`` was given (``discovery.SourceFile``: their stats)
         self.seen: list = []
+        #: the folders discovery walked, with their stats (``discovery.Discovery.folders``)
+        self.folders: dict = {}
         self._load()
 
     def _load(self) -> None:

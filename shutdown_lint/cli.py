@@ -556,7 +556,7 @@ def _plan(args, resolver, mode, cfg, cache_dir, code_key):
     # cached file with nothing to report is only counted, by stage (most files of a warm run)
     results: dict[str, FileResult] = {}
     clean: dict[str, int] = {}
-    plans = [_plan_group(files, group_settings[path], mode, cache_dir, results, notes, code_key, clean)
+    plans = [_plan_group(files, group_settings[path], mode, cache_dir, results, notes, code_key, clean, found.folders)
              for path, files in groups.items()]
     return found, results, clean, notes, plans
 
@@ -619,10 +619,11 @@ def _apply_nested_excludes(groups, resolver, cfg, args) -> None:
                         or not ignorer.ignored(f.abspath, False)]
 
 
-def _plan_group(files, settings, mode, cache_dir, results, notes, code_key=None, clean=None):
+def _plan_group(files, settings, mode, cache_dir, results, notes, code_key=None, clean=None, folders=None):
     """Serve what the cache can for ``files`` (which share ``settings``: their cache index is keyed
     by them) into ``results`` (a file with nothing to report only counts in ``clean``, by stage);
-    returns (settings, cache, jobs still to run, files)."""
+    returns (settings, cache, jobs still to run, files). ``folders``: the stats discovery took of the
+    folders it walked (``Discovery.folders``: they serve a dependency on the project's files)."""
     clean = {} if clean is None else clean
     if cache_dir is None:
         return settings, None, [_job(f.display, f.abspath) for f in files], files
@@ -630,6 +631,8 @@ def _plan_group(files, settings, mode, cache_dir, results, notes, code_key=None,
     from .cache_key import fingerprint
 
     cache = Cache(cache_dir, fingerprint(settings, code_key))
+    if folders:
+        cache.folders = folders
     notes.extend(cache.warnings)
     jobs: list = []
     hit_of = cache.hit

@@ -71,6 +71,10 @@ class Discovery(Record):
         #: ``config_names``: no configuration file there, whatever else it asks (not a field: a
         #: by-product of the walk, for the command line's per-directory settings)
         self.plain_dirs: set[str] = set()
+        #: directory -> its ``os.stat_result`` as the walk took it, before listing it (a by-product
+        #: too: the warm run's snapshot of the project's folders compares their stamps with it,
+        #: ``index.store._Snapshot``, instead of a ``stat`` a folder)
+        self.folders: dict[str, os.stat_result] = {}
 
 
 def display_path(abspath: str, cwd: str) -> str:
@@ -315,6 +319,7 @@ class _Walker:
         if key in seen_dirs:
             return  # a symlink loop, or a directory reached twice
         seen_dirs.add(key)
+        out.folders[directory] = st
         try:  # listed whole before anything is decided (an error part way leaves the directory out)
             entries = list(os.scandir(directory if fd is None else fd))
         except OSError:

@@ -53,8 +53,9 @@ def deps_changed(hit: dict, abspath: str, cache, cache_dir: str, memo: Optional[
     if memo is not None:
         def known() -> list:  # the run's discovered files, with their stats (``Cache.count_clean``)
             return getattr(cache, "seen", [])
+    # the snapshot of the project's folders lives in the cache folder; a run's folders: see Cache.folders
     changed, refreshed = stale(hit.get("deps"), _stores.get(cache_dir), lambda: _store(cache_dir), memo, known,
-                               cache_dir)  # the snapshot of the project's folders lives in the cache folder
+                               cache_dir, getattr(cache, "folders", None) if memo is not None else None)
     if not changed and refreshed is not None:
         entry = cache.entry(abspath)
         if entry is not None:

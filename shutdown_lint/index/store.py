@@ -253,16 +253,18 @@ def files_digest(files: list) -> str:
     return f"{PROJECT_DIGEST}{len(files)}:{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
 
 
-def project_digest(key: str, memo: Optional[dict] = None, known=None, snap_dir: Optional[str] = None) -> str:
+def project_digest(key: str, memo: Optional[dict] = None, known=None, snap_dir: Optional[str] = None,
+                   folders: Optional[dict] = None) -> str:
     """The digest of the files under the roots of ``key`` now (``memo``: a run's, keyed by ``key``;
     ``known()``: the stats the run took of its discovered files, as ``path -> (mtime_ns, size)``
     or as the run's ``discovery.SourceFile`` tuples). ``snap_dir``: a cache folder that keeps a
     snapshot of the walk (``_Snapshot``): while no folder's stamp changed the files are the
     snapshot's and only their stats are compared, else the folders whose stamp is unchanged are
-    not listed again."""
+    not listed again. ``folders``: folder -> the ``os.stat_result`` this run took of it (its
+    discovery's walk), compared instead of a new ``stat``."""
     if memo is not None and key in memo:
         return memo[key]
-    found = _digest(key, known() if known is not None else None, snap_dir)
+    found = _digest(key, known() if known is not None else None, snap_dir, folders)
     if memo is not None:
         memo[key] = found
     return found
@@ -280,7 +282,7 @@ def _known_dict(seen) -> Optional[dict]:
     return dict(zip(map(_ABSPATH, seen), map(itemgetter(2, 3), seen)))
 
 
-def _digest(key: str, seen, snap_dir: Optional[str]) -> str:
+def _digest(key: str, seen, snap_dir: Optional[str], folders: Optional[dict] = None) -> str:
     roots = _roots_of(key)
     if snap_dir is None:
         return files_digest(scan_roots(roots, True, _known_dict(seen)))
@@ -289,7 +291,7 @@ def _digest(key: str, seen, snap_dir: Optional[str]) -> str:
     now = time.time_ns()  # before any folder is stat'ed or listed (see ``RACY_NS``)
     snap = _snapshot(snap_dir, key)
     if snap.whole is not None:
-        found = snap.check(seen, snap_dir, key)
+        found = snap.check(seen, snap_dir, key, folders)
         if found is not None:
             return found
     known = _known_dict(seen)
@@ -303,7 +305,8 @@ def _digest(key: str, seen, snap_dir: Optional[str]) -> str:
     if lister.complete:  # every folder's listing is proven by its stamp: the files are a function of the stamps
         folders = ("\0".join(lister.new), [v[0] for v in lister.new.values()], lister.probes)
     kept = snap.whole is not None and snap.files is not None and snap.files[0] == snap.whole[0]
-    if lister.fresh or len(lister.new) != len(old) or (folders is not None and not (kept and folders == snap.whole[1:4])):
+    if lister.fresh or len(lister.new) != len(old) or (
+            folders is not None and not (kept and folders == snap.whole[1:4])):
         snap.dirs = lister.new
         snap.keep(snap_dir, key, folders, files, seen, known, found)
     return found
@@ -372,13 +375,26 @@ class _Snapshot:
                     self.files = got[1]
         return self.dirs
 
-    def check(self, seen, snap_dir: str, key: str) -> Optional[str]:
+    def check(self, seen, snap_dir: str, key: str, stats: Optional[dict] = None) -> Optional[str]:
         """The digest when the walk would find the snapshot's files (see the class), else None."""
+        try:
+            return self._check(seen, snap_dir, key, stats)
+        except (TypeError, ValueError, IndexError):  # an item of another shape (only read, never trusted)
+            return None
+
+    def _check(self, seen, snap_dir: str, key: str, stats: Optional[dict]) -> Optional[str]:
         import struct
 
         wid, folders, stamps, probes, seen_rec, extra, digest = self.whole
+        walked = folders.split("\0") if folders else []
         try:
-            if list(map(_STAMP, map(os.stat, folders.split("\0") if folders else ()))) != stamps:
+            if stats:  # the run's discovery stat'ed (most of) them
+                now = list(map(stats.get, walked))
+                if None in now:
+                    now = [st if st is not None else os.stat(d) for d, st in zip(walked, now)]
+                if list(map(_STAMP, now)) != stamps:
+                    return None
+            elif list(map(_STAMP, map(os.stat, walked))) != stamps:
                 return None
         except OSError:
             return None
@@ -438,8 +454,8 @@ class _Snapshot:
                 self.files = (wid, "\0".join(f[0] for f in files), stats)
         if not os.path.isdir(snap_dir):  # only the cache folder of a run that stores its results
             return
-        write_atomic(_snapshot_path(snap_dir, key, ".dirs"), pack((_snapshot_rules(), key, (self.dirs or {}, self.files))),
-                     snap_dir)
+        write_atomic(_snapshot_path(snap_dir, key, ".dirs"),
+                     pack((_snapshot_rules(), key, (self.dirs or {}, self.files))), snap_dir)
         write_atomic(_snapshot_path(snap_dir, key, ""), pack((_snapshot_rules(), key, self.whole)), snap_dir)
 
 
@@ -492,10 +508,7 @@ def _whole_record(w: object) -> bool:
     return (type(w) is tuple and len(w) == 7 and type(w[0]) is str and type(w[1]) is str and type(w[2]) is list
             and type(w[3]) is list and (w[4] is None or (type(w[4]) is tuple and len(w[4]) == 2
                                                          and type(w[4][0]) is str and type(w[4][1]) is bytes))
-            and type(w[5]) is list and type(w[6]) is str
-            and all(type(s) is tuple and len(s) == 4 for s in w[2])
-            and all(type(p) is tuple and len(p) == 2 for p in w[3])
-            and all(type(f) is tuple and len(f) == 3 for f in w[5]))
+            and type(w[5]) is list and type(w[6]) is str)  # (the items: see ``_Snapshot.check``)
 
 
 class SummaryStore:
@@ -585,8 +598,8 @@ def load_summary(path: str, store: Optional[SummaryStore], new: dict) -> tuple[O
     return summary, [st.st_mtime_ns, st.st_size, digest(summary)]
 
 
-def stale(deps: object, store: "SummaryStore | None", get_store,
-          memo: Optional[dict] = None, known=None, snap_dir: Optional[str] = None) -> tuple[bool, Optional[dict]]:
+def stale(deps: object, store: "SummaryStore | None", get_store, memo: Optional[dict] = None, known=None,
+          snap_dir: Optional[str] = None, folders: Optional[dict] = None) -> tuple[bool, Optional[dict]]:
     """Did a module a cached result depended on change its summary (or, for a dependency on
     its text, its content)? ``(changed, refreshed)``.
 
@@ -597,15 +610,16 @@ def stale(deps: object, store: "SummaryStore | None", get_store,
     stamps to store, so the next run is back to a ``stat()``.
 
     A dependency on the project's files (``project_key``) walks its roots and stats their files
-    (once per key when ``memo``, a dict that lives for one run, is given; ``known``, ``snap_dir``:
-    see ``project_digest``)."""
+    (once per key when ``memo``, a dict that lives for one run, is given; ``known``, ``snap_dir``,
+    ``folders``: see ``project_digest``)."""
     if not isinstance(deps, dict):
         return True, None
     refreshed: Optional[dict] = None
     for path, stamp in deps.items():
         if path.startswith(PROJECT):
             if not (isinstance(stamp, list) and len(stamp) == 3 and isinstance(stamp[2], str)
-                    and stamp[2].startswith(PROJECT_DIGEST) and project_digest(path, memo, known, snap_dir) == stamp[2]):
+                    and stamp[2].startswith(PROJECT_DIGEST)
+                    and project_digest(path, memo, known, snap_dir, folders) == stamp[2]):
                 return True, None
             continue
         try:

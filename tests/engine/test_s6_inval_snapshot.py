@@ -191,6 +191,27 @@ def test_a_discovered_file_edited(tmp_path: Path, aged) -> None:
     _after(key, cache, first, seen)
 
 
+def test_the_runs_own_folder_stats(tmp_path: Path, aged, listed: list) -> None:
+    """The stats a run's discovery took of the folders it walked (``Discovery.folders``; here all
+    but ``pkg/sub/deep``, which is stat'ed) stand for the folders' stamps."""
+    root, key, cache, first = _ready(tmp_path, aged)
+
+    def folders() -> dict:
+        return {str(d): d.stat() for d in [root, *root.rglob("*")] if d.is_dir() and d.name != "deep"}
+
+    store._snapshots.clear()
+    listed.clear()
+    assert store.project_digest(key, None, None, str(cache), folders()) == first and listed == []
+    (root / "pkg" / "sub" / "new.py").write_text("")
+    store._snapshots.clear()
+    assert store.project_digest(key, None, None, str(cache), folders()) == store.project_digest(key) != first
+    aged()
+    assert _digest(key, cache) == store.project_digest(key)  # (the snapshot complete again)
+    (root / "pkg" / "sub" / "deep" / "new.py").write_text("")
+    store._snapshots.clear()
+    assert store.project_digest(key, None, None, str(cache), folders()) == store.project_digest(key)
+
+
 def test_a_recent_folder_is_listed_until_its_stamp_is_old(tmp_path: Path, aged, listed: list) -> None:
     """A folder changed less than ``RACY_NS`` before the walk is not kept: a change in the same
     clock step as its listing would leave its stamp as listed."""
