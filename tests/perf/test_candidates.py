@@ -8,6 +8,7 @@ example is ruled out by its own declaration is a bug in the declaration.
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -325,6 +326,27 @@ def _tier2_decides(code: str, source: str, candidate: bool) -> list[str]:
         without_tiers = [d.code for d in lint_source(source.encode(), "t.py", settings).diagnostics]
     assert [d.code for d in lint_source(source.encode(), "t.py", settings).diagnostics] == without_tiers
     return without_tiers
+
+
+class NearMisses(list):
+    """A table of tier-2 near misses, rows ``(code, source, candidate, findings)``: each states
+    whether rule ``code``'s ``candidate_tree`` keeps ``source`` and how many findings the rule
+    reports with the tiers off; with the tiers on linting must find the same (a case ruled out
+    reports nothing)."""
+
+    def case(self, code: str, candidate: bool, findings: int, source: str) -> None:
+        self.append((code, textwrap.dedent(source), candidate, findings))
+
+    def test(self):
+        """The test of every row, ids ``<code>-<row>``: bind it to a module's
+        ``test_tier2_near_miss`` once the table is full."""
+        @pytest.mark.parametrize("code,source,candidate,findings", list(self),
+                                 ids=[f"{c[0]}-{i}" for i, c in enumerate(self)])
+        def test_tier2_near_miss(code, source, candidate, findings):
+            without_tiers = _tier2_decides(code, source, candidate)  # tiers on find what tiers off do
+            assert len(without_tiers) == findings, without_tiers
+
+        return test_tier2_near_miss
 
 
 @pytest.mark.parametrize("source,may", [

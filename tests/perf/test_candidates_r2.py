@@ -4,17 +4,10 @@ reports with the tiers off; the tiers on must report the same (a case ruled out 
 
 from __future__ import annotations
 
-import textwrap
+from tests.perf.test_candidates import NearMisses
 
-import pytest
-
-from tests.perf.test_candidates import _tier2_decides
-
-CASES: list[tuple[str, str, bool, int]] = []  # (code, source, candidate, findings with the tiers off)
-
-
-def case(code: str, candidate: bool, findings: int, source: str) -> None:
-    CASES.append((code, textwrap.dedent(source), candidate, findings))
+CASES = NearMisses()
+case = CASES.case
 
 
 # ---------------------------------------------------------------- SHD602
@@ -380,8 +373,4 @@ case("SHD104", True, 1, """
             raise other from e
     """)
 
-@pytest.mark.parametrize("code,source,candidate,findings", CASES,
-                         ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
-def test_tier2_near_miss(code, source, candidate, findings):
-    without_tiers = _tier2_decides(code, source, candidate)  # tiers on find what tiers off do
-    assert len(without_tiers) == findings, without_tiers
+test_tier2_near_miss = CASES.test()

@@ -1,21 +1,16 @@
-"""SHD105 tier-2 near misses for issue 30's fifth session: each case states whether the rule's
-``candidate_tree`` keeps the file and how many findings the rule reports with the tiers off;
-with the tiers on linting must find the same. Each ruled-out case has a kept neighbour that an
-unsound variant of the condition would rule out too (and so lose its finding)."""
+"""SHD105 tier-2 near misses for issue 30's fifth session (a table of ``NearMisses``,
+tests/perf/test_candidates.py). Each ruled-out case has a kept neighbour that an unsound variant
+of the condition would rule out too (and so lose its finding)."""
 
 from __future__ import annotations
 
+import functools
 import textwrap
 
-import pytest
+from tests.perf.test_candidates import NearMisses
 
-from tests.perf.test_candidates import _tier2_decides
-
-CASES: list[tuple[str, bool, int]] = []  # (source, candidate, findings with the tiers off)
-
-
-def case(candidate: bool, findings: int, source: str) -> None:
-    CASES.append((textwrap.dedent(source), candidate, findings))
+CASES = NearMisses()
+case = functools.partial(CASES.case, "SHD105")
 
 
 _POOL = """
@@ -200,7 +195,4 @@ case(True, 1, _LOCAL.format(top="", inner="class K:\n        " + _FEED.replace("
 case(True, 1, _LOCAL.format(top="", inner=_FEED.replace("async def", "def")))  # not a coroutine function
 
 
-@pytest.mark.parametrize("source,candidate,findings", CASES, ids=[f"SHD105-{i}" for i in range(len(CASES))])
-def test_tier2_near_miss(source, candidate, findings):
-    without_tiers = _tier2_decides("SHD105", source, candidate)  # tiers on find what tiers off do
-    assert len(without_tiers) == findings, without_tiers
+test_tier2_near_miss = CASES.test()

@@ -1,24 +1,20 @@
 """SHD602 tier-2 near misses for issue 30's fifth session: a ``multiprocessing`` child started by
 ``p.start()`` (the first statement after the assignment that names ``p``) and stopped with only
 harmless code in between is ruled out (``_check`` measures from the start to the first stop).
-Each case states whether the rule's ``candidate_tree`` keeps the file and how many findings the
-rule reports with the tiers off; with the tiers on linting must find the same."""
+The cases are a table of ``NearMisses`` (tests/perf/test_candidates.py)."""
 
 from __future__ import annotations
 
 import textwrap
 
-import pytest
+from tests.perf.test_candidates import NearMisses
 
-from tests.perf.test_candidates import _tier2_decides
-
-CASES: list[tuple[str, bool, int]] = []  # (source, candidate, findings with the tiers off)
+CASES = NearMisses()
 
 
 def case(candidate: bool, findings: int, body: str) -> None:
-    source = "import multiprocessing as mp\n\n\ndef work(x):\n    pass\n\n\ndef run(q):\n" + textwrap.indent(
-        textwrap.dedent(body), "    ")
-    CASES.append((source, candidate, findings))
+    CASES.case("SHD602", candidate, findings, "import multiprocessing as mp\n\n\ndef work(x):\n    pass\n\n\n"
+               "def run(q):\n" + textwrap.indent(textwrap.dedent(body), "    "))
 
 
 case(False, 0, """
@@ -93,7 +89,4 @@ case(False, 0, """
 """)
 
 
-@pytest.mark.parametrize("source,candidate,findings", CASES, ids=[f"SHD602-{i}" for i in range(len(CASES))])
-def test_tier2_near_miss(source, candidate, findings):
-    without_tiers = _tier2_decides("SHD602", source, candidate)  # tiers on find what tiers off do
-    assert len(without_tiers) == findings, without_tiers
+test_tier2_near_miss = CASES.test()
