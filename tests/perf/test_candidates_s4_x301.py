@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -118,14 +119,40 @@ _RULED_OUT = {
 }
 
 
-def _project(tmp_path: Path) -> Path:
+def _write_pkg(tmp_path: Path, files: dict[str, str]) -> Path:
+    """A package ``pkg`` below ``tmp_path`` holding ``files`` (name: text) and an empty ``__init__``."""
     pkg = tmp_path / "pkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    (pkg / "lib.py").write_text(_LIB)
-    for name, text in {**_USERS, **_RULED_OUT}.items():
+    for name, text in files.items():
         (pkg / name).write_text(text)
     return pkg
+
+
+@contextmanager
+def _project_index(tmp_path: Path):
+    """The project index of ``tmp_path``'s ``pkg`` is the current one (run from ``tmp_path``)."""
+    from shutdown_lint.index import hooks, project as P
+
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        hooks.start(["pkg"], None, None)
+        yield
+    finally:
+        P.set_current(None)
+        os.chdir(cwd)
+
+
+def _tiers_agree(tmp_path: Path, code: str) -> list[dict]:
+    """``pkg``'s findings of rule ``code`` with the tiers on, asserted equal to those with them off."""
+    with_tier = _lint(tmp_path, "--no-cache", "--select", code, "pkg")
+    assert _key(with_tier) == _key(_lint(tmp_path, "--no-cache", "--select", code, "pkg", tiers=False))
+    return with_tier
+
+
+def _project(tmp_path: Path) -> Path:
+    return _write_pkg(tmp_path, {"lib.py": _LIB, **_USERS, **_RULED_OUT})
 
 
 def _lint(cwd: Path, *args: str, tiers: bool = True) -> list[dict]:
@@ -146,8 +173,7 @@ def test_shd301_receivers_typed_by_another_module_stay_candidates(tmp_path):
     return annotation types; each file of ``_USERS`` is reported (the condition before asked no
     index and ruled a.py, b.py, c.py, e.py and g.py out), the near misses are not."""
     _project(tmp_path)
-    with_tier = _lint(tmp_path, "--no-cache", "--select", "SHD301", "pkg")
-    assert _key(with_tier) == _key(_lint(tmp_path, "--no-cache", "--select", "SHD301", "pkg", tiers=False))
+    with_tier = _tiers_agree(tmp_path, "SHD301")
     reported = {Path(d["path"]).name for d in with_tier}
     assert reported == set(_USERS), reported
     # the same answers with every rule selected (the index is the run's either way)
@@ -212,14 +238,10 @@ def test_the_index_view_of_the_tier_is_the_walks(tmp_path):
     """One view per file: the walk's ``facts.project`` is the one the tier asked (its dependencies
     are the result's)."""
     from shutdown_lint import analyzer
-    from shutdown_lint.index import hooks, project as P
     from shutdown_lint.settings import Settings
 
     pkg = _project(tmp_path)
-    cwd = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        hooks.start(["pkg"], None, None)
+    with _project_index(tmp_path):
         path = str(pkg / "a.py")
         analysis = analyzer.analyze((pkg / "a.py").read_bytes(), path, Settings(selected=("SHD301",)))
         assert analysis is not None and [f.code for f in analysis.findings] == ["SHD301"]
@@ -228,9 +250,6 @@ def test_the_index_view_of_the_tier_is_the_walks(tmp_path):
         assert analyzer.analyze((pkg / "n1.py").read_bytes(), str(pkg / "n1.py"), Settings(selected=("SHD301",)),
                                 deps=deps) is None
         assert any(p.endswith("lib.py") for p in deps), deps
-    finally:
-        P.set_current(None)
-        os.chdir(cwd)
 
 
 def test_project_users_source_is_what_the_cases_say():

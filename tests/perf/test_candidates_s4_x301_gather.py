@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.perf.test_candidates import _tier2_decides
-from tests.perf.test_candidates_s4_x301 import _key, _lint
+from tests.perf.test_candidates_s4_x301 import _project_index, _tiers_agree, _write_pkg
 
 _SERVER = '''
 import asyncio
@@ -117,25 +117,15 @@ _QUIET = {
 
 
 def test_shd101_children_in_another_module_are_judged_by_the_index(tmp_path):
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "envs.py").write_text(_ENVS)
-    for name, text in {**_GATHERS, **_QUIET}.items():
-        (pkg / name).write_text(text)
-    with_tier = _lint(tmp_path, "--no-cache", "--select", "SHD101", "pkg")
-    assert _key(with_tier) == _key(_lint(tmp_path, "--no-cache", "--select", "SHD101", "pkg", tiers=False))
+    pkg = _write_pkg(tmp_path, {"envs.py": _ENVS, **_GATHERS, **_QUIET})
+    with_tier = _tiers_agree(tmp_path, "SHD101")
     assert {Path(d["path"]).name for d in with_tier} == set(_GATHERS)
     # the quiet ones are ruled out before libcst (``--statistics`` counts the stages)
     from shutdown_lint import registry
-    from shutdown_lint.index import hooks, project as P
+    from shutdown_lint.index import project as P
     from shutdown_lint.prefilter import ast_tree
 
-    import os
-    cwd = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        hooks.start(["pkg"], None, None)
+    with _project_index(tmp_path):
         rule = registry.rules_by_code()["SHD101"]
         for name in _QUIET:
             tree = ast_tree.parse((pkg / name).read_bytes())
@@ -144,6 +134,3 @@ def test_shd101_children_in_another_module_are_judged_by_the_index(tmp_path):
         for name in _GATHERS:
             tree = ast_tree.parse((pkg / name).read_bytes())
             assert rule.candidate_tree(tree, P.view_for(str(pkg / name))) is True, name
-    finally:
-        P.set_current(None)
-        os.chdir(cwd)

@@ -6,10 +6,9 @@ before libcst, the others kept and reported."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from tests.perf.test_candidates_s4_x301 import _key, _lint
+from tests.perf.test_candidates_s4_x301 import _project_index, _tiers_agree, _write_pkg
 
 _PUBLISHERS = '''
 import asyncio
@@ -71,27 +70,15 @@ _KEPT = {
 
 
 def test_shd101_self_attribute_children_typed_by_the_class_last_value(tmp_path):
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "publishers.py").write_text(_PUBLISHERS)
-    for name, text in {**_QUIET, **_KEPT}.items():
-        (pkg / name).write_text(text)
-    with_tier = _lint(tmp_path, "--no-cache", "--select", "SHD101", "pkg")
-    assert _key(with_tier) == _key(_lint(tmp_path, "--no-cache", "--select", "SHD101", "pkg", tiers=False))
+    pkg = _write_pkg(tmp_path, {"publishers.py": _PUBLISHERS, **_QUIET, **_KEPT})
+    with_tier = _tiers_agree(tmp_path, "SHD101")
     assert {Path(d["path"]).name for d in with_tier} == {"owning_last.py", "other_class.py", "rebound.py"}
     from shutdown_lint import registry
-    from shutdown_lint.index import hooks, project as P
+    from shutdown_lint.index import project as P
     from shutdown_lint.prefilter import ast_tree
 
-    cwd = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        hooks.start(["pkg"], None, None)
+    with _project_index(tmp_path):
         rule = registry.rules_by_code()["SHD101"]
         for name, kept in [*((n, False) for n in _QUIET), *((n, True) for n in _KEPT)]:
             tree = ast_tree.parse((pkg / name).read_bytes())
             assert rule.candidate_tree(tree, P.view_for(str(pkg / name))) is kept, name
-    finally:
-        P.set_current(None)
-        os.chdir(cwd)
