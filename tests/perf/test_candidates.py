@@ -321,10 +321,17 @@ def _tier2_decides(code: str, source: str, candidate: bool) -> list[str]:
     tiers on finds what linting with them off does; returns those findings' codes."""
     rule = registry.rules_by_code()[code]
     assert rule.candidate_tree(ast_tree.parse(source.encode())) is candidate
+    return _tiers_agree(code, source)
+
+
+def _tiers_agree(code: str, source: str | bytes, key=lambda d: d.code) -> list:
+    """Rule ``code``'s findings in ``source`` (each as ``key`` gives it) with the tiers off,
+    asserted equal to those with the tiers on."""
+    data = source.encode() if isinstance(source, str) else source
     settings = Settings(selected=(code,))
     with select.disabled():
-        without_tiers = [d.code for d in lint_source(source.encode(), "t.py", settings).diagnostics]
-    assert [d.code for d in lint_source(source.encode(), "t.py", settings).diagnostics] == without_tiers
+        without_tiers = [key(d) for d in lint_source(data, "t.py", settings).diagnostics]
+    assert [key(d) for d in lint_source(data, "t.py", settings).diagnostics] == without_tiers
     return without_tiers
 
 
@@ -460,8 +467,4 @@ def test_names_python_normalises_turn_the_tree_tier_off(code, source):
     with such a name is not judged on its ``ast``, and the findings are those of the tiers off."""
     assert ast_tree.parse(source.encode()).exact_names is False
     assert ast_tree.parse("# café, naïve\nx = 'déjà vu'\n".encode()).exact_names is True  # none changes
-    settings = Settings(selected=(code,))
-    with select.disabled():
-        without_tiers = [d.code for d in lint_source(source.encode(), "t.py", settings).diagnostics]
-    assert without_tiers == [code]
-    assert [d.code for d in lint_source(source.encode(), "t.py", settings).diagnostics] == without_tiers
+    assert _tiers_agree(code, source) == [code]

@@ -6,11 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from shutdown_lint.analyzer import lint_source
-from shutdown_lint.prefilter import select
-from shutdown_lint.settings import Settings
-
-SETTINGS = Settings(selected=("SHD105",))
+from tests.perf.test_candidates import _tiers_agree
 
 
 @pytest.mark.parametrize("make", ["asyncio.Task(work())", "asyncio.Future()",
@@ -31,7 +27,4 @@ async def main():
     t.cancel()
     return 1
 """.encode()
-    with select.disabled():
-        without_tiers = [(d.code, d.line) for d in lint_source(source, "t.py", SETTINGS).diagnostics]
-    assert without_tiers == [("SHD105", 12)]
-    assert [(d.code, d.line) for d in lint_source(source, "t.py", SETTINGS).diagnostics] == without_tiers
+    assert _tiers_agree("SHD105", source, key=lambda d: (d.code, d.line)) == [("SHD105", 12)]

@@ -27,11 +27,10 @@ import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from shutdown_lint import registry
-from shutdown_lint.analyzer import lint_source
 from shutdown_lint.prefilter import select
 from shutdown_lint.prefilter.code import code_only
 from shutdown_lint.prefilter.words import FileText
-from shutdown_lint.settings import Settings
+from tests.perf.test_candidates import _tiers_agree
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -327,11 +326,7 @@ case("SHD404", True, 1, '''
 def test_near_miss(code, source, candidate, findings):
     rule = registry.rules_by_code()[code]
     assert select.declaration(rule).holds(FileText(source.encode())) is candidate
-    settings = Settings(selected=(code,))
-    with select.disabled():
-        without = [d.code for d in lint_source(source.encode(), "t.py", settings).diagnostics]
-    assert without == [code] * findings
-    assert [d.code for d in lint_source(source.encode(), "t.py", settings).diagnostics] == without
+    assert _tiers_agree(code, source) == [code] * findings
 
 
 # ---------------------------------------------------------------- exact names from the code
@@ -356,8 +351,4 @@ def test_exact_names_from_the_code_keep_findings():
         ('import sys\nasync def work():\n    log("took 2\u00b5s")\n    sys.exit(1)\n', 1),
         ('import sys\nasync def work():\n    log("took 2\u00b5s")\ndef main():\n    sys.exit(1)\n', 0),
     ]:
-        settings = Settings(selected=("SHD201",))
-        with select.disabled():
-            without = [d.code for d in lint_source(source.encode(), "t.py", settings).diagnostics]
-        assert without == ["SHD201"] * findings
-        assert [d.code for d in lint_source(source.encode(), "t.py", settings).diagnostics] == without
+        assert _tiers_agree("SHD201", source) == ["SHD201"] * findings
