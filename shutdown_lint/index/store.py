@@ -25,6 +25,7 @@ took; a folder whose stamp changed is listed again.
 from __future__ import annotations
 
 import os
+from itertools import repeat
 from operator import attrgetter, itemgetter
 
 TYPE_CHECKING = False
@@ -398,9 +399,13 @@ class _Snapshot:
                 return None
         except OSError:
             return None
-        for path, was in probes:
-            if os.path.isfile(path) != was:
-                return None
+        # an __init__.py that was no file (mostly __pycache__'s): a file now only if the path is there
+        # (``os.access``: no stat result made; isfile implies it, whatever links are on the way)
+        absent = [path for path, was in probes if not was]
+        if any(map(os.access, absent, repeat(os.F_OK))) and any(map(os.path.isfile, absent)):
+            return None
+        if not all(map(os.path.isfile, [path for path, was in probes if was])):
+            return None
         listed = seen is not None and not isinstance(seen, dict)
         if seen_rec is not None and listed:
             try:

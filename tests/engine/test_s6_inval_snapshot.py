@@ -47,10 +47,10 @@ def listed(monkeypatch) -> list:  # type: ignore[no-untyped-def]
     return calls
 
 
-def _tree(tmp_path: Path) -> Path:
+def _tree(tmp_path: Path, extra=()) -> Path:  # type: ignore[no-untyped-def]
     root = tmp_path / "proj"
     for rel in ["a.py", "pkg/__init__.py", "pkg/m.py", "pkg/sub/x.py", "pkg/sub/deep/y.py", "build/gen.py",
-                "other/o.py"]:
+                "other/o.py", "pkg/__pycache__/m.cpython-311.pyc", *extra]:
         p = root / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text("x = 1\n")
@@ -63,9 +63,9 @@ def _digest(key: str, cache: Path, seen=None) -> str:  # type: ignore[no-untyped
     return store.project_digest(key, None, (lambda: seen) if seen is not None else None, str(cache))
 
 
-def _ready(tmp_path: Path, aged, roots=None) -> tuple:  # type: ignore[no-untyped-def]
+def _ready(tmp_path: Path, aged, roots=None, extra=()) -> tuple:  # type: ignore[no-untyped-def]
     """A tree, its key, a cache folder holding a complete snapshot of it, and its digest."""
-    root = _tree(tmp_path)
+    root = _tree(tmp_path, extra)
     key = store.project_key(roots(root) if roots else [(str(root), None)])
     cache = tmp_path / "cache"
     cache.mkdir()
@@ -148,6 +148,22 @@ def test_a_file_added_then_its_folder_mtime_set_back(tmp_path: Path, aged) -> No
 def test_an_artefact_folder_made_a_package(tmp_path: Path, aged) -> None:
     """``build/`` is not walked until it holds ``__init__.py``: no folder the walk listed changes."""
     root, key, cache, first = _ready(tmp_path, aged)
+    (root / "build" / "__init__.py").write_text("")
+    _after(key, cache, first)
+
+
+def test_a_package_artefact_folder_that_stops_being_one(tmp_path: Path, aged) -> None:
+    root, key, cache, first = _ready(tmp_path, aged, extra=["dist/__init__.py", "dist/d.py"])
+    assert str(root / "dist" / "d.py") in store.walk_roots([(str(root), None)])
+    (root / "dist" / "__init__.py").unlink()
+    _after(key, cache, first)
+
+
+def test_an_init_folder_in_an_artefact_folder(tmp_path: Path, aged) -> None:
+    """``build/__init__.py`` there but not a file (a folder): still no package."""
+    root, key, cache, first = _ready(tmp_path, aged, extra=["build/__init__.py/x.txt"])
+    (root / "build" / "__init__.py" / "x.txt").unlink()
+    (root / "build" / "__init__.py").rmdir()
     (root / "build" / "__init__.py").write_text("")
     _after(key, cache, first)
 
