@@ -82,3 +82,23 @@ def settled_count(d: Path, seconds: float, bound: float = 60.0) -> int:
             break
         time.sleep(0.1)
     return last
+
+
+def hazard_and_fix(tmp_path: Path, source: str, settings) -> "tuple[Path, list, str, Path]":
+    """``source`` written as ``tmp_path/hazard/driver.py`` and linted with ``settings``, then
+    fixed (unsafe fixes on): the fixed text must lint clean; it is written as
+    ``tmp_path/fixed/driver.py``. Returns (hazard, the original's findings, fixed text, fixed)."""
+    from shutdown_lint.analyzer import lint_source
+    from shutdown_lint.fixer import fix_source
+
+    hazard = tmp_path / "hazard" / "driver.py"
+    hazard.parent.mkdir()
+    hazard.write_text(source)
+    found = lint_source(source.encode(), str(hazard), settings).diagnostics
+    outcome = fix_source(source.encode(), str(hazard), settings, unsafe=True)
+    left = lint_source(outcome.source, "driver.py", settings).diagnostics
+    assert left == [], left
+    fixed = tmp_path / "fixed" / "driver.py"
+    fixed.parent.mkdir()
+    fixed.write_text(outcome.source.decode())
+    return hazard, found, outcome.source.decode(), fixed

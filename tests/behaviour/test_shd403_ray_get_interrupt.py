@@ -20,11 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from shutdown_lint.analyzer import lint_source
-from shutdown_lint.fixer import fix_source
 from shutdown_lint.settings import Settings
 
-from ray_scaffold import driver, rollout_task, settled_count
+from ray_scaffold import driver, hazard_and_fix, rollout_task, settled_count
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -87,19 +85,9 @@ def both_ctrl_c_runs(address: str, hazard: Path, fixed: Path, leases: Path) -> "
 
 @pytest.mark.timeout(240)
 def test_ctrl_c_during_ray_get_leaks_and_the_fix_cleans_up(tmp_path, ray_address):
-    hazard = tmp_path / "hazard" / "driver.py"
-    hazard.parent.mkdir()
-    hazard.write_text(HAZARD)
-    found = lint_source(HAZARD.encode(), str(hazard), SETTINGS).diagnostics
+    hazard, found, fixed_src, fixed = hazard_and_fix(tmp_path, HAZARD, SETTINGS)
     assert [d.code for d in found] == ["SHD403"]
-
-    outcome = fix_source(HAZARD.encode(), str(hazard), SETTINGS, unsafe=True)
-    fixed_src = outcome.source.decode()
     assert "runtime_guard.ray.interruptible_get(ref)" in fixed_src
-    assert lint_source(outcome.source, "driver.py", SETTINGS).diagnostics == []
-    fixed = tmp_path / "fixed" / "driver.py"
-    fixed.parent.mkdir()
-    fixed.write_text(fixed_src)
 
     before, after = both_ctrl_c_runs(ray_address, hazard, fixed, tmp_path)
     assert before["exited"], "the hazard driver ignored Ctrl+C"

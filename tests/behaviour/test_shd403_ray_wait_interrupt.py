@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import pytest
 
-from shutdown_lint.analyzer import lint_source
-from shutdown_lint.fixer import fix_source
 from shutdown_lint.settings import Settings
 
+from ray_scaffold import hazard_and_fix
 from test_shd403_ray_get_interrupt import N, both_ctrl_c_runs
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -67,19 +66,9 @@ if __name__ == "__main__":
 
 @pytest.mark.timeout(240)
 def test_ctrl_c_during_ray_wait_leaks_and_the_fix_cleans_up(tmp_path, ray_address):
-    hazard = tmp_path / "hazard" / "driver.py"
-    hazard.parent.mkdir()
-    hazard.write_text(HAZARD)
-    found = lint_source(HAZARD.encode(), str(hazard), SETTINGS).diagnostics
+    hazard, found, fixed_src, fixed = hazard_and_fix(tmp_path, HAZARD, SETTINGS)
     assert [d.code for d in found] == ["SHD403"] and "ray.wait()" in found[0].message
-
-    outcome = fix_source(HAZARD.encode(), str(hazard), SETTINGS, unsafe=True)
-    fixed_src = outcome.source.decode()
     assert "done, refs = runtime_guard.ray.interruptible_wait(refs, num_returns=1)" in fixed_src
-    assert lint_source(outcome.source, "driver.py", SETTINGS).diagnostics == []
-    fixed = tmp_path / "fixed" / "driver.py"
-    fixed.parent.mkdir()
-    fixed.write_text(fixed_src)
 
     before, after = both_ctrl_c_runs(ray_address, hazard, fixed, tmp_path)
     assert before["exited"], "the hazard driver ignored Ctrl+C"

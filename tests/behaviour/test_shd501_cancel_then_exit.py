@@ -20,11 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from shutdown_lint.analyzer import lint_source
-from shutdown_lint.fixer import fix_source
 from shutdown_lint.settings import Settings
 
-from ray_scaffold import driver, rollout_task, settled_count
+from ray_scaffold import driver, hazard_and_fix, rollout_task, settled_count
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -85,19 +83,9 @@ def _both(address: str, before: tuple, after: tuple) -> "tuple[dict, dict]":
 
 @pytest.mark.timeout(240)
 def test_cancel_then_exit_leaks_and_cancel_and_wait_cleans_up(tmp_path, ray_address):
-    hazard = tmp_path / "hazard" / "driver.py"
-    hazard.parent.mkdir()
-    hazard.write_text(HAZARD)
-    found = lint_source(HAZARD.encode(), str(hazard), SETTINGS).diagnostics
+    hazard, found, fixed_src, fixed = hazard_and_fix(tmp_path, HAZARD, SETTINGS)
     assert [d.code for d in found] == ["SHD501"]
-
-    outcome = fix_source(HAZARD.encode(), str(hazard), SETTINGS, unsafe=True)
-    fixed_src = outcome.source.decode()
     assert "        runtime_guard.ray.cancel_and_wait(ref, timeout=30)\n        sys.exit(3)\n" in fixed_src
-    assert lint_source(outcome.source, "driver.py", SETTINGS).diagnostics == []
-    fixed = tmp_path / "fixed" / "driver.py"
-    fixed.parent.mkdir()
-    fixed.write_text(fixed_src)
 
     before, after = _both(ray_address, (hazard, tmp_path / "leases-before"), (fixed, tmp_path / "leases-after"))
     assert before["exited"] and before["rc"] == 3, before["out"][-3000:]
@@ -156,19 +144,9 @@ if __name__ == "__main__":
 
 @pytest.mark.timeout(240)
 def test_cancel_remaining_then_raise_out_of_actor_leaks_and_the_fix_waits(tmp_path, ray_address):
-    hazard = tmp_path / "hazard" / "driver.py"
-    hazard.parent.mkdir()
-    hazard.write_text(RUNNER_HAZARD)
-    found = lint_source(RUNNER_HAZARD.encode(), str(hazard), SETTINGS).diagnostics
+    hazard, found, fixed_src, fixed = hazard_and_fix(tmp_path, RUNNER_HAZARD, SETTINGS)
     assert [d.code for d in found] == ["SHD501"] and "remote method `run()`" in found[0].message
-
-    outcome = fix_source(RUNNER_HAZARD.encode(), str(hazard), SETTINGS, unsafe=True)
-    fixed_src = outcome.source.decode()
     assert "            runtime_guard.ray.wait_for_cleanup(futures, timeout=30)\n            raise e\n" in fixed_src
-    assert lint_source(outcome.source, "driver.py", SETTINGS).diagnostics == []
-    fixed = tmp_path / "fixed" / "driver.py"
-    fixed.parent.mkdir()
-    fixed.write_text(fixed_src)
 
     before, after = _both(ray_address, (hazard, tmp_path / "leases-before"), (fixed, tmp_path / "leases-after"))
     assert before["exited"] and before["rc"] != 0, before["out"][-3000:]
