@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -102,3 +103,9 @@ def hazard_and_fix(tmp_path: Path, source: str, settings) -> "tuple[Path, list, 
     fixed.parent.mkdir()
     fixed.write_text(outcome.source.decode())
     return hazard, found, outcome.source.decode(), fixed
+
+
+def side_by_side(fn, before: tuple, after: tuple) -> list:
+    """``fn(*before)`` and ``fn(*after)`` at the same time (two drivers of the cluster)."""
+    with ThreadPoolExecutor(2) as pool:
+        return [f.result() for f in [pool.submit(fn, *before), pool.submit(fn, *after)]]

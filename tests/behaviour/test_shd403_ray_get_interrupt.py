@@ -15,14 +15,13 @@ import os
 import signal
 import subprocess
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from shutdown_lint.settings import Settings
 
-from ray_scaffold import driver, hazard_and_fix, rollout_task, settled_count
+from ray_scaffold import driver, hazard_and_fix, rollout_task, settled_count, side_by_side
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -77,10 +76,9 @@ def _ctrl_c_run(script: Path, lease_dir: Path, address: str) -> dict:
 
 def both_ctrl_c_runs(address: str, hazard: Path, fixed: Path, leases: Path) -> "tuple[dict, dict]":
     """``_ctrl_c_run`` of the original and the fixed driver at the same time, on one cluster."""
-    with ThreadPoolExecutor(2) as pool:
-        runs = [pool.submit(_ctrl_c_run, script, leases / name, address)
-                for script, name in ((hazard, "leases-before"), (fixed, "leases-after"))]
-        return runs[0].result(), runs[1].result()
+    before, after = side_by_side(_ctrl_c_run, (hazard, leases / "leases-before", address),
+                                 (fixed, leases / "leases-after", address))
+    return before, after
 
 
 @pytest.mark.timeout(240)

@@ -19,7 +19,6 @@ import signal
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -28,7 +27,7 @@ from shutdown_lint.analyzer import lint_source
 from shutdown_lint.fixer import fix_source
 from shutdown_lint.settings import Settings
 
-from ray_scaffold import ray_env, rollout_task
+from ray_scaffold import ray_env, rollout_task, side_by_side
 
 import ray  # noqa: E402  (the test extra installs it)
 
@@ -91,12 +90,6 @@ def _run(script: Path, address: str) -> "tuple[int, str, str]":
     p = _start(script, address)
     out, err = _finish(p)
     return p.returncode, out, err
-
-
-def _both(fn, before: tuple, after: tuple) -> list:
-    """``fn(*before)`` and ``fn(*after)`` at the same time (two drivers of the cluster)."""
-    with ThreadPoolExecutor(2) as pool:
-        return [f.result() for f in [pool.submit(fn, *before), pool.submit(fn, *after)]]
 
 
 def _leases(d: Path) -> int:
@@ -200,7 +193,7 @@ def test_shd403_every_fix_shape_keeps_the_normal_path(tmp_path, address):
                  "await runtime_guard.ray.interruptible_wait_async(refs, num_returns=len(refs))",
                  "one = await runtime_guard.ray.interruptible_get_async(refs[1])"):
         assert line in fixed, fixed
-    before, after = _both(_run, (_write(tmp_path, "before", NORMAL_403), address),
+    before, after = side_by_side(_run, (_write(tmp_path, "before", NORMAL_403), address),
                           (_write(tmp_path, "after", fixed), address))
     assert before[0] == 4, before
     assert before[1].count("\n") == 4 and "ValueError('bad batch')" in before[1], before
@@ -242,7 +235,7 @@ def test_shd403_in_a_coroutine_ctrl_c_leaks_and_the_awaited_fix_cleans_up(tmp_pa
     src = ASYNC_HAZARD.replace("CALL", call)
     fixed = _fix(src, SHD403, ["SHD403"])
     assert fixed_call in fixed
-    before, after = _both(_ctrl_c_run, (_write(tmp_path, "before", src), address, tmp_path / "leases-before", N),
+    before, after = side_by_side(_ctrl_c_run, (_write(tmp_path, "before", src), address, tmp_path / "leases-before", N),
                           (_write(tmp_path, "after", fixed), address, tmp_path / "leases-after", N))
     # measured: asyncio.run's first Ctrl+C only cancels the main task, which the blocked call
     # never sees; the second ends the driver and Ray kills the rollout in the middle of its work
@@ -318,7 +311,7 @@ def test_shd501_every_fix_shape_keeps_the_normal_path(tmp_path, address):
                  "        ray.cancel(refs[0], recursive=True)\n        runtime_guard.ray.wait_for_cleanup(refs[0], timeout=30)\n",
                  "        runtime_guard.ray.wait_for_cleanup(futures, timeout=30)\n        sys.exit(5)\n"):
         assert line in fixed, fixed
-    before, after = _both(_run, (_write(tmp_path, "before", NORMAL_501), address),
+    before, after = side_by_side(_run, (_write(tmp_path, "before", NORMAL_501), address),
                           (_write(tmp_path, "after", fixed), address))
     assert before[0] == 5 and before[1] == "budgeted 9\nfirst 16\nfailed ValueError('bad batch')\n", before
     assert after[:2] == before[:2], (before, after)
@@ -391,7 +384,7 @@ def test_shd403_and_shd501_on_one_try_cancel_once_and_let_the_cleanup_finish(tmp
     # the first wait, the second KeyboardInterrupt cut it short: see test_ray.py's
     # test_runtime_guard_cancels_a_ref_once_whatever_helpers_compose).
     fixed = fix_source(COMPOSED.encode(), "driver.py", BOTH, unsafe=True).source.decode()
-    before, after = _both(_ctrl_c_run, (_write(tmp_path, "before", COMPOSED), address, tmp_path / "before-work", 1, None),
+    before, after = side_by_side(_ctrl_c_run, (_write(tmp_path, "before", COMPOSED), address, tmp_path / "before-work", 1, None),
                           (_write(tmp_path, "after", fixed), address, tmp_path / "after-work", 1, None))
     for res in (before, after):
         assert res["sigints"] == 1, res

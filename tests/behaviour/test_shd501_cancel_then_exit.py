@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from shutdown_lint.settings import Settings
 
-from ray_scaffold import driver, hazard_and_fix, rollout_task, settled_count
+from ray_scaffold import driver, hazard_and_fix, rollout_task, settled_count, side_by_side
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -74,20 +73,14 @@ def _run(script: Path, lease_dir: Path, address: str) -> dict:
         return {"exited": exited, "rc": proc.returncode, "held": most, "leaked": leaked, "out": out}
 
 
-def _both(address: str, before: tuple, after: tuple) -> "tuple[dict, dict]":
-    """The original and the fixed driver at the same time, on the module's cluster."""
-    with ThreadPoolExecutor(2) as pool:
-        runs = [pool.submit(_run, *before, address), pool.submit(_run, *after, address)]
-        return runs[0].result(), runs[1].result()
-
-
 @pytest.mark.timeout(240)
 def test_cancel_then_exit_leaks_and_cancel_and_wait_cleans_up(tmp_path, ray_address):
     hazard, found, fixed_src, fixed = hazard_and_fix(tmp_path, HAZARD, SETTINGS)
     assert [d.code for d in found] == ["SHD501"]
     assert "        runtime_guard.ray.cancel_and_wait(ref, timeout=30)\n        sys.exit(3)\n" in fixed_src
 
-    before, after = _both(ray_address, (hazard, tmp_path / "leases-before"), (fixed, tmp_path / "leases-after"))
+    before, after = side_by_side(_run, (hazard, tmp_path / "leases-before", ray_address),
+                                 (fixed, tmp_path / "leases-after", ray_address))
     assert before["exited"] and before["rc"] == 3, before["out"][-3000:]
     assert before["held"] == N
     assert before["leaked"] == N, before["out"][-3000:]
@@ -148,7 +141,8 @@ def test_cancel_remaining_then_raise_out_of_actor_leaks_and_the_fix_waits(tmp_pa
     assert [d.code for d in found] == ["SHD501"] and "remote method `run()`" in found[0].message
     assert "            runtime_guard.ray.wait_for_cleanup(futures, timeout=30)\n            raise e\n" in fixed_src
 
-    before, after = _both(ray_address, (hazard, tmp_path / "leases-before"), (fixed, tmp_path / "leases-after"))
+    before, after = side_by_side(_run, (hazard, tmp_path / "leases-before", ray_address),
+                                 (fixed, tmp_path / "leases-after", ray_address))
     assert before["exited"] and before["rc"] != 0, before["out"][-3000:]
     assert "reward model crashed" in before["out"]
     assert before["held"] == N
