@@ -17,6 +17,8 @@ from shutdown_lint.analyzer import lint_source
 from shutdown_lint.fixer import fix_source
 from shutdown_lint.settings import Settings
 
+from signal_driver import signalled
+
 SETTINGS = Settings(selected=("SHD202",), target_version="py311")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # the fixed program imports runtime_guard from this checkout
@@ -44,17 +46,7 @@ HAZARD = textwrap.dedent('''
 
 
 def _interrupt(path) -> tuple[int, str]:
-    proc = subprocess.Popen([sys.executable, str(path)], cwd=REPO, env=ENV, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "ready"
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
-    return proc.returncode, out
+    return _signal(path, signal.SIGINT)
 
 
 @pytest.mark.timeout(90)
@@ -137,17 +129,8 @@ ASYNC_MAIN = textwrap.dedent('''
 
 
 def _signal(path, sig) -> tuple[int, str]:
-    proc = subprocess.Popen([sys.executable, str(path)], cwd=REPO, env=ENV, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "ready"
-        proc.send_signal(sig)
-        out, _ = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
-    return proc.returncode, out
+    rc, out, _ = signalled([path], sig, cwd=REPO, env=ENV)
+    return rc, out
 
 
 # One handler for both signals: the fix writes `128 + sig`.

@@ -18,6 +18,8 @@ import textwrap
 
 import pytest
 
+from signal_driver import signalled
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")])))
 ENV.pop("SHUTDOWN_LINT_NO_INDEX", None)
@@ -75,18 +77,8 @@ def _lint(root, *args: str) -> subprocess.CompletedProcess:
 
 
 def _interrupt(root) -> tuple[int, str]:
-    proc = subprocess.Popen([sys.executable, "run.py"], cwd=root, env=ENV, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "fit"
-        assert proc.stdout.readline().strip() == "ready"
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
-    return proc.returncode, out
+    rc, out, _ = signalled(["run.py"], signal.SIGINT, cwd=root, env=ENV, ready=("fit", "ready"))
+    return rc, out
 
 
 def _uninterrupted(root) -> tuple[int, str, str]:

@@ -18,6 +18,8 @@ from shutdown_lint.analyzer import lint_source
 from shutdown_lint.fixer import fix_source
 from shutdown_lint.settings import Settings
 
+from signal_driver import signalled
+
 SETTINGS = Settings(selected=("SHD402",), target_version="py311")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # the fixed program imports runtime_guard from this checkout
@@ -59,17 +61,8 @@ HAZARD = textwrap.dedent('''
 
 
 def _terminate(path, lease_dir) -> tuple[int, list[str], str]:
-    proc = subprocess.Popen([sys.executable, str(path), str(lease_dir)], cwd=REPO, env=ENV, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "ready"
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
-    return proc.returncode, sorted(os.listdir(lease_dir)), err
+    rc, _, err = signalled([path, lease_dir], signal.SIGTERM, cwd=REPO, env=ENV)
+    return rc, sorted(os.listdir(lease_dir)), err
 
 
 @pytest.mark.timeout(90)
@@ -294,17 +287,7 @@ def test_a_handler_the_program_installs_itself_keeps_running(tmp_path):
         path = tmp_path / f"{name}.py"
         path.write_bytes(text)
         for when in ("before", "later"):
-            proc = subprocess.Popen([sys.executable, str(path), when], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True)
-            try:
-                assert proc.stdout.readline().strip() == "ready"
-                proc.send_signal(signal.SIGTERM)
-                out, err = proc.communicate(timeout=30)
-            finally:
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait(timeout=10)
-            results[name, when] = (proc.returncode, out, err)
+            results[name, when] = signalled([path, when], signal.SIGTERM, cwd=REPO, env=env)
     expected = (0, "graceful handler ran\nstopped after the step\nmain returned 4\n", "")
     for when in ("before", "later"):
         assert results["original", when] == results["fixed", when] == expected, (when, results)
