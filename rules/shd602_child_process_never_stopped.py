@@ -250,8 +250,12 @@ class ChildProcessNeverStopped(Rule):
     summary = "A child process with no wait, terminate or kill on its exception and Ctrl+C paths outlives its parent"
     triggers = ("Popen", "create_subprocess", "Process")
     facts_needed = ("parents", "imports", "functions", "calls")
-    # tier 1: a factory is named in the file
-    candidate = C.qualified(*FACTORIES, *CONTEXT_FACTORIES)
+    # tier 1: a factory is named in the file's code (``C.InCode``: ``_kind`` reads call names, which
+    # are code); the one name the facts read from a string is a type annotation (``ctx:
+    # "multiprocessing"``, ``-> "multiprocessing"``) that types ``ctx.Process(...)``'s receiver as a
+    # context: for that, ``Process`` in code and ``multiprocessing`` anywhere in the text
+    candidate = C.AnyOf(C.InCode(C.qualified(*FACTORIES, *CONTEXT_FACTORIES)),
+                        C.All(C.InCode(C.Word("Process")), C.Word("multiprocessing")))
     # tier 2: a call that may be a factory, kept in a plain name (``p = ...`` / ``p: T = ...``,
     # through ``await``) or dropped as an expression statement
     candidate_tree = staticmethod(lambda tree: _may_start_child(tree))
