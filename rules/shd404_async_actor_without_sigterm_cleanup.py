@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Optional
 
 import libcst as cst
 
 from shutdown_lint.prefilter import words as C
+from shutdown_lint.prefilter.code import code_only
 from shutdown_lint.facts import ClassInfo, FunctionInfo
 from shutdown_lint.facts.execution import _same_module_bases as same_module_bases
 from shutdown_lint.index.project import ProjectClass, display as display_path
@@ -29,6 +31,99 @@ _CANCEL_TYPES = frozenset({"asyncio.CancelledError", "asyncio.exceptions.Cancell
 
 #: after ``class``: anything but ``class Name:`` (no bases, no type parameters)
 _NOT_BASELESS = r"(?![ \t\f]+[A-Za-z_][A-Za-z0-9_]*[ \t\f]*:)"
+
+
+#: after ``class``: a name and what follows it (``_MayBeRemoteSubclass``)
+_CLASS_NAME = re.compile(rb"[ \t\f]+([A-Za-z_][A-Za-z0-9_]*)")
+_NOT_BASELESS_AT = re.compile(_NOT_BASELESS.encode())
+
+
+class _MayBeRemoteSubclass(C.Cond):
+    """Tier 1, for a file with no ``async`` in code: ``_check_inherited`` reports only a class
+    with bases that the facts make a Ray actor: decorated (``@ray.remote``, an alias of it), or
+    whose name is handed to ``ray.remote(Cls)`` / ``ray.remote(...)(Cls)`` (a ``Name``: the
+    class's name written again in code). Read on the file's code (``FileText.code``): some
+    ``class <name>`` not followed by ``:`` whose name may be a call's first argument
+    (``_first_argument``), or whose previous
+    logical line (blank and comment lines skipped, brackets and backslashes followed back) starts
+    with ``@``. Anything it cannot read for sure counts: a ``class`` not at a line start, a ``\\r``
+    line end, a line with a quote (a formatted string keeps its text in the code), a file whose
+    code cannot be built (``code_only`` None), a name it cannot read."""
+
+    reads_code = True
+    key = ("MayBeRemoteSubclass",)
+
+    def holds(self, text: "C.FileText") -> bool:
+        # a class statement with bases first (on the text: cheap; the code's are the text's)
+        return _WITH_BASES.holds(text) and text.memo(self.key, self._scan)
+
+    def holds_on_text(self, text: "C.FileText") -> bool:
+        """The class statement only (no code built: ``select.filter_rules`` asks ``holds`` when
+        the code decides; else tier 2 judges)."""
+        return _WITH_BASES.holds(text)
+
+    @staticmethod
+    def _scan(text: "C.FileText") -> bool:
+        code = text.code()
+        if code is text and code_only(text.source) is None:
+            return True  # no code could be built (comments and strings would read as code)
+        src = code.source
+        if b"\r" in src:
+            return True
+        for p in code.iter_positions(b"class"):
+            start = src.rfind(b"\n", 0, p) + 1
+            if src[start:p].strip(b" \t\f"):
+                return True  # not a statement's first word: not read here
+            if _NOT_BASELESS_AT.match(src, p + 5) is None:
+                continue  # ``class Name:``: no base
+            m = _CLASS_NAME.match(src, p + 5)
+            if m is None:
+                return True
+            if _decorated(src, start) or any(_first_argument(src, q) for q in code.positions(m.group(1))):
+                return True
+        return False
+
+
+_WITH_BASES = C.WordThen("class", _NOT_BASELESS)
+
+
+def _first_argument(src: bytes, at: int) -> bool:
+    """The name at ``at`` may be a call's only positional argument (``ray.remote(Cls)``,
+    ``ray.remote(**kw)(Cls)``): the first byte before it other than spaces, line ends and a
+    blanked comment's ``#`` is ``(`` (a ``*`` too: ``f(k=1, *Cls)``)."""
+    k = at - 1
+    while k >= 0 and src[k] in b" \t\f\n#\\":
+        k -= 1
+    return k >= 0 and src[k] in b"(*"
+
+
+def _decorated(src: bytes, line_start: int) -> Optional[bool]:
+    """The logical line before the one starting at ``line_start`` starts with ``@`` (or cannot be
+    read for sure: True)."""
+    depth = 0
+    end = line_start - 1  # the "\n" ending the previous line
+    while end > 0:
+        start = src.rfind(b"\n", 0, end) + 1
+        line = src[start:end]
+        if b"'" in line or b'"' in line:
+            return True
+        hash_at = line.find(b"#")
+        if hash_at >= 0:
+            if line[hash_at + 1:].strip():
+                return True  # a comment with its text: not the blanked code
+            line = line[:hash_at]
+        body = line.strip(b" \t\f")
+        end = start - 1
+        if not body and depth == 0:
+            continue  # a blank or comment line between a decorator and its class
+        depth += sum(line.count(c) for c in b")]}") - sum(line.count(c) for c in b"([{")
+        continued = end > 0 and src[src.rfind(b"\n", 0, end) + 1:end].rstrip(b" \t\f").endswith(b"\\")
+        if depth > 0 or continued:
+            continue  # inside brackets, or a backslash joins the line above
+        if depth < 0:
+            return True
+        return body.startswith(b"@")
+    return False
 
 
 class AsyncActorWithoutSigtermCleanup(Rule):
@@ -141,8 +236,12 @@ class AsyncActorWithoutSigtermCleanup(Rule):
     # and either a coroutine (``_check_threaded`` needs one too) or a class with bases (async methods
     # inherited, maybe from another module); all in code (``C.InCode``: the facts' actor classes
     # come from qualified names only)
-    candidate = C.InCode(C.All(C.qualified("ray.remote", "ray.actor.remote"),
-                               C.AnyOf(C.Word("async"), C.WordThen("class", _NOT_BASELESS))))
+    # with no ``async`` in code, a class with bases must be an actor for ``_check_inherited``:
+    # decorated, or its name a call's first argument (``ray.remote(Cls)``): ``_MayBeRemoteSubclass``,
+    # read on the code only when the code decides (``select.filter_rules``)
+    candidate = C.All(C.InCode(C.All(C.qualified("ray.remote", "ray.actor.remote"),
+                                     C.AnyOf(C.Word("async"), C.WordThen("class", _NOT_BASELESS)))),
+                      C.AnyOf(C.InCode(C.Word("async")), _MayBeRemoteSubclass()))
     # tier 2: a class that may be a Ray actor (decorated with ray.remote, or handed to a
     # call: ``ray.remote(Cls)``) with an async method, or in a file that sets
     # max_concurrency / concurrency_groups somewhere (a threaded actor)

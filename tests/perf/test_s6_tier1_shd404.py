@@ -1,0 +1,120 @@
+"""SHD404's tier-1 condition for a file with no ``async`` in code (issue 30, session 6).
+
+Such a file can only report through ``_check_inherited``: a class with bases, made a Ray actor
+by a decorator or by ``ray.remote(Cls)`` / ``ray.remote(...)(Cls)``, whose async methods come
+from a base in another module (the project index). ``_MayBeRemoteSubclass`` asks for a class
+with bases that is decorated (its previous logical line starts with ``@``) or whose name may be
+a call's first argument; before, any class with bases in a file naming ``ray.remote`` went to
+``ast``. Each actor spelling below is linted by the CLI (a real subprocess) over a two-module
+project with the tiers off and with tier 1 alone (tier 2 off): one finding both ways. Each
+guard fails one case when dropped (``test_each_guard_is_needed``)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from shutdown_lint import registry
+from shutdown_lint.prefilter.words import FileText
+
+RULE = registry.rules_by_code()["SHD404"]
+MODULE = sys.modules[RULE.__module__]
+
+BASE = """\
+class Base:
+    async def run(self, box):
+        try:
+            await box.go()
+        finally:
+            await box.delete()
+"""
+
+#: an actor whose async methods are all inherited from ``base.Base``, in every spelling
+ACTORS = {
+    "decorator": "import ray\nfrom base import Base\n\n\n@ray.remote\nclass W(Base):\n    pass\n",
+    "decorator call over lines, comment, blank line": (
+        "import ray\nfrom base import Base\n\n\n@ray.remote(\n    num_cpus=1,  # one (core)\n)\n\n# the actor\n"
+        "class W(Base):\n    pass\n"),
+    "stacked decorators": (
+        "import ray\nfrom base import Base\n\n\ndef keep(*a):\n    return lambda c: c\n\n\n@ray.remote\n"
+        "@keep(\n    1, [2,\n        3])\nclass W(Base):\n    pass\n"),
+    "from-import alias": "from ray import remote as r\nfrom base import Base\n\n\n@r(num_gpus=1)\nclass W(Base):\n    pass\n",
+    "value alias": "import ray\nfrom base import Base\n\nR = ray.remote\n\n\n@R\nclass W(Base):\n    pass\n",
+    "backslash decorator": "import ray\nfrom base import Base\n\n\n@ray \\\n    .remote\nclass W(Base):\n    pass\n",
+    "ray.remote(Cls)": "import ray\nfrom base import Base\n\n\nclass W(Base):\n    pass\n\n\nA = ray.remote(W)\n",
+    "ray.remote(...)(Cls) over lines": (
+        "import ray as rr\nfrom base import Base\n\n\nclass W(Base):\n    pass\n\n\nA = rr.remote(num_cpus=1)(\n"
+        "    # the class\n    W,\n)\n"),
+    "class in a factory": (
+        "import ray\nfrom base import Base\n\n\ndef make():\n    class W(Base):\n        pass\n"
+        "    return ray.remote(W)\n"),
+}
+
+#: a class with bases that is no actor: ruled out at tier 1 now (it reached ``ast`` before)
+NOT_ACTORS = [
+    "import ray\nfrom base import Base\n\n\nclass W(Base):\n    pass\n\n\ndef f(x):\n    return isinstance(x, W)\n\n\n"
+    "F = ray.remote(f)\n",
+    "import ray\nfrom base import Base\n\nx = g(\n    1)\nclass W(Base):\n    pass\n\n\n@ray.remote\ndef f(w: W):\n"
+    "    return w\n",
+]
+
+
+def _lint(tmp_path: Path, actor: str, env: dict) -> list:
+    (tmp_path / "base.py").write_text(BASE)
+    (tmp_path / "actor.py").write_text(actor)
+    out = subprocess.run([sys.executable, "-m", "shutdown_lint", "--no-cache", "-q", "--exit-zero",
+                          "--output-format", "json", "--select", "SHD404", "."],
+                         cwd=tmp_path, env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return [(d["path"], d["line"]) for d in json.loads(out.stdout)]
+
+
+@pytest.mark.parametrize("name", list(ACTORS))
+def test_inherited_actor_spellings_stay_admitted(name: str, tmp_path: Path) -> None:
+    source = ACTORS[name]
+    assert RULE.candidate.holds(FileText(source.encode()))
+    off = _lint(tmp_path, source, {"SHUTDOWN_LINT_CANDIDATES": "0"})
+    assert len(off) == 1 and off[0][0] == "actor.py"
+    assert _lint(tmp_path, source, {"SHUTDOWN_LINT_TREE_TIER": "0"}) == off
+
+
+@pytest.mark.parametrize("source", NOT_ACTORS, ids=range(len(NOT_ACTORS)))
+def test_classes_that_are_no_actor_are_ruled_out(source: str, tmp_path: Path) -> None:
+    data = source.encode()
+    assert MODULE._WITH_BASES.holds(FileText(data))  # the condition before: admitted
+    assert not RULE.candidate.holds(FileText(data))
+    assert _lint(tmp_path, source, {"SHUTDOWN_LINT_CANDIDATES": "0"}) == []
+
+
+@pytest.mark.parametrize("guard,case", [
+    ("_decorated", "decorator"),
+    ("_first_argument", "ray.remote(Cls)"),
+])
+def test_each_guard_is_needed(guard: str, case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With one guard made to answer False, the case it admits is lost (an unsound condition)."""
+    monkeypatch.setattr(MODULE, guard, lambda *a: False)
+    assert not RULE.candidate.holds(FileText(ACTORS[case].encode()))
+
+
+@pytest.mark.parametrize("case", ["decorator call over lines, comment, blank line", "stacked decorators",
+                                  "backslash decorator"])
+def test_decorator_read_back_over_lines(case: str) -> None:
+    """``_decorated`` follows brackets and backslashes back to the ``@`` (a last line alone,
+    ``)`` or ``.remote``, does not start with one)."""
+    src = ACTORS[case].encode()
+    start = src.index(b"class W")
+    assert MODULE._decorated(src, start)
+    assert not src[src.rfind(b"\n", 0, start - 1) + 1:start].lstrip().startswith(b"@")
+
+
+def test_unreadable_text_counts() -> None:
+    """A quote or a ``\\r`` line end where the scan reads: admitted (not read for sure)."""
+    for src in ("import ray\nx = f(\n    's')\nclass W(Base):\n    pass\nF = ray.remote(f)\n",
+                "import ray\r\nclass W(Base):\r\n    pass\r\nF = ray.remote(f)\r\n"):
+        assert not RULE.candidate.holds(FileText(src.replace("'s'", "1").replace("\r", "").encode()))
+        assert RULE.candidate.holds(FileText(textwrap.dedent(src).encode()))
