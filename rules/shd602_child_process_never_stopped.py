@@ -1279,8 +1279,8 @@ def _leaves_early(stmts) -> bool:
 # ------------------------------------------------------------------ candidate tier 2 (ast)
 def _may_start_child(tree) -> bool:
     """True unless no call the rule can report exists. ``_check`` reports only a factory call
-    (``may_call_any`` over ``FACTORIES``, through aliases; or ``<x>.Process(...)`` in a file that
-    may call ``get_context``, a ``multiprocessing`` context's factory) that is
+    (``may_call_any`` over ``FACTORIES``, through aliases; or any ``<x>.Process(...)``: a
+    ``multiprocessing`` context's factory, the receiver typed by ``get_context`` or by an annotation) that is
 
     - the whole value of an expression statement, not an ``asyncio`` factory left unawaited
       (``expr is call``: whoever awaits it gets the child), with a ``stdin``/``stdout``/``stderr``
@@ -1298,8 +1298,6 @@ def _may_start_child(tree) -> bool:
       is not reported when the next statement only waits for it (``_tree_waited_next``), nor when
       ``_tree_handed_after`` finds what ends ``_check`` before any report (a hand-over after the
       start, a stop in a cleanup block, the first stop after harmless code only)."""
-    contexts: list[bool] = []
-
     def kinds(value) -> set:
         """The kinds the call may start (``_KIND``; ``mp`` for a context's ``Process``)."""
         process = type(value.func) is ast.Attribute and value.func.attr == "Process"
@@ -1307,10 +1305,10 @@ def _may_start_child(tree) -> bool:
             return set()
         out = {k for k, names in _KIND_NAMES if tree.may_call_any(value, names)}
         if process:
-            if not contexts:
-                contexts.append(any(tree.may_call_any(c, CONTEXT_FACTORIES) for c in tree.all_calls()))
-            if contexts[0]:
-                out.add("mp")
+            # any receiver: besides ``get_context``'s value, the typing fact types one by an
+            # annotation (``ctx: multiprocessing``, a parameter's, a variable's, or a function's
+            # return annotation, in this module or another one), which this tree cannot rule out
+            out.add("mp")
         return out
 
     stopped: Optional[set] = None

@@ -89,4 +89,13 @@ case(False, 0, """
 """)
 
 
+# a receiver typed by an annotation, not by ``get_context`` (the typing fact: a parameter's, a
+# variable's or a function's return annotation naming ``multiprocessing``): reported, so kept.
+# Ruled out before (tier 2 read ``<x>.Process`` as a context's only where ``get_context`` is called)
+for module, annotation in (("multiprocessing", 'ctx: "multiprocessing"'), ("multiprocessing as mp", "ctx: mp")):
+    CASES.case("SHD602", True, 1, f"import {module}\n\n\ndef work(x):\n    pass\n\n\n"
+               f"def run(q, {annotation}):\n    p = ctx.Process(target=work, args=(q,))\n    p.start()\n"
+               "    compute(q)\n    p.join()\n")
+
+
 test_tier2_near_miss = CASES.test()

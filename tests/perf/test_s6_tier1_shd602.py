@@ -8,9 +8,8 @@ in the text. A factory named only in a docstring, comment or string no longer se
 ``ast``. Each reported spelling below must stay admitted; the annotation case fails when the
 second alternative is dropped (``test_annotation_needs_its_alternative``).
 
-Tier 1 is compared alone (tier 2 off): tier 2 (``_may_start_child``) rules the annotation case out
-today (it looks at ``<x>.Process`` only in a file that may call ``get_context``), a loss of its
-own, left to its owner."""
+Tier 1 is compared alone (tier 2 off); tier 2 keeps the annotation case too since it reads any
+``<x>.Process(...)`` as a context's (tests/perf/test_s5_admit_shd602.py)."""
 from __future__ import annotations
 
 import textwrap
