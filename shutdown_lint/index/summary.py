@@ -264,17 +264,15 @@ def _returns(ann: Optional[ast.AST], depth: int = 0) -> Optional[str]:
 #: ``ast`` nodes with nothing under them that the walker reacts to
 _LEAVES = frozenset({ast.Name, ast.Constant, ast.Load, ast.Store, ast.Del, ast.Pass, ast.Break, ast.Continue,
                      *(c for base in (ast.operator, ast.unaryop, ast.cmpop, ast.boolop) for c in base.__subclasses__())})
-#: fields that never hold a node the walks go into: names and other plain values (``id``,
-#: ``attr``, ``module``, ``level``...), and contexts and operators (leaves)
-_PLAIN_FIELDS = frozenset({"id", "attr", "arg", "asname", "module", "level", "kind", "conversion", "is_async",
-                           "simple", "lineno", "type_comment", "rest", "kwd_attrs", "n", "s", "tag", "ctx", "op",
-                           "ops"})
-#: node class -> its fields less ``_PLAIN_FIELDS`` (filled as classes are met)
+#: node class -> the fields that can hold a node worth entering (``ast_tree.subtree_fields``:
+#: not names and other plain values, contexts or operators), filled as classes are met
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def _child_fields(t: type) -> tuple[str, ...]:
-    found = _CHILD_FIELDS[t] = tuple(f for f in t._fields if f not in _PLAIN_FIELDS)
+    from ..prefilter.ast_tree import subtree_fields
+
+    found = _CHILD_FIELDS[t] = subtree_fields(t)
     return found
 
 

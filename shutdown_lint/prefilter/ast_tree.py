@@ -667,6 +667,11 @@ def _fields(t: type) -> tuple[str, ...]:
     return tuple(f for f in _node_fields(t) if f != "ctx" and declared.get(f) not in _MARKERS)
 
 
+#: ``_fields`` for the other walkers of these trees (the project index's summary walk): one
+#: reading of which fields can hold a node worth entering, from each node type's signature
+subtree_fields = _fields
+
+
 @functools.lru_cache(maxsize=None)
 def _node_fields(t: type) -> tuple[str, ...]:
     """The fields of an ``ast`` node type that can hold a node (``ast.iter_child_nodes``
