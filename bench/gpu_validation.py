@@ -235,7 +235,7 @@ async def main():
         y = x.cpu()                            # BLOCK-d2h
     elif kind == "gil":
         lib = cudart()
-        torch.cuda._sleep(int(3e9))            # ~1.5 s: longer than the hard threshold
+        torch.cuda._sleep(int(6e9))            # ~3 s: well past the hard layer's 1 s floor
         lib.cudaDeviceSynchronize()            # BLOCK-gil
     await asyncio.sleep(0.3)
 

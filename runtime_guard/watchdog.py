@@ -7,9 +7,15 @@ monitor samples the loop thread's stack with ``sys._current_frames()``, reports 
 sampling while the stall lasts, and records the final duration when the heartbeat resumes.
 
 A Python monitor cannot run while a C call holds the GIL, so a second layer arms
-``faulthandler.dump_traceback_later`` (a C watchdog thread, process-global: only one timer) from the
-heartbeat of one "owner" loop with a larger ``hard_threshold``; if that loop stops beating, CPython
-dumps every thread's stack to stderr (or ``$RUNTIME_GUARD_HARD_FILE``) without needing the GIL.
+``faulthandler.dump_traceback_later`` (a C watchdog thread, process-global: only one timer) with a
+larger ``hard_threshold``, re-armed both by the heartbeat of one "owner" loop and by every pass of
+the monitor thread; if neither has run for ``1.25 * hard_threshold`` (at least 1 s), no thread could run Python
+(a C call holds the GIL) and CPython dumps every thread's stack to stderr (or
+``$RUNTIME_GUARD_HARD_FILE``) without needing the GIL. The monitor's re-arm is what keeps the dump
+from firing during a stall in Python code: the dump walks every thread's frames without the GIL,
+and with a thread running Python meanwhile it crashed the process (SIGSEGV; measured: 1 of 3
+processes with 2 s stalls in Python, hard_threshold 1 s and 3 busy threads, every stall dumped;
+6 of 7 with 0.15 s stalls and hard_threshold 0.05; tests/runtime_guard/test_watchdog_hard_layer.py).
 Stalls that the monitor could not sample are still reported, without a stack, from the heartbeat's
 own lateness once the GIL is released.
 
@@ -231,6 +237,10 @@ class _Watched:
 # faulthandler layer (process-global timer: one owner loop at a time)
 
 
+#: the faulthandler timer's shortest timeout (s), whatever ``hard_threshold`` asks
+HARD_FLOOR = 1.0
+
+
 class _Hard:
     def __init__(self) -> None:
         self.owner: Optional[_Watched] = None
@@ -249,11 +259,13 @@ class _Hard:
             if owner is not None and owner.active and owner.due is not None:
                 return  # another running loop owns the timer
             self.owner = w
-        hard = w.hard_threshold or 0.0
-        slack = hard / 4
-        self.next_arm = now + slack
+        # Fires when neither the heartbeat nor the monitor re-armed it for 0.8-1x `timeout`. At
+        # least 1 s: with other threads running Python, the monitor can wait for the GIL longer
+        # than a short timeout (hard_threshold 0.05: dumps during Python stalls, and crashes).
+        timeout = max((w.hard_threshold or 0.0) * 1.25, HARD_FLOOR)
+        self.next_arm = now + timeout / 5
         try:
-            faulthandler.dump_traceback_later(hard + slack, repeat=False, file=self._target(), exit=False)
+            faulthandler.dump_traceback_later(timeout, repeat=False, file=self._target(), exit=False)
         except Exception:
             w.hard_threshold = None  # no usable fd (stderr replaced by a StringIO...): stop trying
 
@@ -338,7 +350,20 @@ class _Monitor:
                     next_in = min(next_in, self._check_one(w, now))
                 except Exception:
                     pass
-            return next_in
+            return min(next_in, self._rearm_hard(now))
+
+    @staticmethod
+    def _rearm_hard(now: float) -> float:
+        """Push the faulthandler timer back from this thread: it runs Python, so no C call holds
+        the GIL, and a stall of the owner loop in Python code (its heartbeat does not run) must not
+        reach the dump, which reads the running thread's frames without the GIL. Returns how soon
+        the monitor must pass again to keep doing so."""
+        owner = _hard.owner
+        if owner is None or not owner.active or owner.hard_threshold is None:
+            return _Monitor.MAX_SLEEP
+        if now >= _hard.next_arm:
+            _hard.rearm(owner, now)
+        return max(_hard.next_arm - now, 0.001)
 
     def _check_one(self, w: _Watched, now: float) -> float:
         if w.threshold is None or not w.active:
