@@ -632,7 +632,9 @@ class ProjectIndex:
                 self._project_stamp = (PROJECT, [0, 0, PROJECT_UNKNOWN])
             else:  # the walk again, as a warm run checks it (a file changed since the first walk: re-lint)
                 key = project_key(self._walked)
-                self._project_stamp = (key, [0, 0, project_digest(key)])
+                # the snapshot of this walk goes to the cache folder: the next warm run lists no folder
+                snap_dir = self.store.dir if self.store is not None else None
+                self._project_stamp = (key, [0, 0, project_digest(key, snap_dir=snap_dir, hold=False)])
                 if shared is not None:
                     shared.put("p", self._project_stamp)
         return self._project_stamp

@@ -16,7 +16,8 @@ It records one dependency on the project's files (``project_key``: the roots wal
 ``[0, 0, PROJECT_DIGEST + digest of each file's path, mtime and size]``): a file added, removed,
 renamed or edited under those roots re-lints the results that searched importers. The warm run
 checks it only when a result has such a dependency, once per run (``memo``), through a snapshot
-of the walk kept in the cache folder (``_Snapshot``): while every folder walked has its stamp
+of the walk kept in the cache folder (``_Snapshot``; the cold run that takes the stamp writes it, so
+the first warm run lists no folder either): while every folder walked has its stamp
 (inode, mtime and ctime: any entry added, removed or renamed changes it), the files are the
 snapshot's and only their stats are compared, most of them with the stats the run's discovery
 took; a folder whose stamp changed is listed again.
@@ -255,17 +256,21 @@ def files_digest(files: list) -> str:
 
 
 def project_digest(key: str, memo: Optional[dict] = None, known=None, snap_dir: Optional[str] = None,
-                   folders: Optional[dict] = None) -> str:
+                   folders: Optional[dict] = None, hold: bool = True) -> str:
     """The digest of the files under the roots of ``key`` now (``memo``: a run's, keyed by ``key``;
     ``known()``: the stats the run took of its discovered files, as ``path -> (mtime_ns, size)``
     or as the run's ``discovery.SourceFile`` tuples). ``snap_dir``: a cache folder that keeps a
     snapshot of the walk (``_Snapshot``): while no folder's stamp changed the files are the
     snapshot's and only their stats are compared, else the folders whose stamp is unchanged are
     not listed again. ``folders``: folder -> the ``os.stat_result`` this run took of it (its
-    discovery's walk), compared instead of a new ``stat``."""
+    discovery's walk), compared instead of a new ``stat``. ``hold``: the snapshot stays in this
+    process's memory for its next check (False: a run that takes the stamp once, the cold run's
+    worker, writes the snapshot for the next run and keeps nothing: about 2 MB for 4,864 files)."""
     if memo is not None and key in memo:
         return memo[key]
     found = _digest(key, known() if known is not None else None, snap_dir, folders)
+    if not hold and snap_dir is not None:
+        _snapshots.pop((snap_dir, key), None)
     if memo is not None:
         memo[key] = found
     return found
