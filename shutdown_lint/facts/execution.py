@@ -135,16 +135,30 @@ class ExecutionQueries:
 class _Execution:
     """Where functions run, derived from calls that spawn, submit or decorate them."""
 
+    #: what ``_place`` computes, on first use: where each function runs reads the project index
+    #: (``_inherit_remote``), which the other answers (actor classes, callers, references) do not
+    _PLACED = frozenset({"contexts", "remote_bases", "main_task_only"})
+
     def __init__(self, facts: ModuleFacts) -> None:
         self.facts = facts
-        self.contexts: dict[FunctionInfo, set[str]] = {}
         self.callers: dict[FunctionInfo, set[FunctionInfo]] = {}
         self.references: dict[FunctionInfo, list[tuple[cst.CSTNode, str]]] = {}
         self.ray_classes: set[ClassInfo] = set()
         self.threaded_classes: set[ClassInfo] = set()
         self.module_calls_ray_init = False
-        self.main_task_only: set[FunctionInfo] = set()
         self._compute()
+
+    def __getattr__(self, name: str):
+        # ``contexts``, ``remote_bases``, ``main_task_only``: computed on first use (then plain attributes)
+        if name in _Execution._PLACED and "facts" in self.__dict__:
+            try:
+                self._place()
+            except BaseException:  # nothing half-placed stays (asked again, it is computed again)
+                for placed in _Execution._PLACED:
+                    self.__dict__.pop(placed, None)
+                raise
+            return self.__dict__[name]
+        raise AttributeError(name)
 
     def add(self, fn: Optional[FunctionInfo], ctx: str) -> None:
         if fn is not None:
@@ -155,10 +169,10 @@ class _Execution:
             self.references.setdefault(fn, []).append((node, kind))
 
     def _compute(self) -> None:
+        """What needs no other module: the actor classes, who calls what, how functions are
+        referred to; and what ``_place`` starts from (``_spawned``: the contexts the calls give,
+        in the order they are met)."""
         f = self.facts
-        for fn in f.functions:
-            if fn.is_async:
-                self.contexts.setdefault(fn, set())
         # decorators: @ray.remote
         for c in f.classes:
             if any(d in ("ray.remote", "ray.actor.remote") for d in c.decorators):
@@ -166,21 +180,12 @@ class _Execution:
         self.ray_classes |= _ray_remote_call_classes(f)  # ``ray.remote(Cls)`` / ``ray.remote(**kw)(Cls)``
         self.threaded_classes = {c for c in _threaded_actor_classes(f) if c in self.ray_classes
                                  and not c.has_async_methods}
-        self._inherit_remote()
-        for fn in f.functions:
-            if any(d in ("ray.remote", "ray.actor.remote") for d in fn.decorators):
-                self.add(fn, RAY_REMOTE)
-            if fn.cls is not None and fn.cls in self.ray_classes:
-                self.add(fn, RAY_REMOTE)
-                if fn.cls.has_async_methods:
-                    self.add(fn, RAY_ASYNC_ACTOR)
-                elif fn.cls in self.threaded_classes:
-                    self.add(fn, RAY_THREADED_ACTOR)
-            elif fn.cls is not None and fn.cls in self.remote_bases:
-                # a base of an actor class: its methods run in the actor's worker too
-                self.add(fn, RAY_REMOTE)
-                if self.remote_bases[fn.cls][1]:
-                    self.add(fn, RAY_ASYNC_ACTOR)
+
+        spawned: list[tuple[FunctionInfo, str]] = []  # (function, context) from the calls below
+
+        def add(fn: Optional[FunctionInfo], ctx: str) -> None:
+            if fn is not None:
+                spawned.append((fn, ctx))
 
         entry_calls: list[tuple[cst.Call, FunctionInfo]] = []  # (asyncio.run call, coroutine fn)
         torch_roots: set[FunctionInfo] = set()
@@ -199,7 +204,7 @@ class _Execution:
                 for a in args:
                     for expr in _coroutine_exprs(a.value):
                         t = f.coroutine_target(expr, call)
-                        self.add(t, TASK)
+                        add(t, TASK)
                         self.ref(t, call, "task")
                         if t is not None:
                             consumed.add(expr)  # type: ignore[arg-type]
@@ -213,7 +218,7 @@ class _Execution:
                 idx = EXECUTOR_SUBMITTERS[name]
                 if len(args) > idx:
                     t = f.resolve_function(args[idx].value, call)
-                    self.add(t, EXECUTOR)
+                    add(t, EXECUTOR)
                     self.ref(t, call, "executor")
             elif name in ("threading.Thread", "threading.Timer"):
                 for a in call.args:
@@ -221,17 +226,17 @@ class _Execution:
                         name == "threading.Timer" and a.keyword is None and a is call.args[min(1, len(call.args) - 1)]
                     ):
                         t = f.resolve_function(a.value, call)
-                        self.add(t, THREAD)
+                        add(t, THREAD)
                         self.ref(t, call, "thread")
             elif name in CALLBACK_REGISTRARS or name.endswith(".add_done_callback"):
                 idx = CALLBACK_REGISTRARS.get(name, 0)
                 if len(args) > idx:
                     t = f.resolve_function(args[idx].value, call)
-                    self.add(t, CALLBACK)
+                    add(t, CALLBACK)
                     self.ref(t, call, "callback")
             elif name == "ray.remote" and args:
                 t = f.resolve_function(args[0].value, call)
-                self.add(t, RAY_REMOTE)
+                add(t, RAY_REMOTE)
             elif name in ("ray.init",):
                 if scope is None:
                     self.module_calls_ray_init = True
@@ -247,6 +252,37 @@ class _Execution:
             target = f.resolve_call(call)
             if target is not None:
                 self.ref(target, call, "await" if f.is_awaited(call) else "call")
+        self._spawned = spawned
+        self._roots = (entry_calls, torch_roots, driver_roots)
+
+    def _place(self) -> None:
+        """Where each function runs (``contexts``), the classes that run in an actor through a
+        subclass (``remote_bases``) and the coroutines only ever run as the main task
+        (``main_task_only``)."""
+        f = self.facts
+        self.contexts = {}
+        self.main_task_only = set()
+        entry_calls, torch_roots, driver_roots = self._roots
+        for fn in f.functions:
+            if fn.is_async:
+                self.contexts.setdefault(fn, set())
+        self._inherit_remote()
+        for fn in f.functions:
+            if any(d in ("ray.remote", "ray.actor.remote") for d in fn.decorators):
+                self.add(fn, RAY_REMOTE)
+            if fn.cls is not None and fn.cls in self.ray_classes:
+                self.add(fn, RAY_REMOTE)
+                if fn.cls.has_async_methods:
+                    self.add(fn, RAY_ASYNC_ACTOR)
+                elif fn.cls in self.threaded_classes:
+                    self.add(fn, RAY_THREADED_ACTOR)
+            elif fn.cls is not None and fn.cls in self.remote_bases:
+                # a base of an actor class: its methods run in the actor's worker too
+                self.add(fn, RAY_REMOTE)
+                if self.remote_bases[fn.cls][1]:
+                    self.add(fn, RAY_ASYNC_ACTOR)
+        for fn, ctx in self._spawned:
+            self.add(fn, ctx)
 
         # ray workers: remote functions/methods and what they call
         ray_roots = {fn for fn, ctx in self.contexts.items() if RAY_REMOTE in ctx}
