@@ -28,6 +28,7 @@ from .index.project import view_for as project_view
 from .rule import Applicability, Finding, Rule
 from .settings import Settings
 from .traversal import MultiRuleVisitor, walk
+from .unvalidated_parse import parse_module as parse_module_unvalidated
 
 
 class AnalysisError(Exception):
@@ -63,8 +64,7 @@ def _parse_module(source: bytes, path: str) -> cst.Module:
     """libcst's parse; the caller has ruled out nesting that crashes it (``_check_nesting``
     or a successful ``ast`` parse in the candidate tier)."""
     try:
-        with _parser_built_nodes():
-            return cst.parse_module(source)
+        return parse_module_unvalidated(source)
     except cst.ParserSyntaxError as e:
         first = str(e.message).strip().splitlines()[0] if e.message else "invalid syntax"
         raise AnalysisError(f"{path}:{e.raw_line}:{e.raw_column + 1}: syntax error: {first}") from None
@@ -75,40 +75,6 @@ def _parse_module(source: bytes, path: str) -> cst.Module:
         raise AnalysisError(f"{path}:{line}:1: cannot decode file: {e}") from None
     except Exception as e:  # libcst raises a few other types on odd input (e.g. NUL bytes)
         raise AnalysisError(f"{path}:1:1: cannot parse file: {type(e).__name__}: {e}".splitlines()[0]) from None
-
-
-_validation_lock = threading.Lock()
-_parsing = 0
-
-
-def _trusted(self) -> None:
-    """``CSTNode.__post_init__`` while the parser builds nodes: no validation."""
-
-
-@contextlib.contextmanager
-def _parser_built_nodes():
-    """Skip libcst's per-node ``_validate`` while its parser builds the tree.
-
-    Validation guards trees that code assembles by hand; a tree the parser built from real
-    source is valid by construction (the same tree either way: tests/perf/test_parse.py).
-    It cost ~30% of every parse (a regex per whitespace node). Nodes that fixes construct
-    are validated as before once the parse is over. A counter, not a flag: the language
-    server parses in several threads at once."""
-    global _parsing
-    with _validation_lock:
-        if _parsing == 0:
-            cst.CSTNode.__post_init__ = _trusted
-        _parsing += 1
-    try:
-        yield
-    finally:
-        with _validation_lock:
-            _parsing -= 1
-            if _parsing == 0:
-                cst.CSTNode.__post_init__ = _validating
-
-
-_validating = cst.CSTNode.__post_init__
 
 
 #: libcst's native parser overflows the C stack (SIGSEGV) at ~6000 nested levels, and is

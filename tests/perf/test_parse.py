@@ -1,4 +1,4 @@
-"""The analyzer's libcst parse skips per-node validation (``analyzer._parser_built_nodes``)
+"""The analyzer's libcst parse skips per-node validation (``shutdown_lint.unvalidated_parse``)
 and pauses the cyclic garbage collector per file (``analyzer.gc_paused``): neither may
 change the tree, and both must be undone afterwards."""
 
@@ -10,7 +10,7 @@ import threading
 import libcst as cst
 import pytest
 
-from shutdown_lint import analyzer
+from shutdown_lint import analyzer, unvalidated_parse
 from tests.perf.test_walk import _sources
 
 
@@ -26,7 +26,7 @@ def test_validation_is_back_after_parse_and_after_a_syntax_error():
     analyzer._parse_module(b"x = 1\n", "ok.py")
     with pytest.raises(analyzer.AnalysisError):
         analyzer._parse_module(b"def (:\n", "bad.py")
-    assert cst.CSTNode.__post_init__ is analyzer._validating
+    assert cst.CSTNode.__post_init__ is unvalidated_parse._original_post_init
     # a hand-built node that is invalid is still refused
     with pytest.raises(cst.CSTValidationError):
         cst.SimpleWhitespace("not whitespace")
@@ -51,7 +51,7 @@ def test_concurrent_parses_leave_validation_on():
     for t in threads:
         t.join()
     assert not errors
-    assert cst.CSTNode.__post_init__ is analyzer._validating
+    assert cst.CSTNode.__post_init__ is unvalidated_parse._original_post_init
     with pytest.raises(cst.CSTValidationError):
         cst.SimpleWhitespace("x")
 
