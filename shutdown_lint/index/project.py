@@ -116,6 +116,8 @@ class ProjectIndex:
         self._imported: dict[str, list[str]] = {}
         self._imported_files: dict[str, list[str]] = {}
         self._text_has: dict[tuple[str, tuple[str, ...]], bool] = {}
+        #: path -> (the names after ``def``,) when ``no_teardown_path`` may hold, () when not
+        self._teardown_text: dict[str, tuple] = {}
         #: (path, name, words) -> the text stamp when ``no_function_in`` holds, else None
         self._no_match: dict[tuple[str, str, tuple[str, ...]], Optional[list]] = {}
         #: import statement text -> the names it imports as written (``import
@@ -388,6 +390,35 @@ class ProjectIndex:
             found = stamp_text(st, data)
         self._no_match[key] = found
         return found
+
+    def no_teardown_path(self, path: str, is_cleanup_name) -> bool:
+        """Decided from the bytes of ``path`` alone, without its summary (an ``ast`` parse): no
+        call the summary records can be on a teardown path (``on_teardown_path``) and the module
+        registers nothing, so ``teardown_elsewhere`` finds nothing in it (nor through it: it
+        resolves callees only of calls on a teardown path).
+
+        A recorded call is in a ``finally``/``except`` block (``IN_CLEANUP``) only inside a
+        function: that clause starts a line, indented (a module-level ``try`` is at column 0, a
+        function's body is not); a function named as ``is_cleanup_name`` accepts is a ``def`` of
+        that name; a registration (``summary._registration``, ``ProjectView.registered``) spells
+        ``register`` or ``signal``. So it holds when the names are the bytes (``_plain_names``),
+        every ``except``/``finally`` word is first on its line, no word after ``def`` is a
+        cleanup name, and neither ``register`` nor ``signal`` occurs. The caller's result then
+        depends on the text of ``path``: an importer, one of the project's files
+        (``depend_on_files``)."""
+        facts = self._teardown_text.get(path)
+        if facts is None:
+            try:
+                with open(path, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                data = b""
+            if b"register" in data or b"signal" in data or _indented_clause(data) \
+                    or not _plain_names(data):
+                facts = self._teardown_text[path] = ()
+            else:
+                facts = self._teardown_text[path] = (_def_names(data),)
+        return bool(facts) and not any(is_cleanup_name(n) for n in facts[0])
 
     def no_call_reaches_out(self, path: str, word: str) -> Optional[list]:
         """Decided from the bytes of ``path`` alone (``tails.py``): no call of that module whose
@@ -779,6 +810,33 @@ def _plain_names(data: bytes) -> bool:
     from ..prefilter.ast_tree import _normalises_a_name
 
     return not _normalises_a_name(data)
+
+
+#: the name after each ``def`` (blanks, line ends and backslashes between)
+_DEF_NAME = re.compile(rb"(?<![A-Za-z0-9_\x80-\xff])def[\s\\]+([A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*)")
+#: bytes that continue a word (non-ASCII ones too: a superset for ``_indented_clause``)
+_WORD_BYTES = frozenset(range(0x80, 0x100)) | _IDENT
+
+
+def _indented_clause(data: bytes) -> bool:
+    """An ``except``/``finally`` word of ``data`` (a clause of a ``try``: it starts a logical
+    line) does not start its line at column 0: it may be a clause inside a function (a
+    superset: strings and comments count)."""
+    n = len(data)
+    for word in (b"except", b"finally"):
+        i = data.find(word)
+        while i >= 0:
+            j = i + len(word)
+            if i > 0 and data[i - 1] not in b"\r\n" and data[i - 1] not in _WORD_BYTES \
+                    and (j >= n or data[j] not in _WORD_BYTES):
+                return True
+            i = data.find(word, j)
+    return False
+
+
+def _def_names(data: bytes) -> tuple[str, ...]:
+    """Every name written after ``def`` in ``data`` (a superset of its functions' names)."""
+    return tuple({m.decode("utf-8", "replace") for m in _DEF_NAME.findall(data)})
 
 
 def may_import(data: bytes, name: str) -> bool:
@@ -1275,6 +1333,8 @@ def teardown_elsewhere(view: "ProjectView", matches, is_cleanup_name,
     # the importers whose text cannot hold a match count as looked in: they have no teardown
     looked = importers if len(scan) <= _SCAN_WITH_WORDS else scan[:_SCAN_WITH_WORDS]
     for path in scan[:_SCAN_WITH_WORDS]:
+        if view.index.no_teardown_path(path, is_cleanup_name):
+            continue  # nothing there runs on a teardown path: not summarised (its text decides)
         registered = view.registered(path)
         s = view.summary_of(path) or {}
         for written in s.get("registered", []):
