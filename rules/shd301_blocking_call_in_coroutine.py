@@ -798,7 +798,9 @@ class BlockingCallInCoroutine(Rule):
         self._allowed_methods = {a[1:] for a in allowed if a.startswith(".")}
         names = [*(c for f in families for c in f.calls), *(e for e in extra if not e.startswith("."))]
         self._exact = {n for n in names if not n.endswith(".*")}
-        self._prefixes = tuple(n[:-1] for n in names if n.endswith(".*"))
+        # ``TYPE.*`` as ``TYPE.``: a name is a method of the type itself when the part up to its last
+        # dot is one of them (``_in_vocabulary``)
+        self._prefixes = frozenset(n[:-1] for n in names if n.endswith(".*"))
         self._polls = {k: v for f in families for k, v in f.polls.items()}
         self._no_fix = {n for f in families for n in f.no_fix} | _FILE_OPENERS
         self._methods = {*(SAVE_METHOD_NAMES if "saves" in chosen else ()),
@@ -912,13 +914,13 @@ class BlockingCallInCoroutine(Rule):
         attr = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
         if attr is not None and attr in self._allowed_methods:
             return None
-        names = []  # (vocabulary name, as shown): a typed receiver shows as written
+        names = []  # (vocabulary name, as shown): a typed receiver shows as written (None: rendered if reported)
         if attr is not None and isinstance(call.func.value, cst.Call) and self._blocking(call.func.value):
             return None  # ``open(p).read()``: one finding, on the ``open()``
         if attr is not None:
             t = self._type_of(call.func.value, call)
             if t is not None:
-                names.append((f"{t}.{attr}", _code(call.func)))
+                names.append((f"{t}.{attr}", None))
         q = self.facts.call_name(call)
         if q is not None:
             names.append((_norm(q), _short(_norm(q))))
@@ -941,7 +943,7 @@ class BlockingCallInCoroutine(Rule):
                 return None
             if q == "concurrent.futures.Future.result" and self._known_done_future(call):
                 return None
-            return shown, q
+            return (shown if shown is not None else _code(call.func)), q
         # save/export methods by name, only when the callee is not a same-module function
         last = attr if attr is not None else (q.rsplit(".", 1)[-1] if q else None)
         if last in self._methods and last not in self._allowed_methods and self.facts.resolve_call(call) is None:
@@ -953,8 +955,7 @@ class BlockingCallInCoroutine(Rule):
             return True
         # ``TYPE.*``: a method of the type itself (``session.get``), not of one of its
         # attributes (``session.headers.update``), and not one that does no I/O
-        return any(q.startswith(p) and "." not in q[len(p):] for p in self._prefixes) \
-            and q.rsplit(".", 1)[-1] not in NON_IO_METHODS
+        return q[:q.rfind(".") + 1] in self._prefixes and q.rsplit(".", 1)[-1] not in NON_IO_METHODS
 
     def _polls_only(self, name: str, call: cst.Call) -> bool:
         """A call in its non-blocking form: ``block=False``/``blocking=False`` or
