@@ -70,19 +70,22 @@ class _Collector(cst.CSTVisitor):
         its leave), in walking order: the rules' traversal replays them instead of walking the
         tree again (``MultiRuleVisitor.replay``); None when a hook of the collector pruned the
         walk (no hook does: the rules' walk would not have been pruned there)."""
-        from ..traversal import _table  # local: traversal imports rule, which names facts
+        from ..traversal import LEAVES, TRIVIA, _table  # local: traversal imports rule, which names facts
 
         table = _table(skip)
         parents = self.f._parents
         infos: dict[type, tuple] = {}
         events: list = []
+        # names and literals (``LEAVES``, ~40% of the nodes walked) have nothing under them but the
+        # layout skipped here: they are visited and left in place, not pushed on the stack
+        bare = LEAVES if skip >= TRIVIA else frozenset()
 
         def info_of(t: type) -> tuple:
             info = infos[t] = (self._own_hook(f"visit_{t.__name__}"), self._own_hook(f"leave_{t.__name__}"),
-                               t in visits, t in leaves)
+                               t in visits, t in leaves, t in bare)
             return info
 
-        hook, leave, seen, left = info_of(type(root))
+        hook, leave, seen, left, _ = info_of(type(root))
         if seen:
             events.append(root)
         pruned = False
@@ -97,9 +100,17 @@ class _Collector(cst.CSTVisitor):
             for child in top[1]:
                 parents[child] = node
                 t = type(child)
-                hook, leave, seen, left = infos.get(t) or info_of(t)
+                hook, leave, seen, left, leaf = infos.get(t) or info_of(t)
                 if seen:
                     events.append(child)
+                if leaf:  # what pushing it would do: its visit, no children, its leave
+                    if hook is not None and hook(child) is False:
+                        pruned = True
+                    if leave is not None:
+                        leave(child)
+                    if left:
+                        events.append((child,))
+                    continue
                 if hook is None or hook(child) is not False:
                     stack.append((child, iter((table.get(t) or table.of(t))(child)), leave, left))
                     break
