@@ -14,11 +14,19 @@ and its CRC-32: a truncated, torn or otherwise damaged file is detected before `
 reads it. A corrupt or unreadable cache is a warning and is ignored (the run re-lints and
 rewrites it); writes are atomic (a temporary file renamed over the index), so a concurrent
 run sees the old index or the new one, never a mix.
+
+A second frame after the entries holds the run record of the run that wrote the index
+(``_run_record``): its discovered files (paths and stats, as one string and one ``marshal``
+string) and what ``count_clean`` gives for them against the entries written beside it (the
+counts by stage, the positions of the other files and their entries). A warm run that
+discovered the same files with the same stats gets the same answer from the record, and reads
+the entries frame only if something asks for another file (``entries`` is loaded on first use).
 """
 
 from __future__ import annotations
 
 import os
+from operator import itemgetter
 from sys import intern as sys_intern
 
 from . import __version__
@@ -129,7 +137,14 @@ class Cache:
         self.dir = cache_dir
         self.key = settings_key(fingerprint)
         self.path = os.path.join(cache_dir, index_name(self.key))
-        self.entries: dict[str, Any] = {}
+        #: the entries (``entries``), None until read: the entries frame not read yet (``_frame``)
+        self._entries: Optional[dict[str, Any]] = {}
+        self._frame: Optional[memoryview] = None
+        #: the index's run record (``_run_record``), and the entries it holds once it served a run
+        self._record: Optional[tuple] = None
+        self._hits: Optional[dict] = None
+        #: count_clean found no record: the next save writes one (even with no new entry)
+        self.record_stale = False
         self.warnings: list[str] = []
         self.dirty = False
         #: the project digests a warm run computed (``index.store.project_digest``); only a
@@ -141,6 +156,22 @@ class Cache:
         self.folders: dict = {}
         self._load()
 
+    @property
+    def entries(self) -> dict[str, Any]:
+        """path -> entry; the entries frame is read here the first time it is needed."""
+        if self._entries is None:
+            self._entries = {}
+            frame, self._frame = self._frame, None
+            data = _unframe(frame) if frame is not None else None  # its checksum was checked by _load
+            if isinstance(data, dict) and data.get("format") == _FORMAT and isinstance(data.get("files"), dict) \
+                    and data.get("key") == self.key:
+                self._entries = data["files"]
+        return self._entries
+
+    @entries.setter
+    def entries(self, value: dict[str, Any]) -> None:
+        self._entries, self._frame, self._hits = value, None, None
+
     def _load(self) -> None:
         try:
             with open(self.path, "rb") as fh:
@@ -151,9 +182,18 @@ class Cache:
             self.warnings.append(f"warning: ignoring unreadable cache {self.path}: {e.strerror or e}")
             return
         try:
-            data = unpack(raw)
+            first, record = _frames(raw)
+            data = unpack(raw) if record is None else None
         except ValueError as e:
             self.warnings.append(f"warning: ignoring unreadable cache {self.path}: {e}")
+            return
+        if record is not None:  # the entries frame is read when needed (``entries``)
+            got = _record_of(record, self.key)
+            if got is None:
+                self.warnings.append(f"warning: ignoring corrupt cache {self.path}")
+                return
+            if got is not False:  # (False: another configuration's index under the same name)
+                self._entries, self._frame, self._record = None, first, got
             return
         if (not isinstance(data, dict) or data.get("format") != _FORMAT
                 or not isinstance(data.get("files"), dict)):
@@ -163,10 +203,18 @@ class Cache:
             return  # another configuration's index under the same name: start afresh (see index_name)
         self.entries = data["files"]
 
+    def _entry(self, abspath: str) -> Any:
+        """The stored entry of ``abspath`` (the run record's, while the entries are not read)."""
+        if self._entries is None and self._hits is not None:
+            entry = self._hits.get(abspath)
+            if entry is not None:
+                return entry
+        return self.entries.get(abspath)
+
     def hit(self, abspath: str, mtime_ns: int, size: int) -> Any:
         """The stored result when the file's stat matches: a stage string (nothing to report)
         or the result dict; None on a miss (or an entry of the wrong shape)."""
-        entry = self.entries.get(abspath)
+        entry = self._entry(abspath)
         if (type(entry) is tuple and len(entry) == 4 and entry[0] == mtime_ns and entry[1] == size
                 and type(entry[3]) in (str, dict)):
             return entry[3]
@@ -177,6 +225,19 @@ class Cache:
         tuples (``discovery.SourceFile``). A file whose stamp matches an entry with nothing to
         report is only counted, by stage, in ``counts``; the others are returned, in order."""
         self.seen = files  # their stats serve a dependency on the project's files (``index.store``)
+        record = self._record
+        if record is not None and self._entries is None:
+            # the run that wrote the index discovered the same files with the same stats: the entries
+            # beside its record are the ones it counted them against, so the answer is its answer
+            rest = record[3]
+            if "\0".join(map(_ABSPATH, files)) == record[0] and _stats_key(files) == record[1] \
+                    and (not rest or (rest[0] >= 0 and rest[-1] < len(files))):
+                for stage, n in record[2].items():
+                    counts[stage] = counts.get(stage, 0) + n
+                self._hits = record[4]
+                return [files[i] for i in rest]
+        # an index with no record gets one (an index another run's files wrote keeps theirs until it changes)
+        self.record_stale = record is None
         get = self.entries.get
         rest = []
         for f in files:
@@ -196,7 +257,7 @@ class Cache:
 
     def entry(self, abspath: str) -> Optional[list]:
         """``[mtime_ns, size, sha256 hex digest, result dict]`` whatever the file's stat, or None."""
-        entry = self.entries.get(abspath)
+        entry = self._entry(abspath)
         if not _valid(entry):
             return None
         return [entry[0], entry[1], entry[2].hex(), _expand(entry[3])]
@@ -205,15 +266,19 @@ class Cache:
         self.entries[abspath] = (mtime_ns, size, bytes.fromhex(digest), _compact(result))
         self.dirty = True
 
-    def save(self, live: Optional[set[str]] = None) -> Optional[str]:
-        """Write the index if it changed. ``live``: paths known to exist (seen by this run);
-        the others are checked, so the index forgets files that are gone."""
-        if not self.dirty:
+    def save(self, live: Optional[set[str]] = None, seen: Optional[list] = None) -> Optional[str]:
+        """Write the index if it changed, or if ``seen`` is given and the run record did not serve
+        (``record_stale``). ``live``: paths known to exist (seen by this run); the others are
+        checked, so the index forgets files that are gone. ``seen``: the run's files, as given to
+        ``count_clean``: the run record written beside the entries is theirs."""
+        if not (self.dirty or (seen is not None and self.record_stale)):
             return None
         live = live or set()
         files = {p: e for p, e in self.entries.items() if p in live or os.path.exists(p)}
         try:
             data = pack({"format": _FORMAT, "version": __version__, "key": self.key, "files": files})
+            if seen is not None:
+                data += pack(_run_record(self.key, seen, files))
         except ValueError as e:  # a value marshal cannot write (a result is plain data: should not happen)
             return f"cache not written ({self.path}): {e}"
         return write_atomic(self.path, data, self.dir)
@@ -223,8 +288,84 @@ def read_index(path: str) -> dict[str, list]:
     """Every entry of an index file as ``[mtime_ns, size, sha256 hex digest, result dict]``
     (for tests and debugging). Raises ValueError for a damaged file, OSError."""
     with open(path, "rb") as fh:
-        data = unpack(fh.read())
+        raw = fh.read()
+    first, record = _frames(raw)
+    data = unpack(raw) if record is None else _unframe(first)
     return {p: [e[0], e[1], e[2].hex(), _expand(e[3])] for p, e in data["files"].items() if _valid(e)}
+
+
+_ABSPATH = itemgetter(1)  # discovery.SourceFile: (display, abspath, mtime_ns, size)
+_STATS = itemgetter(2, 3)
+_RECORD_FORMAT = 1
+
+
+def _frames(raw: bytes) -> tuple[memoryview, Any]:
+    """The entries frame of an index file (checked: magic, length, CRC-32; not read) and the
+    payload of the run record's frame after it (None: the file has one frame, which ``unpack``
+    checks). ValueError for anything else."""
+    import zlib
+
+    if len(raw) < _HEADER or not raw.startswith(_MAGIC):
+        raise ValueError("not a shutdown-lint cache file")
+    end = _HEADER + int.from_bytes(raw[len(_MAGIC) + 4:_HEADER], "little")
+    if end >= len(raw):
+        return memoryview(raw), None
+    record = unpack(raw[end:])  # the record's frame: intact, and the last thing in the file
+    view = memoryview(raw)
+    if zlib.crc32(view[_HEADER:end]) != int.from_bytes(raw[len(_MAGIC):len(_MAGIC) + 4], "little"):
+        raise ValueError("checksum mismatch")
+    return view[:end], record
+
+
+def _unframe(frame: memoryview) -> Any:
+    """The payload of a frame ``_frames`` checked."""
+    import marshal
+
+    return marshal.loads(frame[_HEADER:])
+
+
+def _stats_key(files: list) -> bytes:
+    """The stats of ``files`` (``discovery.SourceFile``) as one string: ``marshal`` version 0 (no
+    references, whose marks depend on the objects, not the values) of their (mtime_ns, size)."""
+    import marshal
+
+    return marshal.dumps(list(map(_STATS, files)), 0)
+
+
+def _run_record(key: str, seen: list, entries: dict) -> tuple:
+    """What ``count_clean(seen)`` gives against ``entries``, for the index written with them:
+    ``(format, key, joined paths, stats, counts by stage, positions of the other files, their
+    entries)`` (the same test as ``count_clean``'s, on the entries as written)."""
+    counts: dict[str, int] = {}
+    rest: list[int] = []
+    hits: dict = {}
+    get = entries.get
+    for i, f in enumerate(seen):
+        entry = get(f[1])
+        if type(entry) is tuple and len(entry) == 4 and type(entry[3]) is str and entry[0] == f[2] \
+                and entry[1] == f[3]:
+            stage = entry[3] or "unknown"
+            counts[stage] = counts.get(stage, 0) + 1
+        else:
+            rest.append(i)
+            if entry is not None:
+                hits[f[1]] = entry
+    return _RECORD_FORMAT, key, "\0".join(map(_ABSPATH, seen)), _stats_key(seen), counts, rest, hits
+
+
+def _record_of(data: Any, key: str) -> Any:
+    """A run record's ``(joined paths, stats, counts, rest, hits)``; False for another key's; None
+    for anything else."""
+    if not (type(data) is tuple and len(data) == 7 and data[0] == _RECORD_FORMAT):
+        return None
+    if data[1] != key:
+        return False
+    _, _, paths, stats, counts, rest, hits = data
+    if not (type(paths) is str and type(stats) is bytes and type(counts) is dict and type(rest) is list
+            and type(hits) is dict and all(type(k) is str and type(n) is int for k, n in counts.items())
+            and all(type(i) is int for i in rest)):
+        return None
+    return paths, stats, counts, rest, hits
 
 
 def _valid(entry: Any) -> bool:

@@ -725,8 +725,9 @@ def _run_group(settings, cache, jobs, mode, n_jobs, tick, results, notes, files=
 
             mtime, size, digest = outcome.stamp
             cache.store(job.abspath, mtime, size, digest, strip_path(outcome.result.to_dict(), job.path))
-    if cache is not None and cache.dirty:
-        warning = cache.save(live={f.abspath for f in files})  # this run's files exist: no stat for them
+    if cache is not None and (cache.dirty or cache.record_stale):
+        # this run's files exist: no stat for them; the run record is of the files count_clean was given
+        warning = cache.save(live={f.abspath for f in files}, seen=cache.seen)
         if warning:
             notes.append(f"warning: {warning}")
     return outcomes
