@@ -8,10 +8,13 @@ import libcst as cst
 from shutdown_lint.prefilter.words import All, AnyOf, Word
 from shutdown_lint.rule import Fix, InsertAfter, Invalid, Option, Replace, Rule
 from shutdown_lint.prefilter.ast_tree import DEFS, TRYS, walk_within
-from shutdown_lint.traversal import walk
+from shutdown_lint.traversal import LEAVES, TRIVIA, walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
 from .shd102_unobserved_task_exception import is_task_spawn, may_spawn
+
+#: what ``_reaped_after``'s walk skips: layout, names and literals (nothing it acts on)
+_NOT_ACTED_ON = TRIVIA | LEAVES
 
 #: Uses of a task after its cancel that neither wait for it nor hand it to someone who might.
 _NEUTRAL_METHODS = frozenset({"discard", "remove", "pop", "cancel", "done", "cancelled", "get_name", "clear"})
@@ -582,7 +585,10 @@ class CancelWithoutAwait(Rule):
                 if any(original_node is lp for lp in loops):
                     inside[0] -= 1
 
-        walk(region, V())  # region.visit(V()) without rebuilding every node: the same visits
+        # region.visit(V()) without rebuilding every node, and without layout, names and literals:
+        # ``on_visit`` acts on none of them (it prunes at them only after a find, and nothing is
+        # under them but layout)
+        walk(region, V(), _NOT_ACTED_ON)
         return bool(found)
 
     def _reaped_elsewhere(self, receiver: cst.BaseExpression, fn, at: cst.CSTNode) -> bool:
