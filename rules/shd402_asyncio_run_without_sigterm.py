@@ -430,14 +430,21 @@ class AsyncioRunWithoutSigterm(Rule):
         cache = self.__dict__.setdefault("_handles_cache", {})
         if fn not in cache:
             aware = self._aware()
-            cache[fn] = _names_handle([fn.node]) or any(self.facts.call_name(c) in aware for c in fn.calls)
+            cache[fn] = self._names_handle([fn.node]) or any(self.facts.call_name(c) in aware for c in fn.calls)
         return cache[fn]
 
     def _module_level_handles(self) -> bool:
         if "_module_handles" not in self.__dict__:
             m = self.facts.module
-            self._module_handles = _names_handle([s for s in m.body if not _is_def_or_import(s)])
+            self._module_handles = self._names_handle([s for s in m.body if not _is_def_or_import(s)])
         return self._module_handles
+
+    def _names_handle(self, nodes) -> bool:
+        """``_names_handle(nodes)``, without walking them when the module's text spells none of the
+        words (a name holding one is a piece of the text)."""
+        if not any(self.facts.spells(w) for w in _HANDLED_WORDS):
+            return False
+        return _names_handle(nodes)
 
 
 def _is_def_or_import(stmt: cst.CSTNode) -> bool:
