@@ -796,10 +796,14 @@ class AsyncActorWithoutSigtermCleanup(Rule):
 
     def _handles_sigterm(self, cls: ClassInfo) -> bool:
         setup_calls = set(self.config["setup_calls"])
-        for method in cls.methods.values():
-            for call in self.facts.calls:
-                if not self.facts.is_ancestor(method.node, call):
-                    continue
+        methods = set(cls.methods.values())
+        for call in self.facts.calls:
+            # a call under one of the methods' nodes: its scope (the function the walk was in: a
+            # method's decorators and defaults count as the method's) is one of them or nested in one
+            scope = self.facts.scope_of(call)
+            while scope is not None and scope not in methods:
+                scope = scope.scope
+            if scope is not None:
                 name = self.facts.call_name(call)
                 if name in setup_calls:
                     return True
