@@ -150,7 +150,8 @@ class Cache:
         #: the project digests a warm run computed (``index.store.project_digest``); only a
         #: run's own Cache holds it (the language server's caches live across edits)
         self.digests: dict[str, str] = {}
-        #: the files ``count_clean`` was given (``discovery.SourceFile``: their stats)
+        #: the files ``count_clean`` was given (``discovery.SourceFile``: their stats), with their
+        #: ``files_key`` (``Seen.key``: the project snapshot compares it too, ``index.store``)
         self.seen: list = []
         #: the folders discovery walked, with their stats (``discovery.Discovery.folders``)
         self.folders: dict = {}
@@ -224,14 +225,13 @@ class Cache:
         """The warm path in bulk: ``files`` are ``(display, abspath, mtime_ns, size, ...)``
         tuples (``discovery.SourceFile``). A file whose stamp matches an entry with nothing to
         report is only counted, by stage, in ``counts``; the others are returned, in order."""
-        self.seen = files  # their stats serve a dependency on the project's files (``index.store``)
+        seen = self.seen = Seen(files)  # their stats serve a dependency on the project's files (``index.store``)
         record = self._record
         if record is not None and self._entries is None:
             # the run that wrote the index discovered the same files with the same stats: the entries
             # beside its record are the ones it counted them against, so the answer is its answer
             rest = record[3]
-            if "\0".join(map(_ABSPATH, files)) == record[0] and _stats_key(files) == record[1] \
-                    and (not rest or (rest[0] >= 0 and rest[-1] < len(files))):
+            if seen.key == (record[0], record[1]) and (not rest or (rest[0] >= 0 and rest[-1] < len(files))):
                 for stage, n in record[2].items():
                     counts[stage] = counts.get(stage, 0) + n
                 self._hits = record[4]
@@ -295,8 +295,31 @@ def read_index(path: str) -> dict[str, list]:
 
 
 _ABSPATH = itemgetter(1)  # discovery.SourceFile: (display, abspath, mtime_ns, size)
-_STATS = itemgetter(2, 3)
-_RECORD_FORMAT = 1
+_MTIME = itemgetter(2)
+_SIZE = itemgetter(3)
+_RECORD_FORMAT = 2
+
+
+class Seen(list):
+    """A run's files as ``count_clean`` was given them, with their ``files_key`` (``key``), taken
+    once: the run record and the project snapshot's record of the discovered files compare it.
+    A copy of the caller's list, never changed."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, files: list) -> None:
+        super().__init__(files)
+        self.key = files_key(self)
+
+
+def files_key(files: list) -> tuple[str, bytes]:
+    """``discovery.SourceFile`` tuples as ``(their absolute paths joined by NUL, their stats)``:
+    equal for two lists exactly when the paths and the stats are the same, in the same order (a
+    path holds no NUL). The stats are ``marshal`` version 0 (no references, whose marks depend on
+    the objects, not the values) of the mtimes, then the sizes."""
+    import marshal
+
+    return "\0".join(map(_ABSPATH, files)), marshal.dumps((list(map(_MTIME, files)), list(map(_SIZE, files))), 0)
 
 
 def _frames(raw: bytes) -> tuple[memoryview, Any]:
@@ -324,14 +347,6 @@ def _unframe(frame: memoryview) -> Any:
     return marshal.loads(frame[_HEADER:])
 
 
-def _stats_key(files: list) -> bytes:
-    """The stats of ``files`` (``discovery.SourceFile``) as one string: ``marshal`` version 0 (no
-    references, whose marks depend on the objects, not the values) of their (mtime_ns, size)."""
-    import marshal
-
-    return marshal.dumps(list(map(_STATS, files)), 0)
-
-
 def _run_record(key: str, seen: list, entries: dict) -> tuple:
     """What ``count_clean(seen)`` gives against ``entries``, for the index written with them:
     ``(format, key, joined paths, stats, counts by stage, positions of the other files, their
@@ -350,7 +365,8 @@ def _run_record(key: str, seen: list, entries: dict) -> tuple:
             rest.append(i)
             if entry is not None:
                 hits[f[1]] = entry
-    return _RECORD_FORMAT, key, "\0".join(map(_ABSPATH, seen)), _stats_key(seen), counts, rest, hits
+    paths, stats = seen.key if isinstance(seen, Seen) else files_key(seen)
+    return _RECORD_FORMAT, key, paths, stats, counts, rest, hits
 
 
 def _record_of(data: Any, key: str) -> Any:

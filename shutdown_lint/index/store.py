@@ -277,8 +277,6 @@ def project_digest(key: str, memo: Optional[dict] = None, known=None, snap_dir: 
 
 
 _ABSPATH = itemgetter(1)  # discovery.SourceFile: (display, abspath, mtime_ns, size)
-_MTIME = itemgetter(2)
-_SIZE = itemgetter(3)
 
 
 def _known_dict(seen) -> Optional[dict]:
@@ -332,13 +330,14 @@ def _stats_bytes(stats: list) -> Optional[bytes]:
         return None
 
 
-def _seen_stats(seen: list) -> bytes:
-    """The discovered files' mtimes, then their sizes, as arrays of 64-bit integers (raises
-    struct.error, TypeError for a file discovery could not stat)."""
-    import struct
+def _seen_key(seen: list) -> tuple[str, bytes]:
+    """The discovered files' ``cache.files_key`` (taken once a run: ``cache.Seen``)."""
+    key = getattr(seen, "key", None)
+    if key is None:
+        from ..cache import files_key
 
-    form = f"{len(seen)}q"
-    return struct.pack(form, *map(_MTIME, seen)) + struct.pack(form, *map(_SIZE, seen))
+        key = files_key(seen)
+    return key
 
 
 def _file_stat(path: str) -> tuple:
@@ -357,7 +356,7 @@ class _Snapshot:
     ``(id, folders, their stamps, probes, seen, extra, digest)``. While every folder has its
     stamp and every probe (``_Listings.probes``) its answer, the walk would list the same
     folders and find the same files: only the files' stats are left to compare. ``seen``: the
-    discovered files (``"\\0"``-joined paths, ``_seen_stats``) of the run that wrote it: when
+    discovered files (``cache.files_key``: their paths and stats) of the run that wrote it: when
     this run discovered the same files with the same stats, the files among them have theirs,
     and ``extra``, the other files' ``(path, mtime_ns, size)``, are stat'ed.
 
@@ -392,8 +391,6 @@ class _Snapshot:
             return None
 
     def _check(self, seen, snap_dir: str, key: str, stats: Optional[dict]) -> Optional[str]:
-        import struct
-
         wid, folders, stamps, probes, seen_rec, extra, digest = self.whole
         walked = folders.split("\0") if folders else []
         try:
@@ -416,11 +413,7 @@ class _Snapshot:
             return None
         listed = seen is not None and not isinstance(seen, dict)
         if seen_rec is not None and listed:
-            try:
-                same = "\0".join(map(_ABSPATH, seen)) == seen_rec[0] and _seen_stats(seen) == seen_rec[1]
-            except (struct.error, TypeError):  # a file discovery could not stat (None), an odd value
-                same = False
-            if same and all(_file_stat(f[0]) == (f[1], f[2]) for f in extra):
+            if _seen_key(seen) == seen_rec and all(_file_stat(f[0]) == (f[1], f[2]) for f in extra):
                 return digest
         # other discovered files (or stats): the snapshot's files one by one
         self.listings(snap_dir, key)
@@ -445,7 +438,6 @@ class _Snapshot:
         discovered files. A write that fails only costs the next run a walk; a snapshot another
         run writes is as good (every part is proven by the stamps it holds, and the two files
         by their common id)."""
-        import struct
         import time
 
         from ..cache import pack, write_atomic
@@ -454,13 +446,11 @@ class _Snapshot:
         if folders is not None:
             wid = f"{os.getpid()}:{time.time_ns()}"
             seen_rec, extra = None, []
-            if seen is not None and not isinstance(seen, dict):
-                try:
-                    seen_rec = ("\0".join(map(_ABSPATH, seen)), _seen_stats(seen))
-                except (struct.error, TypeError):  # a file discovery could not stat (None), an odd value
-                    pass
-                else:
-                    extra = [f for f in files if f[0] not in known]  # stat'ed by the walk
+            # not with a file discovery could not stat (None) or an odd value: the walk stat'ed those
+            if seen is not None and not isinstance(seen, dict) \
+                    and all(type(f[2]) is int and type(f[3]) is int for f in seen):
+                seen_rec = _seen_key(seen)
+                extra = [f for f in files if f[0] not in known]  # stat'ed by the walk
             stats = _stats_bytes([f[1:] for f in files])
             if stats is not None:
                 self.whole = (wid, *folders, seen_rec, extra, digest)
@@ -474,7 +464,7 @@ class _Snapshot:
 
 #: (cache folder, project key) -> the snapshot of the walk (a process's latest)
 _snapshots: dict = {}
-_SNAPSHOT_FORMAT = 2
+_SNAPSHOT_FORMAT = 3
 
 
 def _snapshot_rules() -> tuple:

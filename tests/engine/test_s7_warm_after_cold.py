@@ -63,3 +63,17 @@ def test_an_importer_added_in_a_subpackage_after_the_cold_run(tmp_path: Path) ->
     root = _aged_project(tmp_path)
     cold, warm = _cold_then(root, lambda: (root / "pkg" / "sub" / "closer.py").write_text(SHUTS))
     assert _where(cold) == FINDING and warm == []
+
+
+def test_a_module_edited_to_import_it_after_warm_runs(tmp_path: Path) -> None:
+    """The snapshot then holds the discovered files' key (``cache.files_key``, taken once a run by
+    ``cache.Seen``): their stats changed, so it is not the key recorded, and the files are compared
+    one by one."""
+    root = _aged_project(tmp_path, closer=UNRELATED)
+    assert _where(_lint_out(root)) == FINDING
+    assert _where(_lint_out(root)) == FINDING  # warm: the snapshot gets the discovered files' key
+    assert _where(_lint_out(root)) == FINDING  # warm: decided by that key
+    (root / "closer.py").write_text(SHUTS)
+    warm = _lint_out(root)
+    assert warm == _lint_out(root, "--no-cache") == []
+    assert _lint_out(root) == warm
