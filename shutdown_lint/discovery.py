@@ -261,9 +261,11 @@ def _all_plain(paths: list[str]) -> bool:
     joined = "\0".join(paths)
     if joined.count("\0") != len(paths) - 1:  # a path holds a NUL: the joined tests would be wrong
         return False
-    bounded = "\0" + joined + "\0"  # every path between two NULs
-    return not ("\0\0" in bounded or "\0." in bounded or f"\0{sep}" in bounded or f"{sep}\0" in bounded
-                or sep * 2 in joined or f"{sep}." in joined)
+    # every path between two NULs, and every separator a NUL too: a path that is empty, starts or
+    # ends with a separator, or holds two in a row shows two NULs in a row; one that starts with a
+    # dot, or holds a separator then a dot, shows a NUL then a dot (two scans instead of six)
+    bounded = ("\0" + joined + "\0").replace(sep, "\0")
+    return not ("\0\0" in bounded or "\0." in bounded)
 
 
 _DISPLAY = itemgetter(0)  # SourceFile.display
