@@ -23,6 +23,7 @@ import logging
 import os
 import signal
 import threading
+import weakref
 from typing import Any, Literal, Optional, TypeVar, cast
 
 from ._cancel import is_cancelling
@@ -44,6 +45,12 @@ T = TypeVar("T", bound="asyncio.Future[Any]")
 _tasks: dict["asyncio.Future[Any]", Optional[str]] = {}
 _default_policy: Optional[str] = None
 _excepthook_installed = False
+#: Loops (with no main task) for whose failure the main thread was already sent SIGINT: one SIGINT
+#: and one grace timer per loop, as one cancel of the main task where there is one. Without it,
+#: 1000 tasks failing at once sent 983 SIGINTs (the later ones landed in the program's own
+#: cleanup after the first KeyboardInterrupt: 5 of 5 runs never finished it) and started 1000
+#: timer threads (tests/runtime_guard/test_supervise_many_failures.py).
+_interrupted_loops: "weakref.WeakSet[asyncio.AbstractEventLoop]" = weakref.WeakSet()
 
 
 def _env_policy() -> str:
@@ -148,10 +155,20 @@ def _apply_policy(task: "asyncio.Future[Any]", policy: str) -> None:
         return
     # No main task: the loop is driven by run_forever (often in a helper thread). Interrupt the
     # main thread like Ctrl+C would; if Python does not handle SIGINT there, exit now.
-    if threading.current_thread() is not threading.main_thread() and _interrupt_main_thread():
-        log.error("runtime_guard: no main task on this loop; sent SIGINT to the main thread")
-        _exit_if_loop_still_running(loop, _grace())
-        return
+    if threading.current_thread() is not threading.main_thread():
+        if loop in _interrupted_loops:
+            # Already interrupted for this loop (an earlier failure): a second SIGINT would land in
+            # the cleanup the first one started. The first failure armed the grace timer.
+            log.error("runtime_guard: no main task on this loop; the main thread was already interrupted")
+            return
+        if _interrupt_main_thread():
+            try:
+                _interrupted_loops.add(loop)
+            except TypeError:  # a loop class without weak references: not remembered
+                pass
+            log.error("runtime_guard: no main task on this loop; sent SIGINT to the main thread")
+            _exit_if_loop_still_running(loop, _grace())
+            return
     log.error("runtime_guard: no main task to cancel; exiting with status 1")
     hard_exit(1)
 
