@@ -273,9 +273,27 @@ def _atexit_entry(_holder: _AfterAtexit) -> None:
 
 
 def _sigterm_handler(previous: Any) -> Callable[[int, Any], Any]:
+    #: Until when a SIGTERM that arrives while this handler stops the loops is left to it.
+    busy_until: List[float] = []
+
     def on_sigterm(signum: int, frame: Any) -> Any:
+        # A SIGTERM that arrives while the loops are being stopped runs this handler again,
+        # nested, at the next bytecode. Where the default action was there before us, that run
+        # died of SIGTERM at once and cut the tasks' cleanup short (measured: two SIGTERMs 1 ms
+        # apart, 9 of 10 processes never ran their task's finally; 0 of 10 with this). It returns
+        # now, for as long as the first run may take (the cleanup bound plus 5 s); the first run
+        # dies of SIGTERM when the loops are stopped. A program's own handler we chain to still
+        # gets every SIGTERM (tests/runtime_guard/test_loop_thread_nested_sigterm.py).
+        if not callable(previous) and busy_until and time.monotonic() < busy_until[0]:
+            return None
+        first = not busy_until
+        if first:
+            busy_until.append(float("inf"))  # until the bound is known: a nested run returns
+        bound = max((t.cleanup_timeout for t in list(_threads)), default=0.0) + 5.0
+        if first:
+            busy_until[0] = time.monotonic() + bound
         if _race is not None:  # returns unless the helper thread stops the loops and ends us
-            _race.handler_acts(bound=max((t.cleanup_timeout for t in list(_threads)), default=0.0) + 5.0)
+            _race.handler_acts(bound=bound)
         _stop_for_sigterm("")
         if callable(previous):
             return previous(signum, frame)
