@@ -246,6 +246,7 @@ class _Hard:
         self.owner: Optional[_Watched] = None
         self.next_arm = 0.0
         self.file: Any = None
+        self.forking = False
 
     def _target(self) -> Any:
         path = os.environ.get("RUNTIME_GUARD_HARD_FILE")
@@ -254,6 +255,8 @@ class _Hard:
         return self.file or sys.stderr or sys.__stderr__
 
     def rearm(self, w: _Watched, now: float) -> None:
+        if self.forking:
+            return  # between _before_fork and the fork: the timer must not be armed at the fork
         owner = self.owner
         if owner is not w:
             if owner is not None and owner.active and owner.due is not None:
@@ -1035,7 +1038,34 @@ def register_loop(loop: asyncio.AbstractEventLoop) -> None:
 # Process lifecycle
 
 
+def _before_fork() -> None:
+    """The faulthandler timer is never armed at a fork. Its C thread is not in the child, and
+    faulthandler waits for that thread whenever the timer is cancelled or armed again: the
+    child's first cancel or re-arm (ours below, or its own loops' heartbeat) blocked forever
+    (measured: every ``os.fork`` and ``multiprocessing`` fork child of a process with a watched
+    loop running hung, 12 of 12; tests/runtime_guard/test_watchdog_fork.py). Cancelled here, in
+    the parent, and armed again right after the fork (``_after_fork_parent``)."""
+    _hard.forking = True
+    if _hard.owner is not None:
+        _hard.next_arm = 0.0
+        try:
+            faulthandler.cancel_dump_traceback_later()
+        except Exception:
+            pass
+
+
+def _after_fork_parent() -> None:
+    _hard.forking = False
+    owner = _hard.owner
+    if owner is not None and owner.active and owner.hard_threshold is not None:
+        try:
+            _hard.rearm(owner, _monotonic())
+        except Exception:
+            pass
+
+
 def _after_fork_child() -> None:
+    _hard.forking = False
     # The monitor thread does not exist in the child and the parent's loops are not running there:
     # forget them. The run_forever hooks stay, so loops the child starts are watched (new monitor).
     global _monitor, _history_lock, _jsonl_lock, _emit_done, _emitting, _stall_ids
@@ -1083,5 +1113,5 @@ def _at_exit() -> None:
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_child)
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_parent, after_in_child=_after_fork_child)
 atexit.register(_at_exit)
