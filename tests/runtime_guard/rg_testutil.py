@@ -101,3 +101,18 @@ def sigterm_in_rendezvous(proc: subprocess.Popen) -> str:
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def signal_when_ready(code: str, ready: str, signum: int, timeout: float = 60) -> "tuple[int, str]":
+    """Start ``code`` in a child, send it ``signum`` once it prints ``ready``, and return its exit
+    status and output (the child is killed if it outlives ``timeout``)."""
+    proc = popen_code(code)
+    try:
+        wait_for_line(proc, ready)
+        proc.send_signal(signum)
+        out = proc.communicate(timeout=timeout)[0]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, out

@@ -13,7 +13,7 @@ import signal
 
 import pytest
 
-from rg_testutil import popen_code, wait_for_line
+from rg_testutil import signal_when_ready
 
 pytestmark = [pytest.mark.timeout(120)]
 
@@ -37,15 +37,7 @@ while True:
 
 
 def test_second_sigterm_during_the_report_does_not_lose_it() -> None:
-    proc = popen_code(CHILD)
-    try:
-        wait_for_line(proc, "READY")
-        proc.send_signal(signal.SIGTERM)
-        out = proc.communicate(timeout=60)[0]
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == -signal.SIGTERM, out
+    code, out = signal_when_ready(CHILD, "READY", signal.SIGTERM)
+    assert code == -signal.SIGTERM, out
     assert out.count("runtime_guard exit report: the program ended by SIGTERM") == 1, out
     assert "'left-running'" in out, out

@@ -14,7 +14,7 @@ import signal
 
 import pytest
 
-from rg_testutil import popen_code, wait_for_line
+from rg_testutil import signal_when_ready
 
 pytestmark = [pytest.mark.timeout(120)]
 
@@ -39,14 +39,6 @@ t.join()
 
 
 def test_second_sigterm_while_loops_stop_does_not_cut_their_cleanup() -> None:
-    proc = popen_code(CHILD)
-    try:
-        wait_for_line(proc, "STARTED")
-        proc.send_signal(signal.SIGTERM)
-        out = proc.communicate(timeout=60)[0]
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == -signal.SIGTERM, out
+    code, out = signal_when_ready(CHILD, "STARTED", signal.SIGTERM)
+    assert code == -signal.SIGTERM, out
     assert "CLEANUP DONE" in out, out
