@@ -238,17 +238,10 @@ class Cache:
                 return [files[i] for i in rest]
         # an index with no record gets one (an index another run's files wrote keeps theirs until it changes)
         self.record_stale = record is None
-        get = self.entries.get
-        rest = []
-        for f in files:
-            entry = get(f[1])
-            if type(entry) is tuple and len(entry) == 4 and type(entry[3]) is str and entry[0] == f[2] \
-                    and entry[1] == f[3]:
-                stage = entry[3] or "unknown"
-                counts[stage] = counts.get(stage, 0) + 1
-            else:
-                rest.append(f)
-        return rest
+        clean, rest = _clean_and_rest(files, self.entries)
+        for stage, n in clean.items():
+            counts[stage] = counts.get(stage, 0) + n
+        return [files[i] for i in rest]
 
     def lookup(self, abspath: str, st: os.stat_result) -> Optional[dict]:
         """The stored result dict when the file's stat matches, else None."""
@@ -347,15 +340,14 @@ def _unframe(frame: memoryview) -> Any:
     return marshal.loads(frame[_HEADER:])
 
 
-def _run_record(key: str, seen: list, entries: dict) -> tuple:
-    """What ``count_clean(seen)`` gives against ``entries``, for the index written with them:
-    ``(format, key, joined paths, stats, counts by stage, positions of the other files, their
-    entries)`` (the same test as ``count_clean``'s, on the entries as written)."""
+def _clean_and_rest(files: list, entries: dict) -> "tuple[dict[str, int], list[int]]":
+    """``count_clean``'s test, for ``_run_record`` too: the files (``(display, abspath,
+    mtime_ns, size, ...)``) whose stamp matches an entry with nothing to report, counted by stage,
+    and the positions of the others, in order. Inline per file: it runs over every discovered file."""
     counts: dict[str, int] = {}
     rest: list[int] = []
-    hits: dict = {}
     get = entries.get
-    for i, f in enumerate(seen):
+    for i, f in enumerate(files):
         entry = get(f[1])
         if type(entry) is tuple and len(entry) == 4 and type(entry[3]) is str and entry[0] == f[2] \
                 and entry[1] == f[3]:
@@ -363,8 +355,19 @@ def _run_record(key: str, seen: list, entries: dict) -> tuple:
             counts[stage] = counts.get(stage, 0) + 1
         else:
             rest.append(i)
-            if entry is not None:
-                hits[f[1]] = entry
+    return counts, rest
+
+
+def _run_record(key: str, seen: list, entries: dict) -> tuple:
+    """What ``count_clean(seen)`` gives against ``entries``, for the index written with them:
+    ``(format, key, joined paths, stats, counts by stage, positions of the other files, their
+    entries)`` (the same test as ``count_clean``'s, on the entries as written)."""
+    counts, rest = _clean_and_rest(seen, entries)
+    hits: dict = {}
+    for i in rest:
+        entry = entries.get(seen[i][1])
+        if entry is not None:
+            hits[seen[i][1]] = entry
     paths, stats = seen.key if isinstance(seen, Seen) else files_key(seen)
     return _RECORD_FORMAT, key, paths, stats, counts, rest, hits
 
