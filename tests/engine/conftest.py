@@ -150,3 +150,14 @@ def extra_rules(monkeypatch):
     original = registry.all_rules()
     monkeypatch.setattr(registry, "all_rules", lambda: (*original, BrokenFixRule, CrashRule, Needs311Rule))
     return [BrokenFixRule, CrashRule, Needs311Rule]
+
+
+def warm_after(lint, change):  # type: ignore[no-untyped-def]
+    """``change()``, then a warm run (``lint()``, a real CLI run with the cache): it must equal a
+    ``--no-cache`` run (``lint("--no-cache")``), and the run after it must give the same again.
+    Returns the warm run's findings."""
+    change()
+    warm = lint()
+    assert warm == lint("--no-cache")
+    assert lint() == warm  # and the run after
+    return warm

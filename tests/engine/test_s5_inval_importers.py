@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import warm_after
+
 pytestmark = pytest.mark.timeout(300)
 
 POOL = ("from concurrent.futures import ThreadPoolExecutor\n\nPOOL = ThreadPoolExecutor(4)\n\n\n"
@@ -50,11 +52,7 @@ def _project(tmp_path: Path, **files: str) -> Path:
 def _warm_equals_cold(root: Path, change) -> list[tuple]:  # type: ignore[no-untyped-def]
     _lint(root)  # fills the cache
     _lint(root)  # warm, nothing changed
-    change()
-    warm = _lint(root)
-    assert warm == _lint(root, "--no-cache")
-    assert _lint(root) == warm  # and the run after
-    return warm
+    return warm_after(lambda *extra: _lint(root, *extra), change)
 
 
 def _where(found: list[tuple]) -> list[tuple]:

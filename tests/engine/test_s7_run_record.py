@@ -19,7 +19,7 @@ import pytest
 
 from shutdown_lint import cache as C
 
-from .conftest import CLEAN, HAZARD, write
+from .conftest import CLEAN, HAZARD, warm_after, write
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -58,11 +58,7 @@ def _cold_then(root: Path, change) -> list[tuple]:  # type: ignore[no-untyped-de
     assert cold == [("a.py", "SHD201", 7)]
     assert _record(root)[4:6] == ({"text": 2}, [0])  # b.py, pkg/c.py counted; a.py entry by entry
     assert _lint(root) == cold  # warm, nothing changed: the record serves
-    change()
-    warm = _lint(root)
-    assert warm == _lint(root, "--no-cache")
-    assert _lint(root) == warm  # and the run after
-    return warm
+    return warm_after(lambda *extra: _lint(root, *extra), change)
 
 
 def test_a_file_edited(tmp_path: Path) -> None:

@@ -23,6 +23,8 @@ import pytest
 from shutdown_lint.index.project import ProjectIndex
 from shutdown_lint.rules._vocabulary import CLEANUP_WORDS, mentions
 
+from .conftest import warm_after
+
 pytestmark = pytest.mark.timeout(300)
 
 #: the module searched from: its executor is never shut down here (SHD503 at line 3)
@@ -140,11 +142,7 @@ def test_every_function_on_a_teardown_path(tmp_path: Path) -> None:
 def _warm_equals_cold(root: Path, change) -> list[tuple]:  # type: ignore[no-untyped-def]
     _lint(root)  # fills the cache
     _lint(root)  # warm, nothing changed
-    change()
-    warm = _lint(root)
-    assert warm == _lint(root, "--no-cache")
-    assert _lint(root) == warm  # and the run after
-    return warm
+    return warm_after(lambda *extra: _lint(root, *extra), change)
 
 
 def test_a_skipped_importer_that_gains_a_teardown_path(tmp_path: Path) -> None:
