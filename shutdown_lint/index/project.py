@@ -328,11 +328,7 @@ class ProjectIndex:
 
     def read(self, path: str) -> bytes:
         if path not in self._bytes:
-            try:
-                with open(path, "rb") as fh:
-                    self._bytes[path] = fh.read()
-            except OSError:
-                self._bytes[path] = b""
+            self._bytes[path] = _file_bytes(path)
         return self._bytes[path]
 
     def import_lines(self, path: str) -> list[bytes]:
@@ -356,11 +352,7 @@ class ProjectIndex:
         """The file's text contains one of ``words`` (read again: the index keeps no text)."""
         key = (path, words)
         if key not in self._text_has:
-            try:
-                with open(path, "rb") as fh:
-                    data = fh.read()
-            except OSError:
-                data = b""
+            data = _file_bytes(path)
             self._text_has[key] = any(w.encode() in data for w in words)
         return self._text_has[key]
 
@@ -408,11 +400,7 @@ class ProjectIndex:
         (``depend_on_files``)."""
         facts = self._teardown_text.get(path)
         if facts is None:
-            try:
-                with open(path, "rb") as fh:
-                    data = fh.read()
-            except OSError:
-                data = b""
+            data = _file_bytes(path)  # not kept (``read`` keeps the bytes): only the facts are
             if b"register" in data or b"signal" in data or _indented_clause(data) \
                     or not _plain_names(data):
                 facts = self._teardown_text[path] = ()
@@ -1389,6 +1377,15 @@ def view_for(path: str) -> Optional[ProjectView]:
     if _current is None or not path or path in ("-", "<string>"):
         return None
     return _current.view(path)
+
+
+def _file_bytes(path: str) -> bytes:
+    """The file's bytes; empty when it cannot be read (then nothing in it can match)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError:
+        return b""
 
 
 def _stat_and_read(path: str) -> tuple:
