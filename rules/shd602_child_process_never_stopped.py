@@ -27,6 +27,13 @@ FACTORIES = tuple(_KIND)
 #: Calls that give a ``multiprocessing`` context, whose ``Process`` attribute is a factory
 #: (``ctx = mp.get_context("spawn"); ctx.Process(...)``; the typing fact types the context).
 CONTEXT_FACTORIES = ("multiprocessing.get_context", "torch.multiprocessing.get_context")
+#: Types of a context whose ``Process`` attribute is a factory: ``get_context``'s value (the
+#: facts' ``MP_CONTEXT``) and the classes a declaration names (``ctx: mp.context.SpawnContext``,
+#: a parameter's, a variable's, ``self.ctx``'s, a function's return annotation). Not
+#: ``torch.multiprocessing.SpawnContext``: that is ``torch.multiprocessing.spawn``'s process
+#: handle (the facts spell it ``multiprocessing.SpawnContext``), which has no ``Process``.
+CONTEXT_TYPES = frozenset({MP_CONTEXT, *(f"multiprocessing.context.{c}" for c in (
+    "BaseContext", "DefaultContext", "SpawnContext", "ForkContext", "ForkServerContext"))})
 
 #: Methods of the child that wait for it or end it.
 _STOP_METHODS = frozenset({"wait", "communicate", "terminate", "kill", "join", "send_signal"})
@@ -85,7 +92,9 @@ class ChildProcessNeverStopped(Rule):
 
     `multiprocessing` context objects are factories too: `ctx = mp.get_context("spawn")`,
     `ctx.Process(...)`, `mp.get_context("fork").Process(...)` (the typing fact types the
-    context).
+    context), and a context known by its declared type: `ctx: mp.context.SpawnContext` (a
+    parameter's, a variable's, `self.ctx`'s or a function's return annotation; any of
+    `multiprocessing.context`'s context classes).
 
     Not flagged (the child is someone else's to stop, or is stopped): a `Popen` used as a
     `with` block; a child returned, yielded, stored (`self.proc = p`, `procs.append(p)`,
@@ -413,6 +422,20 @@ class ChildProcessNeverStopped(Rule):
             def __init__(self, cmd):
                 self.proc = subprocess.Popen(cmd, start_new_session=True)
         """,
+        # an annotated context's daemon child; torch.multiprocessing.SpawnContext is the handle
+        # torch.multiprocessing.spawn returns, not a context
+        """
+        import torch.multiprocessing as tmp
+        from multiprocessing.context import SpawnContext
+
+        def train(cfg, ctx: SpawnContext, handle: tmp.SpawnContext):
+            logger = ctx.Process(target=log_loop, daemon=True)
+            logger.start()
+            worker = handle.Process(target=produce)
+            worker.start()
+            fit(cfg)
+            worker.join()
+        """,
         # a multiprocessing context's Process: a daemon, and one stopped in a finally
         """
         import multiprocessing as mp
@@ -576,6 +599,19 @@ class ChildProcessNeverStopped(Rule):
             """,
             message_contains="join",
         ),
+        # the same with a context known only by its declared type (a parameter's annotation)
+        Invalid(
+            """
+            import multiprocessing as mp
+
+            def train(cfg, ctx: mp.context.SpawnContext):
+                loader = ctx.Process(target=produce, args=(cfg,))
+                loader.start()
+                fit(cfg)
+                loader.join()
+            """,
+            message_contains="join",
+        ),
         # a child kept on self that nothing in the class (or anywhere) stops
         Invalid(
             """
@@ -604,7 +640,7 @@ class ChildProcessNeverStopped(Rule):
         a ``multiprocessing`` context (``ctx.Process(...)``, ``mp.get_context("spawn").Process(...)``)."""
         kind = _KIND.get(self.facts.call_name(call) or "")
         if kind is None and isinstance(call.func, cst.Attribute) and call.func.attr.value == "Process" and \
-                self.facts.type_of(call.func.value, call) == MP_CONTEXT:
+                self.facts.type_of(call.func.value, call) in CONTEXT_TYPES:
             return "mp"
         return kind
 
