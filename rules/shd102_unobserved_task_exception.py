@@ -52,6 +52,9 @@ _ELEMENT_GETTERS = frozenset({"pop", "popleft", "get", "popitem"})
 _VIEW_GETTERS = frozenset({"values", "copy", "items"})
 _NEUTRAL_FUNCS = frozenset({"len", "bool", "id", "print", "repr", "str", "isinstance"})
 _GATHERS = frozenset({"asyncio.gather", "tqdm.asyncio.tqdm.gather", "tqdm.asyncio.tqdm_asyncio.gather"})
+#: ``asyncio.wait``: it waits for the tasks and returns ``(done, pending)`` without retrieving an
+#: exception for the caller; what observes is what the code then does with the done set.
+_WAITS = frozenset({"asyncio.wait", "asyncio.tasks.wait"})
 
 OBSERVED = "observed"
 UNOBSERVED = "unobserved"
@@ -97,6 +100,27 @@ class UnobservedTaskException(Rule):
     trainer: generation workers gathered this way after `cancel()` at the end of an epoch).
     Tasks handed to a function as a parameter default (`async def watch(tasks=workers)`) are
     followed into that function.
+
+    Nor is `asyncio.wait` observing by itself: it returns `(done, pending)` and never raises a
+    task's exception. A task waited for only that way is flagged when the result is discarded
+    (`await asyncio.wait(tasks)`, with a timeout, with `return_when=FIRST_EXCEPTION`, whose
+    own look at the exception only decides when to return, so even the garbage collector's
+    log line is gone; `loop.run_until_complete(asyncio.wait(tasks))`), bound to `_` or to a
+    name nobody reads, or unpacked into a done set that is only counted, tested or cancelled.
+    It is observed when the done set is asked (`for t in done: t.result()`, `t.exception()`,
+    `await t`, `await gather(*done)`, `done.pop().result()`, the set handed to a call or
+    returned), or when the task itself is (`t.result()` after the wait). Measured
+    (tests/behaviour/test_shd102_asyncio_wait.py): each flagged shape ends with status 0 and
+    the error never reaching the program; each observing shape raises it (status 1). A
+    `return_when=FIRST_COMPLETED` call still counts as observing: it is a race whose code asks
+    which task won (`if get in done`), and on real code its losers are waiters that cannot fail
+    (an `Event.wait()`, a sleep, a poll in a thread: 6 such races in the ray, vllm and SkyRL
+    corpora, none losing a failure), although a failed task discarded with the rest of such a
+    done set is lost too. Measured on the three corpora (ray/torch site-packages, the
+    ray/transformers/vllm wheels, 28 RL/agent code bases): 2 new findings, both true
+    (transformers' `_stream_subprocess` waits for its two pipe readers and drops the done set:
+    a reader's `UnicodeDecodeError` or over-long-line error is lost and the output is cut
+    short as if the child had printed nothing more).
 
     A done callback observes the task only when it does something with the exception: stores
     it (`self.error = t.exception()`), forwards it (`fut.set_exception(exc)`,
@@ -332,14 +356,43 @@ class UnobservedTaskException(Rule):
         async def main(registry):
             registry.track(asyncio.create_task(work()))
         """,
-        # a dict of tasks waited on
+        # a dict of tasks waited on, whose done set is asked for results
         """
         import asyncio
         class Server:
             async def serve(self, key):
                 self._pending[key] = asyncio.create_task(self.handle(key))
             async def drain(self):
-                await asyncio.wait(self._pending.values())
+                done, _ = await asyncio.wait(self._pending.values())
+                for t in done:
+                    t.result()
+        """,
+        # asyncio.wait then the done set gathered; FIRST_EXCEPTION then each exception looked at
+        """
+        import asyncio
+        async def main(jobs):
+            tasks = [asyncio.create_task(run(j)) for j in jobs]
+            done, pending = await asyncio.wait(tasks)
+            await asyncio.gather(*done)
+        async def first_failure(jobs):
+            tasks = [asyncio.create_task(run(j)) for j in jobs]
+            done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            for t in pending:
+                t.cancel()
+            for t in done:
+                if t.exception() is not None:
+                    raise t.exception()
+        """,
+        # a FIRST_COMPLETED race against a waiter that cannot fail
+        """
+        import asyncio
+        async def next_item(queue, stopped):
+            get = asyncio.create_task(queue.get())
+            stop = asyncio.create_task(stopped.wait())
+            done, pending = await asyncio.wait({get, stop}, return_when=asyncio.FIRST_COMPLETED)
+            for t in pending:
+                t.cancel()
+            return get.result() if get in done else None
         """,
         # gather with return_exceptions=True whose results are inspected
         """
@@ -621,6 +674,49 @@ class UnobservedTaskException(Rule):
                         t.cancel()
             """,
         ),
+        # waited for with asyncio.wait, whose done set nobody asks for results
+        Invalid(
+            """
+            import asyncio
+
+            class Server:
+                async def serve(self, key):
+                    self._pending[key] = asyncio.create_task(self.handle(key))
+                async def drain(self):
+                    await asyncio.wait(self._pending.values())
+            """,
+            fixed="""
+            import asyncio
+            import runtime_guard
+
+            class Server:
+                async def serve(self, key):
+                    self._pending[key] = runtime_guard.supervise(asyncio.create_task(self.handle(key)), on_error="log")
+                async def drain(self):
+                    await asyncio.wait(self._pending.values())
+            """,
+            message_contains="`asyncio.wait`",
+        ),
+        Invalid(
+            """
+            import asyncio
+
+            async def main(jobs):
+                tasks = [asyncio.create_task(run(j)) for j in jobs]
+                done, pending = await asyncio.wait(tasks, timeout=60)
+                print(f"{len(done)} done, {len(pending)} still running")
+            """,
+            fixed="""
+            import asyncio
+            import runtime_guard
+
+            async def main(jobs):
+                tasks = [runtime_guard.supervise(asyncio.create_task(run(j)), on_error="log") for j in jobs]
+                done, pending = await asyncio.wait(tasks, timeout=60)
+                print(f"{len(done)} done, {len(pending)} still running")
+            """,
+            message_contains="done set is never asked for results",
+        ),
         # awaited only through a discarded gather(return_exceptions=True): failures vanish
         Invalid(
             """
@@ -791,10 +887,11 @@ class UnobservedTaskException(Rule):
             return  # the same, for a coroutine function in another module (project index)
         self._seen: set = set()
         self._lost_in_gather = False
+        self._lost_in_wait = False
         verdict, where = self._follow(node, "task")
         if verdict == OBSERVED:
             return
-        if self._lost_in_gather and target is not None and self._records_failures(target):
+        if (self._lost_in_gather or self._lost_in_wait) and target is not None and self._records_failures(target):
             return  # the coroutine keeps its own failures (`except BaseException as e: failure = e`)
         log_only = verdict == LOG_ONLY
         if verdict == REFERENCE_ONLY:
@@ -810,6 +907,11 @@ class UnobservedTaskException(Rule):
             message = (f"task{'' if where is None else f' stored in `{where}`'} is awaited only through "
                        "`gather(..., return_exceptions=True)` whose results are discarded: an exception it "
                        "raises is lost and the program goes on")
+        elif self._lost_in_wait:
+            message = (f"task{'' if where is None else f' stored in `{where}`'} is awaited only through "
+                       "`asyncio.wait`, whose done set is never asked for results (`.result()`, "
+                       "`.exception()`, `await`, `gather(*done)`): `wait` does not raise a task's exception, "
+                       "so it is lost and the program goes on")
         elif where is None:
             message = ("task is discarded: an exception it raises is lost and the program goes on "
                        "(and the loop holds only a weak reference to it)")
@@ -902,7 +1004,62 @@ class UnobservedTaskException(Rule):
         if self._discarding_gather(call):
             self._lost_in_gather = True
             return UNOBSERVED, None
-        return OBSERVED, None  # gather/wait/shield/supervise or another function: handed over
+        if self.facts.call_name(call) in _WAITS:
+            verdict = self._wait_result(call)
+            if verdict[0] == UNOBSERVED:
+                self._lost_in_wait = True
+            return verdict
+        return OBSERVED, None  # gather/shield/supervise or another function: handed over
+
+    def _wait_result(self, call: cst.Call) -> tuple[str, Optional[str]]:
+        """What the code does with ``asyncio.wait``'s ``(done, pending)``: a task whose
+        exception nobody asks for is lost when the result is discarded (``await
+        asyncio.wait(tasks)``, also with ``FIRST_EXCEPTION``, whose own look at the exception
+        only decides when to return; ``loop.run_until_complete(asyncio.wait(tasks))``), bound to
+        ``_`` or to a name nobody reads, or unpacked into a done set none of whose uses observes
+        (``for t in done: t.result()``, ``await gather(*done)``, ``done.pop().exception()``,
+        ``done`` handed to a call or returned all do). Any other use of the result: observed.
+        So is every ``return_when=FIRST_COMPLETED`` call: a race whose code asks which task won
+        (``if t in done``) and whose losers are, on real code, waiters that cannot fail (an
+        ``Event.wait()``, a sleep, a poll in a thread): 6 such races in the corpora, none of them a
+        failure lost."""
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value == "return_when" and _code(a.value).rsplit(".", 1)[-1] not in (
+                    "ALL_COMPLETED", "FIRST_EXCEPTION"):
+                return OBSERVED, None  # a race (``FIRST_COMPLETED``), or a mode this reading cannot place
+        node: cst.CSTNode = call
+        parent = self.facts.parent(node)
+        if isinstance(parent, cst.Await):
+            node, parent = parent, self.facts.parent(parent)
+        elif isinstance(parent, cst.Arg):
+            outer = self.facts.parent(parent)
+            if not (isinstance(outer, cst.Call) and isinstance(outer.func, cst.Attribute)
+                    and outer.func.attr.value == "run_until_complete" and outer.args and outer.args[0] is parent):
+                return OBSERVED, None
+            node, parent = outer, self.facts.parent(outer)
+        if isinstance(parent, cst.Expr):
+            return UNOBSERVED, None
+        if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1 and parent.value is node):
+            return OBSERVED, None
+        target = parent.targets[0].target
+        if isinstance(target, (cst.Tuple, cst.List)) and target.elements and isinstance(target.elements[0], cst.Element):
+            target = target.elements[0].value
+            mode = "collection"
+        elif isinstance(target, cst.Name):
+            mode = ""
+        else:
+            return OBSERVED, None
+        if not isinstance(target, cst.Name):
+            return OBSERVED, None
+        if target.value == "_":
+            return UNOBSERVED, None
+        if not mode:
+            fn = self.facts.enclosing_function(call)
+            region = fn.node if fn is not None else self.facts.module
+            read = [n for n in self.facts.name_nodes(region, target.value) if n is not target and not self._is_store(n)]
+            return (OBSERVED, None) if read else (UNOBSERVED, None)
+        verdict = self._name_uses(target, mode, unpacked=True)
+        return (UNOBSERVED, None) if verdict[0] == UNOBSERVED else verdict
 
     def _callback_only_logs(self, cb: cst.BaseExpression, at: cst.Call) -> bool:
         """A done callback (a same-module function, method or lambda) that retrieves the task's
@@ -1066,7 +1223,10 @@ class UnobservedTaskException(Rule):
             return self._attribute_uses(holder, "collection")
         return OBSERVED, None
 
-    def _name_uses(self, name: cst.Name, mode: Mode) -> tuple[str, Optional[str]]:
+    def _name_uses(self, name: cst.Name, mode: Mode, unpacked: bool = False) -> tuple[str, Optional[str]]:
+        """The verdict of the loads of ``name`` where it is bound. ``unpacked``: also leave out the
+        names that are targets inside a tuple or list target (``done, pending = ...``), which
+        ``_follow`` would otherwise read as an unmodelled use."""
         key = ("name", name.value, mode, id(self.facts.scope_of(name)))
         if key in self._seen:
             return UNOBSERVED, name.value
@@ -1078,8 +1238,20 @@ class UnobservedTaskException(Rule):
             region = b.scope.node if b.scope is not None else self.facts.module
         else:
             region = fn.node if fn is not None else self.facts.module
-        uses = [n for n in self.facts.name_nodes(region, name.value) if not self._is_store(n)]
+        uses = [n for n in self.facts.name_nodes(region, name.value) if not self._is_store(n)
+                and not (unpacked and self._unpacked_store(n))]
         return self._uses_verdict(uses, mode, name.value)
+
+    def _unpacked_store(self, node: cst.CSTNode) -> bool:
+        """``node`` is a target inside a tuple or list target (``done, _ = ...``,
+        ``for _, (done, x) in ...``)."""
+        parent = self.facts.parent(node)
+        while isinstance(parent, (cst.Element, cst.StarredElement)):
+            literal = self.facts.parent(parent)
+            if not isinstance(literal, (cst.Tuple, cst.List)):
+                return False
+            node, parent = literal, self.facts.parent(literal)
+        return isinstance(node, (cst.Tuple, cst.List)) and self._is_store(node)
 
     def _attribute_uses(self, attr: cst.Attribute, mode: Mode) -> tuple[str, Optional[str]]:
         label = _code(attr)
@@ -1622,7 +1794,17 @@ def _handed_over(node: ast.AST, parents: dict) -> bool:
         return False
     if isinstance(func, ast.Name) and func.id in _NEUTRAL_FUNCS:
         return False
+    if (func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else "") == "wait" \
+            and not any(k.arg == "return_when" and _last_name(k.value) not in ("ALL_COMPLETED", "FIRST_EXCEPTION")
+                        for k in parent.keywords):
+        return False  # ``asyncio.wait``: ``_wait_result`` follows what is done with its result
     return not any(k.arg == "return_exceptions" for k in parent.keywords)
+
+
+def _last_name(node: ast.AST) -> str:
+    """``X`` of ``X`` / ``<...>.X``; any other expression gives "" (``_code``'s last part is then
+    never a plain name either)."""
+    return node.attr if type(node) is ast.Attribute else node.id if type(node) is ast.Name else ""
 
 
 def _tree_handles_own_errors(tree, call: ast.Call, fn) -> bool:

@@ -327,18 +327,35 @@ case("SHD102", True, 1, """
         tasks = [asyncio.create_task(work(x)) for x in xs]
         await asyncio.gather(*tasks, return_exceptions=True)
     """)
-case("SHD102", False, 0, """
+# asyncio.wait's result discarded: the failures are lost (kept, and reported); its done set asked
+# for results, or a FIRST_COMPLETED race: observed
+case("SHD102", True, 1, """
     import asyncio
     async def main(xs):
         await asyncio.wait({asyncio.ensure_future(work(x)) for x in xs})
     """)
-# tasks named in a list handed to asyncio.wait: ruled out
-case("SHD102", False, 0, """
+case("SHD102", True, 0, """
+    import asyncio
+    async def main(xs):
+        done, _ = await asyncio.wait({asyncio.ensure_future(work(x)) for x in xs})
+        for t in done:
+            t.result()
+    """)
+# tasks named in a list handed to asyncio.wait: kept (reported when the result is discarded), and
+# ruled out in a FIRST_COMPLETED race
+case("SHD102", True, 2, """
     import asyncio
     async def main():
         t1 = asyncio.create_task(a())
         t2 = asyncio.create_task(b())
         await asyncio.wait([t1, t2])
+    """)
+case("SHD102", False, 0, """
+    import asyncio
+    async def main():
+        t1 = asyncio.create_task(a())
+        t2 = asyncio.create_task(b())
+        await asyncio.wait([t1, t2], return_when=asyncio.FIRST_COMPLETED)
     """)
 # a TaskGroup's create_task is no spawn: ruled out; a loop's (by its name) is one: kept
 case("SHD102", False, 0, """

@@ -97,7 +97,10 @@ def table(use: str) -> str:
 
 case(False, 0, table("await asyncio.wait(list(self._tasks.values()))"))
 case(False, 0, table("await asyncio.gather(*self._tasks.values())"))
-case(False, 0, table("await asyncio.wait(self._tasks)"))
+# (asyncio.wait observes only through its done set: discarded, the failure is lost; asked, it is not)
+case(True, 1, table("await asyncio.wait(self._tasks)"))
+case(True, 0, table("done, _ = await asyncio.wait(self._tasks)\n        for t in done:\n            t.result()"))
+case(False, 0, table("await asyncio.wait(self._tasks, return_when=asyncio.FIRST_COMPLETED)"))
 # (kept, and reported: the holder in ``self._tasks[name] = ...`` only puts an entry, and these
 # uses do not look at the tasks)
 case(True, 1, table("await asyncio.gather(*self._tasks.values(), return_exceptions=True)"))
