@@ -390,18 +390,20 @@ class ProjectIndex:
         resolves callees only of calls on a teardown path).
 
         A recorded call is in a ``finally``/``except`` block (``IN_CLEANUP``) only inside a
-        function: that clause starts a line, indented (a module-level ``try`` is at column 0, a
-        function's body is not); a function named as ``is_cleanup_name`` accepts is a ``def`` of
-        that name; a registration (``summary._registration``, ``ProjectView.registered``) spells
-        ``register`` or ``signal``. So it holds when the names are the bytes (``_plain_names``),
-        every ``except``/``finally`` word is first on its line, no word after ``def`` is a
-        cleanup name, and neither ``register`` nor ``signal`` occurs. The caller's result then
-        depends on the text of ``path``: an importer, one of the project's files
+        function: that clause starts a logical line, indented (a module-level ``try`` is at
+        column 0, a function's body is not; ``_indented_clause``); a function named as
+        ``is_cleanup_name`` accepts is a ``def`` of that name; a registration
+        (``summary._registration``, ``ProjectView.registered``) is a call whose last name ends
+        in ``register`` or ``signal``, or is ``add_signal_handler`` (``_REGISTRATION``:
+        ``register_buffer`` is none). So it holds when the names are the bytes
+        (``_plain_names``), no ``except``/``finally`` word can be an indented clause, no word
+        after ``def`` is a cleanup name, and no word can name a registration. The caller's
+        result then depends on the text of ``path``: an importer, one of the project's files
         (``depend_on_files``)."""
         facts = self._teardown_text.get(path)
         if facts is None:
             data = _file_bytes(path)  # not kept (``read`` keeps the bytes): only the facts are
-            if b"register" in data or b"signal" in data or _indented_clause(data) \
+            if _REGISTRATION.search(data) or _indented_clause(data) \
                     or not _plain_names(data):
                 facts = self._teardown_text[path] = ()
             else:
@@ -802,23 +804,34 @@ def _plain_names(data: bytes) -> bool:
 
 #: the name after each ``def`` (blanks, line ends and backslashes between)
 _DEF_NAME = re.compile(rb"(?<![A-Za-z0-9_\x80-\xff])def[\s\\]+([A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*)")
-#: bytes that continue a word (non-ASCII ones too: a superset for ``_indented_clause``)
-_WORD_BYTES = frozenset(range(0x80, 0x100)) | _IDENT
+#: an ``except``/``finally`` word (not part of a longer name: non-ASCII bytes continue one)
+_CLAUSE_WORD = re.compile(rb"(?<![A-Za-z0-9_\x80-\xff])(?:except|finally)(?![A-Za-z0-9_\x80-\xff])")
+#: a name that may be the last of a registration's callee (``summary._registration``: it ends
+#: in ``register``, ``signal.signal``, ``add_signal_handler``; ``ProjectView.registered``: it
+#: is ``register``, ``signal`` or ``add_signal_handler``): a word ending in one of them
+_REGISTRATION = re.compile(rb"(?:register|signal)(?![A-Za-z0-9_\x80-\xff])|add_signal_handler")
 
 
 def _indented_clause(data: bytes) -> bool:
-    """An ``except``/``finally`` word of ``data`` (a clause of a ``try``: it starts a logical
-    line) does not start its line at column 0: it may be a clause inside a function (a
-    superset: strings and comments count)."""
-    n = len(data)
-    for word in (b"except", b"finally"):
-        i = data.find(word)
-        while i >= 0:
-            j = i + len(word)
-            if i > 0 and data[i - 1] not in b"\r\n" and data[i - 1] not in _WORD_BYTES \
-                    and (j >= n or data[j] not in _WORD_BYTES):
-                return True
-            i = data.find(word, j)
+    """An ``except``/``finally`` word of ``data`` may be a clause of a ``try`` inside a function
+    (a superset: strings and comments count). A clause starts a logical line, so the word is
+    first on its physical line (after blanks only) and that line is indented, or starts at
+    column 0 after a line that ends in a backslash (``\\`` alone on a line joins the next one
+    to its indentation). A word after other text on its line (prose: ``all ranks except``) or
+    at column 0 of a line that starts a logical line (a module-level ``try``) is not one."""
+    for m in _CLAUSE_WORD.finditer(data):
+        i = k = m.start()
+        while k > 0 and data[k - 1] in _BLANK:
+            k -= 1
+        if k > 0 and data[k - 1] not in b"\r\n":
+            continue  # other text before it on its line
+        if k < i:
+            return True  # indented (a form feed counts: a superset)
+        j = k - 1  # the line end before, if any; a backslash before it continues that line
+        if j > 0 and data[j] == 0x0A and data[j - 1] == 0x0D:
+            j -= 1
+        if j > 0 and data[j - 1] == 0x5C:
+            return True
     return False
 
 
