@@ -113,10 +113,10 @@ class UnobservedTaskException(Rule):
     (tests/behaviour/test_shd102_asyncio_wait.py): each flagged shape ends with status 0 and
     the error never reaching the program; each observing shape raises it (status 1). A
     `return_when=FIRST_COMPLETED` call still counts as observing: it is a race whose code asks
-    which task won (`if get in done`), and on real code its losers are waiters that cannot fail
-    (an `Event.wait()`, a sleep, a poll in a thread: 6 such races in the ray, vllm and SkyRL
-    corpora, none losing a failure), although a failed task discarded with the rest of such a
-    done set is lost too. Measured on the three corpora (ray/torch site-packages, the
+    which task won (`if get in done`), and on real code its losers are waiters: of the 6 such
+    races in the corpora (ray serve, vllm, SkyRL), 5 race an `Event.wait()`, a sleep or a poll in
+    a thread, which cannot fail, and one vllm's client-disconnect listener. A failed task dropped
+    with the rest of such a done set is lost too: that is left unreported. Measured on the three corpora (ray/torch site-packages, the
     ray/transformers/vllm wheels, 28 RL/agent code bases): 2 new findings, both true
     (transformers' `_stream_subprocess` waits for its two pipe readers and drops the done set:
     a reader's `UnicodeDecodeError` or over-long-line error is lost and the output is cut
@@ -1020,9 +1020,9 @@ class UnobservedTaskException(Rule):
         (``for t in done: t.result()``, ``await gather(*done)``, ``done.pop().exception()``,
         ``done`` handed to a call or returned all do). Any other use of the result: observed.
         So is every ``return_when=FIRST_COMPLETED`` call: a race whose code asks which task won
-        (``if t in done``) and whose losers are, on real code, waiters that cannot fail (an
-        ``Event.wait()``, a sleep, a poll in a thread): 6 such races in the corpora, none of them a
-        failure lost."""
+        (``if t in done``) and whose losers are, on real code, waiters (5 of the corpora's 6 race
+        an ``Event.wait()``, a sleep or a poll in a thread, which cannot fail; one a client-disconnect
+        listener)."""
         for a in call.args:
             if a.keyword is not None and a.keyword.value == "return_when" and _code(a.value).rsplit(".", 1)[-1] not in (
                     "ALL_COMPLETED", "FIRST_EXCEPTION"):
