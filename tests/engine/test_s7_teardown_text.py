@@ -101,20 +101,64 @@ def _cut_holds(root: Path) -> bool:
         os.chdir(here)
 
 
+#: lints each project given (``sys.argv[2:]``) with the command line's ``main``, one after the
+#: other in this one process, with the cut or without it (``sys.argv[1]``); prints
+#: ``{project: [exit code, stdout]}``. One interpreter start for all the near misses, not two each
+_MANY = ("import contextlib, io, json, os, sys\n"
+         "if sys.argv[1] == 'no-cut':\n"
+         "    import shutdown_lint.index.project as p\n"
+         "    p.ProjectIndex.no_teardown_path = lambda *a: False\n"
+         "from shutdown_lint.cli import main\n"
+         "out = {}\n"
+         "for root in sys.argv[2:]:\n"
+         "    os.chdir(root)\n"
+         "    buf = io.StringIO()\n"
+         "    with contextlib.redirect_stdout(buf):\n"
+         "        code = main(['--select', 'SHD503', '--output-format', 'json', '--exit-zero',\n"
+         "                     '--cache-dir', os.path.join(root, '.cache'), '--no-cache', '.'])\n"
+         "    out[root] = [code, buf.getvalue()]\n"
+         "sys.stdout.write(json.dumps(out))\n")
+
+
+def _lint_many(roots: list[Path], cut: bool) -> dict[Path, list[tuple]]:
+    """``_lint(root, "--no-cache", cut=cut)`` for every root, in one real subprocess."""
+    env = dict(os.environ)
+    env.pop("SHUTDOWN_LINT_NO_INDEX", None)
+    proc = subprocess.run([sys.executable, "-c", _MANY, "cut" if cut else "no-cut", *map(str, roots)],
+                          env=env, capture_output=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr.decode()
+    out = json.loads(proc.stdout)
+    assert [code for code, _ in out.values()] == [0] * len(roots), proc.stderr.decode()
+    return {Path(root): sorted((d["path"].rsplit(os.sep, 1)[-1], d["code"], d["line"]) for d in json.loads(text))
+            for root, (_, text) in out.items()}
+
+
+@pytest.fixture(scope="module")
+def near_misses(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, list[tuple], list[tuple]]]:
+    """Every KEPT and CUT case as its own project: ``{case: (root, without the cut, with it)}``."""
+    base = tmp_path_factory.mktemp("near-misses")
+    roots = {}
+    for i, (case, text) in enumerate([*KEPT.items(), *CUT.items()]):
+        (base / f"case{i}").mkdir()
+        roots[case] = _project(base / f"case{i}", text)
+    plain, cut = _lint_many(list(roots.values()), cut=False), _lint_many(list(roots.values()), cut=True)
+    return {case: (root, plain[root], cut[root]) for case, root in roots.items()}
+
+
 @pytest.mark.parametrize("case", sorted(KEPT))
-def test_a_teardown_path_keeps_the_importer_read(tmp_path: Path, case: str) -> None:
-    root = _project(tmp_path, KEPT[case])
+def test_a_teardown_path_keeps_the_importer_read(near_misses, case: str) -> None:
+    root, plain, cut = near_misses[case]
     assert not _cut_holds(root)
-    assert _lint(root, "--no-cache", cut=False) == []  # the shutdown is found through b
-    assert _lint(root, "--no-cache") == []
+    assert plain == []  # the shutdown is found through b
+    assert cut == []
 
 
 @pytest.mark.parametrize("case", sorted(CUT))
-def test_an_importer_without_a_teardown_path_is_not_read(tmp_path: Path, case: str) -> None:
-    root = _project(tmp_path, CUT[case])
+def test_an_importer_without_a_teardown_path_is_not_read(near_misses, case: str) -> None:
+    root, plain, cut = near_misses[case]
     assert _cut_holds(root)
-    assert _lint(root, "--no-cache", cut=False) == FINDING
-    assert _lint(root, "--no-cache") == FINDING
+    assert plain == FINDING
+    assert cut == FINDING
 
 
 def test_text_conditions() -> None:
