@@ -48,10 +48,10 @@ The report never changes what the program does:
   the main thread next runs Python code; so that a main thread blocked in a C call (a
   ``torch.distributed`` rendezvous or collective waiting for a peer) still dies of SIGTERM, the
   signal is also heard at delivery (``runtime_guard.signals.on_delivery``, faulthandler's C hook
-  on SIGTERM): if the handler has not started 1 s later, a helper thread reports and dies of
+  on SIGTERM and the signal wakeup fd): if the handler has not started 1 s later, a helper thread reports and dies of
   SIGTERM. A main thread in a long C call that holds the GIL still dies only when that
   call returns (no Python thread can run meanwhile).
-* Threads: one bare helper thread blocked reading a pipe while the SIGTERM stand-in is in place
+* Threads: two bare helper threads blocked reading pipes while the SIGTERM stand-in is in place
   (not in ``threading.enumerate()``). Children: none; a child forked afterwards gets SIGTERM's
   default back, no C hook and no report (``os.register_at_fork``).
 """
@@ -621,10 +621,13 @@ def _uninstall_sigterm() -> None:
 
 
 def _patch_signal(mod: Any) -> None:
-    """``signal`` imported after install: it answers ``SIG_DFL`` for our stand-in."""
+    """``signal`` imported after install: it answers ``SIG_DFL`` for our stand-in, and -1 for our
+    wakeup fd (``signals._hide_slot``)."""
     signals = sys.modules.get("runtime_guard.signals")
     if signals is not None and signals._hidden:
         signals.hide(mod)
+    if signals is not None and signals._wake:
+        signals._hide_slot(mod)
 
 
 _TARGETS["signal"] = _patch_signal

@@ -43,11 +43,11 @@ What it does to signals, threads and children:
   waiting for a peer) never gets there, and the process outlived SIGTERM until the call
   returned, where with the default action it died at once. So where the default action was
   there before us, SIGTERM is also heard at delivery (``runtime_guard.signals.on_delivery``:
-  faulthandler's C hook and one bare helper thread reading its pipe): if the handler has not
+  faulthandler's C hook and the signal wakeup fd, read by bare helper threads): if the handler has not
   started 1 s later, the helper thread stops the loop threads and the process dies of SIGTERM. Only a C call that holds the GIL still delays the end until it returns.
 * Forked children: a process forked while the handler is installed gets the previous handler
   back (``os.register_at_fork``), so a ``multiprocessing`` child dies of SIGTERM as before.
-* Threads: besides the ``LoopThread`` itself, only the bare helper thread above (where SIGTERM's
+* Threads: besides the ``LoopThread`` itself, only the bare helper threads above (where SIGTERM's
   default action was replaced); the exit hook and ``stop()`` run in the calling thread.
   Process-wide patches: ``BaseEventLoop.run_forever`` (and uvloop's, if
   imported) and the default policy's ``set_event_loop`` record which loops a ``LoopThread`` runs.

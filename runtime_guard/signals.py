@@ -36,7 +36,7 @@ _owned: List[Tuple[int, Any, Any]] = []
 #: ``SIG_DFL`` while it is the one in place, and ``signal.signal`` returns ``SIG_DFL`` for it.
 _hidden: Dict[int, Any] = {}
 _lock = _thread.allocate_lock()
-#: signal -> [read fd, write fd, callback]: see ``on_delivery``. Per process: forgotten after fork.
+#: signal -> [read fd, write fd, callback, the handler in place]: see ``on_delivery``. Per process: forgotten after fork.
 _delivery: Dict[int, List[Any]] = {}
 
 
@@ -134,6 +134,7 @@ def _give_back_handlers_in_child() -> None:
     _hidden.clear()
     for signum in list(_delivery):
         forget_delivery(signum, in_child=True)
+    _give_back_slot(in_child=True)  # also where it was kept after a give-back off the main thread
 
 
 if hasattr(os, "register_at_fork"):
@@ -267,14 +268,25 @@ def on_delivery(signum: int, callback: Callable[[], None]) -> bool:
     rank blocked in a collective, a process waiting in a C++ rendezvous, never gets there
     (measured: a gloo rank in ``all_reduce`` ran its handler only at the process group's
     timeout; with the exit report's stand-in, a process in ``init_process_group`` waiting for a
-    peer outlived SIGTERM, where with ``SIG_DFL`` it died in 0.03 s). faulthandler's handler is C
-    code that runs at delivery: it writes the receiving thread's traceback into our pipe, then chains to the handler
-    that was in place when it registered (call this after installing the Python handler), so the
-    Python path still runs when it can. The helper thread (a bare ``_thread``: no ``threading``
-    import, not listed by ``threading.enumerate``) reads the pipe; it needs the GIL, which
-    blocking C calls release. A later ``signal.signal(signum, ...)`` by other code removes the C
-    hook (its handler decides). One callback per signal: a later call replaces it. Returns False
-    where faulthandler cannot register the signal."""
+    peer outlived SIGTERM, where with ``SIG_DFL`` it died in 0.03 s). Two C-level sources wake
+    the helper, whichever thread the kernel hands the signal to:
+
+    * faulthandler's handler, C code that runs at delivery: it writes the receiving thread's
+      traceback into our pipe, then chains to the handler that was in place when it registered
+      (call this after installing the Python handler), so the Python path still runs when it can;
+    * the signal wakeup fd (``signal.set_wakeup_fd``), where no one else holds it (``_take_slot``):
+      CPython's own C handler writes the signal's number there, walking no frames. faulthandler
+      writes nothing where the signal is taken by a thread with no Python state (a C++ thread,
+      e.g. gloo's): measured with the main thread blocked in a gloo rendezvous under load, 3 of
+      55 SIGTERMs went unheard with faulthandler alone.
+
+    The helper threads (bare ``_thread`` threads: no ``threading`` import, not listed by
+    ``threading.enumerate``) read the pipes; they need the GIL, which blocking C calls release.
+    A later ``signal.signal(signum, ...)`` by other code removes the C hooks (its handler
+    decides). One callback per signal: a later call replaces it. Returns False where
+    faulthandler cannot register the signal. The wakeup fd is taken only from the main thread
+    (``set_wakeup_fd`` refuses elsewhere): a call from another thread hears through faulthandler
+    only, until a later call from the main thread."""
     import faulthandler
 
     start = False
@@ -284,7 +296,7 @@ def on_delivery(signum: int, callback: Callable[[], None]) -> bool:
             if entry is None:
                 r, w = os.pipe()
                 os.set_blocking(w, False)  # a full pipe must never block inside the signal handler
-                entry = [r, w, callback]
+                entry = [r, w, callback, None]
                 start = True
             else:
                 entry[2] = callback
@@ -292,21 +304,23 @@ def on_delivery(signum: int, callback: Callable[[], None]) -> bool:
             # all threads walks other threads' frames and thread states while they run, from a
             # signal handler: it crashed the process (SIGSEGV) in 19 of 24 runs with busy
             # Python threads, 0 of 24 this way (tests/runtime_guard/test_delivery_dump.py).
-            # Cost, measured: where the signal is taken by a thread with no Python state (a C++
-            # one), nothing is written and only the Python handler acts, when the main thread
-            # next runs bytecode: with the main thread blocked in a gloo rendezvous under load,
-            # 3 of 55 SIGTERMs went unheard (all_threads=True: 0 of 55). The fix to build: a
-            # wakeup byte (signal.set_wakeup_fd, when no one else holds it) as a second source.
+            # Where the signal is taken by a thread with no Python state (a C++ one), nothing
+            # is written: the wakeup byte (_take_slot) is the source that hears it then.
             faulthandler.register(signum, file=entry[1], all_threads=False, chain=True)
+            # the handler faulthandler chains to: while it is still the one in place, the
+            # wakeup byte stands for faulthandler's hook (a later signal.signal removes both)
+            entry[3] = _signal.getsignal(signum)
         except (AttributeError, OSError, RuntimeError, ValueError):
             if start:
                 for fd in entry[:2]:
                     os.close(fd)
             return False
         if start:
-            _delivery[signum] = entry
+            with _wake_lock:
+                _delivery[signum] = entry
     if start:
         _thread.start_new_thread(_watch_delivery, (entry,))
+    _take_slot()  # main thread only: set_wakeup_fd raises ValueError elsewhere, and nothing changes
     return True
 
 
@@ -325,6 +339,191 @@ def _watch_delivery(entry: List[Any]) -> None:
             os.close(entry[0])
         except OSError:
             pass
+
+
+# ---------------------------------------------------------------------------------------------
+# The signal wakeup fd: the second wake source of ``on_delivery``.
+#
+# One slot per process, also used by asyncio (``add_signal_handler`` sets it, and sets -1 when its
+# last signal handler is removed or the loop closes) and trio (``trio.run`` sets it and warns
+# where the one it replaced was not -1; it puts the old one back when it ends). So:
+# * taken only where unowned (-1), from the main thread; an owner found there gets its fd back
+#   at once, and a byte that landed in the probe meanwhile is passed on to it (``_exchange``);
+# * while ours, ``signal.set_wakeup_fd`` is wrapped (``_hide_slot``, as ``hide`` does for
+#   ``SIG_DFL``): a caller that replaces ours is told -1 (trio sees an unowned slot: no warning),
+#   and a caller that gives the slot up (-1) while we want it gives it back to us; nobody's fd
+#   is ever replaced by ours;
+# * given back (-1, only where still ours) when the last ``on_delivery`` is forgotten, and in a
+#   forked child (the pipe leads to the parent's reader).
+
+#: [read fd, write fd] of our wakeup pipe while it exists, else empty. Per process.
+_wake: List[int] = []
+#: Held while the wakeup reader passes a byte on to a delivery pipe, and while forget_delivery
+#: closes one (an fd closed and reused meanwhile must not get the byte).
+_wake_lock = _thread.RLock()
+#: The fd and warn flag last set through the wrapper by someone else (to give back as they set it).
+_others: Dict[int, bool] = {}
+
+
+def _exchange(wanted: Callable[[int], int], warn: Callable[[int], bool]) -> int:
+    """Set the wakeup fd to ``wanted(old)`` (main thread only), where ``old`` is the one in place.
+    ``old`` is read by setting a probe pipe for the instant between the two calls; a byte written
+    there meanwhile is passed on to the fd set last (where that is not -1). Returns ``old``."""
+    pr, pw = os.pipe()
+    try:
+        os.set_blocking(pr, False)
+        os.set_blocking(pw, False)
+        old = _signal.set_wakeup_fd(pw, warn_on_full_buffer=False)
+        final = wanted(old)
+        try:
+            _signal.set_wakeup_fd(final, warn_on_full_buffer=warn(final))
+        except (OSError, ValueError):  # the old owner's fd was closed without giving the slot up
+            final = -1
+            _signal.set_wakeup_fd(-1)
+        try:
+            data = os.read(pr, 4096)
+        except OSError:
+            data = b""
+        if data and final != -1:
+            try:
+                os.write(final, data)
+            except OSError:
+                pass
+        return old
+    finally:
+        os.close(pr)
+        os.close(pw)
+
+
+def _take_slot() -> None:
+    """Main thread: make a wakeup pipe of ours, and the wakeup fd where no one holds the slot.
+    Where someone does, ours waits (the wrapper gives it to us when they set -1)."""
+    if _wake:
+        _retake()
+        return
+    if not _delivery:
+        return
+    try:
+        r, w = os.pipe()
+    except OSError:
+        return
+    try:
+        os.set_blocking(w, False)
+        if _trio_runs_here():  # trio holds the slot (a probe would reset its warn flag)
+            if not in_main_thread():
+                raise ValueError("not the main thread")
+        else:
+            _exchange(lambda old: w if old == -1 else old, lambda fd: fd != w and _others.get(fd, True))
+    except (OSError, ValueError, RuntimeError):  # ValueError: not the main thread
+        os.close(r)
+        os.close(w)
+        return
+    _wake[:] = [r, w]
+    sig = sys.modules.get("signal")  # not imported here (start-up cost): see exit_report's import hook
+    if sig is not None:
+        _hide_slot(sig)
+    _thread.start_new_thread(_watch_wakeup, (r,))
+
+
+def _retake() -> None:
+    """Our pipe exists: take the slot again only where it is unowned (-1)."""
+    w = _wake[1]
+    try:
+        _exchange(lambda old: w if old in (-1, w) else old, lambda fd: fd != w and _others.get(fd, True))
+    except (OSError, ValueError, RuntimeError):
+        pass
+
+
+def _trio_runs_here() -> bool:
+    trio = sys.modules.get("trio")
+    if trio is None:
+        return False
+    try:
+        trio.lowlevel.current_trio_token()
+    except Exception:
+        return False
+    return True  # trio holds the slot: it need not be probed
+
+
+def _give_back_slot(in_child: bool = False) -> None:
+    """No delivery left (or a forked child): set -1 where the slot is still ours, then close our
+    pipe (the reader ends at EOF). Off the main thread the slot cannot be changed: the pipe stays
+    (a closed fd left as the wakeup fd would get the bytes of whatever reuses its number)."""
+    if not _wake:
+        return
+    r, w = _wake
+    try:
+        _exchange(lambda old: -1 if old in (-1, w) else old, lambda fd: _others.get(fd, True))
+    except (OSError, ValueError, RuntimeError):
+        return
+    _wake.clear()
+    _others.clear()
+    sig = sys.modules.get("signal")
+    if sig is not None:
+        _unhide_slot(sig)
+    for fd in ((r, w) if in_child else (w,)):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def _watch_wakeup(r: int) -> None:
+    """Reads our wakeup pipe: the byte of a signal ``on_delivery`` hears wakes that signal's
+    helper (a byte into its pipe) while the handler it was registered over is still in place
+    (code that installs another handler later decides, as it does for faulthandler's hook);
+    other signals' bytes are dropped. Ends at EOF."""
+    while True:
+        try:
+            data = os.read(r, 4096)
+        except InterruptedError:
+            continue
+        except OSError:
+            return
+        if not data:
+            try:
+                os.close(r)
+            except OSError:
+                pass
+            return
+        for signum in set(data):
+            with _wake_lock:
+                entry = _delivery.get(signum)
+                if entry is not None and _signal.getsignal(signum) is entry[3]:
+                    try:
+                        os.write(entry[1], b"\0")
+                    except OSError:
+                        pass
+
+
+def _hide_slot(sig: Any) -> None:
+    """While the slot is ours, ``signal.set_wakeup_fd`` answers -1 for our fd, and -1 set by a
+    caller while we want the slot gives it back to us (see above)."""
+    set_wakeup_fd = sig.set_wakeup_fd
+    if getattr(set_wakeup_fd, "_runtime_guard_hides", False):
+        return
+
+    def set_wakeup_fd_hiding(fd: int, /, *, warn_on_full_buffer: bool = True) -> int:
+        if _wake and _delivery and fd == -1:
+            old = set_wakeup_fd(_wake[1], warn_on_full_buffer=False)
+        else:
+            old = set_wakeup_fd(fd, warn_on_full_buffer=warn_on_full_buffer)
+            if fd != -1:
+                _others[int(fd)] = bool(warn_on_full_buffer)
+        return -1 if _wake and old == _wake[1] else old
+
+    set_wakeup_fd_hiding.__wrapped__ = set_wakeup_fd  # type: ignore[attr-defined]
+    set_wakeup_fd_hiding.__name__ = set_wakeup_fd.__name__
+    set_wakeup_fd_hiding.__qualname__ = set_wakeup_fd.__qualname__
+    set_wakeup_fd_hiding.__doc__ = set_wakeup_fd.__doc__
+    set_wakeup_fd_hiding._runtime_guard_hides = True  # type: ignore[attr-defined]
+    sig.set_wakeup_fd = set_wakeup_fd_hiding
+
+
+def _unhide_slot(sig: Any) -> None:
+    set_wakeup_fd = getattr(sig, "set_wakeup_fd", None)
+    if getattr(set_wakeup_fd, "_runtime_guard_hides", False):
+        sig.set_wakeup_fd = set_wakeup_fd.__wrapped__
 
 
 class HandlerOrHelper:
@@ -372,32 +571,38 @@ class HandlerOrHelper:
 
 
 def forget_delivery(signum: int, *, in_child: bool = False) -> None:
-    """Undo ``on_delivery`` for ``signum``: drop faulthandler's hook and end the helper thread.
+    """Undo ``on_delivery`` for ``signum``: drop faulthandler's hook and end the helper thread;
+    the last one forgotten gives the wakeup fd back (-1, where it is still ours).
     faulthandler's ``unregister`` puts back the C-level action it saw when it registered, which
     may no longer be what Python's table says (measured in a forked child: ``SIG_DFL`` in the
     table, "Signal 15 ignored" at the C level): the table's handler is set again, so the C level
-    and Python agree whatever ran before. ``in_child``: after fork (the helper thread is not
-    there, and the pipe leads to the parent's)."""
-    entry = _delivery.pop(signum, None)
-    if entry is None:
-        return
-    try:
-        import faulthandler
-
-        faulthandler.unregister(signum)
-    except (AttributeError, OSError, RuntimeError, ValueError):
-        pass
-    try:
-        current = _signal.getsignal(signum)
-        if current is not None:
-            _signal.signal(signum, current)
-    except (OSError, RuntimeError, ValueError, TypeError):
-        pass
-    for fd in (entry[:2] if in_child else entry[1:2]):  # the thread closes the read end at EOF
+    and Python agree whatever ran before. ``in_child``: after fork (the helper threads are not
+    there, and the pipes lead to the parent's)."""
+    global _wake_lock
+    if in_child:
+        _wake_lock = _thread.RLock()  # held by the parent's reader at fork time: held forever here
+    with _wake_lock:  # popped: the wakeup reader passes no byte on to its pipe from now on
+        entry = _delivery.pop(signum, None)
+    if entry is not None:
         try:
-            os.close(fd)
-        except OSError:
+            import faulthandler
+
+            faulthandler.unregister(signum)
+        except (AttributeError, OSError, RuntimeError, ValueError):
             pass
+        try:
+            current = _signal.getsignal(signum)
+            if current is not None:
+                _signal.signal(signum, current)
+        except (OSError, RuntimeError, ValueError, TypeError):
+            pass
+        for fd in (entry[:2] if in_child else entry[1:2]):  # the thread closes the read end at EOF
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    if not _delivery:
+        _give_back_slot(in_child)
 
 
 def _loop_running_here() -> bool:

@@ -138,14 +138,16 @@ def install_distributed_teardown(grace: float = 25.0, *, exit_code: int = 143,
 
     The deadline holds even when the main thread is blocked in C when SIGTERM arrives (a collective
     waiting for a peer, ``cuda.synchronize()`` behind a kernel that never ends), where no Python
-    handler can run: a helper thread hears the signal through faulthandler, arms the deadline, gives
+    handler can run: a helper thread hears the signal through faulthandler or the signal wakeup fd
+    (``runtime_guard.signals.on_delivery``, also when a C++ thread takes it), arms the deadline, gives
     the main thread ``min(1, grace / 10)`` s to start the handler itself, and otherwise tears down
     and exits from the helper thread. A later ``signal.signal(SIGTERM, ...)`` by other code removes
     that C-level hook (the Python handler, if chained, still runs).
 
     What it does to the rest of the program: it replaces the SIGTERM handler (chaining to the
-    previous Python one as above), registers faulthandler for SIGTERM and starts one helper
-    thread that only reads a pipe (signal mask untouched); it starts no process. A child
+    previous Python one as above), registers faulthandler for SIGTERM, takes the signal wakeup fd
+    where no one holds it, and starts two helper threads that only read pipes (signal mask
+    untouched); it starts no process. A child
     forked afterwards (DataLoader workers, ``multiprocessing`` with ``fork``) gets the previous
     SIGTERM handler back and no faulthandler hook, so its fate under SIGTERM is what it was
     without this call. Nothing is registered with ``atexit``: a run that gets no SIGTERM ends as it
