@@ -60,7 +60,6 @@ from __future__ import annotations
 import atexit
 import os
 import sys
-import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not imported at run time (start-up cost when left on everywhere)
@@ -547,20 +546,19 @@ def _patch_loaded_and_hook() -> None:
 _sigterm_race: Any = None
 
 
-#: When the handler started reporting (``time.monotonic()``), else empty. A SIGTERM that arrives
+#: Marks the handler's run that is reporting (``signals.NestedRun``; made at install). A SIGTERM that arrives
 #: while it reports runs the handler again, nested, at the next bytecode: that run died of SIGTERM
 #: at once (the report was marked made), so the report was lost (measured: a second SIGTERM
 #: 0.5 ms after the first lost it in 1 of 10 processes; a burst of 20, in 6 of 10). The nested run
 #: now returns and the first one dies of SIGTERM when it has reported; after
 #: ``_NESTED_SIGTERM_BOUND`` s a SIGTERM acts again (a report that hangs must not keep us alive).
-_sigterm_started: List[float] = []
+_sigterm_nested: Any = None
 _NESTED_SIGTERM_BOUND = 10.0
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
-    if _sigterm_started and time.monotonic() - _sigterm_started[0] < _NESTED_SIGTERM_BOUND:
+    if _sigterm_nested is not None and _sigterm_nested.nested():
         return  # nested in the run that is reporting: it dies of SIGTERM when done
-    _sigterm_started[:] = [time.monotonic()]
     from .signals import die_of
 
     if _sigterm_race is not None:
@@ -592,10 +590,13 @@ def _install_sigterm() -> None:
     """Only over the default action, through ``runtime_guard.signals`` (the one owner of handlers
     that stand in for ``SIG_DFL``: ``signal.getsignal`` answers ``SIG_DFL`` for it, a handler
     installed later replaces it, a forked child gets the default back)."""
-    global _sigterm_handler_installed, _sigterm_race
+    global _sigterm_handler_installed, _sigterm_race, _sigterm_nested
     if _sigterm_handler_installed:
         return
     from . import signals
+
+    if _sigterm_nested is None:
+        _sigterm_nested = signals.NestedRun(_NESTED_SIGTERM_BOUND)
 
     sigterm = signals._signal.SIGTERM
     if not signals.is_default(sigterm):
@@ -639,7 +640,8 @@ def _after_fork_in_child() -> None:
         return
     _enabled = False  # the child runs none of the program's main: no report, no recording
     _child_sites.clear()
-    _sigterm_started.clear()
+    if _sigterm_nested is not None:
+        _sigterm_nested.reset()
     # runtime_guard.signals' own fork hook gives SIGTERM's default back and drops the C hook
     global _sigterm_handler_installed
     _sigterm_handler_installed = False

@@ -65,7 +65,7 @@ import weakref
 from typing import Any, Callable, List, Optional
 
 from ._cancel import cancel_tree
-from .signals import HandlerOrHelper, die_of, in_main_thread, install_owned
+from .signals import HandlerOrHelper, NestedRun, die_of, in_main_thread, install_owned
 
 __all__ = ["LoopThread", "stop_loop_threads", "DEFAULT_CLEANUP_TIMEOUT"]
 
@@ -273,8 +273,8 @@ def _atexit_entry(_holder: _AfterAtexit) -> None:
 
 
 def _sigterm_handler(previous: Any) -> Callable[[int, Any], Any]:
-    #: Until when a SIGTERM that arrives while this handler stops the loops is left to it.
-    busy_until: List[float] = []
+    #: A SIGTERM that arrives while this handler stops the loops is left to it, until the bound.
+    busy = NestedRun(again=False)
 
     def on_sigterm(signum: int, frame: Any) -> Any:
         # A SIGTERM that arrives while the loops are being stopped runs this handler again,
@@ -284,14 +284,10 @@ def _sigterm_handler(previous: Any) -> Callable[[int, Any], Any]:
         # now, for as long as the first run may take (the cleanup bound plus 5 s); the first run
         # dies of SIGTERM when the loops are stopped. A program's own handler we chain to still
         # gets every SIGTERM (tests/runtime_guard/test_loop_thread_nested_sigterm.py).
-        if not callable(previous) and busy_until and time.monotonic() < busy_until[0]:
+        if busy.nested() and not callable(previous):  # marked first: nested until the bound is set
             return None
-        first = not busy_until
-        if first:
-            busy_until.append(float("inf"))  # until the bound is known: a nested run returns
         bound = max((t.cleanup_timeout for t in list(_threads)), default=0.0) + 5.0
-        if first:
-            busy_until[0] = time.monotonic() + bound
+        busy.hold(bound)  # a first run's bound; after it, every SIGTERM acts
         if _race is not None:  # returns unless the helper thread stops the loops and ends us
             _race.handler_acts(bound=bound)
         _stop_for_sigterm("")

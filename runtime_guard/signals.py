@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # typing, logging, threading, warnings: imported where used (
     Handler = Union[Callable[[int, Union[FrameType, None]], Any], int, signal.Handlers, None]
 
 __all__ = ["sigterm_as_keyboard_interrupt", "in_main_thread", "Handler", "install_owned", "die_of",
-           "uninstall_owned", "on_delivery", "forget_delivery", "HandlerOrHelper"]
+           "uninstall_owned", "on_delivery", "forget_delivery", "HandlerOrHelper", "NestedRun"]
 
 #: (signal, our handler, the handler it replaced), oldest first. Per process: cleared after fork.
 _owned: List[Tuple[int, Any, Any]] = []
@@ -524,6 +524,64 @@ def _unhide_slot(sig: Any) -> None:
     set_wakeup_fd = getattr(sig, "set_wakeup_fd", None)
     if getattr(set_wakeup_fd, "_runtime_guard_hides", False):
         sig.set_wakeup_fd = set_wakeup_fd.__wrapped__
+
+
+class NestedRun:
+    """Lets a signal handler's nested run return while its first run is going on: a signal that
+    arrives while a Python handler runs runs the handler again, in the same thread, at the next
+    bytecode, wherever the first run is (possibly holding a lock, or half way through its work).
+
+    ``nested()``, first in the handler: False for a first run (now marked as going on), True for a
+    nested one, which returns at once. The read and the store of the mark have no call between
+    them (a nested run cannot start there), and a nested run takes no lock. ``bound``: the seconds
+    after the first run started for which a later run counts as nested (None: for good; a first
+    run that hangs must not keep the process alive where nothing else ends it). ``hold(bound)``
+    instead, right after a first run's ``nested()``, where the bound is known only then: until it
+    is, a later run counts as nested. After the bound, ``again``: the next run is a first run
+    again (with a new bound); else every later run acts and no bound is set again. ``reset()``:
+    after fork (the child's handler has not run)."""
+
+    __slots__ = ("bound", "again", "_until", "_first")
+
+    def __init__(self, bound: Union[float, None] = None, *, again: bool = True) -> None:
+        self.bound = bound
+        self.again = again
+        self._until: Union[float, None] = None  # mark: until when a later run is nested
+        self._first = False  # the last nested() was a first run (hold() sets its bound)
+
+    def nested(self) -> bool:
+        until = self._until
+        if until == _INF:  # a first run is going on and its bound is not set (or there is none)
+            return True
+        if until is not None:
+            if _monotonic() < until:
+                return True
+            if not self.again:
+                self._first = False
+                return False
+        self._until = _INF  # marked before any call: a run nested from here on returns
+        self._first = True
+        if self.bound is not None:
+            self._until = _monotonic() + self.bound
+        return False
+
+    def hold(self, bound: float) -> None:
+        if self._first:
+            self._first = False
+            self._until = _monotonic() + bound
+
+    def reset(self) -> None:
+        self._until = None
+        self._first = False
+
+
+_INF = float("inf")
+
+
+def _monotonic() -> float:
+    import time
+
+    return time.monotonic()
 
 
 class HandlerOrHelper:

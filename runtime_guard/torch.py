@@ -21,13 +21,15 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     ) from exc
 
 from .exit import hard_exit
-from .signals import in_main_thread, install_owned, on_delivery
+from .signals import NestedRun, in_main_thread, install_owned, on_delivery
 from ._threads import QuietTimer, daemon_thread
 
 __all__ = ["install_distributed_teardown", "teardown"]
 
 log = logging.getLogger("runtime_guard.torch")
-_state = {"running": False, "done": False, "deadline": False, "entered": False}
+_state = {"running": False, "done": False, "deadline": False}
+#: The SIGTERM handler's run that is going on (no bound: the deadline timer ends the process).
+_entered = NestedRun()
 _lock = threading.Lock()
 #: What install_distributed_teardown put in place in this process: the handler it installed and the
 #: one it replaced, so a forked child can be given back the handler it would have had.
@@ -54,7 +56,8 @@ def _forget_in_child() -> None:
     except (OSError, RuntimeError, ValueError, TypeError):
         pass
     _installed.clear()
-    _state.update(running=False, done=False, deadline=False, entered=False)
+    _state.update(running=False, done=False, deadline=False)
+    _entered.reset()
 
 
 if hasattr(os, "register_at_fork"):
@@ -173,13 +176,12 @@ def install_distributed_teardown(grace: float = 25.0, *, exit_code: int = 143,
         # the scheduler sends another) runs this handler again, nested, in the same thread, at
         # the next bytecode: wherever the first one is, possibly holding a lock (the Event's
         # condition, _lock, a logging handler's lock). The nested run must take none of them:
-        # it returns before touching anything (a flag read and stored, no call in between). It
+        # it returns before touching anything (NestedRun: a mark read and stored, no call in between). It
         # used to run the whole path, nested: it waited for the locks the first run held (the
         # process ended only at the deadline, 0.9 * grace) or hard-exited under them (flush and
         # atexit work waited on them: ~5 s). tests/runtime_guard/test_torch_nested_sigterm.py
-        if _state["entered"]:
+        if _entered.nested():
             return
-        _state["entered"] = True
         handled.set()
         if _state["running"]:
             return  # the helper thread is already tearing down: keep going
