@@ -52,6 +52,12 @@ import asyncio, os, signal
 from runtime_guard import signals
 signal.signal(signal.SIGTERM, lambda s, f: None)
 
+async def until(cond):  # liveness bound only: a loaded machine may take a while
+    for _ in range(200):
+        if cond():
+            return
+        await asyncio.sleep(0.05)
+
 # asyncio holds the slot first: ours waits, theirs is untouched and works
 loop = asyncio.new_event_loop()
 got = []
@@ -60,7 +66,7 @@ theirs = loop._csock.fileno()
 assert signals.on_delivery(signal.SIGTERM, lambda: None)
 assert slot() == theirs, (slot(), theirs)
 loop.call_soon(os.kill, os.getpid(), signal.SIGUSR1)
-loop.run_until_complete(asyncio.sleep(0.3))
+loop.run_until_complete(until(lambda: got))
 assert got == ["usr1"], got
 # it gives the slot up (its last handler removed): ours takes it then
 loop.remove_signal_handler(signal.SIGUSR1)
@@ -71,7 +77,7 @@ assert slot() == ours, (slot(), ours)
 loop.add_signal_handler(signal.SIGUSR2, got.append, "usr2")
 assert slot() == theirs
 loop.call_soon(os.kill, os.getpid(), signal.SIGUSR2)
-loop.run_until_complete(asyncio.sleep(0.3))
+loop.run_until_complete(until(lambda: len(got) == 2))
 assert got == ["usr1", "usr2"], got
 loop.close()
 assert slot() == ours
@@ -80,7 +86,7 @@ assert slot() == ours
 async def main():
     asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, got.append, "run")
     os.kill(os.getpid(), signal.SIGUSR1)
-    await asyncio.sleep(0.3)
+    await until(lambda: got[-1] == "run")
 asyncio.run(main())
 assert got[-1] == "run", got
 assert slot() == ours
