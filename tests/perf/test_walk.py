@@ -87,11 +87,26 @@ def _sources():
         yield str(path.relative_to(ROOT)), path.read_text()
 
 
+@pytest.fixture(scope="module")
+def parse():
+    """``cst.parse_module``, each source parsed once for this module's tests (a pass over the
+    ~410 sources costs ~1.2 CPU-s; seven tests made nine passes). libcst trees are immutable and
+    every test here only walks or reads them."""
+    trees: dict[str, cst.Module] = {}
+
+    def parse_once(code: str) -> cst.Module:
+        if code not in trees:
+            trees[code] = cst.parse_module(code)
+        return trees[code]
+
+    return parse_once
+
+
 @pytest.mark.parametrize("prune", [None, cst.FunctionDef, cst.Call], ids=["full", "prune-def", "prune-call"])
-def test_walk_matches_libcst_visit(prune):
+def test_walk_matches_libcst_visit(prune, parse):
     for name, code in _sources():
         try:
-            module = cst.parse_module(code)
+            module = parse(code)
         except cst.ParserSyntaxError:
             assert name != "everything", "the all-syntax snippet must parse"
             continue
@@ -101,7 +116,7 @@ def test_walk_matches_libcst_visit(prune):
         assert got.events == expected.events, name
 
 
-def test_positions_of_matches_libcst_metadata():
+def test_positions_of_matches_libcst_metadata(parse):
     """``analyzer.positions_of`` skips what ``MetadataWrapper.resolve`` adds around the
     position provider (an empty batched visit); the map must be the same."""
     from libcst.metadata import MetadataWrapper, PositionProvider
@@ -110,14 +125,14 @@ def test_positions_of_matches_libcst_metadata():
 
     for name, code in _sources():
         try:
-            module = cst.parse_module(code)
+            module = parse(code)
         except cst.ParserSyntaxError:
             continue
         expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
         assert dict(positions_of(module)) == dict(expected), name
 
 
-def test_walk_skipping_layout_visits_every_other_node_in_order():
+def test_walk_skipping_layout_visits_every_other_node_in_order(parse):
     """The engine's walks skip layout nodes (``traversal.TRIVIA``): every other node must
     be visited and left in the same order as a full walk, and nothing under a layout node
     may be anything but layout (else a hook on it would be missed)."""
@@ -125,7 +140,7 @@ def test_walk_skipping_layout_visits_every_other_node_in_order():
 
     for name, code in _sources():
         try:
-            module = cst.parse_module(code)
+            module = parse(code)
         except cst.ParserSyntaxError:
             continue
         full, skipping = Recorder(), Recorder()
@@ -186,7 +201,7 @@ def test_walk_skips_layout_by_default_only_for_plain_hooks():
     assert seen == ["# one"]
 
 
-def test_positions_per_statement_match_the_whole_render():
+def test_positions_per_statement_match_the_whole_render(parse):
     """``positions.Positions`` renders only the top-level statements asked about, starting
     at the line Python's ``ast`` gives; every node's range must equal the whole render's,
     and the whole render must be needed only where the guess cannot be checked."""
@@ -206,7 +221,7 @@ def test_positions_per_statement_match_the_whole_render():
     fell_back = []
     for name, code in [*_sources(), *extra.items()]:
         try:
-            module = cst.parse_module(code)
+            module = parse(code)
             tree = ast.parse(code)
         except (cst.ParserSyntaxError, SyntaxError):
             continue
@@ -280,7 +295,7 @@ class Outer:
 '''
 
 
-def test_positions_render_the_innermost_statement():
+def test_positions_render_the_innermost_statement(parse):
     """Asked for a node deep in a class, ``Positions`` renders the innermost statement that
     the ``ast`` locates (a line of a method), never the whole module, and every position
     still equals the whole render's. Asked deepest first, each node in a fresh instance."""
@@ -290,7 +305,7 @@ def test_positions_render_the_innermost_statement():
     from shutdown_lint.positions import Positions, positions_of
 
     for name, code in [("nested", NESTED), *((n, c) for n, c in _sources() if n.startswith("SHD"))]:
-        module = cst.parse_module(code)
+        module = parse(code)
         tree = ast.parse(code)
         facts = ModuleFacts.build(module)
         full = positions_of(module)
@@ -320,13 +335,13 @@ def test_positions_render_only_a_small_statement_for_a_deep_node():
     assert positions[call].start.line == NESTED.splitlines().index("                m()") + 1
 
 
-def test_leaves_have_nothing_under_them_but_layout():
+def test_leaves_have_nothing_under_them_but_layout(parse):
     """``traversal.LEAVES`` may be skipped by a walk whose hooks do not name them: nothing
     but layout may sit under one, on every source the tests know."""
     from shutdown_lint.traversal import LEAVES, TRIVIA, children
 
     for name, code in [*_sources(), ("nested", NESTED)]:
-        module = cst.parse_module(code)
+        module = parse(code)
 
         class Check(cst.CSTVisitor):
             def on_visit(self, node):
@@ -337,7 +352,7 @@ def test_leaves_have_nothing_under_them_but_layout():
         walk(module, Check())
 
 
-def test_the_rule_pass_sees_every_hooked_node_when_leaves_are_skipped():
+def test_the_rule_pass_sees_every_hooked_node_when_leaves_are_skipped(parse):
     from shutdown_lint.traversal import MultiRuleVisitor
 
     class Seen:
@@ -366,7 +381,7 @@ def test_the_rule_pass_sees_every_hooked_node_when_leaves_are_skipped():
             return ["visit_Call", "leave_Call", "visit_FunctionDef"]
 
     for name, code in [*_sources(), ("nested", NESTED)]:
-        module = cst.parse_module(code)
+        module = parse(code)
         full, skipping = Seen(), NoNames()
         v_full, v_skip = MultiRuleVisitor([full]), MultiRuleVisitor([skipping])
         assert cst.Name not in v_full.skip and cst.Name in v_skip.skip
