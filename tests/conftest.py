@@ -8,6 +8,12 @@ A module whose tests share a module-scoped fixture (a Ray cluster, a built wheel
 multi-node cluster) is kept on one worker (an ``xdist_group`` named after the module), so the
 fixture is set up once, not once per worker that happens to run one of its tests. The CUDA
 tests (tests/gpu) share one GPU: they are one group, run one after the other.
+
+Order: xdist hands out work units (a group, or one test) in the order collected, groups with more
+tests first. A long test handed out last leaves the other workers idle while it runs, so the
+end-to-end tests (``slow``: Ray clusters, torch.distributed, long subprocesses) and the tests that
+ask for a longer timeout than the default (the fuzzing) are collected first, before the many short
+ones that fill the workers up at the end. Only the order changes.
 """
 from __future__ import annotations
 
@@ -34,3 +40,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if defs and defs[-1].scope in ("module", "package"):
                 item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))
                 break
+    # a stable sort: the slow tests first (with the rest of their group, which runs on the same
+    # worker anyway), each part in its collected order
+    def group(item: pytest.Item) -> object:
+        mark = item.get_closest_marker("xdist_group")
+        return (mark.args[0] if mark.args else mark.kwargs.get("name")) if mark is not None else item
+
+    def long(item: pytest.Item) -> bool:  # marked slow, or asks for more time than the default
+        timeout = item.get_closest_marker("timeout")
+        given = timeout.args[0] if timeout is not None and timeout.args else timeout.kwargs.get("timeout") if timeout else None
+        return item.get_closest_marker("slow") is not None or (given or 0) > float(config.getini("timeout") or 0)
+
+    slow = {group(item) for item in items if long(item)}
+    items.sort(key=lambda item: group(item) not in slow)
