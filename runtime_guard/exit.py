@@ -141,23 +141,31 @@ def hard_exit(code: "int | str | None" = 1, *, atexit_timeout: float = ATEXIT_TI
     bounded: each flush waits at most ~2 s, the atexit handlers together at most
     ``atexit_timeout`` s (0 skips them); a hung handler is abandoned and the process exits.
     ``finally`` blocks of other threads and tasks do not run. A second call while one is under
-    way (from an atexit handler, another thread) exits at once with its own status.
+    way (from an atexit handler, another thread) exits at once with its own status. An
+    exception raised while it runs (a KeyboardInterrupt from a signal arriving meanwhile, a
+    RecursionError from signal handlers run inside one another) does not stop the exit.
 
     Signals: none installed or blocked; the helper threads have the caller's mask. Children:
     none started, none waited for.
     """
-    if code is None:
-        status = 0
-    elif isinstance(code, int) and not isinstance(code, bool):
-        status = code & 0xFF
-    else:
-        status = 1
-        try:
-            print(code, file=sys.stderr)
-        except Exception:
-            pass
-    first = _exit_lock.acquire(blocking=False)
-    _bounded(flush_all, "runtime_guard-flush", _FLUSH_TIMEOUT)  # the last log lines first: a handler may hang
-    if first and run_atexit_handlers(atexit_timeout):
-        _bounded(flush_all, "runtime_guard-flush", _FLUSH_TIMEOUT)  # what the handlers printed or logged
+    # The status first, with no call (a call is where CPython runs pending signal handlers), then
+    # everything else under ``except BaseException`` before ``os._exit``: a KeyboardInterrupt from a signal handler (a
+    # SIGINT storm while SIGINT has the default handler), a RecursionError from nested handler
+    # runs or any other error raised here still ends the process, with ``status``.
+    status = code & 0xFF if code.__class__ is int else 0 if code is None else 1
+    try:
+        if status == 1 and code.__class__ is not int:
+            if isinstance(code, int) and not isinstance(code, bool):  # an int subclass (IntEnum)
+                status = code & 0xFF
+            else:
+                try:
+                    print(code, file=sys.stderr)
+                except Exception:
+                    pass
+        first = _exit_lock.acquire(blocking=False)
+        _bounded(flush_all, "runtime_guard-flush", _FLUSH_TIMEOUT)  # the last log lines first: a handler may hang
+        if first and run_atexit_handlers(atexit_timeout):
+            _bounded(flush_all, "runtime_guard-flush", _FLUSH_TIMEOUT)  # what the handlers printed or logged
+    except BaseException:  # the process is ending: nothing is left to hand it to
+        pass
     os._exit(status)
