@@ -9,11 +9,13 @@ multi-node cluster) is kept on one worker (an ``xdist_group`` named after the mo
 fixture is set up once, not once per worker that happens to run one of its tests. The CUDA
 tests (tests/gpu) share one GPU: they are one group, run one after the other.
 
-Order: xdist hands out work units (a group, or one test) in the order collected, groups with more
-tests first. A long test handed out last leaves the other workers idle while it runs, so the
-end-to-end tests (``slow``: Ray clusters, torch.distributed, long subprocesses) and the tests that
-ask for a longer timeout than the default (the fuzzing) are collected first, before the many short
-ones that fill the workers up at the end. Only the order changes.
+Order: xdist hands out work units (a group, or one test) in the order collected
+(``--no-loadscope-reorder`` in pyproject.toml; xdist's own order puts every group, long or short,
+before every single test). A long test handed out last leaves the other workers idle while it
+runs, so the end-to-end tests (``slow``: Ray clusters, torch.distributed, long subprocesses) and
+the tests that ask for a longer timeout than the default (the fuzzing) are collected first, then
+the other groups, then the many short tests that fill the workers up at the end. Only the order
+changes.
 """
 from __future__ import annotations
 
@@ -41,7 +43,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))
                 break
     # a stable sort: the slow tests first (with the rest of their group, which runs on the same
-    # worker anyway), each part in its collected order
+    # worker anyway), then the other groups (each a block of work for one worker), then the
+    # rest, each part in its collected order
     def group(item: pytest.Item) -> object:
         mark = item.get_closest_marker("xdist_group")
         return (mark.args[0] if mark.args else mark.kwargs.get("name")) if mark is not None else item
@@ -52,4 +55,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return item.get_closest_marker("slow") is not None or (given or 0) > float(config.getini("timeout") or 0)
 
     slow = {group(item) for item in items if long(item)}
-    items.sort(key=lambda item: group(item) not in slow)
+    grouped = {group(item) for item in items if item.get_closest_marker("xdist_group") is not None}
+    items.sort(key=lambda item: 0 if group(item) in slow else 1 if group(item) in grouped else 2)
