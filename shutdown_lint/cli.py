@@ -43,6 +43,41 @@ def _split(values: Optional[list[str]]) -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The command's parser. argparse translates three of its own texts while it is built, each
+    time looking for its message catalogue on disk (``gettext.find``: ~1.5M instructions each, ~1%
+    of a warm run): while it is built, the catalogue is looked for once (``_OnceGettext``)."""
+    saved = argparse._
+    argparse._ = _OnceGettext()
+    try:
+        return _build_parser()
+    finally:
+        argparse._ = saved
+
+
+class _OnceGettext:
+    """``gettext.gettext`` (what argparse calls ``_``) for the span of one ``build_parser``: the
+    translation ``gettext.dgettext`` would find for each text, found once (nothing it depends
+    on, the domain, the locale's environment variables, the catalogue files, changes meanwhile)."""
+
+    __slots__ = ("found",)
+
+    def __init__(self) -> None:
+        self.found: Optional[tuple] = None
+
+    def __call__(self, message: str) -> str:
+        if self.found is None:
+            import gettext
+
+            domain = gettext.textdomain()
+            try:
+                self.found = (gettext.translation(domain, gettext.bindtextdomain(domain)),)
+            except OSError:  # no catalogue: dgettext gives the text back
+                self.found = (None,)
+        t = self.found[0]
+        return message if t is None else t.gettext(message)
+
+
+def _build_parser() -> argparse.ArgumentParser:
     from .output import FORMATS
 
     p = argparse.ArgumentParser(

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import threading
+from _thread import RLock
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def signal_name(exc: BaseException) -> str:
 
 # ------------------------------------------------------------------ state
 
-_lock = threading.RLock()  # reentrant: the handler runs in the main thread, which may hold it
+_lock = RLock()  # threading.RLock's own (not importing threading: ~2% of a warm run); reentrant: the handler runs in the main thread, which may hold it
 _depth = 0  # open deferred() blocks (any thread)
 _pending: Optional[int] = None  # a signal that arrived inside a deferred() block
 _stopping = False  # a stop is under way: later signals are ignored
@@ -101,6 +101,14 @@ def _handler(signum: int, _frame) -> None:  # type: ignore[no-untyped-def]
     _fire(signum)
 
 
+def _main_thread() -> bool:
+    """Is this the main thread? Asked of ``threading`` when something imported it; else no thread
+    was started through it (a warm run imports no ``threading``: ~2% of its time), and a thread
+    started with ``_thread`` alone is told by ``signal.signal``'s refusal (``handling``)."""
+    threading = sys.modules.get("threading")
+    return threading is None or threading.current_thread() is threading.main_thread()
+
+
 class handling:
     """Install the stop handlers for SIGINT and SIGTERM (main thread only; elsewhere, or where a
     signal was set to be ignored by whoever started us, nothing changes); restore them on exit.
@@ -115,16 +123,22 @@ class handling:
 
     def __enter__(self) -> "handling":
         global _act, _stopping, _pending, _written, _writes
-        if threading.current_thread() is not threading.main_thread():
+        if not _main_thread():
             return self
         self.state = (_act, _stopping, _pending)  # an enclosing handling() gets them back (not the count)
+        counts = (_written, _writes)
         _act, _stopping, _pending, _written, _writes = self.act, False, None, 0, False
         for signum in STOP_SIGNALS:
             old = signal.getsignal(signum)
             if old is signal.SIG_IGN:  # nohup, a shell's background job: the caller wants it ignored
                 continue
+            try:
+                signal.signal(signum, _handler)
+            except ValueError:  # not the main thread (see ``_main_thread``): nothing was set
+                (_act, _stopping, _pending), (_written, _writes) = self.state, counts
+                self.state = None
+                return self
             self.saved[signum] = old
-            signal.signal(signum, _handler)
         return self
 
     def __exit__(self, *exc: object) -> None:
