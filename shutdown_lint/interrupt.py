@@ -20,8 +20,11 @@ This module imports nothing heavy: the command line installs it on every run, wa
 from __future__ import annotations
 
 import os
-import signal
 import sys
+
+# the C module under ``signal``: the same calls with plain ints, without building signal's enums
+# at import (~1.3% of a warm run); ``signal_name`` imports ``signal`` for a signal's name
+import _signal as signal
 from _thread import RLock
 
 TYPE_CHECKING = False
@@ -45,7 +48,9 @@ def exit_status(exc: BaseException) -> int:
 
 
 def signal_name(exc: BaseException) -> str:
-    return signal.Signals(getattr(exc, "signum", signal.SIGINT)).name
+    import signal as enums
+
+    return enums.Signals(getattr(exc, "signum", signal.SIGINT)).name
 
 
 # ------------------------------------------------------------------ state
@@ -130,7 +135,7 @@ class handling:
         _act, _stopping, _pending, _written, _writes = self.act, False, None, 0, False
         for signum in STOP_SIGNALS:
             old = signal.getsignal(signum)
-            if old is signal.SIG_IGN:  # nohup, a shell's background job: the caller wants it ignored
+            if type(old) is int and old == signal.SIG_IGN:  # nohup, a shell's background job: the caller wants it ignored
                 continue
             try:
                 signal.signal(signum, _handler)
