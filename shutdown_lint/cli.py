@@ -15,7 +15,6 @@ hashlib, json, pathspec or tomllib (with ``--isolated``; a config file needs tom
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -23,6 +22,7 @@ from . import __version__
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
     from typing import Optional, Sequence
 
     from .diagnostic import FileResult
@@ -46,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The command's parser. argparse translates three of its own texts while it is built, each
     time looking for its message catalogue on disk (``gettext.find``: ~1.5M instructions each, ~1%
     of a warm run): while it is built, the catalogue is looked for once (``_OnceGettext``)."""
+    import argparse
+
     saved = argparse._
     argparse._ = _OnceGettext()
     try:
@@ -78,6 +80,8 @@ class _OnceGettext:
 
 
 def _build_parser() -> argparse.ArgumentParser:
+    import argparse
+
     from .output import FORMATS
 
     p = argparse.ArgumentParser(
@@ -90,7 +94,7 @@ def _build_parser() -> argparse.ArgumentParser:
                "  map ENTRY         what a program starts and how each piece stops (see docs/map.md)\n"
                "  server            run the language server (LSP over stdio) for editors; see docs/editors.md\n"
                "                    (needs the lsp extra: pip install 'shutdown-lint[lsp]')",
-        formatter_class=_MetavarCheckFormatter,  # the real one is set below
+        formatter_class=_metavar_check_formatter(),  # the real one is set below
     )
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .); - reads stdin")
     g = p.add_argument_group("fixing")
@@ -158,6 +162,109 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
     return args
 
 
+def _parse_fast(argv: list[str]) -> Optional[_Args]:
+    """``_parse(build_parser(), argv)``'s answer without argparse (``_fast_parse``), or None."""
+    start = _trailing_run(argv)
+    if len(argv) - start <= _LONG_TAIL:
+        return _fast_parse(argv)
+    args = _fast_parse(argv[:start + 1])
+    if args is not None:
+        args.paths = [*args.paths, *argv[start + 1:]]
+    return args
+
+
+#: the options ``_fast_parse`` takes: option -> (dest, kind); the same as ``build_parser``'s
+#: (``tests/engine/test_warm_startup.py`` compares them). Kinds: "true" (store_true), "yes"/"no"
+#: (BooleanOptionalAction), "store", "append", "int" (type=int), "format" (choices=FORMATS)
+_FAST_OPTIONS = {
+    "--fix": ("fix", "yes"), "--no-fix": ("fix", "no"),
+    "--unsafe-fixes": ("unsafe_fixes", "yes"), "--no-unsafe-fixes": ("unsafe_fixes", "no"),
+    "--diff": ("diff", "true"), "--show-fixes": ("show_fixes", "true"), "--add-noqa": ("add_noqa", "true"),
+    "--select": ("select", "append"), "--extend-select": ("extend_select", "append"),
+    "--ignore": ("ignore", "append"), "--per-file-ignores": ("per_file_ignores", "append"),
+    "--target-version": ("target_version", "store"),
+    "--exclude": ("exclude", "append"), "--extend-exclude": ("extend_exclude", "append"),
+    "--force-exclude": ("force_exclude", "true"), "--no-respect-gitignore": ("no_respect_gitignore", "true"),
+    "--stdin-filename": ("stdin_filename", "store"), "--config": ("config", "store"),
+    "--isolated": ("isolated", "true"), "--show-settings": ("show_settings", "store"),
+    "--output-format": ("output_format", "format"), "--statistics": ("statistics", "true"),
+    "--explain": ("explain", "store"), "--list-rules": ("list_rules", "true"),
+    "-q": ("quiet", "true"), "--quiet": ("quiet", "true"), "--exit-zero": ("exit_zero", "true"),
+    "--exit-non-zero-on-fix": ("exit_non_zero_on_fix", "true"), "--watch": ("watch", "true"),
+    "--baseline": ("baseline", "store"), "--write-baseline": ("write_baseline", "store"),
+    "-j": ("jobs", "int"), "--jobs": ("jobs", "int"), "--no-cache": ("no_cache", "true"),
+    "--cache-dir": ("cache_dir", "store"), "--no-prefilter": ("no_prefilter", "true"),
+}
+_FAST_FLAGS = ("true", "yes", "no")
+
+
+class _Args:
+    """``argparse.Namespace``'s stand-in for a command line ``_fast_parse`` read: the same
+    attributes, equal to a Namespace with the same ones."""
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __eq__(self, other: object) -> bool:
+        return vars(self) == getattr(other, "__dict__", None)
+
+    def __repr__(self) -> str:
+        return "_Args(" + ", ".join(f"{k}={v!r}" for k, v in vars(self).items()) + ")"
+
+
+def _fast_parse(argv: list[str]) -> Optional[_Args]:
+    """What ``build_parser().parse_args(argv)`` returns, for a plain command line, without
+    importing argparse or building the parser (~5% of a warm run): options spelled whole, each
+    value its own argument not starting with ``-`` (a valid one: an int for --jobs, a format),
+    the paths one run of arguments not starting with ``-``. None for anything else (help,
+    --version, ``--opt=value``, ``-j2``, abbreviations, ``--``, ``-``, paths in two runs, an
+    error): argparse then parses it, and says what is wrong."""
+    options = _FAST_OPTIONS
+    values: dict = {"paths": []}
+    for dest, kind in options.values():
+        values[dest] = False if kind in _FAST_FLAGS else None
+    paths_at = -1  # where the run of paths starts
+    i, n = 0, len(argv)
+    while i < n:
+        arg = argv[i]
+        if not arg.startswith("-"):
+            if paths_at >= 0:
+                return None  # a second run of paths: argparse has its own view of it
+            paths_at = i
+            while i < n and not argv[i].startswith("-"):
+                i += 1
+            values["paths"] = argv[paths_at:i]
+            continue
+        spec = options.get(arg)
+        if spec is None:
+            return None
+        dest, kind = spec
+        if kind in _FAST_FLAGS:
+            values[dest] = kind != "no"
+            i += 1
+            continue
+        if i + 1 >= n or argv[i + 1].startswith("-"):
+            return None
+        value = argv[i + 1]
+        if kind == "store":
+            values[dest] = value
+        elif kind == "append":
+            values[dest] = [*(values[dest] or ()), value]
+        elif kind == "int":
+            if not (value.isascii() and value.isdigit()):
+                return None
+            values[dest] = int(value)
+        else:
+            from .output import FORMATS
+
+            if value not in FORMATS:
+                return None
+            values[dest] = value
+        i += 2
+    args = _Args()
+    args.__dict__.update(values)
+    return args
+
+
 def _trailing_run(argv: list[str]) -> int:
     """The index where the trailing run of arguments not starting with ``-`` begins. Found
     in the arguments joined by NUL (which no command-line argument holds): a Python loop
@@ -174,13 +281,18 @@ def _trailing_run(argv: list[str]) -> int:
     return start
 
 
-class _MetavarCheckFormatter(argparse.RawDescriptionHelpFormatter):
+def _metavar_check_formatter() -> type:
     """The formatter ``add_argument`` makes to check a metavar, with a fixed width: the default
-    asks the terminal's size, importing shutil (and bz2, lzma) into every run for nothing."""
+    asks the terminal's size, importing shutil (and bz2, lzma) into every run for nothing. A
+    class made when a parser is built (argparse is imported only then: ``_fast_parse``)."""
+    import argparse
 
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
-                 width: Optional[int] = None) -> None:
-        super().__init__(prog, indent_increment, max_help_position, 80 if width is None else width)
+    class _MetavarCheckFormatter(argparse.RawDescriptionHelpFormatter):
+        def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                     width: Optional[int] = None) -> None:
+            super().__init__(prog, indent_increment, max_help_position, 80 if width is None else width)
+
+    return _MetavarCheckFormatter
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -253,11 +365,13 @@ def _main(argv: list[str]) -> int:
     elif argv and _unknown_command(argv[0]):
         raise UsageError(f"unknown command {argv[0]!r} (commands: check, rule, map, server), and no file or "
                          "directory has that name")
-    parser = build_parser()
-    try:
-        args = _parse(parser, argv)
-    except SystemExit as e:  # argparse: --help exits 0, bad usage exits 2
-        return int(e.code or 0)
+    args = _parse_fast(argv)
+    if args is None:  # anything _fast_parse does not take on (help, errors, abbreviations, --opt=value)
+        parser = build_parser()
+        try:
+            args = _parse(parser, argv)
+        except SystemExit as e:  # argparse: --help exits 0, bad usage exits 2
+            return int(e.code or 0)
     if args.watch:
         return _watch(args, argv)
     return _run_args(args)
@@ -399,6 +513,8 @@ def _unknown_command(word: str) -> bool:
 
 def _rule_command(argv: list[str]) -> int:
     """``shutdown-lint rule CODE`` (the page, as ``--explain``), ``rule --all`` (as ``--list-rules``)."""
+    import argparse
+
     p = argparse.ArgumentParser(prog="shutdown-lint rule", description="Show a rule's documentation page.")
     p.add_argument("code", nargs="?", metavar="CODE", help="a code (SHD201) or name (sys-exit-in-task)")
     p.add_argument("--all", action="store_true", help="list every rule")

@@ -95,3 +95,80 @@ def test_handling_without_threading_in_a_bare_thread():
     out = subprocess.run([sys.executable, "-c", _THREAD], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["ok", "False"]
+
+
+# ------------------------------------------------------------------ the command line without argparse
+
+def test_fast_options_are_the_parsers():
+    """``cli._FAST_OPTIONS`` holds every option of ``build_parser`` but help and --version, with its
+    dest and action."""
+    import argparse
+
+    from shutdown_lint import cli
+    from shutdown_lint.output import FORMATS
+
+    kinds = {argparse._StoreTrueAction: "true", argparse._StoreAction: "store", argparse._AppendAction: "append"}
+    want = {}
+    for a in cli.build_parser()._actions:
+        if not a.option_strings or a.dest in ("help", "version"):
+            continue
+        for opt in a.option_strings:
+            if isinstance(a, argparse.BooleanOptionalAction):
+                kind = "no" if opt.startswith("--no-") else "yes"
+                assert a.default is False
+            elif a.type is int:
+                kind = "int"
+                assert a.default is None
+            elif a.choices is not None:
+                kind = "format"
+                assert tuple(a.choices) == tuple(FORMATS) and a.default is None
+            else:
+                kind = kinds[type(a)]
+                assert a.default is (False if kind == "true" else None) and a.type is None and a.choices is None
+            want[opt] = (a.dest, kind)
+    assert cli._FAST_OPTIONS == want
+
+
+_TOKENS = ["a.py", "pkg", "", "x y", "-", "--", "-j", "--jobs", "2", "0", "-1", "x", "+3", "--fix", "--no-fix",
+           "--unsafe-fixes", "--select", "SHD201", "--select=SHD2", "--sel", "--ignore", "--output-format", "json",
+           "concise", "bogus", "-q", "--quiet", "--isolated", "--cache-dir", "--help", "-h", "--version", "-j2",
+           "--exit-zero", "--per-file-ignores", "t/*:SHD1", "--no-prefilter", "--extend-exclude", "--watch", "-qq"]
+
+
+def test_fast_parse_is_argparse():
+    """Wherever ``_parse_fast`` answers, ``_parse`` (argparse) answers the same; where it fails, it does not answer."""
+    import contextlib
+    import io
+    import random
+
+    from shutdown_lint.cli import _fast_parse, _parse, _parse_fast, build_parser
+
+    parser = build_parser()
+    rnd = random.Random(30)
+    answered = 0
+    for k in range(4000):
+        argv = [rnd.choice(_TOKENS) for _ in range(rnd.randrange(0, 8))]
+        if k % 10 == 0:
+            argv += [f"m{i}.py" for i in range(70)]  # a long trailing file list (``_parse``)
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            try:
+                expected = vars(_parse(parser, list(argv)))
+            except SystemExit as e:
+                expected = ("exit", e.code)
+        got = _parse_fast(list(argv))
+        if got is not None:
+            answered += 1
+            assert vars(got) == expected, argv  # (``_parse``: what the command ran before, argparse's answer
+            # for a short command line; a long file list's head only, see ``cli._parse``)
+        if len(argv) < 10:
+            assert _fast_parse(list(argv)) == got
+    assert answered > 300
+
+
+def test_usage_errors_and_help_unchanged():
+    """Through the command: help and a usage error print argparse's text (a real subprocess)."""
+    for argv, code, where in ((["--help"], 0, "usage: shutdown-lint [-h]"), (["-j", "x"], 2, "argument -j/--jobs: invalid int"),
+                              (["--output-format", "nope"], 2, "invalid choice: 'nope'"),
+                              (["a.py", "--fix", "b.py"], 2, "unrecognized arguments: b.py")):
+        out = subprocess.run([sys.executable, "-m", "shutdown_lint", *argv], capture_output=True, text=True, timeout=60)
+        assert out.returncode == code and where in (out.stdout + out.stderr), (argv, out.stdout, out.stderr)
