@@ -18,12 +18,30 @@ import ray  # noqa: E402  (the test extra installs it: a missing ray must fail, 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(240)]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def cluster():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}})
+    """The module's shared cluster: started by the first test that asks for it, kept for the next ones."""
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}})
     yield
-    ray.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def _no_idle_cluster(request):
+    # A test that does not use the shared cluster (the subprocess drivers start their own) runs with it
+    # shut down: idle, its ~10 processes cost CPU-s for the ~100 s those tests take. A later test
+    # that asks for it starts it again (whatever order the tests run in).
+    if "cluster" not in request.fixturenames and ray.is_initialized():
+        ray.shutdown()
+    yield
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _cluster_ends_with_the_module():
+    yield
+    if ray.is_initialized():
+        ray.shutdown()
 
 
 @ray.remote
