@@ -18,8 +18,16 @@ import ray  # noqa: E402  (the test extra installs it: a missing ray must fail, 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(240)]
 
 
+@pytest.fixture(scope="module")
+def _shared_cluster():
+    # module scope: tests/conftest.py keeps the tests that ask for the cluster on one xdist worker
+    yield
+    if ray.is_initialized():
+        ray.shutdown()
+
+
 @pytest.fixture
-def cluster():
+def cluster(_shared_cluster):
     """The module's shared cluster: started by the first test that asks for it, kept for the next ones."""
     if not ray.is_initialized():
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
@@ -35,13 +43,6 @@ def _no_idle_cluster(request):
     if "cluster" not in request.fixturenames and ray.is_initialized():
         ray.shutdown()
     yield
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _cluster_ends_with_the_module():
-    yield
-    if ray.is_initialized():
-        ray.shutdown()
 
 
 @ray.remote
