@@ -55,6 +55,9 @@ _GATHERS = frozenset({"asyncio.gather", "tqdm.asyncio.tqdm.gather", "tqdm.asynci
 #: ``asyncio.wait``: it waits for the tasks and returns ``(done, pending)`` without retrieving an
 #: exception for the caller; what observes is what the code then does with the done set.
 _WAITS = frozenset({"asyncio.wait", "asyncio.tasks.wait"})
+#: builtins that copy a collection of tasks into another one (``asyncio.wait(list(d.values()))``):
+#: the copy holds the same tasks, so it is followed as the collection itself.
+_COPIES = frozenset({"list", "set", "tuple", "frozenset", "sorted"})
 
 OBSERVED = "observed"
 UNOBSERVED = "unobserved"
@@ -109,7 +112,9 @@ class UnobservedTaskException(Rule):
     name nobody reads, or unpacked into a done set that is only counted, tested or cancelled.
     It is observed when the done set is asked (`for t in done: t.result()`, `t.exception()`,
     `await t`, `await gather(*done)`, `done.pop().result()`, the set handed to a call or
-    returned), or when the task itself is (`t.result()` after the wait). Measured
+    returned), or when the task itself is (`t.result()` after the wait). A builtin copy handed
+    straight to `wait` (`list(d.values())`, `set`, `tuple`, `frozenset`, `sorted`, `[*tasks]`)
+    holds the same tasks and is read the same way; any other copy stays a hand-over. Measured
     (tests/behaviour/test_shd102_asyncio_wait.py): each flagged shape ends with status 0 and
     the error never reaching the program; each observing shape raises it (status 1). A
     `return_when=FIRST_COMPLETED` call still counts as observing: it is a race whose code asks
@@ -1001,6 +1006,10 @@ class UnobservedTaskException(Rule):
                 return self._follow_collection(f.value)
         if isinstance(f, cst.Name) and f.value in _NEUTRAL_FUNCS:
             return UNOBSERVED, None
+        if (mode == "collection" and isinstance(f, cst.Name) and f.value in _COPIES and call.args[0] is arg
+                and not arg.star and arg.keyword is None and self._waited_on(call)
+                and self.facts.lookup(f.value, self.facts.scope_of(call)) is None):
+            return self._follow(call, "collection")  # ``asyncio.wait(list(tasks))``: the same tasks
         if self._discarding_gather(call):
             self._lost_in_gather = True
             return UNOBSERVED, None
@@ -1010,6 +1019,15 @@ class UnobservedTaskException(Rule):
                 self._lost_in_wait = True
             return verdict
         return OBSERVED, None  # gather/shield/supervise or another function: handed over
+
+    def _waited_on(self, copy: cst.Call) -> bool:
+        """``copy`` (``list(tasks)``) is a positional argument of ``asyncio.wait``; any other use
+        of a copy stays a hand-over."""
+        arg = self.facts.parent(copy)
+        if not (isinstance(arg, cst.Arg) and arg.keyword is None and not arg.star):
+            return False
+        outer = self.facts.parent(arg)
+        return isinstance(outer, cst.Call) and self.facts.call_name(outer) in _WAITS
 
     def _wait_result(self, call: cst.Call) -> tuple[str, Optional[str]]:
         """What the code does with ``asyncio.wait``'s ``(done, pending)``: a task whose
@@ -1794,6 +1812,12 @@ def _handed_over(node: ast.AST, parents: dict) -> bool:
         return False
     if isinstance(func, ast.Name) and func.id in _NEUTRAL_FUNCS:
         return False
+    if type(func) is ast.Name and func.id in _COPIES and parent.args and parent.args[0] is node:
+        outer = parents.get(id(parent))
+        if type(outer) is ast.Call and any(a is parent for a in outer.args) and _last_name(outer.func) == "wait":
+            # ``asyncio.wait(list(tasks))``: ``_as_argument`` follows the copy as the
+            # collection; handed over at once, it is OBSERVED in either mode
+            return _handed_over(parent, parents)
     if (func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else "") == "wait" \
             and not any(k.arg == "return_when" and _last_name(k.value) not in ("ALL_COMPLETED", "FIRST_EXCEPTION")
                         for k in parent.keywords):

@@ -95,7 +95,8 @@ def table(use: str) -> str:
     return _TABLE.format(use=use)
 
 
-case(False, 0, table("await asyncio.wait(list(self._tasks.values()))"))
+# (a builtin copy of the tasks is the same tasks: waited on and the done set discarded, lost)
+case(True, 1, table("await asyncio.wait(list(self._tasks.values()))"))
 case(False, 0, table("await asyncio.gather(*self._tasks.values())"))
 # (asyncio.wait observes only through its done set: discarded, the failure is lost; asked, it is not)
 case(True, 1, table("await asyncio.wait(self._tasks)"))
