@@ -16,33 +16,15 @@ a subprocess:
 """
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
-import textwrap
-
 import pytest
 
 from shutdown_lint.analyzer import lint_source
 from shutdown_lint.settings import Settings
+from wait_shapes import assert_lost_or_raised, marked_lines, program, spawn_lines
 
 SETTINGS = Settings(selected=("SHD102",), target_version="py311")
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-PROGRAM = textwrap.dedent('''
-    import asyncio
-    import gc
-    import sys
-
-
-    async def boom(i):
-        await asyncio.sleep(0.01 * i)
-        if i == 1:
-            raise RuntimeError(f"lost {i}")
-        return i
-
-
+PROGRAM = program('''
     async def discard():
         tasks = [asyncio.create_task(boom(i)) for i in range(3)]  # lost
         await asyncio.wait(tasks)
@@ -126,16 +108,6 @@ PROGRAM = textwrap.dedent('''
         tasks = [asyncio.create_task(boom(i)) for i in range(3)]
         await asyncio.wait(tasks)
         print([t.result() for t in tasks])
-
-
-    if __name__ == "__main__":
-        shape = globals()[sys.argv[1]]
-        if asyncio.iscoroutinefunction(shape):
-            asyncio.run(shape())
-        else:
-            shape()
-        gc.collect()
-        print("finished normally")
 ''')
 
 LOST = ["discard", "discard_timeout", "first_exception_discarded", "underscore", "done_counted", "done_cancelled",
@@ -143,34 +115,14 @@ LOST = ["discard", "discard_timeout", "first_exception_discarded", "underscore",
 OBSERVED = ["for_result", "gather_done", "await_done", "first_exception_checked", "popped", "original_asked"]
 
 
-def _spawn_lines(shapes: list[str]) -> set[int]:
-    """The line of the spawn in each of ``shapes``' functions."""
-    lines = PROGRAM.splitlines()
-    found = set()
-    for shape in shapes:
-        start = next(i for i, line in enumerate(lines) if re.match(rf"(async )?def {shape}\(", line))
-        found.add(next(i for i in range(start, len(lines)) if "create_task(" in lines[i]) + 1)
-    return found
-
-
 def test_lost_shapes_flagged_and_observing_shapes_not():
     diags = lint_source(PROGRAM.encode(), "waits.py", SETTINGS).diagnostics
-    assert {d.line for d in diags} == _spawn_lines(LOST)
-    assert {d.line for d in diags} == {i for i, line in enumerate(PROGRAM.splitlines(), 1) if line.endswith("# lost")}
+    assert {d.line for d in diags} == spawn_lines(PROGRAM, LOST)
+    assert {d.line for d in diags} == marked_lines(PROGRAM)
     assert all("`asyncio.wait`" in d.message for d in diags)
-    assert not {d.line for d in diags} & _spawn_lines(OBSERVED)
+    assert not {d.line for d in diags} & spawn_lines(PROGRAM, OBSERVED)
 
 
 @pytest.mark.timeout(120)
 def test_exception_lost_or_raised_for_real(tmp_path):
-    path = tmp_path / "waits.py"
-    path.write_text(PROGRAM)
-    for shape in LOST + OBSERVED:
-        run = subprocess.run([sys.executable, str(path), shape], cwd=tmp_path, capture_output=True, text=True,
-                             timeout=60)
-        raised = "RuntimeError: lost 1" in run.stderr and "never retrieved" not in run.stderr
-        if shape in LOST:
-            # the program goes on as if nothing failed; at most the garbage collector's log line
-            assert (run.returncode, run.stdout.splitlines()[-1], raised) == (0, "finished normally", False), shape
-        else:
-            assert run.returncode == 1 and raised and "finished normally" not in run.stdout, (shape, run.stderr)
+    assert_lost_or_raised(tmp_path, PROGRAM, LOST, OBSERVED)

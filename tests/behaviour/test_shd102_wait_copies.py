@@ -9,31 +9,17 @@ receives the tasks (`asyncio.wait(mine(tasks))`) is still a hand-over: not repor
 """
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
 from shutdown_lint.analyzer import lint_source
 from shutdown_lint.settings import Settings
+from wait_shapes import assert_lost_or_raised, marked_lines, program, spawn_lines
 
 SETTINGS = Settings(selected=("SHD102",), target_version="py311")
 
-PROGRAM = textwrap.dedent('''
-    import asyncio
-    import gc
-    import sys
-
-
-    async def boom(i):
-        await asyncio.sleep(0.01 * i)
-        if i == 1:
-            raise RuntimeError(f"lost {i}")
-        return i
-
-
+PROGRAM = program('''
     async def list_of_values():
         d = {i: asyncio.create_task(boom(i)) for i in range(3)}  # lost
         done, pending = await asyncio.wait(list(d.values()))
@@ -94,12 +80,6 @@ PROGRAM = textwrap.dedent('''
     async def user_function():
         tasks = [asyncio.create_task(boom(i)) for i in range(3)]
         await asyncio.wait(mine(tasks))
-
-
-    if __name__ == "__main__":
-        asyncio.run(globals()[sys.argv[1]]())
-        gc.collect()
-        print("finished normally")
 ''')
 
 LOST = ["list_of_values", "set_discarded", "tuple_counted", "frozenset_discarded", "sorted_discarded",
@@ -108,22 +88,13 @@ OBSERVED = ["list_of_values_asked", "set_gathered", "starred_asked"]
 HANDED_ON = ["user_function"]
 
 
-def _spawn_lines(shapes: list[str]) -> set[int]:
-    lines = PROGRAM.splitlines()
-    found = set()
-    for shape in shapes:
-        start = next(i for i, line in enumerate(lines) if re.match(rf"(async )?def {shape}\(", line))
-        found.add(next(i for i in range(start, len(lines)) if "create_task(" in lines[i]) + 1)
-    return found
-
-
 def test_copies_followed_like_the_tasks():
     diags = lint_source(PROGRAM.encode(), "copies.py", SETTINGS).diagnostics
     lines = {d.line for d in diags}
-    assert lines == _spawn_lines(LOST)
-    assert lines == {i for i, line in enumerate(PROGRAM.splitlines(), 1) if line.endswith("# lost")}
+    assert lines == spawn_lines(PROGRAM, LOST)
+    assert lines == marked_lines(PROGRAM)
     assert all("`asyncio.wait`" in d.message for d in diags)
-    assert not lines & _spawn_lines(OBSERVED + HANDED_ON)
+    assert not lines & spawn_lines(PROGRAM, OBSERVED + HANDED_ON)
 
 
 @pytest.mark.parametrize("source", [
@@ -172,14 +143,4 @@ def test_not_reported_when_handed_on(source):
 
 @pytest.mark.timeout(120)
 def test_exception_lost_or_raised_for_real(tmp_path):
-    path = tmp_path / "copies.py"
-    path.write_text(PROGRAM)
-    for shape in LOST + OBSERVED:
-        run = subprocess.run([sys.executable, str(path), shape], cwd=tmp_path, capture_output=True, text=True,
-                             timeout=60)
-        raised = "RuntimeError: lost 1" in run.stderr and "never retrieved" not in run.stderr
-        if shape in LOST:
-            assert (run.returncode, run.stdout.splitlines()[-1], raised) == (0, "finished normally", False), \
-                (shape, run.stderr)
-        else:
-            assert run.returncode == 1 and raised and "finished normally" not in run.stdout, (shape, run.stderr)
+    assert_lost_or_raised(tmp_path, PROGRAM, LOST, OBSERVED)
