@@ -23,7 +23,7 @@ from . import __version__
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from typing import Optional, Sequence
+    from typing import Any, Callable, Optional, Sequence
 
     from .diagnostic import FileResult
 
@@ -150,26 +150,27 @@ _LONG_TAIL = 64
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
     """``parser.parse_args(argv)``, without handing argparse every path of a long file list
-    (pre-commit, ``$(git ls-files)``: thousands; argparse spends ~1 us on each). The trailing run
-    of arguments that do not start with ``-`` is split: its first argument is parsed with the
-    options (it may be the value of the option just before it), the others can only be paths
-    (no option takes more than one value) and are appended to ``paths`` as they are."""
-    start = _trailing_run(argv)
-    if len(argv) - start <= _LONG_TAIL:
-        return parser.parse_args(argv)
-    args = parser.parse_args(argv[:start + 1])
-    args.paths = [*(args.paths or []), *argv[start + 1:]]
-    return args
+    (``_split_paths``)."""
+    return _split_paths(parser.parse_args, argv)
 
 
 def _parse_fast(argv: list[str]) -> Optional[_Args]:
     """``_parse(build_parser(), argv)``'s answer without argparse (``_fast_parse``), or None."""
+    return _split_paths(_fast_parse, argv)
+
+
+def _split_paths(parse: Callable[[list[str]], Any], argv: list[str]) -> Any:
+    """``parse(argv)`` for a command line that may end in a long file list (pre-commit, ``$(git
+    ls-files)``: thousands; argparse spends ~1 us on each). The trailing run of arguments that do
+    not start with ``-`` is split: its first argument is parsed with the options (it may be the
+    value of the option just before it), the others can only be paths (no option takes more than
+    one value) and are appended to ``paths`` as they are. ``parse`` may answer None (not taken on)."""
     start = _trailing_run(argv)
     if len(argv) - start <= _LONG_TAIL:
-        return _fast_parse(argv)
-    args = _fast_parse(argv[:start + 1])
+        return parse(argv)
+    args = parse(argv[:start + 1])
     if args is not None:
-        args.paths = [*args.paths, *argv[start + 1:]]
+        args.paths = [*(args.paths or []), *argv[start + 1:]]
     return args
 
 
