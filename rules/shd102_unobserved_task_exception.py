@@ -58,6 +58,8 @@ _WAITS = frozenset({"asyncio.wait", "asyncio.tasks.wait"})
 #: builtins that copy a collection of tasks into another one (``asyncio.wait(list(d.values()))``):
 #: the copy holds the same tasks, so it is followed as the collection itself.
 _COPIES = frozenset({"list", "set", "tuple", "frozenset", "sorted"})
+#: ``asyncio.wait``'s ``return_when`` values that wait for every task or for a failure (not a race)
+_NOT_A_RACE = ("ALL_COMPLETED", "FIRST_EXCEPTION")
 
 OBSERVED = "observed"
 UNOBSERVED = "unobserved"
@@ -1042,8 +1044,8 @@ class UnobservedTaskException(Rule):
         an ``Event.wait()``, a sleep or a poll in a thread, which cannot fail; one a client-disconnect
         listener)."""
         for a in call.args:
-            if a.keyword is not None and a.keyword.value == "return_when" and _code(a.value).rsplit(".", 1)[-1] not in (
-                    "ALL_COMPLETED", "FIRST_EXCEPTION"):
+            if (a.keyword is not None and a.keyword.value == "return_when"
+                    and _code(a.value).rsplit(".", 1)[-1] not in _NOT_A_RACE):
                 return OBSERVED, None  # a race (``FIRST_COMPLETED``), or a mode this reading cannot place
         node: cst.CSTNode = call
         parent = self.facts.parent(node)
@@ -1818,9 +1820,8 @@ def _handed_over(node: ast.AST, parents: dict) -> bool:
             # ``asyncio.wait(list(tasks))``: ``_as_argument`` follows the copy as the
             # collection; handed over at once, it is OBSERVED in either mode
             return _handed_over(parent, parents)
-    if (func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else "") == "wait" \
-            and not any(k.arg == "return_when" and _last_name(k.value) not in ("ALL_COMPLETED", "FIRST_EXCEPTION")
-                        for k in parent.keywords):
+    if _last_name(func) == "wait" and not any(k.arg == "return_when" and _last_name(k.value) not in _NOT_A_RACE
+                                              for k in parent.keywords):
         return False  # ``asyncio.wait``: ``_wait_result`` follows what is done with its result
     return not any(k.arg == "return_exceptions" for k in parent.keywords)
 
