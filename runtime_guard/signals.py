@@ -413,7 +413,7 @@ def _take_slot() -> None:
             if not in_main_thread():
                 raise ValueError("not the main thread")
         else:
-            _exchange(lambda old: w if old == -1 else old, lambda fd: fd != w and _others.get(fd, True))
+            _claim(w)
     except (OSError, ValueError, RuntimeError):  # ValueError: not the main thread
         os.close(r)
         os.close(w)
@@ -427,11 +427,16 @@ def _take_slot() -> None:
 
 def _retake() -> None:
     """Our pipe exists: take the slot again only where it is unowned (-1)."""
-    w = _wake[1]
     try:
-        _exchange(lambda old: w if old in (-1, w) else old, lambda fd: fd != w and _others.get(fd, True))
+        _claim(_wake[1])
     except (OSError, ValueError, RuntimeError):
         pass
+
+
+def _claim(w: int) -> None:
+    """Main thread: the wakeup fd becomes ``w`` where the slot is unowned (-1) or ``w`` already;
+    an owner's fd is set back, with the warn flag it set through our wrapper."""
+    _exchange(lambda old: w if old in (-1, w) else old, lambda fd: fd != w and _others.get(fd, True))
 
 
 def _trio_runs_here() -> bool:
