@@ -197,6 +197,21 @@ STAGE_TEXT = "text"  # no rule: the pre-filter or candidate tier 1 (words) ruled
 STAGE_TREE = "tree"  # no rule: candidate tier 2 (Python's ast) ruled every rule out
 STAGE_LIBCST = "libcst"  # parsed with libcst and linted
 STAGE_NEWER = "newer-syntax"  # this Python's ast rejected it, libcst parsed it (newer syntax): linted
+STAGE_AST = "ast"  # linted on the candidate tier's ast alone (every candidate rule ported, no edits wanted)
+
+
+def _ast_mode() -> str:
+    """``SHUTDOWN_LINT_AST``: ``off`` (libcst only), ``on`` (the ast path where it may be taken),
+    ``both`` (both engines where ``on`` would take the ast path; the libcst result is kept and each
+    difference is written to stderr). Read once per process."""
+    import os
+
+    mode = os.environ.get("SHUTDOWN_LINT_AST", "off").strip().lower()
+    return mode if mode in ("off", "on", "both") else "off"
+
+
+#: the detection engine for files whose candidate rules all detect on ast (``_ast_mode``)
+AST_MODE = _ast_mode()
 
 
 def select_rules(source: bytes, path: str, settings: Settings,
@@ -206,6 +221,7 @@ def select_rules(source: bytes, path: str, settings: Settings,
     Python's ``ast`` could not parse the file: libcst, which knows newer syntax, judges).
     Raises ``AnalysisError`` for a file too deeply nested for Python's own parser."""
     _tier2.asked = None
+    _tier2.tree = None
     candidates = list(rules) if rules is not None else rules_for(path, settings)
     if not settings.prefilter:
         if candidates:
@@ -232,6 +248,7 @@ def select_rules(source: bytes, path: str, settings: Settings,
 
     candidates = candidate_stage.filter_rules_by_tree(tree, candidates, settings, project)
     _tier2.asked = (path, asked[0]) if asked else None
+    _tier2.tree = (path, tree)
     if not candidates:
         return [], STAGE_TREE
     return candidates, STAGE_LIBCST if tree is not None else STAGE_NEWER
@@ -252,23 +269,50 @@ def _asked_view(path: str) -> tuple[bool, object]:
     return True, asked[1]
 
 
+def _tier2_tree(path: str):
+    """The candidate tier's ``Tree`` of the last ``select_rules`` of this thread for ``path``, or None."""
+    found = getattr(_tier2, "tree", None)
+    _tier2.tree = None
+    return found[1] if found is not None and found[0] == path else None
+
+
 def analyze(source: bytes, path: str, settings: Settings, rules: Optional[Sequence[type[Rule]]] = None,
-            stage: Optional[list[str]] = None, deps: Optional[dict] = None) -> Optional[Analysis]:
+            stage: Optional[list[str]] = None, deps: Optional[dict] = None, on_ast: bool = False):
     """Run the rules on ``source``. ``None`` when the candidate stages rule the file out.
     ``stage``, when given, receives the stage that decided (``select_rules``); ``deps``, the other
     modules whose summaries the candidate tier read when it ruled the file out (the file's result
     depends on them as on those a walk reads).
 
+    ``on_ast``: when every candidate rule detects on ``ast`` (``Rule.ast_check``) and the candidate
+    tier's tree is at hand with exact names, lint on it (an ``ast_engine.engine.AstAnalysis``, stage
+    ``STAGE_AST``: no libcst parse, no fix edits); else the libcst ``Analysis``.
+
     Raises ``AnalysisError`` when the file cannot be parsed.
     """
     candidates, decided = select_rules(source, path, settings, rules)
     asked, view = _asked_view(path)
-    if stage is not None:
-        stage.append(decided)
+    tree = _tier2_tree(path)
     if not candidates:
+        if stage is not None:
+            stage.append(decided)
         if deps is not None and view is not None:
             deps.update(view.deps)  # type: ignore[attr-defined]
         return None
+    if on_ast and decided == STAGE_LIBCST and tree is not None and tree.exact_names:
+        from .ast_engine import engine
+
+        if engine.ported(candidates):
+            try:
+                found = engine.analyze(source, path, settings, candidates, tree,
+                                       view if asked else project_view(path))
+            except RecursionError:  # a query too deep for the ast engine: the libcst path judges
+                found = None
+            if found is not None:
+                if stage is not None:
+                    stage.append(STAGE_AST)
+                return found
+    if stage is not None:
+        stage.append(decided)
     try:
         module = _parse_module(source, path)
     except AnalysisError as e:
@@ -333,11 +377,50 @@ def lint_source(source: bytes, path: str, settings: Settings, *, fix_edits: bool
 
 
 def _lint_source(source: bytes, path: str, settings: Settings, fix_edits: bool) -> FileResult:
+    if AST_MODE == "off" or fix_edits:
+        return _lint_one(source, path, settings, fix_edits, False)
+    result = _lint_one(source, path, settings, fix_edits, True)
+    if AST_MODE == "on" or result.stage != STAGE_AST:
+        return result
+    kept = _lint_one(source, path, settings, fix_edits, False)
+    _report_differences(path, result, kept)
+    return kept
+
+
+def _report_differences(path: str, on_ast: FileResult, on_libcst: FileResult) -> None:
+    """``SHUTDOWN_LINT_AST=both``: one stderr line per difference between the two engines' results."""
+    import sys
+
+    def rows(r: FileResult) -> list:
+        return [d.to_dict() for d in r.diagnostics]
+
+    def without_edits(d: dict) -> dict:
+        fix = d.get("fix")
+        return {**d, "fix": {**fix, "edits": []}} if fix else d
+
+    lines = []
+    a, b = rows(on_ast), [without_edits(d) for d in rows(on_libcst)]
+    for d in a:
+        if d not in b:
+            lines.append(f"only on ast: {d}")
+    for d in b:
+        if d not in a:
+            lines.append(f"only on libcst: {d}")
+    if not lines and a != b:
+        lines.append("diagnostics in another order")
+    for name in ("error", "warnings", "deps", "parsed"):
+        if getattr(on_ast, name) != getattr(on_libcst, name):
+            lines.append(f"{name}: ast {getattr(on_ast, name)!r} libcst {getattr(on_libcst, name)!r}")
+    for line in lines:
+        sys.stderr.write(f"ast-engine difference: {path}: {line}\n")
+
+
+def _lint_one(source: bytes, path: str, settings: Settings, fix_edits: bool, on_ast: bool) -> FileResult:
     result = FileResult(path)
     stage: list[str] = []
     deps: dict = {}
     try:
-        analysis = analyze(source, path, settings, stage=stage, deps=deps)
+        analysis = analyze(source, path, settings, stage=stage, deps=deps, on_ast=on_ast)
     except AnalysisError as e:
         result.error = str(e)
         return result
@@ -381,9 +464,12 @@ def _newer_than_target(source: bytes, path: str, settings: Settings) -> Optional
             f"(Python {sys.version_info[0]}.{sys.version_info[1]} says: {msg}); linted with libcst")
 
 
-def _collect(analysis: Analysis, result: FileResult, path: str, fix_edits: bool) -> None:
+def _collect(analysis, result: FileResult, path: str, fix_edits: bool) -> None:
     findings = analysis.active_findings()
-    result.diagnostics = [analysis.diagnostic(f, with_edits=fix_edits) for f in findings]
+    if isinstance(analysis, Analysis):
+        result.diagnostics = [analysis.diagnostic(f, with_edits=fix_edits) for f in findings]
+    else:  # the ast engine's (no edits)
+        result.diagnostics = [analysis.diagnostic(f) for f in findings]
     # a file with no findings parses its suppressions only if it has any to check
     if analysis.findings or "noqa" in analysis.text or "shutdown-lint" in analysis.text:
         for line, code in analysis.suppressions.unknown:

@@ -237,6 +237,10 @@ class Rule:
     options: ClassVar[dict[str, Option]] = {}
     #: Oldest Python this rule's fix may produce code for, e.g. "py311" for TaskGroup.
     fix_min_target: ClassVar[str | None] = None
+    #: The rule's detection on Python's ``ast`` (an ``ast_engine.AstCheck`` subclass), or None:
+    #: a file whose candidate rules all have one is linted on the candidate tier's ``ast`` when
+    #: no fix edits are wanted (``analyzer``, ``SHUTDOWN_LINT_AST``); the libcst hooks stay for edits.
+    ast_check: ClassVar[Any] = None
     valid: ClassVar[Sequence[str | Valid]] = ()
     invalid: ClassVar[Sequence[Invalid]] = ()
 
