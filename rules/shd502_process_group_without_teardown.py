@@ -7,11 +7,14 @@ import libcst as cst
 
 from shutdown_lint.prefilter import words as C
 from shutdown_lint import facts as F
+from shutdown_lint.ast_engine import AstCheck, FixPlan
+from shutdown_lint.ast_engine.execution import execution_of
+from shutdown_lint.ast_engine.facts import first_argument
 from shutdown_lint.prefilter import ast_tree as T
 from shutdown_lint.facts import FunctionInfo, reachable
 from shutdown_lint.facts.elsewhere import resolve_elsewhere
 from shutdown_lint.facts.vocabulary import _BUILTINS
-from shutdown_lint.rule import Fix, InsertAfter, Invalid, Option, Rule
+from shutdown_lint.rule import Applicability, Fix, InsertAfter, Invalid, Option, Rule
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
 from ._vocabulary import CLEANUP_WORDS, mentions
@@ -20,9 +23,202 @@ _DESTROY = "destroy_process_group"
 _GUARD_WORDS = ("install_distributed_teardown",)
 #: a call ``_destroys`` accepts spells one of these
 _TEARDOWN_WORDS = (_DESTROY, *_GUARD_WORDS)
+_MESSAGE = ("process group created with no teardown path (`destroy_process_group` in a finally, cleanup "
+            "method or SIGTERM handler): when this rank is stopped the other ranks block in their next "
+            "collective until the timeout")
+_FIX_MESSAGE = "Install the SIGTERM teardown right after the init"
 
 
-class ProcessGroupWithoutTeardown(Rule):
+class _Teardown:
+    """What SHD502 decides, on either tree (``ProcessGroupWithoutTeardown``: libcst; ``_Ast``:
+    ``ast``). The tree answers ``_first_arg_text``, ``_module_text_has``, ``_function_text_has``,
+    ``_calls_destroy``, ``_elsewhere``; ``_where`` gives ``contexts``/``callers``."""
+
+    def _finding(self, node) -> Optional[str]:
+        """The message for init call ``node``, or None (not an init call, or a teardown path)."""
+        if self.facts.call_name(node) not in set(self.config["init_calls"]):
+            return None
+        if self._has_teardown(node):
+            return None
+        found, looked = self._teardown_in_project()
+        if found:
+            return None
+        return _MESSAGE + F.looked_in(looked, "teardown")
+
+    def _installs_sigterm_handler(self) -> bool:
+        """The module installs a SIGTERM handler of its own (``signal.signal(SIGTERM, ...)`` or a
+        loop's ``add_signal_handler(SIGTERM, ...)``): the file's own handler is chained, but the
+        teardown then ends the process, so a handler that only asks the program to stop
+        gracefully loses that stop (docs/fix-safety.md) and the fix is unsafe there."""
+        for call in self.facts.calls:
+            name = self.facts.call_name(call) or ""
+            if name == "signal.signal" or name.endswith("add_signal_handler"):
+                text = self._first_arg_text(call)
+                if text is not None and "SIGTERM" in text:
+                    return True
+        return False
+
+    # ------------------------------------------------------------------ teardown paths
+    def _has_teardown(self, call) -> bool:
+        f = self.facts
+        if self._module_level_teardown():
+            return True
+        fn = f.enclosing_function(call)
+        if fn is None:
+            return False
+        where = self._where
+        area = reachable([fn], where.callers)
+        area |= reachable(area, lambda g: {c for _, c in f.callees(g)})
+        cls = fn.cls
+        if cls is not None:
+            area |= set(cls.methods.values())
+        sites = self._teardown_sites()
+        if any(F.CALLBACK in where.contexts(g) or mentions(g.name, CLEANUP_WORDS) for g in sites):
+            # a signal/atexit handler that tears down is process-wide; a module that ships a
+            # `shutdown_*()` teardown leaves calling it to its framework (Ray Train's backend)
+            return True
+        if any(g in sites for g in area):
+            return True
+        # a guard word the source lacks is in no function's code: no render needed
+        guards = [w for w in _GUARD_WORDS if f.spells(w)]
+        return bool(guards) and any(self._function_text_has(g, guards) for g in area)
+
+    def _teardown_in_project(self) -> tuple[Optional[str], Optional[list[str]]]:
+        """A teardown in another module of the project (the project index): a cleanup path of
+        this module that calls a function elsewhere that destroys the group, or a module
+        importing this one that destroys it on its shutdown path (``train.py``'s ``finally``)."""
+        f = self.facts
+        if f.project is None:
+            return None, None
+        if "_project_td" in self.__dict__:
+            return self._project_td
+        found: Optional[str] = None
+        for c in f.calls:
+            g = f.scope_of(c)
+            if not (f.in_cleanup_block(c) or (g is not None and self._on_teardown_path(c, g))):
+                continue
+            # only a function whose calls spell the teardown matters: the index need not read a
+            # module whose text shows it is not one
+            other = self._elsewhere(c)
+            if other is not None and any(_destroys(call[0]) and len(call) <= 3 for call in other.info["calls"]):
+                found = other.where()
+                break
+        looked: list[str] = []
+        if found is None:
+            # `destroy_process_group(self.sub_group)` elsewhere releases a subgroup, not this one
+            found, looked = F.teardown_elsewhere(f.project, lambda written, args: _destroys(written) and not args,
+                                                 lambda name: mentions(name, CLEANUP_WORDS), words=_TEARDOWN_WORDS)
+        self._project_td = (found, [F.display_path(p) for p in looked])
+        return self._project_td
+
+    def _module_level_teardown(self) -> bool:
+        if "_module_td" not in self.__dict__:
+            self._module_td = self._module_text_has(_TEARDOWN_WORDS)
+        return self._module_td
+
+    def _teardown_sites(self) -> set[FunctionInfo]:
+        """Functions that tear the group down on a teardown path."""
+        if "_sites" in self.__dict__:
+            return self._sites
+        f = self.facts
+        where = self._where
+        # functions that call destroy_process_group anywhere, and same-module wrappers of them
+        destroyers: set[FunctionInfo] = set()
+        direct: set[int] = set()
+        for c in f.calls:
+            if self._calls_destroy(c):
+                direct.add(id(c))
+                g = f.scope_of(c)
+                if g is not None:
+                    destroyers.add(g)
+        destroyers = reachable(destroyers, where.callers)
+        sites: set[FunctionInfo] = set()
+        for c in f.calls:
+            g = f.scope_of(c)
+            if g is None:
+                continue
+            target = f.resolve_call(c)
+            if id(c) in direct or (target is not None and target in destroyers):
+                if self._on_teardown_path(c, g):
+                    sites.add(g)
+        # a destroyer reached from a signal/atexit callback or a cleanup-named function
+        for g in destroyers:
+            if mentions(g.name, CLEANUP_WORDS) or F.CALLBACK in where.contexts(g):
+                sites.add(g)
+        self._sites = sites
+        return sites
+
+    def _on_teardown_path(self, call, fn: FunctionInfo) -> bool:
+        if mentions(fn.name, CLEANUP_WORDS) or F.CALLBACK in self._where.contexts(fn):
+            return True
+        return self.facts.in_cleanup_block(call)
+
+
+# ------------------------------------------------------------------ detection on ast
+class _Ast(_Teardown, AstCheck):
+    """SHD502 on ``ast`` (``ast_engine``): the same decisions (``_Teardown``), the tree's answers
+    read from ``ast`` and the source text (libcst's ``code_for_node`` of statements:
+    ``_owned_lines``)."""
+
+    def visit_Call(self, node: ast.Call) -> None:
+        message = self._finding(node)
+        if message is None:
+            return
+        fix = None
+        # libcst's fix needs a ``SimpleStatementLine``: a simple statement on its own line(s)
+        stmt = self.facts.enclosing_statement(node)
+        if stmt is not None and not isinstance(stmt, _COMPOUND) and _in_indented_block(self.facts, stmt):
+            fix = FixPlan(Applicability.UNSAFE if self._installs_sigterm_handler() else Applicability.SAFE,
+                          _FIX_MESSAGE)
+        self.report(node, message, fix=fix)
+
+    def _first_arg_text(self, call: ast.Call) -> Optional[str]:
+        value = first_argument(call)
+        return None if value is None else _owned_paren_text(self.facts, call, value)
+
+    def _module_text_has(self, words: tuple[str, ...]) -> bool:
+        f = self.facts
+        if not any(f.spells(w) for w in words):
+            return False  # a word the source lacks is in no statement's code
+        lines = f.lines
+        body = f.module.body
+        i = 0
+        prev_last = None  # the last line of the previous statement line (its footer included)
+        while i < len(body):
+            j = i
+            while j + 1 < len(body) and _same_line(lines, body[j], body[j + 1]):
+                j += 1
+            group = body[i:j + 1]
+            hi = _last_line(lines, group[-1])
+            if not (isinstance(group[0], (*_DEFS, ast.ClassDef))
+                    or all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in group)):
+                lo = _first_line(lines, group[0])
+                if prev_last is not None:  # the module's first statement owns no lines above it
+                    lo = _leading(lines, lo, prev_last)
+                text = "".join(lines[lo - 1:hi])
+                if any(w in text for w in words):
+                    return True
+            prev_last = hi
+            i = j + 1
+        return False
+
+    def _function_text_has(self, fn: FunctionInfo, words: list[str]) -> bool:
+        lo, hi = _owned_lines(self.facts, fn.node)
+        text = "".join(self.facts.lines[lo - 1:hi])
+        return any(w in text for w in words)
+
+    def _calls_destroy(self, call: ast.Call) -> bool:
+        return _written(call.func) == _DESTROY
+
+    def _elsewhere(self, call: ast.Call):
+        return self.facts.resolve_elsewhere(call.func, call, _TEARDOWN_WORDS)
+
+    @property
+    def _where(self):
+        return execution_of(self.facts)
+
+
+class ProcessGroupWithoutTeardown(_Teardown, Rule):
     """
     ## What it does
     Flags `torch.distributed.init_process_group(...)` (through `import torch.distributed as
@@ -122,6 +318,7 @@ class ProcessGroupWithoutTeardown(Rule):
         "init_calls": Option(["torch.distributed.init_process_group"], list,
                              "qualified names of calls that create a process group", item_kind=str),
     }
+    ast_check = _Ast
     # tier 1: the init calls (the option's default; a rule with options set always runs)
     candidate = C.qualified(*options["init_calls"].default)
     # tier 2: an init call (the option's default; set options bypass) the file does not cover itself
@@ -285,136 +482,40 @@ class ProcessGroupWithoutTeardown(Rule):
 
     # ------------------------------------------------------------------ visitors
     def visit_Call(self, node: cst.Call) -> None:
-        if self.facts.call_name(node) not in set(self.config["init_calls"]):
-            return
-        if self._has_teardown(node):
-            return
-        found, looked = self._teardown_in_project()
-        if found:
+        message = self._finding(node)
+        if message is None:
             return
         stmt = self.facts.enclosing_statement(node)
         fix = None
         if isinstance(stmt, cst.SimpleStatementLine) and isinstance(
                 self.facts.parent(stmt), (cst.IndentedBlock, cst.Module)):
             line = cst.SimpleStatementLine([cst.Expr(guard_call("torch.install_distributed_teardown"))])
-            # The file's own SIGTERM handler is chained, but the teardown then ends the process:
-            # a handler that only asks the program to stop gracefully loses that stop
-            # (docs/fix-safety.md), so the fix is unsafe there.
             make = Fix.unsafe if self._installs_sigterm_handler() else Fix.safe
-            fix = make(InsertAfter(stmt, (line,)), IMPORT_RUNTIME_GUARD,
-                       message="Install the SIGTERM teardown right after the init")
-        self.report(
-            node,
-            "process group created with no teardown path (`destroy_process_group` in a finally, cleanup "
-            "method or SIGTERM handler): when this rank is stopped the other ranks block in their next "
-            "collective until the timeout" + F.looked_in(looked, "teardown"),
-            fix=fix,
-        )
+            fix = make(InsertAfter(stmt, (line,)), IMPORT_RUNTIME_GUARD, message=_FIX_MESSAGE)
+        self.report(node, message, fix=fix)
 
-    def _installs_sigterm_handler(self) -> bool:
-        """The module installs a SIGTERM handler of its own (``signal.signal(SIGTERM, ...)`` or a
-        loop's ``add_signal_handler(SIGTERM, ...)``)."""
-        for call in self.facts.calls:
-            name = self.facts.call_name(call) or ""
-            if name == "signal.signal" or name.endswith("add_signal_handler"):
-                if call.args and "SIGTERM" in cst.Module([]).code_for_node(call.args[0].value):
-                    return True
-        return False
+    # ------------------------------------------------------------------ what the tree answers
+    def _first_arg_text(self, call: cst.Call) -> Optional[str]:
+        return cst.Module([]).code_for_node(call.args[0].value) if call.args else None
 
-    # ------------------------------------------------------------------ teardown paths
-    def _has_teardown(self, call: cst.Call) -> bool:
-        f = self.facts
-        if self._module_level_teardown():
-            return True
-        fn = f.enclosing_function(call)
-        if fn is None:
-            return False
-        area = reachable([fn], f.callers)
-        area |= reachable(area, lambda g: {c for _, c in f.callees(g)})
-        cls = fn.cls
-        if cls is not None:
-            area |= set(cls.methods.values())
-        sites = self._teardown_sites()
-        if any(F.CALLBACK in f.contexts(g) or mentions(g.name, CLEANUP_WORDS) for g in sites):
-            # a signal/atexit handler that tears down is process-wide; a module that ships a
-            # `shutdown_*()` teardown leaves calling it to its framework (Ray Train's backend)
-            return True
-        if any(g in sites for g in area):
-            return True
-        # a guard word the source lacks is in no function's code: no render needed
-        guards = [w for w in _GUARD_WORDS if f.spells(w)]
-        return bool(guards) and any(any(w in f.module.code_for_node(g.node) for w in guards) for g in area)
+    def _module_text_has(self, words: tuple[str, ...]) -> bool:
+        m = self.facts.module
+        text = "".join(m.code_for_node(s) for s in m.body if not _is_def_or_import(s))
+        return any(w in text for w in words)
 
-    def _teardown_in_project(self) -> tuple[Optional[str], Optional[list[str]]]:
-        """A teardown in another module of the project (the project index): a cleanup path of
-        this module that calls a function elsewhere that destroys the group, or a module
-        importing this one that destroys it on its shutdown path (``train.py``'s ``finally``)."""
-        f = self.facts
-        if f.project is None:
-            return None, None
-        if "_project_td" in self.__dict__:
-            return self._project_td
-        found: Optional[str] = None
-        for c in f.calls:
-            g = f._call_scope.get(c)
-            if not (f.in_cleanup_block(c) or (g is not None and self._on_teardown_path(c, g))):
-                continue
-            # only a function whose calls spell the teardown matters: the index need not read a
-            # module whose text shows it is not one
-            other = resolve_elsewhere(f, c.func, c, _TEARDOWN_WORDS)
-            if other is not None and any(_destroys(call[0]) and len(call) <= 3 for call in other.info["calls"]):
-                found = other.where()
-                break
-        looked: list[str] = []
-        if found is None:
-            # `destroy_process_group(self.sub_group)` elsewhere releases a subgroup, not this one
-            found, looked = F.teardown_elsewhere(f.project, lambda written, args: _destroys(written) and not args,
-                                                 lambda name: mentions(name, CLEANUP_WORDS), words=_TEARDOWN_WORDS)
-        self._project_td = (found, [F.display_path(p) for p in looked])
-        return self._project_td
+    def _function_text_has(self, fn: FunctionInfo, words: list[str]) -> bool:
+        code = self.facts.module.code_for_node(fn.node)
+        return any(w in code for w in words)
 
-    def _module_level_teardown(self) -> bool:
-        if "_module_td" not in self.__dict__:
-            m = self.facts.module
-            text = "".join(m.code_for_node(s) for s in m.body if not _is_def_or_import(s))
-            self._module_td = _DESTROY in text or any(w in text for w in _GUARD_WORDS)
-        return self._module_td
+    def _calls_destroy(self, call: cst.Call) -> bool:
+        return isinstance(call.func, (cst.Attribute, cst.Name)) and _last_name(call.func) == _DESTROY
 
-    def _teardown_sites(self) -> set[FunctionInfo]:
-        """Functions that tear the group down on a teardown path."""
-        if "_sites" in self.__dict__:
-            return self._sites
-        f = self.facts
-        # functions that call destroy_process_group anywhere, and same-module wrappers of them
-        destroyers: set[FunctionInfo] = set()
-        direct: list[cst.Call] = []
-        for c in f.calls:
-            if isinstance(c.func, (cst.Attribute, cst.Name)) and _last_name(c.func) == _DESTROY:
-                direct.append(c)
-                g = f._call_scope.get(c)
-                if g is not None:
-                    destroyers.add(g)
-        destroyers = reachable(destroyers, f.callers)
-        sites: set[FunctionInfo] = set()
-        for c in f.calls:
-            g = f._call_scope.get(c)
-            if g is None:
-                continue
-            target = f.resolve_call(c)
-            if c in direct or (target is not None and target in destroyers):
-                if self._on_teardown_path(c, g):
-                    sites.add(g)
-        # a destroyer reached from a signal/atexit callback or a cleanup-named function
-        for g in destroyers:
-            if mentions(g.name, CLEANUP_WORDS) or F.CALLBACK in f.contexts(g):
-                sites.add(g)
-        self._sites = sites
-        return sites
+    def _elsewhere(self, call: cst.Call):
+        return resolve_elsewhere(self.facts, call.func, call, _TEARDOWN_WORDS)
 
-    def _on_teardown_path(self, call: cst.Call, fn: FunctionInfo) -> bool:
-        if mentions(fn.name, CLEANUP_WORDS) or F.CALLBACK in self.facts.contexts(fn):
-            return True
-        return self.facts.in_cleanup_block(call)
+    @property
+    def _where(self):
+        return self.facts
 
 
 def _destroys(written: str) -> bool:
@@ -434,6 +535,179 @@ def _last_name(expr: cst.BaseExpression) -> Optional[str]:
     if isinstance(expr, cst.Attribute):
         return expr.attr.value
     return None
+
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_COMPOUND = (*_DEFS, ast.ClassDef, ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, *T.TRYS,
+             *((ast.Match,) if hasattr(ast, "Match") else ()))
+_INDENT = " \t\x0c"
+
+
+def _blank_or_comment(line: str) -> bool:
+    rest = line.lstrip(_INDENT)
+    return not rest.strip() or rest[0] == "#"
+
+
+def _starts_line(lines: list[str], stmt: ast.stmt) -> bool:
+    """``stmt`` begins a logical line (libcst: a block of its own, not a suite after ``:``)."""
+    line = lines[stmt.lineno - 1]
+    if stmt.col_offset != len(line) - len(line.lstrip(_INDENT)):
+        return False
+    prev = lines[stmt.lineno - 2].rstrip("\r\n") if stmt.lineno > 1 else ""
+    return not (prev.endswith("\\") and "#" not in prev)
+
+
+def _block_of(parent: ast.AST, stmt: ast.stmt) -> list:
+    """The statement list of ``parent`` that holds ``stmt``."""
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(parent, name, None)
+        if type(block) is list and any(s is stmt for s in block):
+            return block
+    return [stmt]
+
+
+def _in_indented_block(facts, stmt: ast.stmt) -> bool:
+    """libcst files ``stmt`` under a ``SimpleStatementLine`` of an ``IndentedBlock`` or the module
+    (not a ``SimpleStatementSuite`` on its compound statement's header line)."""
+    parent = facts.parent(stmt)
+    if parent is None or type(parent) is ast.Module:
+        return True
+    return _starts_line(facts.lines, _block_of(parent, stmt)[0])
+
+
+def _last_block(lines: list[str], stmt: ast.stmt) -> Optional[list]:
+    """The statements of the last clause of compound ``stmt`` (an ``elif``'s, an ``else``'s,
+    a ``finally``'s...); None for a simple statement."""
+    t = type(stmt)
+    if t is ast.If:
+        o = stmt.orelse
+        if len(o) == 1 and type(o[0]) is ast.If and lines[o[0].lineno - 1].lstrip(_INDENT).startswith("elif"):
+            return _last_block(lines, o[0])
+        return o or stmt.body
+    if t in (ast.For, ast.AsyncFor, ast.While):
+        return stmt.orelse or stmt.body
+    if t in T.TRYS:
+        return stmt.finalbody or stmt.orelse or (stmt.handlers[-1].body if stmt.handlers else stmt.body)
+    if t.__name__ == "Match":
+        return stmt.cases[-1].body
+    if isinstance(stmt, _COMPOUND):
+        return stmt.body
+    return None
+
+
+def _first_line(lines: list[str], stmt: ast.stmt) -> int:
+    """The first line of ``stmt``: its first decorator's ``@``."""
+    decorators = getattr(stmt, "decorator_list", None)
+    if not decorators:
+        return stmt.lineno
+    n = decorators[0].lineno
+    while n > 1 and not lines[n - 1].lstrip(_INDENT).startswith("@"):
+        n -= 1
+    return n
+
+
+def _last_line(lines: list[str], stmt: ast.stmt) -> int:
+    """The last line libcst files under ``stmt``: a compound statement's indented last block
+    owns the blank and comment lines after it up to the last one that starts with its indent."""
+    last = stmt.end_lineno
+    block = _last_block(lines, stmt)
+    if not block or not _starts_line(lines, block[0]):
+        return last
+    first = lines[block[0].lineno - 1]
+    indent = first[:len(first) - len(first.lstrip(_INDENT))]
+    j = last
+    while j < len(lines) and _blank_or_comment(lines[j]):
+        j += 1
+        if lines[j - 1].startswith(indent):
+            last = j
+    return last
+
+
+def _leading(lines: list[str], first: int, floor: int) -> int:
+    """The first of the blank and comment lines right above line ``first`` (not above ``floor``)."""
+    while first - 1 > floor and _blank_or_comment(lines[first - 2]):
+        first -= 1
+    return first
+
+
+def _same_line(lines: list[str], a: ast.stmt, b: ast.stmt) -> bool:
+    """``a; b``: one libcst ``SimpleStatementLine``."""
+    if isinstance(a, _COMPOUND) or isinstance(b, _COMPOUND):
+        return False
+    if b.lineno == a.end_lineno:
+        return True
+    rest = lines[a.end_lineno - 1].encode("utf-8")[a.end_col_offset:]
+    return rest.lstrip().startswith(b";")
+
+
+def _owned_lines(facts, stmt: ast.stmt) -> tuple[int, int]:
+    """The lines of libcst's ``code_for_node(stmt)`` (a def, a class, a compound statement): the
+    blank and comment lines above it that its block does not give the statement before (the
+    module's first statement has none: they are the module's header), to its last line and,
+    for an indented last block, the lines ``_last_line`` adds."""
+    lines = facts.lines
+    first = _first_line(lines, stmt)
+    parent = facts.parent(stmt)
+    block = _block_of(parent, stmt) if parent is not None else [stmt]
+    i = next(k for k, s in enumerate(block) if s is stmt)
+    if i == 0 and (parent is None or type(parent) is ast.Module):
+        return first, _last_line(lines, stmt)
+    floor = _last_line(lines, block[i - 1]) if i > 0 else 0
+    return _leading(lines, first, floor), _last_line(lines, stmt)
+
+
+def _owned_paren_text(facts, call: ast.Call, value: ast.AST) -> str:
+    """libcst's ``code_for_node`` of argument ``value`` of ``call``: its source with the
+    parentheses it owns (``f((x  # c\\n))``: the comment is the value's)."""
+    text = facts.segment(value)
+    before = _between(facts, call.func.end_lineno, call.func.end_col_offset, value.lineno, value.col_offset)
+    opens = _open_parens(before)
+    if len(opens) < 2:  # only the call's own parenthesis
+        return text
+    after = _between(facts, value.end_lineno, value.end_col_offset, call.end_lineno, call.end_col_offset)
+    close = _close_parens(after, len(opens) - 1)
+    return before[opens[1]:] + text + after[:close]
+
+
+def _between(facts, line: int, col: int, end_line: int, end_col: int) -> str:
+    """The source from (``line``, byte ``col``) to (``end_line``, byte ``end_col``)."""
+    lines = facts.lines
+    a = facts.column(line, col)
+    b = facts.column(end_line, end_col)
+    if line == end_line:
+        return lines[line - 1][a:b]
+    return "".join([lines[line - 1][a:], *lines[line:end_line - 1], lines[end_line - 1][:b]])
+
+
+def _open_parens(text: str) -> list[int]:
+    """Where ``(`` stands in ``text`` (the source between a callee and its first argument's
+    value: parentheses, ``*``, ``name =``, whitespace and comments), comments skipped."""
+    out, i = [], 0
+    while i < len(text):
+        c = text[i]
+        if c == "#":
+            while i < len(text) and text[i] not in "\r\n":
+                i += 1
+            continue
+        if c == "(":
+            out.append(i)
+        i += 1
+    return out
+
+
+def _close_parens(text: str, count: int) -> int:
+    """The end of the ``count``-th ``)`` in ``text``, comments skipped."""
+    i = 0
+    while i < len(text) and count:
+        c = text[i]
+        if c == "#":
+            while i < len(text) and text[i] not in "\r\n":
+                i += 1
+            continue
+        if c == ")":
+            count -= 1
+        i += 1
+    return i
 
 
 # ------------------------------------------------------------------ candidate tier 2 (ast)
