@@ -352,7 +352,9 @@ class _Execution:
         whose text names ``ray``."""
         f = self.facts
         self.remote_bases: dict[ClassInfo, tuple[str, bool]] = {}
-        for actor in self.ray_classes:
+        # source order: a base shared by several actors is named after the first, the same in every run
+        # (a set of ClassInfo iterates in id order)
+        for actor in [c for c in f.classes if c in self.ray_classes]:
             chain = [actor]
             todo = [actor]
             while todo:
