@@ -13,10 +13,11 @@ aliases); what does is written here for ``ast``. Where the two trees differ:
   ``except`` handler's body (its own function's) is in one.
 - ``name_nodes`` and ``_Binding.order`` count ``ast.Name`` nodes only: libcst's ``Name`` is
   also the name of a def, a class, a parameter, a keyword argument, an attribute, an alias.
-- ``code_for_node``: a statement's lines (with the comment and blank lines above it, as libcst
-  files them under the statement, and without its own indentation), an expression's source
-  slice (``ast.get_source_segment``: without parentheses around the node, which libcst's
-  ``code_for_node`` includes when the node owns them).
+- ``code_for_node``: libcst's text, rebuilt from the source lines (the leading comment and blank
+  lines a statement owns, block footers, relative indentation, owned parentheses, ``elif`` as
+  ``if``); equal on every statement alone on its line and every call, callee and argument of the
+  tests' sources. A statement sharing its line (``a; b``, ``if x: f()``) gives its bare slice
+  (libcst's adds the ``;`` and the space after it).
 - ``_is_main_guard``: ``"__ma" "in__"`` counts (``ast`` joins the strings; libcst's does not).
 - ``except* E as e`` binds nothing (as libcst's collector, which binds ``ExceptHandler`` names only).
 """
@@ -356,35 +357,186 @@ class AstFacts(TreeShape, Names):
         return "".join([head, *lines[first + 1:last], tail])
 
     def code_for_node(self, node: ast.AST) -> str:
-        """The node's code, as libcst's ``Module.code_for_node`` gives it where the two agree:
-        an expression's source slice (parentheses the node owns left out); a statement's lines
-        from the comment and blank lines above it (those libcst files under it) to its last
-        line's end, its own indentation taken off every line that starts with it. The
-        module: the whole text."""
+        """The node's code as libcst's ``Module.code_for_node`` gives it: an expression's source
+        slice (without parentheses around it, which libcst includes when the node owns them); a
+        statement alone on its line(s): from the comment and blank lines above it that libcst files
+        under it (not the module's header, not a block footer of the statement before) to its end,
+        with the comment lines of its own blocks' footers, its indentation taken off each line that
+        starts with it, but the inner lines of strings and backslash continuations (``_verbatim_lines``); a
+        statement sharing its line (``a; b``, ``if x: f()``): its slice. The module: its text."""
         if isinstance(node, ast.Module):
             return self.code()
         if not isinstance(node, ast.stmt):
+            return self._expression_code(node)
+        parent = self._parents.get(node)
+        body, i = _body_holding(parent, node)
+        if body is None or (i > 0 and body[i - 1].end_lineno == node.lineno) or (
+                i + 1 < len(body) and body[i + 1].lineno == node.end_lineno) or self._on_header_line(node):
             return self.segment(node)
         lines = self.lines
-        first = node.lineno - 1
-        while first > 0 and _blank_or_comment(lines[first - 1]) and not self._ends_statement_at(first):
+        first = (node.decorator_list[0].lineno if isinstance(node, _DECORATED) and node.decorator_list
+                 else node.lineno) - 1
+        if i > 0:
+            floor = self._claimed_end(body[i - 1])
+        elif type(parent) is ast.Module:
+            floor = first  # the module's header is the module's
+        else:
+            floor = 0
+        while first > floor and _blank_or_comment(lines[first - 1]):
             first -= 1
-        if isinstance(node, _DECORATED) and node.decorator_list:
-            first = min(first, node.decorator_list[0].lineno - 1)
-        chunk = lines[first:node.end_lineno]  # type: ignore[attr-defined]
+        last = self._claimed_end(node)
+        chunk = lines[first:last]
         indent = lines[node.lineno - 1][:node.col_offset]
         if indent and not indent.strip():
-            chunk = [ln[len(indent):] if ln.startswith(indent) else ln.lstrip(" \t") for ln in chunk]
+            verbatim = self._verbatim_lines()
+            chunk = [ln[len(indent):] if ln.startswith(indent) and (first + k + 1) not in verbatim else ln
+                     for k, ln in enumerate(chunk)]
+        k = node.lineno - 1 - first
+        if type(node) is ast.If and chunk[k].lstrip().startswith("elif"):  # libcst renders an ``elif`` as ``if``
+            head = chunk[k]
+            at = len(head) - len(head.lstrip())
+            chunk[k] = head[:at] + head[at + 2:]
         text = "".join(chunk)
         return text if text.endswith(("\n", "\r")) else text + "\n"
 
-    def _ends_statement_at(self, line: int) -> bool:
-        """A statement ends on 1-based ``line`` (a string spanning lines ends there)."""
-        ends = self.__dict__.get("_statement_ends")
-        if ends is None:
-            ends = self.__dict__["_statement_ends"] = {getattr(n, "end_lineno", 0) for n in self._parents
-                                                       if isinstance(n, ast.stmt)}
-        return line in ends
+    def _expression_code(self, node: ast.AST) -> str:
+        """An expression's code as libcst renders it: with the parentheses it owns (those around
+        it that are not its parent's call or class parentheses), later lines without the
+        indentation of the statement it is in (but inside strings and after a backslash)."""
+        if not hasattr(node, "lineno"):
+            return ""
+        line, col, end_line, end_col = node.lineno, node.col_offset, node.end_lineno, node.end_col_offset
+        parent = self._parents.get(node)
+        if type(node) is ast.GeneratorExp and type(parent) is ast.Call and \
+                (parent.end_lineno, parent.end_col_offset) == (end_line, end_col):
+            # ``f(x for x in y)``: the parentheses (and the space inside them) are the call's
+            return self._lines_of(line, col + 1, end_line, end_col - 1, node).strip(" \t\r\n\\")
+        else:
+            pairs = []
+            a, b = (line, col), (end_line, end_col)
+            while True:
+                before, after = self._paren_before(*a), self._paren_after(*b)
+                if before is None or after is None:
+                    break
+                pairs.append((before, after))
+                a, b = before, after
+            if pairs and _sole_argument(parent, node):
+                pairs.pop()  # the outermost pair is the call's (or the class's)
+            if pairs:
+                (line, col), (end_line, end_col) = pairs[-1][0], (pairs[-1][1][0], pairs[-1][1][1])
+        return self._lines_of(line, col, end_line, end_col, node)
+
+    def _lines_of(self, line: int, col: int, end_line: int, end_col: int, node: ast.AST) -> str:
+        """The text from (line, byte col) to (end line, byte col), later lines without the
+        indentation of ``node``'s statement (but inside strings and after a backslash)."""
+        lines = self.lines
+        first = lines[line - 1].encode("utf-8")
+        if line == end_line:
+            return first[col:end_col].decode("utf-8", errors="replace")
+        chunk = [first[col:].decode("utf-8", errors="replace"), *lines[line:end_line - 1],
+                 lines[end_line - 1].encode("utf-8")[:end_col].decode("utf-8", errors="replace")]
+        stmt = self.enclosing_statement(node)
+        indent = lines[stmt.lineno - 1][:stmt.col_offset] if stmt is not None else ""
+        if indent and not indent.strip():
+            verbatim = self._verbatim_lines()
+            chunk = [chunk[0]] + [ln[len(indent):] if ln.startswith(indent) and (line + k + 1) not in verbatim
+                                  else ln for k, ln in enumerate(chunk[1:])]
+        return "".join(chunk)
+
+    def _paren_before(self, line: int, col: int) -> Optional[tuple[int, int]]:
+        """The (line, byte column) of a ``(`` just before (line, col), spaces between, same line."""
+        text = self.lines[line - 1].encode("utf-8")[:col].rstrip(b" \t")
+        return (line, len(text) - 1) if text.endswith(b"(") else None
+
+    def _paren_after(self, line: int, col: int) -> Optional[tuple[int, int]]:
+        """The (line, byte column after it) of a ``)`` just after (line, col), spaces between, same line."""
+        text = self.lines[line - 1].encode("utf-8")
+        rest = text[col:]
+        stripped = rest.lstrip(b" \t")
+        return (line, col + len(rest) - len(stripped) + 1) if stripped.startswith(b")") else None
+
+    def _claimed_end(self, stmt: ast.stmt) -> int:
+        """The last line libcst files under ``stmt``: its end, or for a statement whose last
+        block is indented, that block's footer: the comment lines after it up to the last one
+        indented at least as the block."""
+        end = stmt.end_lineno
+        block = _last_block(stmt)
+        if not block or block[0].lineno == stmt.lineno or self._on_header_line(block[0]):
+            return end
+        depth = block[0].col_offset
+        lines = self.lines
+        j, last = end, end
+        while j < len(lines) and _blank_or_comment(lines[j]):
+            text = lines[j]
+            if text.strip() and len(text.encode("utf-8")) - len(text.lstrip(" \t").encode("utf-8")) >= depth:
+                last = j + 1
+            j += 1
+        return last
+
+    def _verbatim_lines(self) -> set[int]:
+        """Lines (1-based) libcst renders verbatim inside a statement: the second and later lines
+        of a string, and a line after a backslash continuation. Every other line (a logical line,
+        a continuation inside brackets, a comment or blank line) is rendered from the enclosing
+        block's indentation, so a statement's code leaves its own indentation off them."""
+        found = self.__dict__.get("_verbatim")
+        if found is not None:
+            return found
+        found = set()
+        prev_end, prev_kind = 0, tokenize.NEWLINE
+        breaks = (tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.COMMENT)
+        try:
+            for tok in tokenize.generate_tokens(io.StringIO(self.source_text or "").readline):
+                line, end = tok.start[0], tok.end[0]
+                if line > prev_end and prev_end and prev_kind not in breaks:
+                    found.update(range(prev_end + 1, line + 1))  # ``\`` continuation
+                if end > line:
+                    found.update(range(line + 1, end + 1))
+                prev_end, prev_kind = end, tok.type
+        except (tokenize.TokenError, SyntaxError):
+            pass
+        self.__dict__["_verbatim"] = found
+        return found
+
+
+def _sole_argument(parent: Optional[ast.AST], node: ast.AST) -> bool:
+    """``node`` is the only argument of a call or the only base of a class: the parentheses
+    right around it are the parent's."""
+    if type(parent) is ast.Call:
+        return len(parent.args) + len(parent.keywords) == 1 and parent.func is not node
+    if type(parent) is ast.ClassDef:
+        return len(parent.bases) + len(parent.keywords) == 1
+    return False
+
+
+def _body_holding(parent: Optional[ast.AST], stmt: ast.stmt) -> tuple[Optional[list], int]:
+    """The body list of ``parent`` that holds ``stmt``, and its index there."""
+    for name in ("body", "orelse", "finalbody"):
+        body = getattr(parent, name, None)
+        if type(body) is list:
+            for i, s in enumerate(body):
+                if s is stmt:
+                    return body, i
+    return None, -1
+
+
+def _last_block(stmt: ast.AST) -> Optional[list]:
+    """The statements of ``stmt``'s last indented block (``elif``/``else``/``except``/``finally``
+    included), or None for a simple statement."""
+    if type(stmt) not in _COMPOUND:
+        return None
+    if getattr(stmt, "finalbody", None):
+        return stmt.finalbody  # type: ignore[attr-defined]
+    if getattr(stmt, "orelse", None):
+        orelse = stmt.orelse  # type: ignore[attr-defined]
+        if type(stmt) is ast.If and len(orelse) == 1 and type(orelse[0]) is ast.If and \
+                orelse[0].col_offset == stmt.col_offset and orelse[0].lineno != stmt.lineno:
+            return _last_block(orelse[0]) or orelse  # ``elif``
+        return orelse
+    if getattr(stmt, "handlers", None):
+        return stmt.handlers[-1].body  # type: ignore[attr-defined]
+    if type(stmt).__name__ == "Match":
+        return stmt.cases[-1].body if stmt.cases else None  # type: ignore[attr-defined]
+    return getattr(stmt, "body", None)
 
 
 #: statements with a body (a body on their header's line is no statement of its own in libcst)

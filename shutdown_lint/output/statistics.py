@@ -45,12 +45,14 @@ def stages_line(stages: dict[str, int]) -> str:
 
     st = stages.get
     skipped = st("text", 0) + st("tree", 0)
-    full = st("libcst", 0) + st("newer-syntax", 0)
+    full = st("libcst", 0) + st("newer-syntax", 0) + st("ast", 0)
     here = f"{sys.version_info[0]}.{sys.version_info[1]}"
     text = (f"Checked {plural(sum(stages.values()), 'file')}: {skipped} held nothing the selected rules look for "
             f"(not syntax-checked), {full} analysed in full")
     if st("newer-syntax"):
         text += f" ({st('newer-syntax')} of them in syntax newer than Python {here})"
+    if st("ast"):  # every rule that looked detects on Python's ast: no libcst parse (SHUTDOWN_LINT_AST)
+        text += f" ({st('ast')} of them on Python's ast alone)"
     text += f", {st('error', 0)} could not be analysed"
     if st("unknown"):
         text += f", {st('unknown')} from an older cache that did not record how"

@@ -137,6 +137,18 @@ def compare_facts(source: str) -> int:
     assert [_describe_function(c, f) for f in c.functions] == [_describe_function(a, f) for f in a.functions]
     assert [_describe_class(k) for k in c.classes] == [_describe_class(k) for k in a.classes]
     assert _module_facts(c) == _module_facts(a)
+    # code_for_node: every call, callee and argument; every statement that is alone on its line(s)
+    for cc, ac in zip(c.calls, a.calls):
+        args = [x.value if type(x) is ast.Starred else x for x in ac.args]
+        for x, y in [(cc, ac), (cc.func, ac.func), *zip([arg.value for arg in cc.args], args)]:
+            assert a.code_for_node(y) == both.module.code_for_node(x), both.cst_span(x)
+    statements = {both.cst_span(n)[:2]: n for n in both.cst_nodes((cst.BaseStatement,))}
+    for st in ast.walk(both.tree):
+        if isinstance(st, ast.stmt):
+            first = st.decorator_list[0] if getattr(st, "decorator_list", None) else st
+            cs = statements.get((first.lineno, a.column(first.lineno, first.col_offset - (first is not st))))
+            if cs is not None and not (isinstance(cs, cst.SimpleStatementLine) and len(cs.body) > 1):
+                assert a.code_for_node(st) == both.module.code_for_node(cs), (st.lineno, type(st).__name__)
     # statements enclosing each call: the same start (libcst's line holds ``a; b``: compare compound ones)
     for cc, ac in zip(c.calls, a.calls):
         cs, as_ = c.enclosing_statement(cc), a.enclosing_statement(ac)
@@ -537,3 +549,11 @@ def test_no_ast_path_without_exact_names_or_for_newer_syntax(monkeypatch):
     result = lint_source(nfkc.encode(), "n.py", settings, fix_edits=False)
     assert result.stage == STAGE_LIBCST and result.diagnostics == []
     assert ast_tree.parse(nfkc.encode()).exact_names is False
+
+
+def test_statistics_count_ast_files_as_analysed_in_full():
+    from shutdown_lint.output.statistics import stages_line
+
+    line = stages_line({"text": 5, "libcst": 2, "ast": 3})
+    assert "5 held nothing" in line and "5 analysed in full (3 of them on Python's ast alone)" in line
+    assert "Python's ast" not in stages_line({"text": 5, "libcst": 2})
