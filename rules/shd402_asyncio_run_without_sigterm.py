@@ -1,13 +1,16 @@
 from __future__ import annotations
 
 import ast
+from typing import Optional
 
 import libcst as cst
 
+from shutdown_lint.ast_engine import AstCheck, FixPlan
+from shutdown_lint.ast_engine.execution import execution_of, positional
 from shutdown_lint.prefilter import words as C
 from shutdown_lint.prefilter import ast_tree as T
 from shutdown_lint.facts import FunctionInfo, reachable
-from shutdown_lint.rule import Fix, InsertBefore, Invalid, Option, Rule
+from shutdown_lint.rule import Applicability, Fix, InsertBefore, Invalid, Option, Rule
 from shutdown_lint.traversal import TRIVIA, walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
@@ -19,6 +22,7 @@ _RUNNERS = frozenset({
 #: Words that, in a name or attribute of the code on the path, mean SIGTERM is taken care of. Names
 #: only: the word in a comment or a string literal handles nothing.
 _HANDLED_WORDS = ("SIGTERM", "sigterm_as_keyboard_interrupt", "setup_worker", "install_distributed_teardown")
+_FIX_MESSAGE = "Make SIGTERM cancel the tasks like Ctrl+C"
 
 
 class _Names(cst.CSTVisitor):
@@ -42,7 +46,131 @@ def _names_handle(nodes) -> bool:
     return False
 
 
-class AsyncioRunWithoutSigterm(Rule):
+class _Decide:
+    """What SHD402 decides, on either tree (``AsyncioRunWithoutSigterm``: libcst; ``_Ast``:
+    ``ast``). The tree answers ``_first_positional``, ``_names_handle_in`` (a name of the
+    nodes spells a handled word), ``_module_statements`` (what module-level code is searched)
+    and ``_report_runner`` (the fix and the runner's text); ``_where`` gives the execution
+    queries (``is_process_entrypoint``, ``callers``)."""
+
+    def _check(self, node) -> None:
+        name = self.facts.call_name(node)
+        if name not in _RUNNERS:
+            return
+        if self.facts.in_lambda(node) or not self._where.is_process_entrypoint(node):
+            return
+        if self._sigterm_handled(node):
+            return
+        fn = self.facts.enclosing_function(node)
+        reported = self.__dict__.setdefault("_reported_in", set())
+        if fn is not None and fn in reported:
+            return  # one finding per function: the fix covers its later runner calls too
+        reported.add(fn)
+        self._report_runner(node)
+
+    @staticmethod
+    def _message(runner: str) -> str:
+        return (f"`{runner}()` at a process entrypoint with no SIGTERM handling: SIGTERM (docker stop, "
+                "Kubernetes, torchrun, uv) kills the process without cancelling tasks, so no `finally` runs")
+
+    # ------------------------------------------------------------------ path
+    def _sigterm_handled(self, call) -> bool:
+        f = self.facts
+        if self._module_level_handles():
+            return True
+        fn = f.enclosing_function(call)
+        path: set[FunctionInfo] = set()
+        if fn is not None:
+            path = reachable([fn], self._where.callers)  # who gets us here
+            path |= reachable(path, lambda g: {c for _, c in f.callees(g)})  # and what they call
+        first = self._first_positional(call)
+        if first is not None:
+            coro = f.coroutine_target(first, call)
+            if coro is not None:
+                path |= reachable([coro], lambda g: {c for _, c in f.callees(g)})
+            if self._is_call(first) and f.call_name(first) in self._aware():
+                return True
+        for g in path:
+            if self._handles(g):
+                return True
+        return False
+
+    def _aware(self) -> set[str]:
+        return set(self.config["sigterm_aware_calls"])
+
+    def _handles(self, fn: FunctionInfo) -> bool:
+        cache = self.__dict__.setdefault("_handles_cache", {})
+        if fn not in cache:
+            aware = self._aware()
+            cache[fn] = self._names_handle([fn.node]) or any(self.facts.call_name(c) in aware for c in fn.calls)
+        return cache[fn]
+
+    def _module_level_handles(self) -> bool:
+        if "_module_handles" not in self.__dict__:
+            self._module_handles = self._spelled() and self._names_handle_in(self._module_statements())
+        return self._module_handles
+
+    def _names_handle(self, nodes) -> bool:
+        """``_names_handle_in(nodes)``, without walking them when the module's text spells none of
+        the words (a name holding one is a piece of the text)."""
+        return self._spelled() and self._names_handle_in(nodes)
+
+    def _spelled(self) -> bool:
+        return any(self.facts.spells(w) for w in _HANDLED_WORDS)
+
+
+# ------------------------------------------------------------------ detection on ast
+class _Ast(_Decide, AstCheck):
+    """SHD402 on ``ast`` (``ast_engine``): the same decisions (``_Decide``), the tree's answers
+    read from ``ast``: every identifier libcst holds in a ``Name`` (``_identifiers_handle``),
+    module-level statements grouped into libcst's lines (``a; b``), the fix only where libcst's
+    statement is a ``SimpleStatementLine`` (``_simple_line``)."""
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self._check(node)
+
+    def _report_runner(self, node: ast.Call) -> None:
+        stmt = self.facts.enclosing_statement(node)
+        fix = FixPlan(Applicability.UNSAFE, _FIX_MESSAGE) if _simple_line(self.facts, stmt) else None
+        self.report(node, self._message(self.facts.code_for_node(node.func)), fix=fix)
+
+    @staticmethod
+    def _first_positional(call: ast.Call):
+        args = positional(call)
+        return args[0] if args else None
+
+    @staticmethod
+    def _is_call(expr) -> bool:
+        return type(expr) is ast.Call
+
+    @staticmethod
+    def _names_handle_in(nodes) -> bool:
+        return any(_identifiers_handle(node) for node in nodes)
+
+    def _module_statements(self) -> list[ast.stmt]:
+        """Module-level statements but defs, classes and lines of imports only (libcst's
+        ``SimpleStatementLine``: the statements of one logical line, ``import a; b()``)."""
+        f = self.facts
+        body = f.module.body
+        out: list[ast.stmt] = []
+        i = 0
+        while i < len(body):
+            j = i
+            while j + 1 < len(body) and _same_logical_line(f, body[j], body[j + 1]):
+                j += 1
+            group = body[i:j + 1]
+            if not (isinstance(group[0], (*T.DEFS, ast.ClassDef))
+                    or all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in group)):
+                out.extend(group)
+            i = j + 1
+        return out
+
+    @property
+    def _where(self):
+        return execution_of(self.facts)
+
+
+class AsyncioRunWithoutSigterm(_Decide, Rule):
     """
     ## What it does
     Flags `asyncio.run(...)` (also `asyncio.Runner().run`, `loop.run_until_complete`,
@@ -371,80 +499,41 @@ class AsyncioRunWithoutSigterm(Rule):
         ),
     ]
 
+    ast_check = _Ast
+
     # ------------------------------------------------------------------ visitors
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.facts.call_name(node)
-        if name not in _RUNNERS:
-            return
-        if self.facts.in_lambda(node) or not self.facts.is_process_entrypoint(node):
-            return
-        if self._sigterm_handled(node):
-            return
-        fn = self.facts.enclosing_function(node)
-        reported = self.__dict__.setdefault("_reported_in", set())
-        if fn is not None and fn in reported:
-            return  # one finding per function: the fix covers its later runner calls too
-        reported.add(fn)
+        self._check(node)
+
+    def _report_runner(self, node: cst.Call) -> None:
         stmt = self.facts.enclosing_statement(node)
         fix = None
         if isinstance(stmt, cst.SimpleStatementLine):
             line = cst.SimpleStatementLine([cst.Expr(guard_call("sigterm_as_keyboard_interrupt"))])
             # Unsafe (docs/fix-safety.md): the helper's Python handler stays for the rest of the
             # process (a main thread blocked in C after the loop dies late; getsignal changes).
-            fix = Fix.unsafe(InsertBefore(stmt, (line,)), IMPORT_RUNTIME_GUARD,
-                           message="Make SIGTERM cancel the tasks like Ctrl+C")
-        runner = cst.Module([]).code_for_node(node.func)
-        self.report(
-            node,
-            f"`{runner}()` at a process entrypoint with no SIGTERM handling: SIGTERM (docker stop, "
-            "Kubernetes, torchrun, uv) kills the process without cancelling tasks, so no `finally` runs",
-            fix=fix,
-        )
+            fix = Fix.unsafe(InsertBefore(stmt, (line,)), IMPORT_RUNTIME_GUARD, message=_FIX_MESSAGE)
+        self.report(node, self._message(cst.Module([]).code_for_node(node.func)), fix=fix)
 
-    # ------------------------------------------------------------------ path
-    def _sigterm_handled(self, call: cst.Call) -> bool:
-        f = self.facts
-        if self._module_level_handles():
-            return True
-        fn = f.enclosing_function(call)
-        path: set[FunctionInfo] = set()
-        if fn is not None:
-            path = reachable([fn], f.callers)  # who gets us here
-            path |= reachable(path, lambda g: {c for _, c in f.callees(g)})  # and what they call
+    @staticmethod
+    def _first_positional(call: cst.Call):
         args = [a for a in call.args if a.keyword is None]
-        if args:
-            coro = f.coroutine_target(args[0].value, call)
-            if coro is not None:
-                path |= reachable([coro], lambda g: {c for _, c in f.callees(g)})
-            if isinstance(args[0].value, cst.Call) and f.call_name(args[0].value) in self._aware():
-                return True
-        for g in path:
-            if self._handles(g):
-                return True
-        return False
+        return args[0].value if args else None
 
-    def _aware(self) -> set[str]:
-        return set(self.config["sigterm_aware_calls"])
+    @staticmethod
+    def _is_call(expr) -> bool:
+        return isinstance(expr, cst.Call)
 
-    def _handles(self, fn: FunctionInfo) -> bool:
-        cache = self.__dict__.setdefault("_handles_cache", {})
-        if fn not in cache:
-            aware = self._aware()
-            cache[fn] = self._names_handle([fn.node]) or any(self.facts.call_name(c) in aware for c in fn.calls)
-        return cache[fn]
-
-    def _module_level_handles(self) -> bool:
-        if "_module_handles" not in self.__dict__:
-            m = self.facts.module
-            self._module_handles = self._names_handle([s for s in m.body if not _is_def_or_import(s)])
-        return self._module_handles
-
-    def _names_handle(self, nodes) -> bool:
-        """``_names_handle(nodes)``, without walking them when the module's text spells none of the
-        words (a name holding one is a piece of the text)."""
-        if not any(self.facts.spells(w) for w in _HANDLED_WORDS):
-            return False
+    @staticmethod
+    def _names_handle_in(nodes) -> bool:
         return _names_handle(nodes)
+
+    def _module_statements(self) -> list:
+        return [s for s in self.facts.module.body if not _is_def_or_import(s)]
+
+    @property
+    def _where(self):
+        return self.facts
 
 
 def _is_def_or_import(stmt: cst.CSTNode) -> bool:
@@ -452,6 +541,84 @@ def _is_def_or_import(stmt: cst.CSTNode) -> bool:
         return True
     return isinstance(stmt, cst.SimpleStatementLine) and all(
         isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
+
+
+# ------------------------------------------------------------------ the ast tree's answers
+#: ``ast`` fields holding an identifier (or a dotted name) that libcst holds in ``Name`` nodes
+_IDENTIFIER_FIELDS = {
+    ast.Name: ("id",), ast.Attribute: ("attr",), ast.FunctionDef: ("name",), ast.AsyncFunctionDef: ("name",),
+    ast.ClassDef: ("name",), ast.arg: ("arg",), ast.keyword: ("arg",), ast.alias: ("name", "asname"),
+    ast.ImportFrom: ("module",), ast.ExceptHandler: ("name",),
+    **({ast.MatchAs: ("name",), ast.MatchStar: ("name",), ast.MatchMapping: ("rest",)}
+       if hasattr(ast, "MatchAs") else {}),
+}
+_IDENTIFIER_LISTS = {ast.Global: "names", ast.Nonlocal: "names",
+                     **({ast.MatchClass: "kwd_attrs"} if hasattr(ast, "MatchClass") else {})}
+
+
+def _identifiers_handle(node: ast.AST) -> bool:
+    """libcst's ``_names_handle([node])``: an identifier under ``node`` that libcst holds in a
+    ``Name`` (a name, an attribute, a def's, a class's, a parameter's, a keyword argument's,
+    an import's, an ``except ... as``'s, a ``global``'s, a pattern's) contains a handled word
+    (a dotted import name: the words have no dot, so a part holds one when the whole does)."""
+    for n in T.walk(node):
+        t = type(n)
+        fields = _IDENTIFIER_FIELDS.get(t)
+        if fields is not None:
+            for field in fields:
+                ident = getattr(n, field)
+                if ident and any(w in ident for w in _HANDLED_WORDS):
+                    return True
+        listed = _IDENTIFIER_LISTS.get(t)
+        if listed is not None and any(w in ident for ident in getattr(n, listed) for w in _HANDLED_WORDS):
+            return True
+    return False
+
+
+def _same_logical_line(facts, a: ast.stmt, b: ast.stmt) -> bool:
+    """``b`` follows ``a`` on its logical line (``a; b``, a backslash between them too): one
+    ``SimpleStatementLine`` in libcst."""
+    if b.lineno - a.end_lineno > 0 and not all(  # type: ignore[operator]
+            facts.lines[n - 1].rstrip("\r\n").endswith("\\") for n in range(a.end_lineno, b.lineno)):
+        return False
+    between = _text_between(facts.lines, a.end_lineno, a.end_col_offset, b.lineno, b.col_offset)
+    return between.replace("\\", "").split() == [";"]
+
+
+def _text_between(lines: list[str], line: int, col: int, end_line: int, end_col: int) -> str:
+    """The source from (line, byte col) to (end line, byte col)."""
+    if line == end_line:
+        return lines[line - 1].encode("utf-8")[col:end_col].decode("utf-8", errors="replace")
+    return "".join([lines[line - 1].encode("utf-8")[col:].decode("utf-8", errors="replace"), *lines[line:end_line - 1],
+                    lines[end_line - 1].encode("utf-8")[:end_col].decode("utf-8", errors="replace")])
+
+
+def _simple_line(facts, stmt: Optional[ast.stmt]) -> bool:
+    """libcst's ``enclosing_statement`` of the call is a ``SimpleStatementLine``: ``stmt`` (the
+    ``ast`` statement ``AstFacts.enclosing_statement`` gives) is a simple statement whose logical
+    line starts a line of its block (not a body after its compound statement's ``:``, where
+    ``enclosing_statement`` gives the compound statement, or after ``:`` and a backslash)."""
+    if stmt is None or isinstance(stmt, _COMPOUND):
+        return False
+    parent = facts.parent(stmt)
+    if parent is None or type(parent) is ast.Module:
+        return True
+    block = next((b for b in (getattr(parent, f, None) for f in ("body", "orelse", "finalbody"))
+                  if type(b) is list and any(s is stmt for s in b)), None)
+    if block is None:
+        return False
+    first = block[0]
+    line = facts.lines[first.lineno - 1]
+    indent = len(line.encode("utf-8")) - len(line.lstrip(" \t\x0c").encode("utf-8"))
+    if first.col_offset != indent:
+        return False  # ``if x: f()``
+    prev = facts.lines[first.lineno - 2].rstrip("\r\n") if first.lineno > 1 else ""
+    # ``if x: \`` and the body on the next line: a suite on the header's logical line
+    return not (prev.endswith("\\") and prev[:-1].rstrip().endswith(":"))
+
+
+_COMPOUND = (*T.DEFS, ast.ClassDef, ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, *T.TRYS,
+             *((ast.Match,) if hasattr(ast, "Match") else ()))
 
 
 # ------------------------------------------------------------------ candidate tier 2 (ast)
