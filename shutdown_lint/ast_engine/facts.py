@@ -409,8 +409,10 @@ class AstFacts(TreeShape, Names):
         parent = self._parents.get(node)
         if type(node) is ast.GeneratorExp and type(parent) is ast.Call and \
                 (parent.end_lineno, parent.end_col_offset) == (end_line, end_col):
-            # ``f(x for x in y)``: the parentheses (and the space inside them) are the call's
-            return self._lines_of(line, col + 1, end_line, end_col - 1, node).strip(" \t\r\n\\")
+            # ``f(x for x in y)``: the parentheses (and the space and comments inside them) are the call's
+            inner = self._inner_tokens(line, col + 1, end_line, end_col - 1)
+            if inner is not None:
+                return self._lines_of(*inner, node)
         else:
             pairs = []
             a, b = (line, col), (end_line, end_col)
@@ -425,6 +427,32 @@ class AstFacts(TreeShape, Names):
             if pairs:
                 (line, col), (end_line, end_col) = pairs[-1][0], (pairs[-1][1][0], pairs[-1][1][1])
         return self._lines_of(line, col, end_line, end_col, node)
+
+    def _inner_tokens(self, line: int, col: int, end_line: int, end_col: int) -> Optional[tuple[int, int, int, int]]:
+        """(line, byte col, end line, end byte col) from the first to the end of the last token
+        between (line, col) and (end line, end col): the space and comments around left out."""
+        lines = self.lines
+        raw = [lines[n - 1].encode("utf-8") for n in range(line, end_line + 1)]
+        raw[-1] = raw[-1][:end_col]
+        raw[0] = raw[0][col:]
+        text = "(" + b"".join(raw).decode("utf-8", errors="replace") + ")"
+        skip = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
+        try:
+            toks = [t for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type not in skip]
+        except (tokenize.TokenError, SyntaxError):
+            return None
+        if len(toks) < 3:
+            return None
+        first, last = toks[1], toks[-2]  # inside the added parentheses
+
+        def at(row: int, chars: int) -> tuple[int, int]:
+            src_line = line + row - 1
+            piece = text.splitlines(keepends=True)[row - 1][:chars]
+            if row == 1:
+                return src_line, col + len(piece[1:].encode("utf-8"))
+            return src_line, len(piece.encode("utf-8"))
+
+        return (*at(*first.start), *at(*last.end))
 
     def _lines_of(self, line: int, col: int, end_line: int, end_col: int, node: ast.AST) -> str:
         """The text from (line, byte col) to (end line, byte col), later lines without the

@@ -508,9 +508,16 @@ def test_toy_ported_rule_is_equal_on_and_off(monkeypatch):
                                                                                 (9, 9, False)]
     assert on.warnings and "SHD999" in on.warnings[0]
     # a file that also admits a rule without an ast check takes the libcst path
-    settings = Settings(selected=("SHD990", "SHD301"))
+    monkeypatch.setattr(registry, "all_rules", lambda: (*original, _SleepRule, _NotPorted))
+    settings = Settings(selected=("SHD990", "SHD991"))
     monkeypatch.setattr(analyzer, "AST_MODE", "on")
     assert lint_source(TOY.encode(), "toy.py", settings, fix_edits=False).stage == STAGE_LIBCST
+
+
+class _NotPorted(_SleepRule):
+    code = "SHD991"
+    name = "toy-not-ported"
+    ast_check = None
 
 
 def test_both_reports_differences_on_stderr(monkeypatch, capsys):
