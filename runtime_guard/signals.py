@@ -348,7 +348,8 @@ def _watch_delivery(entry: List[Any]) -> None:
 # last signal handler is removed or the loop closes) and trio (``trio.run`` sets it and warns
 # where the one it replaced was not -1; it puts the old one back when it ends). So:
 # * taken only where unowned (-1), from the main thread; an owner found there gets its fd back
-#   at once, and a byte that landed in the probe meanwhile is passed on to it (``_exchange``);
+#   at once (with its warn flag as far as it can be known: ``_owner_warn``), and a byte that
+#   landed in the probe meanwhile is passed on to it (``_exchange``);
 # * while ours, ``signal.set_wakeup_fd`` is wrapped (``_hide_slot``, as ``hide`` does for
 #   ``SIG_DFL``): a caller that replaces ours is told -1 (trio sees an unowned slot: no warning),
 #   and a caller that gives the slot up (-1) while we want it gives it back to us; nobody's fd
@@ -435,8 +436,26 @@ def _retake() -> None:
 
 def _claim(w: int) -> None:
     """Main thread: the wakeup fd becomes ``w`` where the slot is unowned (-1) or ``w`` already;
-    an owner's fd is set back, with the warn flag it set through our wrapper."""
-    _exchange(lambda old: w if old in (-1, w) else old, lambda fd: fd != w and _others.get(fd, True))
+    an owner's fd is set back, with its warn flag as far as it can be known (``_owner_warn``)."""
+    _exchange(lambda old: w if old in (-1, w) else old, lambda fd: fd != w and _owner_warn(fd))
+
+
+def _owner_warn(fd: int) -> bool:
+    """The ``warn_on_full_buffer`` an owner's fd found by a probe is set back with. CPython 3.11
+    keeps the flag in C (``wakeup.warn_on_full_buffer`` in signalmodule.c) with no way to read it:
+    ``set_wakeup_fd`` returns the fd alone. So: the flag the owner set through our wrapper; else
+    False where a uvloop loop runs in this thread (uvloop sets its self-pipe with False at every
+    run, through the ``set_wakeup_fd`` it bound at its own import, which our wrapper never sees;
+    set back True, it printed "Exception ignored when trying to write to the signal wakeup fd"
+    for every signal once its socket was full); else CPython's default, True (asyncio's)."""
+    if fd in _others:
+        return _others[fd]
+    return not _uvloop_runs_here()
+
+
+def _uvloop_runs_here() -> bool:
+    loop = _running_loop() if "uvloop" in sys.modules else None
+    return loop is not None and type(loop).__module__.split(".")[0] == "uvloop"
 
 
 def _trio_runs_here() -> bool:
@@ -458,7 +477,7 @@ def _give_back_slot(in_child: bool = False) -> None:
         return
     r, w = _wake
     try:
-        _exchange(lambda old: -1 if old in (-1, w) else old, lambda fd: _others.get(fd, True))
+        _exchange(lambda old: -1 if old in (-1, w) else old, _owner_warn)
     except (OSError, ValueError, RuntimeError):
         return
     _wake.clear()
@@ -669,14 +688,18 @@ def forget_delivery(signum: int, *, in_child: bool = False) -> None:
 
 
 def _loop_running_here() -> bool:
+    return _running_loop() is not None
+
+
+def _running_loop() -> Any:
+    """The event loop running in this thread, or None."""
     asyncio = sys.modules.get("asyncio")  # never imported: no loop runs (and importing it here is no use)
     if asyncio is None:
-        return False
+        return None
     try:
-        asyncio.get_running_loop()
+        return asyncio.get_running_loop()
     except RuntimeError:
-        return False
-    return True
+        return None
 
 
 def _raise_keyboard_interrupt(signum: int, frame: FrameType | None) -> None:
