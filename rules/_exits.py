@@ -65,13 +65,14 @@ def _forking(facts: ModuleFacts) -> set[FunctionInfo]:
     return {fn for fn in facts.functions if any(facts.call_name(c) in FORK_CALLS for c in fn.calls)}
 
 
-def child_process_reason(facts: ModuleFacts, node: cst.CSTNode) -> Optional[str]:
+def child_process_reason(facts: ModuleFacts, node: cst.CSTNode, child_roots=_child_roots) -> Optional[str]:
     """Why the code at ``node`` runs in a child process where ``os._exit`` is meant, or None:
     its function calls ``os.fork()`` (or module-level code does), or it is a
-    ``multiprocessing``/``torch.multiprocessing`` child's target (and what that calls)."""
+    ``multiprocessing``/``torch.multiprocessing`` child's target (and what that calls).
+    ``child_roots``: ``_child_roots`` for the tree of ``facts`` (SHD204's ``ast`` check gives its own)."""
     cache = facts.__dict__.setdefault("_shd204_child_cache", {})
     if "children" not in cache:
-        roots = _child_roots(facts)
+        roots = child_roots(facts)
         cache["children"] = reachable(roots, lambda fn: (c for _, c in facts.callees(fn)))
         cache["forking"] = _forking(facts)
         cache["module_forks"] = any(facts.call_name(c) in FORK_CALLS for c in facts.module_calls)

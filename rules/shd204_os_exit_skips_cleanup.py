@@ -5,12 +5,14 @@ from typing import Optional, Union
 
 import libcst as cst
 
+from shutdown_lint.ast_engine import AstCheck, FixPlan
+from shutdown_lint.ast_engine.execution import arguments, execution_of, positional
 from shutdown_lint.prefilter.words import qualified
 from shutdown_lint.facts import FunctionInfo, reachable
-from shutdown_lint.rule import Fix, Invalid, Replace, Rule
+from shutdown_lint.rule import Applicability, Fix, Invalid, Replace, Rule
 from shutdown_lint.prefilter.ast_tree import DEFS, TRYS, identifiers, walk, walk_within
 
-from ._exits import child_process_reason, rule_runs_here
+from ._exits import CHILD_STARTERS_POSITIONAL, CHILD_TARGET_KEYWORDS, child_process_reason, rule_runs_here
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call, strip_trailing_comma
 
 _OS_EXIT = "os._exit"
@@ -18,7 +20,210 @@ _SIGNAL_REGISTRARS = frozenset({"signal.signal", "asyncio.AbstractEventLoop.add_
 _Handler = Union[cst.ExceptHandler, cst.ExceptStarHandler]
 
 
-class OsExitSkipsCleanup(Rule):
+_FIX_MESSAGE = "Replace with `runtime_guard.hard_exit()` (flush, atexit handlers bounded, then `os._exit`)"
+
+
+class _Decide:
+    """What SHD204 decides, on either tree (``OsExitSkipsCleanup``: libcst; ``_Ast``: ``ast``).
+    The tree answers ``_single_zero``, ``_child_reason``, ``_interrupt_handler``, ``_in_finally``,
+    ``_is_lambda``, ``_is_call``, ``_adds_signal_handler``, ``_positional`` and ``_report_exit``
+    (the fix); ``_where`` gives the execution queries (``references``)."""
+
+    def _check(self, node) -> None:
+        if self.facts.call_name(node) != _OS_EXIT:
+            return
+        path = self._path(node)
+        if path is None or self._child_reason(node) is not None:
+            return
+        zero_status = None
+        status_note = ""
+        handler = self._interrupt_handler(node)
+        if handler is not None and rule_runs_here("SHD202", self.facts, self.settings) and self._single_zero(node):
+            from .shd202_interrupt_exit_zero import InterruptExitZero
+
+            zero_status = self.settings.rule_option(InterruptExitZero, "exit_code")
+            status_note = (f"; it also exits with status 0, so the interrupted run looks successful "
+                           f"(SHD202: exit {zero_status})")
+        self._report_exit(
+            node,
+            f"`os._exit()` {path} skips `finally` blocks, `atexit` handlers and buffered writes: experiment "
+            f"trackers (wandb, swanlab, tensorboard) lose unsynced data and the last log lines are lost"
+            f"{status_note}",
+            zero_status,
+        )
+
+    # ------------------------------------------------------------------ context
+    def _path(self, node) -> Optional[str]:
+        if self._in_deadline_timer(node):
+            return None
+        if self._in_signal_handler(node):
+            return "in a signal handler"
+        if not self.facts.in_cleanup_block(node):
+            return None
+        if self._interrupt_handler(node) is not None:
+            return "on Ctrl+C (`except KeyboardInterrupt`)"
+        if self._in_finally(node):
+            return "in a `finally` block"
+        return "in an `except` handler"
+
+    def _in_deadline_timer(self, node) -> bool:
+        """A ``threading.Timer`` callback is a deadline: it ends a process that is already
+        stuck, where waiting on atexit handlers is what it must not do (pytest-timeout)."""
+        fn = self.facts.enclosing_function(node)
+        if fn is None or self.facts.in_lambda(node):
+            return False
+        return any(kind == "thread" and self._is_call(ref) and self.facts.call_name(ref) == "threading.Timer"
+                   for ref, kind in self._where.references(fn))
+
+    def _in_signal_handler(self, node) -> bool:
+        handlers, lambdas = self._signal_handlers()
+        for anc in self.facts.ancestors(node):
+            if self._is_lambda(anc) and anc in lambdas:
+                return True
+        fn = self.facts.enclosing_function(node)
+        return fn is not None and not self.facts.in_lambda(node) and fn in handlers
+
+    def _signal_handlers(self) -> tuple[set[FunctionInfo], set]:
+        cache = self.facts.__dict__.setdefault("_shd204_handlers", {})
+        if "handlers" not in cache:
+            roots: set[FunctionInfo] = set()
+            lambdas: set = set()
+            for call in self.facts.calls:
+                name = self.facts.call_name(call)
+                if name not in _SIGNAL_REGISTRARS and not self._adds_signal_handler(call.func):
+                    continue
+                args = self._positional(call)
+                if len(args) < 2:
+                    continue
+                if self._is_lambda(args[1]):
+                    lambdas.add(args[1])
+                    continue
+                target = self.facts.resolve_function(args[1], call)
+                if target is not None:
+                    roots.add(target)
+            cache["handlers"] = reachable(roots, lambda fn: (c for _, c in self.facts.callees(fn)))
+            cache["lambdas"] = lambdas
+        return cache["handlers"], cache["lambdas"]
+
+
+# ------------------------------------------------------------------ detection on ast
+class _Ast(_Decide, AstCheck):
+    """SHD204 on ``ast`` (``ast_engine``): the same decisions (``_Decide``), the tree's answers
+    read from ``ast`` (an ``except`` body or a ``finally`` block is a list of statements; the
+    arguments in libcst's order: ``ast_engine.execution.arguments``)."""
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self._check(node)
+
+    def _report_exit(self, node: ast.Call, message: str, zero_status: Optional[int]) -> None:
+        self.report(node, message, fix=FixPlan(Applicability.SAFE, _FIX_MESSAGE))
+
+    @staticmethod
+    def _single_zero(node: ast.Call) -> bool:
+        args = arguments(node)
+        return len(args) == 1 and args[0].keyword is None and _is_zero_ast(args[0].value)
+
+    def _child_reason(self, node: ast.Call) -> Optional[str]:
+        return child_process_reason(self.facts, node, _child_roots_ast)
+
+    def _interrupt_handler(self, node: ast.AST) -> Optional[ast.ExceptHandler]:
+        """The innermost ``except`` handler of ``node``'s function whose body holds it, if it
+        catches KeyboardInterrupt (``_interrupt_handler``)."""
+        facts = self.facts
+        child = node
+        for anc in facts.ancestors(node):
+            t = type(anc)
+            if t in _SCOPES_AST:
+                return None
+            if t is ast.ExceptHandler and any(s is child for s in anc.body):
+                typ = anc.type
+                if typ is None:
+                    return None
+                exprs = ([el.value if type(el) is ast.Starred else el for el in typ.elts] if type(typ) is ast.Tuple
+                         else [typ])
+                ok = any(facts.qualified_name(e, anc) == "builtins.KeyboardInterrupt" for e in exprs)
+                return anc if ok else None
+            child = anc
+        return None
+
+    def _in_finally(self, node: ast.AST) -> bool:
+        child = node
+        for anc in self.facts.ancestors(node):
+            t = type(anc)
+            if t in _FUNCTIONS_AST:
+                break
+            if t in TRYS and any(s is child for s in anc.finalbody):
+                return True
+            child = anc
+        return False
+
+    @staticmethod
+    def _is_lambda(node) -> bool:
+        return type(node) is ast.Lambda
+
+    @staticmethod
+    def _is_call(node) -> bool:
+        return type(node) is ast.Call
+
+    @staticmethod
+    def _adds_signal_handler(func) -> bool:
+        return type(func) is ast.Attribute and func.attr == "add_signal_handler"
+
+    @staticmethod
+    def _positional(call: ast.Call) -> list:
+        return positional(call)
+
+    @property
+    def _where(self):
+        return execution_of(self.facts)
+
+
+_FUNCTIONS_AST = frozenset({*DEFS, ast.Lambda})
+_SCOPES_AST = frozenset({*DEFS, ast.Lambda, ast.ClassDef})
+
+
+def _is_zero_ast(expr: ast.AST) -> bool:
+    """``_is_zero`` on ``ast``: an int literal 0 (libcst's ``Integer``; ``False`` is a name there)
+    or an ``EX_OK``/``EXIT_SUCCESS`` attribute."""
+    if type(expr) is ast.Constant:
+        return type(expr.value) is int and expr.value == 0
+    return type(expr) is ast.Attribute and expr.attr in ("EX_OK", "EXIT_SUCCESS")
+
+
+def _child_roots_ast(facts) -> set[FunctionInfo]:
+    """``_exits._child_roots`` on ``ast``: the targets of ``multiprocessing`` children (keyword
+    ``target``/``initializer``, the function ``spawn`` starts) and ``run`` of a ``Process`` subclass."""
+    roots: set[FunctionInfo] = set()
+    for call in facts.calls:
+        name = facts.call_name(call) or ""
+        func = call.func
+        attr = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else ""
+        is_process = attr in ("Process", "Pool", "ProcessPoolExecutor") and (
+            "multiprocessing" in name or name.endswith((".Process", ".Pool")) or type(func) is ast.Attribute)
+        if is_process:
+            for a in arguments(call):
+                if a.keyword is not None and a.keyword in CHILD_TARGET_KEYWORDS:
+                    t = facts.resolve_function(a.value, call)
+                    if t is not None:
+                        roots.add(t)
+        idx = CHILD_STARTERS_POSITIONAL.get(name)
+        if idx is None and attr in ("spawn", "start_processes") and "multiprocessing" in name:
+            idx = 0
+        if idx is not None:
+            args = positional(call)
+            if len(args) > idx:
+                t = facts.resolve_function(args[idx], call)
+                if t is not None:
+                    roots.add(t)
+    for cls in facts.classes:  # class Worker(multiprocessing.Process): def run(self): ...
+        for base in cls.node.bases:
+            q = facts.qualified_name(base.value if type(base) is ast.Starred else base, cls.node) or ""
+            if q.endswith(".Process") and "multiprocessing" in q and "run" in cls.methods:
+                roots.add(cls.methods["run"])
+    return roots
+
+
+class OsExitSkipsCleanup(_Decide, Rule):
     """
     ## What it does
     Flags `os._exit(...)` on an interrupt, signal or error path of a normal process: in an
@@ -325,94 +530,58 @@ class OsExitSkipsCleanup(Rule):
         ),
     ]
 
+    ast_check = _Ast
+
     # ------------------------------------------------------------------ visitors
     def visit_Call(self, node: cst.Call) -> None:
-        if self.facts.call_name(node) != _OS_EXIT:
-            return
-        path = self._path(node)
-        if path is None or child_process_reason(self.facts, node) is not None:
-            return
+        self._check(node)
+
+    def _report_exit(self, node: cst.Call, message: str, zero_status: Optional[int]) -> None:
         args = strip_trailing_comma(node.args)
-        status_note = ""
-        handler = _interrupt_handler(self.facts, node)
-        if (handler is not None and rule_runs_here("SHD202", self.facts, self.settings) and len(args) == 1
-                and args[0].keyword is None and _is_zero(args[0].value)):
-            from .shd202_interrupt_exit_zero import InterruptExitZero
+        if zero_status is not None:
+            args = [args[0].with_changes(value=cst.Integer(str(zero_status)))]
+        fix = Fix.safe(Replace(node, guard_call("hard_exit", args)), IMPORT_RUNTIME_GUARD, message=_FIX_MESSAGE)
+        self.report(node, message, fix=fix)
 
-            code = self.settings.rule_option(InterruptExitZero, "exit_code")
-            args = [args[0].with_changes(value=cst.Integer(str(code)))]
-            status_note = (f"; it also exits with status 0, so the interrupted run looks successful "
-                           f"(SHD202: exit {code})")
-        fix = Fix.safe(
-            Replace(node, guard_call("hard_exit", args)),
-            IMPORT_RUNTIME_GUARD,
-            message="Replace with `runtime_guard.hard_exit()` (flush, atexit handlers bounded, then `os._exit`)",
-        )
-        self.report(
-            node,
-            f"`os._exit()` {path} skips `finally` blocks, `atexit` handlers and buffered writes: experiment "
-            f"trackers (wandb, swanlab, tensorboard) lose unsynced data and the last log lines are lost"
-            f"{status_note}",
-            fix=fix,
-        )
+    # ------------------------------------------------------------------ the tree's answers
+    @staticmethod
+    def _single_zero(node: cst.Call) -> bool:
+        args = strip_trailing_comma(node.args)
+        return len(args) == 1 and args[0].keyword is None and _is_zero(args[0].value)
 
-    # ------------------------------------------------------------------ context
-    def _path(self, node: cst.Call) -> Optional[str]:
-        if self._in_deadline_timer(node):
-            return None
-        if self._in_signal_handler(node):
-            return "in a signal handler"
-        if not self.facts.in_cleanup_block(node):
-            return None
-        if _interrupt_handler(self.facts, node) is not None:
-            return "on Ctrl+C (`except KeyboardInterrupt`)"
+    def _child_reason(self, node: cst.Call) -> Optional[str]:
+        return child_process_reason(self.facts, node)
+
+    def _interrupt_handler(self, node: cst.CSTNode) -> Optional[_Handler]:
+        return _interrupt_handler(self.facts, node)
+
+    def _in_finally(self, node: cst.CSTNode) -> bool:
         for anc in self.facts.ancestors(node):
             if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
                 break
             if isinstance(anc, cst.Finally):
-                return "in a `finally` block"
-        return "in an `except` handler"
-
-    def _in_deadline_timer(self, node: cst.CSTNode) -> bool:
-        """A ``threading.Timer`` callback is a deadline: it ends a process that is already
-        stuck, where waiting on atexit handlers is what it must not do (pytest-timeout)."""
-        fn = self.facts.enclosing_function(node)
-        if fn is None or self.facts.in_lambda(node):
-            return False
-        return any(kind == "thread" and isinstance(ref, cst.Call) and self.facts.call_name(ref) == "threading.Timer"
-                   for ref, kind in self.facts.references(fn))
-
-    def _in_signal_handler(self, node: cst.CSTNode) -> bool:
-        handlers, lambdas = self._signal_handlers()
-        for anc in self.facts.ancestors(node):
-            if isinstance(anc, cst.Lambda) and anc in lambdas:
                 return True
-        fn = self.facts.enclosing_function(node)
-        return fn is not None and not self.facts.in_lambda(node) and fn in handlers
+        return False
 
-    def _signal_handlers(self) -> tuple[set[FunctionInfo], set[cst.Lambda]]:
-        cache = self.facts.__dict__.setdefault("_shd204_handlers", {})
-        if "handlers" not in cache:
-            roots: set[FunctionInfo] = set()
-            lambdas: set[cst.Lambda] = set()
-            for call in self.facts.calls:
-                name = self.facts.call_name(call)
-                func = call.func
-                if name not in _SIGNAL_REGISTRARS and not (
-                        isinstance(func, cst.Attribute) and func.attr.value == "add_signal_handler"):
-                    continue
-                args = [a.value for a in call.args if a.keyword is None]
-                if len(args) < 2:
-                    continue
-                if isinstance(args[1], cst.Lambda):
-                    lambdas.add(args[1])
-                    continue
-                target = self.facts.resolve_function(args[1], call)
-                if target is not None:
-                    roots.add(target)
-            cache["handlers"] = reachable(roots, lambda fn: (c for _, c in self.facts.callees(fn)))
-            cache["lambdas"] = lambdas
-        return cache["handlers"], cache["lambdas"]
+    @staticmethod
+    def _is_lambda(node) -> bool:
+        return isinstance(node, cst.Lambda)
+
+    @staticmethod
+    def _is_call(node) -> bool:
+        return isinstance(node, cst.Call)
+
+    @staticmethod
+    def _adds_signal_handler(func) -> bool:
+        return isinstance(func, cst.Attribute) and func.attr.value == "add_signal_handler"
+
+    @staticmethod
+    def _positional(call: cst.Call) -> list:
+        return [a.value for a in call.args if a.keyword is None]
+
+    @property
+    def _where(self):
+        return self.facts
 
 
 def _interrupt_handler(facts, node: cst.CSTNode) -> Optional[_Handler]:
