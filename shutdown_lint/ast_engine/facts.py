@@ -5,7 +5,8 @@ Same method names and meanings as ``ModuleFacts``, with ``ast`` nodes; the model
 (``FunctionInfo``, ``ClassInfo``, ``_Binding``) are the same, holding ``ast`` nodes. What
 does not depend on the tree's node classes is inherited from the libcst facts' mixins
 (``TreeShape``, ``Names``: lookup, qualified-name caching, call-result types, callees, module
-aliases); what does is written here for ``ast``. Where the two trees differ:
+aliases); what does is written here for ``ast``; where code runs (``contexts``, ``callers``,
+``runs_in_*``...) is ``ast_engine.execution``'s (R502). Where the two trees differ:
 
 - ``enclosing_statement``: the ``ast`` statement (``a; b`` is two statements; libcst's is the
   ``SimpleStatementLine`` holding both).
@@ -33,6 +34,7 @@ from ..facts.model import ClassInfo, FunctionInfo, Scope, _Binding
 from ..facts.names import Names
 from ..facts.tree import TreeShape
 from ..facts.vocabulary import _canonical
+from .execution import AstExecutionQueries
 from .walk import children, children_of
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -53,7 +55,7 @@ def decode(source: bytes) -> str:
         return source.decode("utf-8", errors="replace")
 
 
-class AstFacts(TreeShape, Names):
+class AstFacts(TreeShape, Names, AstExecutionQueries):
     """Facts about one module's ``ast``. Built by ``AstFacts.build(module, source_text)``."""
 
     def __init__(self, module: ast.Module, path: str = "<string>") -> None:
@@ -161,8 +163,22 @@ class AstFacts(TreeShape, Names):
         if type(stmt) in _COMPOUND or type(self._parents.get(stmt)) is ast.Module:
             return False
         first = self._first_on_line(stmt)
-        prefix = self.lines[first.lineno - 1].encode("utf-8")[:first.col_offset]
-        return prefix.rstrip().endswith(b":")
+        line = first.lineno
+        prefix = self.lines[line - 1].encode("utf-8")[:first.col_offset].rstrip()
+        # ``if x: \`` + newline + ``f()``: the header's line is the logical line's first
+        while not prefix and line > 1 and line in self._verbatim_lines():
+            line -= 1
+            prefix = self.lines[line - 1].encode("utf-8").rstrip(b"\r\n").rstrip()
+            if prefix.endswith(b"\\"):
+                prefix = prefix[:-1].rstrip()
+        return prefix.endswith(b":")
+
+    def simple_statement_line(self, node: ast.AST) -> bool:
+        """libcst's enclosing statement of ``node`` is a ``SimpleStatementLine``: ``node`` is in a
+        simple statement on a line of its own (``a; b`` counts), not in a body on its header's
+        line (``if x: f()``) nor in a compound statement's header."""
+        stmt = self.enclosing_statement(node)
+        return stmt is not None and type(stmt) not in _COMPOUND
 
     def _first_on_line(self, stmt: ast.stmt) -> ast.stmt:
         """The first statement of the ``a; b; c`` run ``stmt`` is in (``stmt`` when alone)."""

@@ -85,6 +85,8 @@ def _describe(facts, node) -> tuple:
         facts.in_main_guard(node),
         facts.in_lambda(node),
         len(list(facts.enclosing_trys(node))),
+        facts.runs_in_driver(node),
+        facts.is_process_entrypoint(node),
     )
 
 
@@ -102,12 +104,16 @@ def _describe_function(facts, fn) -> tuple:
     return (fn.name, fn.qualname, fn.is_async, _qual(fn.scope), fn.cls.qualname if fn.cls else None,
             list(fn.decorators), list(fn.params), len(fn.calls), sorted(fn.nested),
             sorted((n, [(b.kind, b.qualified) for b in bs]) for n, bs in fn.bindings.items()),
-            [(_qual(f), _qual(t)) for f, t in [(fn, t) for _, t in facts.callees(fn)]])
+            [(_qual(f), _qual(t)) for f, t in [(fn, t) for _, t in facts.callees(fn)]],
+            sorted(facts.contexts(fn)), sorted(_qual(g) for g in facts.callers(fn)),
+            facts.runs_in_ray_worker(fn), facts.runs_in_torch_worker(fn), facts.process_tail(fn),
+            facts.only_main_task(fn), len(facts.references(fn)))
 
 
-def _describe_class(c) -> tuple:
+def _describe_class(facts, c) -> tuple:
     return (c.name, c.qualname, _qual(c.scope), c.outer_class.qualname if c.outer_class else None,
-            list(c.decorators), list(c.methods), sorted(c.attr_values), sorted(c.attr_annotations))
+            list(c.decorators), list(c.methods), sorted(c.attr_values), sorted(c.attr_annotations),
+            facts.is_ray_remote_class(c), facts.is_threaded_ray_actor(c))
 
 
 def _module_facts(facts) -> tuple:
@@ -135,7 +141,7 @@ def compare_facts(source: str) -> int:
         checked += 1
     assert checked >= len([n for n in ast_exprs.values() if isinstance(n, ast.Attribute)])
     assert [_describe_function(c, f) for f in c.functions] == [_describe_function(a, f) for f in a.functions]
-    assert [_describe_class(k) for k in c.classes] == [_describe_class(k) for k in a.classes]
+    assert [_describe_class(c, k) for k in c.classes] == [_describe_class(a, k) for k in a.classes]
     assert _module_facts(c) == _module_facts(a)
     # code_for_node: every call, callee and argument; every statement that is alone on its line(s)
     for cc, ac in zip(c.calls, a.calls):
@@ -152,6 +158,7 @@ def compare_facts(source: str) -> int:
     # statements enclosing each call: the same start (libcst's line holds ``a; b``: compare compound ones)
     for cc, ac in zip(c.calls, a.calls):
         cs, as_ = c.enclosing_statement(cc), a.enclosing_statement(ac)
+        assert a.simple_statement_line(ac) == isinstance(cs, cst.SimpleStatementLine), both.cst_span(cc)
         if not isinstance(cs, cst.SimpleStatementLine):
             assert both.cst_span(cs)[:2] == a.span(as_)[:2]
         else:
@@ -251,6 +258,17 @@ SCOPING = textwrap.dedent(
         y = aio.sleep(1) if x else Runner.run(None)
     """
 )
+
+
+HEADER_LINES = (
+    "def f():\n    if x: \\\n        g()\n    if y: \\\n      \\\n     h(); k()\n    if z:\n        m()\n"
+    "    n(); o()\n    while q: p()\n    try: r()\n    except E: s()\n    else: t()\n    finally: u()\n"
+    "    with v(): w()\n    for i in x(): y()\n    class C: z = a()\n"
+)
+
+
+def test_facts_agree_on_bodies_on_their_header_line():
+    assert compare_facts(HEADER_LINES) == 16
 
 
 def test_facts_agree_on_scoping_shapes():
