@@ -354,6 +354,9 @@ def _watch_delivery(entry: List[Any]) -> None:
 #   ``SIG_DFL``): a caller that replaces ours is told -1 (trio sees an unowned slot: no warning),
 #   and a caller that gives the slot up (-1) while we want it gives it back to us; nobody's fd
 #   is ever replaced by ours;
+# * an owner found by a probe that set the slot around the wrapper (uvloop binds set_wakeup_fd at
+#   its import) is watched by the reader: when its fd is closed or replaced, the main thread takes
+#   the slot again where it is -1 (``_watch_owner``, ``_retake_in_main``);
 # * given back (-1, only where still ours) when the last ``on_delivery`` is forgotten, and in a
 #   forked child (the pipe leads to the parent's reader).
 
@@ -364,6 +367,11 @@ _wake: List[int] = []
 _wake_lock = _thread.RLock()
 #: The fd and warn flag last set through the wrapper by someone else (to give back as they set it).
 _others: Dict[int, bool] = {}
+#: [fd, st_dev, st_ino] of an owner found by a probe that did not set the slot through our wrapper
+#: (uvloop, ``_signal``): it may give the slot up around the wrapper. Watched by the wakeup reader.
+_foreign: List[int] = []
+#: The ctypes callback and ``Py_AddPendingCall`` (kept alive while a call may be pending).
+_pending: List[Any] = []
 
 
 def _exchange(wanted: Callable[[int], int], warn: Callable[[int], bool]) -> int:
@@ -437,7 +445,23 @@ def _retake() -> None:
 def _claim(w: int) -> None:
     """Main thread: the wakeup fd becomes ``w`` where the slot is unowned (-1) or ``w`` already;
     an owner's fd is set back, with its warn flag as far as it can be known (``_owner_warn``)."""
-    _exchange(lambda old: w if old in (-1, w) else old, lambda fd: fd != w and _owner_warn(fd))
+    old = _exchange(lambda old: w if old in (-1, w) else old, lambda fd: fd != w and _owner_warn(fd))
+    _watch_owner(-1 if old in (-1, w) or old in _others else old)
+
+
+def _watch_owner(fd: int) -> None:
+    """Record the owner ``fd`` that the wakeup reader watches (-1: none); wake the reader so it
+    starts or stops watching."""
+    try:
+        st = os.fstat(fd) if fd != -1 else None
+    except OSError:
+        st = None
+    _foreign[:] = [fd, st.st_dev, st.st_ino] if st is not None else []
+    if _wake:
+        try:
+            os.write(_wake[1], b"\0")  # no signal has the number 0: the reader passes it on to nobody
+        except OSError:
+            pass
 
 
 def _owner_warn(fd: int) -> bool:
@@ -482,6 +506,7 @@ def _give_back_slot(in_child: bool = False) -> None:
         return
     _wake.clear()
     _others.clear()
+    _foreign.clear()
     sig = sys.modules.get("signal")
     if sig is not None:
         _unhide_slot(sig)
@@ -496,8 +521,20 @@ def _watch_wakeup(r: int) -> None:
     """Reads our wakeup pipe: the byte of a signal ``on_delivery`` hears wakes that signal's
     helper (a byte into its pipe) while the handler it was registered over is still in place
     (code that installs another handler later decides, as it does for faulthandler's hook);
-    other signals' bytes are dropped. Ends at EOF."""
+    other signals' bytes are dropped. Ends at EOF.
+
+    While an owner found by a probe holds the slot around our wrapper (``_foreign``), it also looks,
+    once a second, whether that owner's fd is still the file it was: uvloop, which sets the slot
+    back to what it found when a loop run ends, closes its self-pipe right after. Then the slot is
+    taken again (only where it is -1) in the main thread, the only thread that may set it, at its
+    next bytecode (``Py_AddPendingCall``): where the main thread runs no Python meanwhile, it waits."""
     while True:
+        if _foreign:
+            if not _readable(r, 1.0):
+                if _owner_gone():
+                    _foreign.clear()
+                    _retake_in_main()
+                continue
         try:
             data = os.read(r, 4096)
         except InterruptedError:
@@ -520,6 +557,49 @@ def _watch_wakeup(r: int) -> None:
                         pass
 
 
+def _readable(r: int, timeout: float) -> bool:
+    import select
+
+    try:
+        return bool(select.select([r], [], [], timeout)[0])
+    except (OSError, ValueError):
+        return True  # closed: the read says so
+
+
+def _owner_gone() -> bool:
+    owner = list(_foreign)
+    if not owner:
+        return False
+    try:
+        st = os.fstat(owner[0])
+    except OSError:
+        return True
+    return (st.st_dev, st.st_ino) != (owner[1], owner[2])
+
+
+def _retake_in_main() -> None:
+    """From the reader thread: ``_retake`` in the main thread at its next bytecode."""
+    try:
+        import ctypes
+
+        if not _pending:
+            def run(_arg: Any) -> int:
+                try:
+                    if _wake and _delivery:
+                        _retake()
+                except BaseException:
+                    pass
+                return 0
+
+            add = ctypes.pythonapi.Py_AddPendingCall
+            add.argtypes = (ctypes.c_void_p, ctypes.c_void_p)
+            add.restype = ctypes.c_int
+            _pending[:] = [ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(run), add]
+        _pending[1](ctypes.cast(_pending[0], ctypes.c_void_p), None)
+    except (ImportError, AttributeError, OSError, TypeError, ValueError):
+        pass
+
+
 def _hide_slot(sig: Any) -> None:
     """While the slot is ours, ``signal.set_wakeup_fd`` answers -1 for our fd, and -1 set by a
     caller while we want the slot gives it back to us (see above)."""
@@ -528,6 +608,7 @@ def _hide_slot(sig: Any) -> None:
         return
 
     def set_wakeup_fd_hiding(fd: int, /, *, warn_on_full_buffer: bool = True) -> int:
+        _foreign.clear()  # the slot's holder is known from here: it comes through the wrapper
         if _wake and _delivery and fd == -1:
             old = set_wakeup_fd(_wake[1], warn_on_full_buffer=False)
         else:
