@@ -239,7 +239,7 @@ def hard_exit(code: "int | str | None" = 1, *, atexit_timeout: float = ATEXIT_TI
                 left = until - _now()
                 if left <= 0:
                     break
-                _never.acquire(True, left)
+                _never.acquire(True, left if left < 60.0 else 60.0)  # inf: acquire would raise, and spin
             except BaseException:  # what a handler raised meanwhile: the exit goes on
                 pass
     except BaseException:  # the process is ending: nothing is left to hand it to
