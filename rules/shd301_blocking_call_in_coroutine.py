@@ -16,6 +16,9 @@ from shutdown_lint.traversal import walk
 from shutdown_lint.facts.types import Typer, normalise
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule, Valid
 from shutdown_lint.prefilter.ast_tree import nested_statements
+from shutdown_lint.ast_engine import AstCheck, FixPlan
+from shutdown_lint.ast_engine.facts import first_argument
+from shutdown_lint.ast_engine.types import AstTyper, typer as ast_typer
 
 from ._blocking_vocabulary import (
     ASYNC_CODES, ATTRIBUTE_TYPES, CONSUMERS, CONSUMING, FAMILIES, FAMILY_NAMES, FILE, LAZY_CALLS, LAZY_WRAPPERS,
@@ -41,7 +44,287 @@ _THREAD_RUNNERS = {"asyncio": "asyncio.to_thread", "anyio": "anyio.to_thread.run
                    "trio": "trio.to_thread.run_sync"}
 
 
-class BlockingCallInCoroutine(Rule):
+class _Detection:
+    """SHD301's detection, shared by the libcst rule and its check on ``ast`` (``_Ast``): both
+    ask the same questions of their facts (``ModuleFacts``/``AstFacts``: same method names) and
+    read the tree through a few hooks each implements (``_text``: a node's code as libcst's
+    ``code_for_node`` gives it; ``_method``; ``_is_call``; ``_names_in``; ``_spelled_name``;
+    ``_self_attribute``; ``_first_positional_name``; ``_statement_names``; ``_imported_tops``;
+    ``_typer``; ``_is_coroutine_use``; ``_polls_only``; ``_consumed_here``; ``_unbounded_queue``;
+    ``_checked_not_empty``; ``_left_to_shd403``; the fix's ``_in_comprehension``,
+    ``_in_with_item``, ``_in_open_block``; ``_fix``: the libcst rule's ``Fix``, the check's
+    ``FixPlan``)."""
+
+    def _setup(self) -> None:
+        allowed = tuple(self.config["allowed-calls"])
+        extra = tuple(self.config["extra-blocking-calls"])
+        chosen = set(self.config["blocking-families"])
+        families = [f for f in FAMILIES if f.name in chosen]
+        self._allowed_names = {a for a in allowed if not a.startswith(".")}
+        self._allowed_methods = {a[1:] for a in allowed if a.startswith(".")}
+        names = [*(c for f in families for c in f.calls), *(e for e in extra if not e.startswith("."))]
+        self._exact = {n for n in names if not n.endswith(".*")}
+        # ``TYPE.*`` as ``TYPE.``: a name is a method of the type itself when the part up to its last
+        # dot is one of them (``_in_vocabulary``)
+        self._prefixes = frozenset(n[:-1] for n in names if n.endswith(".*"))
+        self._polls = {k: v for f in families for k, v in f.polls.items()}
+        self._no_fix = {n for f in families for n in f.no_fix} | _FILE_OPENERS
+        self._methods = {*(SAVE_METHOD_NAMES if "saves" in chosen else ()),
+                         *(e[1:] for e in extra if e.startswith("."))}
+        self._iterate_files = "files" in chosen
+        self._depth = max(0, int(self.config["max-depth"]))
+        self._body_cache: dict[tuple[int, int], Optional[list]] = {}
+        self._markers: Optional[dict[int, set[str]]] = None
+        self._skip_results = frozenset(n for n in self._allowed_names if n in RESULT_TYPES)
+
+    # ------------------------------------------------------------------ visitor
+    def _check_call(self, node) -> None:
+        fn = self.facts.enclosing_function(node)
+        if fn is None or not fn.is_async or self.facts.in_lambda(node):
+            return
+        if self._is_coroutine_use(node):
+            return
+        direct = self._blocking(node)
+        if direct is not None and direct[1] in ("ray.get", "ray.wait") and self._left_to_shd403(node):
+            return
+        if direct is not None:
+            shown, key = direct
+            if self._meant(node, key):
+                return
+            lost = CONSUMING.get(key)
+            self.report(node, f"`{shown}()` blocks the event loop: every other task on it stalls until "
+                              "it returns" + _no_thread(lost), fix=None if lost else self._fix(node, key))
+            return
+        target = self.facts.resolve_call(node)
+        if target is None or target.is_async or self._depth == 0:
+            return
+        inner = self._blocking_inside(target, self._depth, set())
+        if inner is None:
+            return
+        found = self._blocking(inner[-1][1])
+        key = found[1] if found else None
+        if key is not None and self._meant(node, key):
+            return
+        lost = CONSUMING.get(key)
+        via = ", which calls ".join(f"`{name}()` (line {self.facts.line_of(call)})" for name, call in inner)
+        self.report(
+            node,
+            f"`{self._text(node.func)}()` blocks the event loop: it calls {via}; every other task on the loop "
+            "stalls until it returns" + _no_thread(lost),
+            fix=None if lost else self._fix(node, None),
+        )
+
+    def _meant(self, node, key: str) -> bool:
+        """A flake8-async/ruff marker for this family on the call's line (``# noqa: ASYNC251``,
+        ``# type: ignore[ASYNC101]``): the author says the call blocks on purpose."""
+        codes = ASYNC_CODES.get(family_of(key) or "")
+        if not codes:
+            return False
+        if self._markers is None:
+            self._markers = _async_markers(self.facts.code())
+        if not self._markers:
+            return False
+        return bool(self._markers.get(self.facts.line_of(node), set()) & codes)
+
+    def _check_iteration(self, node, it) -> None:
+        """``for line in f`` over a file object reads it on the loop, one line at a time."""
+        if not self._iterate_files:
+            return
+        fn = self.facts.enclosing_function(node)
+        if fn is None or not fn.is_async or self.facts.in_lambda(node):
+            return
+        if self._is_call(it) and self._blocking(it) is not None:
+            return  # ``for line in open(p)``: one finding, on the ``open()``
+        if self._type_of(it, node) == FILE:
+            self.report(it, f"iterating over the file object `{self._text(it)}` reads it on the event loop: every "
+                            "other task on it stalls during each read")
+
+    # ------------------------------------------------------------------ classification
+    def _blocking_name(self, call) -> Optional[str]:
+        found = self._blocking(call)
+        return found[0] if found else None
+
+    def _blocking(self, call) -> Optional[tuple[str, str]]:
+        """``(as shown, vocabulary name)`` when ``call`` blocks, else None. The receiver
+        of a method call is typed first (``f.read`` -> ``io.<file>.read``), then the
+        facts' qualified name is tried."""
+        attr, receiver = self._method(call)
+        if attr is not None and attr in self._allowed_methods:
+            return None
+        names = []  # (vocabulary name, as shown): a typed receiver shows as written (None: rendered if reported)
+        if attr is not None and self._is_call(receiver) and self._blocking(receiver):
+            return None  # ``open(p).read()``: one finding, on the ``open()``
+        if attr is not None:
+            t = self._type_of(receiver, call)
+            if t is not None:
+                names.append((f"{t}.{attr}", None))
+        q = self.facts.call_name(call)
+        if q is not None:
+            names.append((_norm(q), _short(_norm(q))))
+        for q, shown in names:
+            if q in self._allowed_names:
+                return None
+            if not self._in_vocabulary(q):
+                continue
+            if self._polls_only(q, call):
+                return None
+            if q in LAZY_CALLS and not self._consumed_here(call):
+                return None
+            if q.startswith("os.wait") and self._names_in(call) & _WAIT_FLAGS:
+                return None
+            if q.endswith(".put") and q.startswith(_QUEUE_TYPES) and self._unbounded_queue(call.func):
+                return None
+            if q.endswith(".get") and q.startswith(_QUEUE_TYPES) and self._checked_not_empty(call):
+                return None
+            if q == "ray.get" and self._known_ready_refs(call):
+                return None
+            if q == "concurrent.futures.Future.result" and self._known_done_future(call):
+                return None
+            return (shown if shown is not None else self._text(call.func)), q
+        # save/export methods by name, only when the callee is not a same-module function
+        last = attr if attr is not None else (q.rsplit(".", 1)[-1] if q else None)
+        if last in self._methods and last not in self._allowed_methods and self.facts.resolve_call(call) is None:
+            return self._text(call.func), f".{last}"
+        return None
+
+    def _in_vocabulary(self, q: str) -> bool:
+        if q in self._exact:
+            return True
+        # ``TYPE.*``: a method of the type itself (``session.get``), not of one of its
+        # attributes (``session.headers.update``), and not one that does no I/O
+        return q[:q.rfind(".") + 1] in self._prefixes and q.rsplit(".", 1)[-1] not in NON_IO_METHODS
+
+    def _bound_value(self, expr, at):
+        """The expression last bound to name ``expr`` (or ``self.attr``), if any."""
+        name = self._spelled_name(expr)
+        if name is not None:
+            cur = self.facts.scope_of(at)
+            while cur is not None:
+                bindings = cur.bindings.get(name)
+                if bindings:
+                    return bindings[-1].target if bindings[-1].kind == "value" else None
+                if name in cur.params:
+                    return None
+                cur = cur.scope
+            b = self.facts.lookup(name, None)
+            return b.target if b is not None and b.kind == "value" else None
+        attr = self._self_attribute(expr)
+        if attr is not None:
+            cls = self._class_at(at)
+            values = cls.attr_values.get(attr) if cls is not None else None
+            return values[-1][0] if values else None
+        return None
+
+    # ------------------------------------------------------------------ value types
+    def _type_of(self, expr, at) -> Optional[str]:
+        """The type of the value ``expr`` refers to: the shared facts' types from declarations
+        (``shutdown_lint.facts.types``), seen with this rule's known types (a class of the module
+        stands for the known type it derives from) and its allowed openers (a file from an
+        allowed opener is allowed too: ``allowed-calls = ["builtins.open"]``)."""
+        return self._typer.type_of(expr, at)
+
+    def _value_type(self, value, depth: int = 0) -> Optional[str]:
+        return self._typer.value_type(value, depth)
+
+    def _class_at(self, at):
+        cur = self.facts.scope_of(at)
+        while cur is not None:
+            if cur.cls is not None:
+                return cur.cls
+            cur = cur.scope
+        return None
+
+    # ------------------------------------------------------------------ known-done values
+    def _known_ready_refs(self, call) -> bool:
+        """``ray.get(x)`` where ``x`` went through a ``ray.wait`` in the same function
+        (``ready, _ = ray.wait([ref], timeout=0)`` ... ``ray.get(ref)``): refs that
+        ``ray.wait`` reported ready return at once."""
+        name = self._first_positional_name(call)
+        if name is None:
+            return False
+        fn = self.facts.enclosing_function(call)
+        for other in fn.calls if fn is not None else ():
+            if other is not call and self.facts.call_name(other) == "ray.wait":
+                names = self._statement_names(other)
+                if names is not None and name in names:
+                    return True
+        return False
+
+    def _known_done_future(self, call) -> bool:
+        """``fut.result()`` where the function also awaits ``fut``, checks
+        ``fut.done()``/``fut.cancelled()`` or waits for a done callback on it: the result
+        is read after completion."""
+        attr, receiver = self._method(call)
+        name = self._spelled_name(receiver) if attr is not None else None
+        if name is None:
+            return False
+        fn = self.facts.enclosing_function(call)
+        for other in fn.calls if fn is not None else ():
+            other_attr, other_receiver = self._method(other)
+            if (other_attr in ("done", "cancelled", "add_done_callback", "exception")
+                    and self._spelled_name(other_receiver) == name):
+                return True
+            if self.facts.call_name(other) in ("asyncio.wrap_future", "asyncio.wait", "concurrent.futures.wait") \
+                    and name in self._names_in(other):
+                return True
+        return False
+
+    def _blocking_inside(self, fn: FunctionInfo, depth: int, seen: set) -> Optional[list]:
+        """The chain of calls from the body of sync ``fn`` down to a blocking call
+        (``[("_run", call), ("subprocess.run", call)]``), following same-module sync
+        callees down to ``depth`` levels; None when none is found."""
+        key = (id(fn), depth)
+        if key in self._body_cache:
+            return self._body_cache[key]
+        seen.add(fn)
+        found: Optional[list] = None
+        for call in fn.calls:
+            if self.facts.in_lambda(call) or self._is_coroutine_use(call):
+                continue
+            name = self._blocking_name(call)
+            if name is not None:
+                found = [(name, call)]
+                break
+            if depth > 1:
+                target = self.facts.resolve_call(call)
+                if target is not None and not target.is_async and target not in seen:
+                    deeper = self._blocking_inside(target, depth - 1, seen)
+                    if deeper is not None:
+                        found = [(self._text(call.func), call), *deeper]
+                        break
+        self._body_cache[key] = found
+        return found
+
+    # ------------------------------------------------------------------ fix
+    def _fix_refused(self, node, key: Optional[str]) -> bool:
+        """No fix for this call (the class docstring's "No fix is offered where...")."""
+        return key in self._no_fix or self._in_comprehension(node) or self._in_with_item(node) \
+            or self._in_open_block(node)
+
+    def _async_library(self) -> tuple[str, Optional[str]]:
+        """The library the fix writes for: asyncio unless the module imports anyio or
+        trio and not asyncio; with its module-level alias (None: to be imported)."""
+        alias = self.facts.module_alias("asyncio")
+        if alias is not None:
+            return "asyncio", alias
+        for lib in ("anyio", "trio"):
+            alias = self.facts.module_alias(lib)
+            if alias is not None:
+                return lib, alias
+        imported = self._imported_tops()
+        for lib in ("anyio", "trio"):
+            if lib in imported:  # ``from anyio import to_thread``: add ``import anyio``
+                return lib, None
+        return "asyncio", None
+
+
+def _fix_message(lib: str, key: Optional[str]) -> str:
+    if key == "time.sleep":
+        return f"Use `await {lib}.sleep()`"
+    return f"Run it in a thread with `await {_THREAD_RUNNERS[lib]}()`"
+
+
+class BlockingCallInCoroutine(_Detection, Rule):
     """
     ## What it does
     Flags a blocking call made directly in a coroutine function (`async def`, whatever
@@ -790,75 +1073,11 @@ class BlockingCallInCoroutine(Rule):
     # ------------------------------------------------------------------ setup
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        allowed = tuple(self.config["allowed-calls"])
-        extra = tuple(self.config["extra-blocking-calls"])
-        chosen = set(self.config["blocking-families"])
-        families = [f for f in FAMILIES if f.name in chosen]
-        self._allowed_names = {a for a in allowed if not a.startswith(".")}
-        self._allowed_methods = {a[1:] for a in allowed if a.startswith(".")}
-        names = [*(c for f in families for c in f.calls), *(e for e in extra if not e.startswith("."))]
-        self._exact = {n for n in names if not n.endswith(".*")}
-        # ``TYPE.*`` as ``TYPE.``: a name is a method of the type itself when the part up to its last
-        # dot is one of them (``_in_vocabulary``)
-        self._prefixes = frozenset(n[:-1] for n in names if n.endswith(".*"))
-        self._polls = {k: v for f in families for k, v in f.polls.items()}
-        self._no_fix = {n for f in families for n in f.no_fix} | _FILE_OPENERS
-        self._methods = {*(SAVE_METHOD_NAMES if "saves" in chosen else ()),
-                         *(e[1:] for e in extra if e.startswith("."))}
-        self._iterate_files = "files" in chosen
-        self._depth = max(0, int(self.config["max-depth"]))
-        self._body_cache: dict[tuple[int, int], Optional[list[tuple[str, cst.Call]]]] = {}
-        self._markers: Optional[dict[int, set[str]]] = None
-        self._skip_results = frozenset(n for n in self._allowed_names if n in RESULT_TYPES)
+        self._setup()
 
     # ------------------------------------------------------------------ visitor
     def visit_Call(self, node: cst.Call) -> None:
-        fn = self.facts.enclosing_function(node)
-        if fn is None or not fn.is_async or self.facts.in_lambda(node):
-            return
-        if self._is_coroutine_use(node):
-            return
-        direct = self._blocking(node)
-        if direct is not None and direct[1] in ("ray.get", "ray.wait") and self._left_to_shd403(node):
-            return
-        if direct is not None:
-            shown, key = direct
-            if self._meant(node, key):
-                return
-            lost = CONSUMING.get(key)
-            self.report(node, f"`{shown}()` blocks the event loop: every other task on it stalls until "
-                              "it returns" + _no_thread(lost), fix=None if lost else self._fix(node, key))
-            return
-        target = self.facts.resolve_call(node)
-        if target is None or target.is_async or self._depth == 0:
-            return
-        inner = self._blocking_inside(target, self._depth, set())
-        if inner is None:
-            return
-        found = self._blocking(inner[-1][1])
-        key = found[1] if found else None
-        if key is not None and self._meant(node, key):
-            return
-        lost = CONSUMING.get(key)
-        via = ", which calls ".join(f"`{name}()` (line {self.facts.line_of(call)})" for name, call in inner)
-        self.report(
-            node,
-            f"`{_code(node.func)}()` blocks the event loop: it calls {via}; every other task on the loop "
-            "stalls until it returns" + _no_thread(lost),
-            fix=None if lost else self._fix(node, None),
-        )
-
-    def _meant(self, node: cst.Call, key: str) -> bool:
-        """A flake8-async/ruff marker for this family on the call's line (``# noqa: ASYNC251``,
-        ``# type: ignore[ASYNC101]``): the author says the call blocks on purpose."""
-        codes = ASYNC_CODES.get(family_of(key) or "")
-        if not codes:
-            return False
-        if self._markers is None:
-            self._markers = _async_markers(self.facts.code())
-        if not self._markers:
-            return False
-        return bool(self._markers.get(self.facts.line_of(node), set()) & codes)
+        self._check_call(node)
 
     def _left_to_shd403(self, node: cst.Call) -> bool:
         """The driver's own ``ray.get``/``ray.wait`` in a coroutine: SHD403 reports it (one finding
@@ -876,20 +1095,43 @@ class BlockingCallInCoroutine(Rule):
         if node.asynchronous is None:
             self._check_iteration(node, node.iter)
 
-    def _check_iteration(self, node: cst.CSTNode, it: cst.BaseExpression) -> None:
-        """``for line in f`` over a file object reads it on the loop, one line at a time."""
-        if not self._iterate_files:
-            return
-        fn = self.facts.enclosing_function(node)
-        if fn is None or not fn.is_async or self.facts.in_lambda(node):
-            return
-        if isinstance(it, cst.Call) and self._blocking(it) is not None:
-            return  # ``for line in open(p)``: one finding, on the ``open()``
-        if self._type_of(it, node) == FILE:
-            self.report(it, f"iterating over the file object `{_code(it)}` reads it on the event loop: every "
-                            "other task on it stalls during each read")
+    # ------------------------------------------------------------------ the tree's shapes (libcst)
+    def _text(self, node: cst.CSTNode) -> str:
+        return _code(node)
 
-    # ------------------------------------------------------------------ classification
+    def _method(self, call: cst.Call) -> tuple[Optional[str], Optional[cst.BaseExpression]]:
+        func = call.func
+        return (func.attr.value, func.value) if isinstance(func, cst.Attribute) else (None, None)
+
+    def _is_call(self, node: cst.CSTNode) -> bool:
+        return isinstance(node, cst.Call)
+
+    def _names_in(self, node: cst.CSTNode) -> set[str]:
+        return names_in(node)
+
+    def _spelled_name(self, expr: cst.BaseExpression) -> Optional[str]:
+        return expr.value if isinstance(expr, cst.Name) else None
+
+    def _self_attribute(self, expr: cst.BaseExpression) -> Optional[str]:
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            return expr.attr.value
+        return None
+
+    def _first_positional_name(self, call: cst.Call) -> Optional[str]:
+        args = [a.value for a in call.args if a.keyword is None]
+        return args[0].value if args and isinstance(args[0], cst.Name) else None
+
+    def _statement_names(self, call: cst.Call) -> Optional[set[str]]:
+        stmt = self.facts.enclosing_statement(call)
+        return names_in(stmt) if stmt is not None else None
+
+    def _imported_tops(self) -> set[str]:
+        return _imported_top_modules(self.facts.module)
+
+    @property
+    def _typer(self) -> Typer:
+        return self.facts.typer(_KNOWN_TYPES, self._skip_results)
+
     def _is_coroutine_use(self, node: cst.Call) -> bool:
         """Awaited, or a coroutine handed to a task spawner: not a synchronous call."""
         if self.facts.is_awaited(node):
@@ -902,60 +1144,6 @@ class BlockingCallInCoroutine(Rule):
                 if name in F.TASK_SPAWNERS or name in F.MAIN_RUNNERS:
                     return True
         return False
-
-    def _blocking_name(self, call: cst.Call) -> Optional[str]:
-        found = self._blocking(call)
-        return found[0] if found else None
-
-    def _blocking(self, call: cst.Call) -> Optional[tuple[str, str]]:
-        """``(as shown, vocabulary name)`` when ``call`` blocks, else None. The receiver
-        of a method call is typed first (``f.read`` -> ``io.<file>.read``), then the
-        facts' qualified name is tried."""
-        attr = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
-        if attr is not None and attr in self._allowed_methods:
-            return None
-        names = []  # (vocabulary name, as shown): a typed receiver shows as written (None: rendered if reported)
-        if attr is not None and isinstance(call.func.value, cst.Call) and self._blocking(call.func.value):
-            return None  # ``open(p).read()``: one finding, on the ``open()``
-        if attr is not None:
-            t = self._type_of(call.func.value, call)
-            if t is not None:
-                names.append((f"{t}.{attr}", None))
-        q = self.facts.call_name(call)
-        if q is not None:
-            names.append((_norm(q), _short(_norm(q))))
-        for q, shown in names:
-            if q in self._allowed_names:
-                return None
-            if not self._in_vocabulary(q):
-                continue
-            if self._polls_only(q, call):
-                return None
-            if q in LAZY_CALLS and not self._consumed_here(call):
-                return None
-            if q.startswith("os.wait") and names_in(call) & _WAIT_FLAGS:
-                return None
-            if q.endswith(".put") and q.startswith(_QUEUE_TYPES) and self._unbounded_queue(call.func):
-                return None
-            if q.endswith(".get") and q.startswith(_QUEUE_TYPES) and self._checked_not_empty(call):
-                return None
-            if q == "ray.get" and self._known_ready_refs(call):
-                return None
-            if q == "concurrent.futures.Future.result" and self._known_done_future(call):
-                return None
-            return (shown if shown is not None else _code(call.func)), q
-        # save/export methods by name, only when the callee is not a same-module function
-        last = attr if attr is not None else (q.rsplit(".", 1)[-1] if q else None)
-        if last in self._methods and last not in self._allowed_methods and self.facts.resolve_call(call) is None:
-            return _code(call.func), f".{last}"
-        return None
-
-    def _in_vocabulary(self, q: str) -> bool:
-        if q in self._exact:
-            return True
-        # ``TYPE.*``: a method of the type itself (``session.get``), not of one of its
-        # attributes (``session.headers.update``), and not one that does no I/O
-        return q[:q.rfind(".") + 1] in self._prefixes and q.rsplit(".", 1)[-1] not in NON_IO_METHODS
 
     def _polls_only(self, name: str, call: cst.Call) -> bool:
         """A call in its non-blocking form: ``block=False``/``blocking=False`` or
@@ -1030,114 +1218,9 @@ class BlockingCallInCoroutine(Rule):
                     return True
         return False
 
-    def _bound_value(self, expr: cst.BaseExpression, at: cst.CSTNode) -> Optional[cst.BaseExpression]:
-        """The expression last bound to name ``expr`` (or ``self.attr``), if any."""
-        if isinstance(expr, cst.Name):
-            cur = self.facts.scope_of(at)
-            while cur is not None:
-                bindings = cur.bindings.get(expr.value)
-                if bindings:
-                    return bindings[-1].target if bindings[-1].kind == "value" else None
-                if expr.value in cur.params:
-                    return None
-                cur = cur.scope
-            b = self.facts.lookup(expr.value, None)
-            return b.target if b is not None and b.kind == "value" else None
-        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
-            cls = self._class_at(at)
-            values = cls.attr_values.get(expr.attr.value) if cls is not None else None
-            return values[-1][0] if values else None
-        return None
-
-    # ------------------------------------------------------------------ value types
-    def _type_of(self, expr: cst.BaseExpression, at: cst.CSTNode) -> Optional[str]:
-        """The type of the value ``expr`` refers to: the shared facts' types from declarations
-        (``shutdown_lint.facts.types``), seen with this rule's known types (a class of the module
-        stands for the known type it derives from) and its allowed openers (a file from an
-        allowed opener is allowed too: ``allowed-calls = ["builtins.open"]``)."""
-        return self._typer.type_of(expr, at)
-
-    def _value_type(self, value: cst.BaseExpression, depth: int = 0) -> Optional[str]:
-        return self._typer.value_type(value, depth)
-
-    @property
-    def _typer(self) -> Typer:
-        return self.facts.typer(_KNOWN_TYPES, self._skip_results)
-
-    def _class_at(self, at: cst.CSTNode):
-        cur = self.facts.scope_of(at)
-        while cur is not None:
-            if cur.cls is not None:
-                return cur.cls
-            cur = cur.scope
-        return None
-
-    # ------------------------------------------------------------------ known-done values
-    def _known_ready_refs(self, call: cst.Call) -> bool:
-        """``ray.get(x)`` where ``x`` went through a ``ray.wait`` in the same function
-        (``ready, _ = ray.wait([ref], timeout=0)`` ... ``ray.get(ref)``): refs that
-        ``ray.wait`` reported ready return at once."""
-        args = [a.value for a in call.args if a.keyword is None]
-        if not args or not isinstance(args[0], cst.Name):
-            return False
-        name = args[0].value
-        fn = self.facts.enclosing_function(call)
-        for other in fn.calls if fn is not None else ():
-            if other is not call and self.facts.call_name(other) == "ray.wait":
-                stmt = self.facts.enclosing_statement(other)
-                if stmt is not None and name in names_in(stmt):
-                    return True
-        return False
-
-    def _known_done_future(self, call: cst.Call) -> bool:
-        """``fut.result()`` where the function also awaits ``fut``, checks
-        ``fut.done()``/``fut.cancelled()`` or waits for a done callback on it: the result
-        is read after completion."""
-        func = call.func
-        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
-            return False
-        name = func.value.value
-        fn = self.facts.enclosing_function(call)
-        for other in fn.calls if fn is not None else ():
-            f = other.func
-            if (isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == name
-                    and f.attr.value in ("done", "cancelled", "add_done_callback", "exception")):
-                return True
-            if self.facts.call_name(other) in ("asyncio.wrap_future", "asyncio.wait", "concurrent.futures.wait") \
-                    and name in names_in(other):
-                return True
-        return False
-
-    def _blocking_inside(self, fn: FunctionInfo, depth: int, seen: set) -> Optional[list[tuple[str, cst.Call]]]:
-        """The chain of calls from the body of sync ``fn`` down to a blocking call
-        (``[("_run", call), ("subprocess.run", call)]``), following same-module sync
-        callees down to ``depth`` levels; None when none is found."""
-        key = (id(fn), depth)
-        if key in self._body_cache:
-            return self._body_cache[key]
-        seen.add(fn)
-        found: Optional[list[tuple[str, cst.Call]]] = None
-        for call in fn.calls:
-            if self.facts.in_lambda(call) or self._is_coroutine_use(call):
-                continue
-            name = self._blocking_name(call)
-            if name is not None:
-                found = [(name, call)]
-                break
-            if depth > 1:
-                target = self.facts.resolve_call(call)
-                if target is not None and not target.is_async and target not in seen:
-                    deeper = self._blocking_inside(target, depth - 1, seen)
-                    if deeper is not None:
-                        found = [(_code(call.func), call), *deeper]
-                        break
-        self._body_cache[key] = found
-        return found
-
     # ------------------------------------------------------------------ fix
     def _fix(self, node: cst.Call, key: Optional[str]) -> Optional[Fix]:
-        if key in self._no_fix or self._in_comprehension(node) or self._in_with_item(node) \
-                or self._in_open_block(node):
+        if self._fix_refused(node, key):
             return None
         lib, alias = self._async_library()
         edits = []
@@ -1147,7 +1230,6 @@ class BlockingCallInCoroutine(Rule):
         args = strip_trailing_comma(node.args)
         if key == "time.sleep":
             inner = cst.Call(func=cst.Attribute(cst.Name(alias), cst.Name("sleep")), args=args)
-            message = f"Use `await {lib}.sleep()`"
         else:
             func = node.func.with_changes(lpar=(), rpar=()) if isinstance(
                 node.func, (cst.Name, cst.Attribute)) else node.func
@@ -1163,28 +1245,11 @@ class BlockingCallInCoroutine(Rule):
                 inner = cst.Call(func=runner, args=[cst.Arg(value=bound)])
             else:
                 inner = cst.Call(func=runner, args=[cst.Arg(value=func), *args])
-            message = f"Run it in a thread with `await {_THREAD_RUNNERS[lib]}()`"
         new: cst.BaseExpression = cst.Await(expression=inner, lpar=node.lpar, rpar=node.rpar)
         if not node.lpar and self._needs_parens(node):
             new = new.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         edits.insert(0, Replace(node, new))
-        return Fix.unsafe(*edits, message=message)
-
-    def _async_library(self) -> tuple[str, Optional[str]]:
-        """The library the fix writes for: asyncio unless the module imports anyio or
-        trio and not asyncio; with its module-level alias (None: to be imported)."""
-        alias = self.facts.module_alias("asyncio")
-        if alias is not None:
-            return "asyncio", alias
-        for lib in ("anyio", "trio"):
-            alias = self.facts.module_alias(lib)
-            if alias is not None:
-                return lib, alias
-        imported = _imported_top_modules(self.facts.module)
-        for lib in ("anyio", "trio"):
-            if lib in imported:  # ``from anyio import to_thread``: add ``import anyio``
-                return lib, None
-        return "asyncio", None
+        return Fix.unsafe(*edits, message=_fix_message(lib, key))
 
     def _needs_parens(self, node: cst.Call) -> bool:
         # ``await`` binds looser than attribute access, subscription and calls
@@ -1940,3 +2005,438 @@ def _declared_return(view, callee: str) -> Optional[str]:
     else:
         return None
     return normalise(full)
+
+
+# ------------------------------------------------------------------ detection on ast (issue 30)
+_AST_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_AST_LOOPS = (ast.For, ast.AsyncFor, ast.comprehension)
+_AST_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_AST_WITHS = (ast.With, ast.AsyncWith)
+_AST_BODIES = ("body", "orelse", "finalbody")
+_IN = re.compile(r"\bin\b")
+
+
+class _Ast(_Detection, AstCheck):
+    """SHD301 on the candidate tier's ``ast`` (``ast_engine``): the same findings, messages and
+    fix plans as the libcst rule, whose ``_Detection`` it shares; the hooks read ``ast``."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._setup()
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self._check_call(node)
+
+    def visit_For(self, node: ast.For) -> None:  # ``async for`` is an ``AsyncFor``
+        self._check_iteration(node, node.iter)
+
+    def visit_comprehension(self, node: ast.comprehension) -> None:
+        if not node.is_async:
+            self._check_iteration(node, node.iter)
+
+    def _left_to_shd403(self, node: ast.Call) -> bool:
+        """As the libcst rule's, where SHD403 reads ``ast`` (its ``reports`` takes an ``ast`` call
+        with ``AstFacts`` when SHD403 has an ``ast_check``). Where it has none, False: a file is
+        linted on ``ast`` only when every rule that may report in it is ported, so SHD403 selected
+        here was ruled out for the file by its candidate tiers (with its default options: set
+        options make a rule a candidate), which never rule out a file it reports in."""
+        if "SHD403" not in self.settings.selected:
+            return False
+        from .shd403_ray_get_orphans_on_interrupt import RayGetOrphansOnInterrupt, reports
+        if getattr(RayGetOrphansOnInterrupt, "ast_check", None) is None:
+            return False
+        return reports(self.facts, node, tuple(self.settings.rule_option(RayGetOrphansOnInterrupt, "cleanup_calls")))
+
+    # ------------------------------------------------------------------ the tree's shapes (ast)
+    def _text(self, node: ast.AST) -> str:
+        """``node``'s code as libcst's ``code_for_node`` gives it: with the parentheses it owns,
+        for the nodes SHD301 shows (a callee, a receiver, what a loop iterates)."""
+        facts = self.facts
+        parent = facts.parent(node)
+        t = type(parent)
+        if t is ast.Call and parent.func is node or t is ast.Attribute and parent.value is node:
+            # ``ast`` starts a call (an attribute) at its callee's (value's) first parenthesis
+            text = _owning_parens(facts, node, parent.lineno, parent.col_offset, False)
+        elif t in _AST_LOOPS and parent.iter is node:
+            target = parent.target
+            text = _owning_parens(facts, node, target.end_lineno, target.end_col_offset, True)
+        else:
+            text = facts.segment(node)
+        if "\n" in text or "\r" in text:
+            return _without_block_indent(facts, node, text)
+        return text
+
+    def _method(self, call: ast.Call) -> tuple[Optional[str], Optional[ast.expr]]:
+        func = call.func
+        return (func.attr, func.value) if type(func) is ast.Attribute else (None, None)
+
+    def _is_call(self, node: ast.AST) -> bool:
+        return type(node) is ast.Call
+
+    def _names_in(self, node: ast.AST) -> set[str]:
+        return _identifiers(node)
+
+    def _spelled_name(self, expr: ast.AST) -> Optional[str]:
+        return expr.id if type(expr) is ast.Name else None
+
+    def _self_attribute(self, expr: ast.AST) -> Optional[str]:
+        if type(expr) is ast.Attribute and type(expr.value) is ast.Name and expr.value.id == "self":
+            return expr.attr
+        return None
+
+    def _first_positional_name(self, call: ast.Call) -> Optional[str]:
+        args = [value for keyword, value, _star in _arguments(call) if keyword is None]
+        return args[0].id if args and type(args[0]) is ast.Name else None
+
+    def _statement_names(self, call: ast.Call) -> Optional[set[str]]:
+        """The names of libcst's statement of ``call``: ``a; b`` is one (a ``SimpleStatementLine``)."""
+        stmt = self.facts.enclosing_statement(call)
+        if stmt is None:
+            return None
+        names: set[str] = set()
+        for s in _statement_line(self.facts, stmt):
+            names |= _identifiers(s)
+        return names
+
+    def _imported_tops(self) -> set[str]:
+        out = set()
+        for stmt in self.facts.module.body:
+            if type(stmt) is ast.Import:
+                out.update(a.name.split(".")[0] for a in stmt.names)
+            elif type(stmt) is ast.ImportFrom and stmt.module is not None and not stmt.level:
+                out.add(stmt.module.split(".")[0])
+        return out
+
+    @property
+    def _typer(self) -> AstTyper:
+        return ast_typer(self.facts, _KNOWN_TYPES, self._skip_results)
+
+    def _argument_of(self, expr: ast.AST) -> tuple[bool, Optional[ast.Call]]:
+        """(``expr`` is an argument as libcst's ``Arg`` holds one, the call it is an argument of):
+        a positional, ``*``, keyword or ``**`` argument of a call, or a base of a class (no call)."""
+        facts = self.facts
+        parent = facts.parent(expr)
+        t = type(parent)
+        if t is ast.Call:
+            return (True, parent) if parent.func is not expr else (False, None)
+        if t is ast.keyword:
+            outer = facts.parent(parent)
+            return True, outer if type(outer) is ast.Call else None
+        if t is ast.Starred:
+            outer = facts.parent(parent)
+            if type(outer) is ast.Call and any(a is parent for a in outer.args):
+                return True, outer
+            return type(outer) is ast.ClassDef and any(b is parent for b in outer.bases), None
+        if t is ast.ClassDef:
+            return any(b is expr for b in parent.bases), None
+        return False, None
+
+    def _is_coroutine_use(self, node: ast.Call) -> bool:
+        if self.facts.is_awaited(node):
+            return True
+        _, outer = self._argument_of(node)
+        if outer is not None:
+            name = self.facts.call_name(outer)
+            if name in F.TASK_SPAWNERS or name in F.MAIN_RUNNERS:
+                return True
+        return False
+
+    def _polls_only(self, name: str, call: ast.Call) -> bool:
+        spec = self._polls.get(name)
+        if spec is None:
+            return False
+        block_pos, timeout_pos = spec
+        args = _arguments(call)
+        positional = [value for keyword, value, star in args if keyword is None and not star]
+        for keyword, value, _star in args:
+            if keyword is None:
+                continue
+            if keyword in ("block", "blocking") and self._is_false(value):
+                return True
+            if keyword == "timeout" and self._is_zero(value):
+                return True
+        if block_pos is not None and len(positional) > block_pos and self._is_false(positional[block_pos]):
+            return True
+        return timeout_pos is not None and len(positional) > timeout_pos and self._is_zero(positional[timeout_pos])
+
+    def _is_false(self, v: ast.AST) -> bool:
+        """libcst's ``_is_false``: ``False``, or an integer written ``0``."""
+        if type(v) is not ast.Constant:
+            return False
+        if v.value is False:
+            return True
+        return type(v.value) is int and self.facts.segment(v) == "0"
+
+    def _is_zero(self, v: ast.AST) -> bool:
+        """libcst's ``_is_zero``: an integer or float literal whose text reads as 0.0."""
+        if type(v) is not ast.Constant or type(v.value) not in (int, float):
+            return False
+        try:
+            return float(self.facts.segment(v).replace("_", "")) == 0.0
+        except ValueError:
+            return False
+
+    def _consumed_here(self, expr: ast.AST, depth: int = 0) -> bool:
+        """``expr`` may be an ``ast.keyword`` (``f(gen=...)``: libcst's keyword ``Name``)."""
+        facts = self.facts
+        if type(expr) is ast.keyword:
+            outer = facts.parent(expr)
+            return type(outer) is ast.Call and self._consumed_as_argument(outer, expr.value, depth)
+        parent = facts.parent(expr)
+        if type(parent) in _AST_LOOPS and parent.iter is expr:
+            return True
+        is_argument, outer = self._argument_of(expr)
+        if is_argument:
+            return outer is not None and self._consumed_as_argument(outer, expr, depth)
+        if (type(parent) is ast.Assign and parent.value is expr and len(parent.targets) == 1
+                and type(parent.targets[0]) is ast.Name):
+            var = parent.targets[0].id
+            fn = facts.enclosing_function(expr)
+            if fn is None or depth >= 4:
+                return False
+            uses = [u for u in _uses_named(fn.node.body, var)
+                    if facts.enclosing_function(u) is fn and not facts.in_lambda(u)]
+            return any(self._consumed_here(use, depth + 1) for use in uses)
+        return False
+
+    def _consumed_as_argument(self, outer: ast.Call, value: ast.AST, depth: int) -> bool:
+        if first_argument(outer) is not value:
+            return False
+        name = self.facts.call_name(outer)
+        if name in CONSUMERS:
+            return True
+        if name in LAZY_WRAPPERS and depth < 4:
+            return self._consumed_here(outer, depth + 1)
+        return False
+
+    def _unbounded_queue(self, func: ast.AST) -> bool:
+        if type(func) is not ast.Attribute:
+            return False
+        built = self._bound_value(func.value, func)
+        if type(built) is not ast.Call:
+            return False  # an annotated parameter: the size is not known here
+        for i, (keyword, value, _star) in enumerate(a for a in _arguments(built) if not a[2]):
+            if keyword == "maxsize" or keyword is None and i == 0:
+                return self._is_zero(value)
+        return True
+
+    def _checked_not_empty(self, call: ast.Call) -> bool:
+        func = call.func
+        if type(func) is not ast.Attribute:
+            return False
+        receiver = self._text(func.value)
+        for anc in self.facts.ancestors(call):
+            t = type(anc)
+            if t in _AST_DEFS:
+                return False
+            if t is ast.If or t is ast.While:
+                tests = [c for c in ast.walk(anc.test) if type(c) is ast.Call and type(c.func) is ast.Attribute]
+                if any(c.func.attr in ("empty", "qsize", "full") and self._text(c.func.value) == receiver
+                       for c in tests):
+                    return True
+        return False
+
+    # ------------------------------------------------------------------ fix plan
+    def _fix(self, node: ast.Call, key: Optional[str]) -> Optional[FixPlan]:
+        """What the libcst rule's ``_fix`` gives, without its edits."""
+        if self._fix_refused(node, key):
+            return None
+        lib, _alias = self._async_library()
+        return FixPlan.unsafe(_fix_message(lib, key))
+
+    def _in_comprehension(self, node: ast.AST) -> bool:
+        for anc in self.facts.ancestors(node):
+            if isinstance(anc, _AST_COMPREHENSIONS):
+                return True
+            if isinstance(anc, ast.stmt):
+                return False
+        return False
+
+    def _in_open_block(self, node: ast.AST) -> bool:
+        for anc in self.facts.ancestors(node):
+            if isinstance(anc, _AST_DEFS):
+                return False
+            if isinstance(anc, _AST_WITHS) and any(
+                type(item.context_expr) is ast.Call and self._value_type(item.context_expr, 0) == FILE
+                for item in anc.items
+            ):
+                return True
+        return False
+
+    def _in_with_item(self, node: ast.AST) -> bool:
+        for anc in self.facts.ancestors(node):
+            if type(anc) is ast.withitem:
+                return True
+            if isinstance(anc, ast.stmt):
+                return False
+        return False
+
+
+def _arguments(call: ast.Call) -> list[tuple[Optional[str], ast.AST, str]]:
+    """libcst's ``call.args`` as (keyword, value, star) in source order: ``f(a, *b, k=c, **d)`` is
+    ``(None, a, "")``, ``(None, b, "*")``, ``("k", c, "")``, ``(None, d, "**")``."""
+    items = [((None, a.value, "*") if type(a) is ast.Starred else (None, a, ""), a) for a in call.args]
+    items += [((k.arg, k.value, "**" if k.arg is None else ""), k) for k in call.keywords]
+    if call.args and call.keywords:
+        items.sort(key=lambda item: (item[1].lineno, item[1].col_offset))
+    return [item for item, _node in items]
+
+
+def _uses_named(body: list, name: str) -> list:
+    """The ``Name`` nodes spelled ``name`` in ``body``, and the keyword arguments so named (libcst's
+    ``Name`` nodes there that ``_consumed_here`` can tell from others)."""
+    found = []
+    for stmt in body:
+        for n in ast.walk(stmt):
+            t = type(n)
+            if t is ast.Name and n.id == name or t is ast.keyword and n.arg == name:
+                found.append(n)
+    return found
+
+
+def _identifiers(node: ast.AST) -> set[str]:
+    """libcst's ``names_in``: every ``Name`` under ``node``, which in libcst is also an attribute's
+    name, a def's, a class's, a parameter's, a keyword argument's, an imported module's parts and
+    alias, an ``except``'s ``as`` name, a ``global``'s, a pattern's capture, ``None``/``True``/``False``."""
+    out: set[str] = set()
+    add = out.add
+    for n in ast.walk(node):
+        t = type(n)
+        if t is ast.Name:
+            add(n.id)
+        elif t is ast.Attribute:
+            add(n.attr)
+        elif t is ast.Constant:
+            if n.value is None or n.value is True or n.value is False:
+                add(str(n.value))
+        elif t is ast.keyword or t is ast.arg:
+            if t is ast.arg or n.arg is not None:
+                add(n.arg)
+        elif t in _AST_DEFS or t is ast.ClassDef:
+            add(n.name)
+        elif t is ast.alias:
+            if n.name != "*":
+                out.update(n.name.split("."))
+            if n.asname:
+                add(n.asname)
+        elif t is ast.ImportFrom:
+            if n.module:
+                out.update(n.module.split("."))
+        elif t is ast.ExceptHandler:
+            if n.name:
+                add(n.name)
+        elif t is ast.Global or t is ast.Nonlocal:
+            out.update(n.names)
+        else:
+            for attr in _PATTERN_NAMES.get(t, ()):
+                value = getattr(n, attr, None)
+                if isinstance(value, str):
+                    add(value)
+                elif isinstance(value, list):
+                    out.update(value)
+            name = getattr(n, "name", None) if t.__name__ in ("TypeVar", "ParamSpec", "TypeVarTuple") else None
+            if name:
+                add(name)
+    return out
+
+
+_PATTERN_NAMES = {getattr(ast, k): v for k, v in (
+    ("MatchAs", ("name",)), ("MatchStar", ("name",)), ("MatchMapping", ("rest",)), ("MatchClass", ("kwd_attrs",)))
+    if hasattr(ast, k)}
+
+
+def _statement_line(facts, stmt: ast.stmt) -> list:
+    """``stmt`` and the statements written with it on its line (``a; b``), as libcst's
+    ``SimpleStatementLine`` holds them; a compound statement alone."""
+    parent = facts.parent(stmt)
+    for field in _AST_BODIES:
+        body = getattr(parent, field, None)
+        if type(body) is not list:
+            continue
+        for i, s in enumerate(body):
+            if s is stmt:
+                first = last = i
+                while first > 0 and body[first - 1].end_lineno == body[first].lineno:
+                    first -= 1
+                while last + 1 < len(body) and body[last].end_lineno == body[last + 1].lineno:
+                    last += 1
+                return body[first:last + 1]
+    return [stmt]
+
+
+def _owning_parens(facts, node: ast.AST, line: int, byte_col: int, after_in: bool) -> str:
+    """``node``'s code with the parentheses it owns: those opened between (``line``, ``byte_col``)
+    (after the ``in`` keyword when ``after_in``) and ``node``, each closed after it. The text in
+    between holds no string: a ``#`` there starts a comment."""
+    text = facts.code()
+    start = _offset(facts, line, byte_col)
+    begin = _offset(facts, node.lineno, node.col_offset)
+    i, opened, first = start, 0, -1
+    if after_in:
+        code = re.sub(r"#[^\r\n]*", lambda m: " " * len(m.group()), text[start:begin])
+        found = list(_IN.finditer(code))
+        i = start + (found[-1].end() if found else 0)
+    while i < begin:
+        c = text[i]
+        if c == "#":
+            while i < begin and text[i] not in "\r\n":
+                i += 1
+            continue
+        if c == "(":
+            opened += 1
+            if first < 0:
+                first = i
+        i += 1
+    if not opened:
+        return facts.segment(node)
+    j = _offset(facts, node.end_lineno, node.end_col_offset)
+    n = len(text)
+    while opened and j < n:
+        c = text[j]
+        if c == "#":
+            while j < n and text[j] not in "\r\n":
+                j += 1
+            continue
+        if c == ")":
+            opened -= 1
+        j += 1
+    return text[first:j]
+
+
+def _without_block_indent(facts, node: ast.AST, text: str) -> str:
+    """libcst's code of a node written over several lines: a line that continues inside brackets
+    (the node's own or around it) loses the indentation of the block the node's statement is in
+    (libcst keeps it as a flag, which ``code_for_node`` of the node alone does not render); a
+    string's lines and a line after a backslash keep theirs."""
+    stmt = facts.enclosing_statement(node)
+    if stmt is None:
+        return text
+    first = _statement_line(facts, stmt)[0]
+    line = facts.lines[first.lineno - 1]
+    indent = line[:len(line) - len(line.lstrip(" \t"))]
+    if not indent:
+        return text
+    try:
+        # in brackets, as the node's newlines are (in its own or around it): each is an ``NL``
+        tokens = list(tokenize.generate_tokens(io.StringIO(f"({text})").readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return text
+    after_nl = {tok.start[0] + 1 for tok in tokens if tok.type == tokenize.NL}
+    lines = re.split(r"(?<=\n)", text)  # as ``io.StringIO`` gives them to the tokenizer
+    return "".join(ln[len(indent):] if i + 1 in after_nl and ln.startswith(indent) else ln
+                   for i, ln in enumerate(lines))
+
+
+def _offset(facts, line: int, byte_col: int) -> int:
+    """The character offset in the module's text of ``ast``'s (line, byte column)."""
+    starts = facts.__dict__.get("_shd301_line_starts")
+    if starts is None:
+        starts, at = [], 0
+        for ln in facts.lines:
+            starts.append(at)
+            at += len(ln)
+        facts.__dict__["_shd301_line_starts"] = starts
+    return starts[line - 1] + facts.column(line, byte_col)
+
+
+BlockingCallInCoroutine.ast_check = _Ast

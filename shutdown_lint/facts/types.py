@@ -135,20 +135,37 @@ class Typer:
             return left if left == "pathlib.Path" else None
         return self.value_type(expr, depth + 1)
 
+    # the tree's shapes (``ast_engine.types.AstTyper`` reads the same on ``ast``)
+    #: member expressions that name a type (``annotation_type``)
+    _NAMED = (cst.Name, cst.Attribute)
+
+    @staticmethod
+    def _spelling(use: cst.Name) -> str:
+        return use.value
+
+    @staticmethod
+    def _return_annotation(fn) -> Optional[cst.BaseExpression]:
+        returns = fn.node.returns
+        return returns.annotation if returns is not None else None
+
+    @staticmethod
+    def _base_expression(base: cst.Arg) -> cst.BaseExpression:
+        return base.value
+
     def _name_type(self, use: cst.Name, at: cst.CSTNode, depth: int) -> Optional[str]:
         """The binding of ``use`` seen from ``at``: in its own function, the bindings before the
         use (all of them when none is, as in a loop), else its parameter; else the same in each
         enclosing function (a closure: their last binding), else the module's last binding (a
         function runs after the module has run). A declaration (``f: T``) holds for the later
         bindings of the name in that function (``f = make()`` keeps ``T``)."""
-        name = use.value
+        name = self._spelling(use)
         own = cur = self.facts.scope_of(at)
         while cur is not None:
             bindings = cur.bindings.get(name)
             if bindings:
                 if cur is own:
                     index = self._index(use)
-                    before = [b for b in bindings if b.order < index] if index is not None else []
+                    before = [b for b in bindings if self._precedes(b, use, index)] if index is not None else []
                     if not before and name in cur.params:
                         return self._param_type(cur, name)
                     bindings = before or bindings
@@ -159,16 +176,22 @@ class Typer:
         bindings = self.facts._module_bindings.get(name)
         return self._bindings_type(bindings, depth) if bindings else None
 
+    def _precedes(self, binding, use: cst.Name, index: int) -> bool:
+        """``binding`` is made before ``use`` (``index``: where ``use`` is among the module's names
+        of its spelling; a binding's ``order``: how many of them come before it)."""
+        return binding.order < index
+
     def _param_type(self, fn, name: str) -> Optional[str]:
         ann = fn.params[name]
         return self.annotation_type(ann, fn.node) if ann is not None else None
 
     def _index(self, use: cst.Name) -> Optional[int]:
         """Where ``use`` is among the module's names of the same spelling (source order)."""
-        table = self._name_index.get(use.value)
+        name = self._spelling(use)
+        table = self._name_index.get(name)
         if table is None:
-            table = self._name_index[use.value] = {
-                id(n): i for i, n in enumerate(self.facts._names_by_value.get(use.value, ()))}
+            table = self._name_index[name] = {
+                id(n): i for i, n in enumerate(self.facts._names_by_value.get(name, ()))}
         return table.get(id(use))
 
     def _bindings_type(self, bindings: list, depth: int) -> Optional[str]:
@@ -205,39 +228,53 @@ class Typer:
         """The type of what evaluating ``value`` gives (a call's result, a name's value)."""
         if depth > _MAX_DEPTH:
             return None
-        facts = self.facts
         if isinstance(value, cst.Call):
             if isinstance(value.func, cst.Attribute):
                 recv = self.type_of(value.func.value, value, depth + 1)
                 if recv is not None:
-                    method = f"{recv}.{value.func.attr.value}"
-                    if method in RESULT_TYPES:
-                        return RESULT_TYPES[method]
-                    if recv == MP_CONTEXT and value.func.attr.value[:1].isupper():
-                        return self._known(f"multiprocessing.{value.func.attr.value}")
-            callee = facts.call_name(value)
-            if callee is not None and normalise(callee) in RESULT_TYPES:
-                return None if normalise(callee) in self.skip else RESULT_TYPES[normalise(callee)]
-            if callee is not None:
-                declared = self._returns(callee, awaited=False)
-                if declared is not None:
-                    return declared or None
-            if callee is not None and callee.startswith("<module>."):
-                known = self._known(callee)  # ``Worker()`` of ``class Worker(threading.Thread)``
-                return known if known != callee else None
-            return self._known(facts.qualified_name(value, value))
+                    return self._call_type(value, f"{recv}.{value.func.attr.value}")
+            return self._call_type(value, None)
         if isinstance(value, cst.Await) and isinstance(value.expression, cst.Call):
-            # ``c = await open_client()`` of ``async def open_client() -> httpx.AsyncClient``
-            callee = facts.call_name(value.expression)
-            declared = self._returns(callee, awaited=True) if callee is not None else None
-            return declared or None
+            return self._awaited_type(value.expression)
         if isinstance(value, (cst.Name, cst.Attribute, cst.BinaryOperation)):
             return self.type_of(value, value, depth + 1)
         if isinstance(value, cst.IfExp):  # ``Path(p) if p else None``
-            sides = [v for v in (value.body, value.orelse) if not _is_none(v)]
-            types = {self.value_type(v, depth + 1) for v in sides}
-            return types.pop() if len(types) == 1 else None
+            return self._either([v for v in (value.body, value.orelse) if not _is_none(v)], depth)
         return None
+
+    # the tree-agnostic parts of ``value_type`` (``ast_engine.types.AstTyper`` shares them)
+    def _call_type(self, call, method: Optional[str]) -> Optional[str]:
+        """The type of ``call``'s result; ``method``: ``<receiver's type>.<method>`` when the
+        callee is a method of a typed receiver."""
+        facts = self.facts
+        if method is not None:
+            if method in RESULT_TYPES:
+                return RESULT_TYPES[method]
+            recv, _, attr = method.rpartition(".")
+            if recv == MP_CONTEXT and attr[:1].isupper():
+                return self._known(f"multiprocessing.{attr}")
+        callee = facts.call_name(call)
+        if callee is not None and normalise(callee) in RESULT_TYPES:
+            return None if normalise(callee) in self.skip else RESULT_TYPES[normalise(callee)]
+        if callee is not None:
+            declared = self._returns(callee, awaited=False)
+            if declared is not None:
+                return declared or None
+        if callee is not None and callee.startswith("<module>."):
+            known = self._known(callee)  # ``Worker()`` of ``class Worker(threading.Thread)``
+            return known if known != callee else None
+        return self._known(facts.qualified_name(call, call))
+
+    def _awaited_type(self, call) -> Optional[str]:
+        """``c = await open_client()`` of ``async def open_client() -> httpx.AsyncClient``."""
+        callee = self.facts.call_name(call)
+        declared = self._returns(callee, awaited=True) if callee is not None else None
+        return declared or None
+
+    def _either(self, sides: list, depth: int) -> Optional[str]:
+        """The one type of the non-None sides of ``a if c else b``, else None."""
+        types = {self.value_type(v, depth + 1) for v in sides}
+        return types.pop() if len(types) == 1 else None
 
     # ------------------------------------------------------------------ return annotations
     def _returns(self, callee: str, awaited: bool) -> Optional[str]:
@@ -258,9 +295,9 @@ class Typer:
             fn = next((g for g in self.facts.functions if g.qualname == qual), None)
             if fn is not None:
                 result = ""
-                returns = fn.node.returns
+                returns = self._return_annotation(fn)
                 if returns is not None and fn.is_async == awaited:
-                    result = self.annotation_type(returns.annotation, fn.node) or ""
+                    result = self.annotation_type(returns, fn.node) or ""
         elif not callee.startswith("builtins.") and self.facts.project is not None:
             result = self._returns_elsewhere(callee, awaited)
         cache[key] = result
@@ -307,7 +344,7 @@ class Typer:
         if members:
             types = set()
             for m in members:
-                if isinstance(m, (cst.Name, cst.Attribute)):
+                if isinstance(m, self._NAMED):
                     q = self.facts.qualified_name(m, at)
                     types.add(self._known(q) if q is not None else None)
                 else:
@@ -365,7 +402,7 @@ class Typer:
             for cls in self.facts.classes:
                 if cls.qualname == qual:
                     for base in cls.node.bases:
-                        bq = self.facts.qualified_name(base.value, cls.node)
+                        bq = self.facts.qualified_name(self._base_expression(base), cls.node)
                         if bq is not None and normalise(bq) in self.known:
                             return normalise(bq)
                     return t
