@@ -1,10 +1,13 @@
 from __future__ import annotations
 
 import ast
-from typing import Iterable, Optional
+from typing import Iterable, Iterator, NamedTuple, Optional
 
 import libcst as cst
 
+from shutdown_lint.ast_engine import AstCheck, FixPlan
+from shutdown_lint.ast_engine.execution import positional
+from shutdown_lint.ast_engine.walk import children
 from shutdown_lint.prefilter import words as C
 from shutdown_lint.prefilter import ast_tree as T
 from shutdown_lint.facts import ModuleFacts
@@ -19,8 +22,476 @@ _ON_INTERRUPT = "runtime_guard.on_interrupt"
 #: Calls whose first result is a list of refs that are ready (``ray.get`` on them does not block).
 _WAITS = ("ray.wait", "runtime_guard.ray.interruptible_wait")
 
+_GET_MESSAGE = ("`ray.get()` blocks the driver with no Ctrl+C path that cancels the remote work and waits: "
+                "on Ctrl+C the driver exits and the task is killed without running its cleanup")
+_WAIT_MESSAGE = ("`ray.wait()` with no timeout blocks the driver with no Ctrl+C path that cancels the remote "
+                 "work and waits: on Ctrl+C the driver exits and the pending tasks are killed without running "
+                 "their cleanup")
 
-class RayGetOrphansOnInterrupt(Rule):
+
+def _coroutine_message(short: str) -> str:
+    return (f"`ray.{short}()` in the driver's coroutine blocks the event loop with no Ctrl+C path that cancels "
+            "the remote work and waits: under `asyncio.run` the first Ctrl+C only cancels the main task once the "
+            "call returns, the second ends the driver and the remote work is killed without running its cleanup")
+
+
+class _Decide:
+    """What SHD403 decides about a call, on either tree (``_OnCst``: libcst; ``_OnAst``: ``ast``),
+    for one file's facts and the ``cleanup_calls`` option. Only the reads of the tree are written
+    twice (below ``# the tree's answers`` in each subclass): ``has_timeout``, ``calls_in`` (the
+    calls of a block, nested defs and lambdas left out, in source order), ``handlers``/
+    ``finally_block`` of a ``try``, ``function_block``, ``is_def``, ``on_interrupt_with``,
+    ``first_positional`` (no ``*a``), ``first_argument`` (``*a`` and ``**k`` included), ``code``,
+    ``elements``, ``name_of``, ``subscript_value``, ``loop_iters``, ``ready_scan``,
+    ``in_comprehension``."""
+
+    def __init__(self, facts, cleanup_calls: tuple[str, ...] = ()) -> None:
+        self.facts = facts
+        self.extra = tuple(cleanup_calls)
+
+    def reports(self, node) -> bool:
+        """SHD403 reports ``node``."""
+        f = self.facts
+        name = f.call_name(node)
+        if name not in ("ray.get", "ray.wait") or self.has_timeout(node):
+            return False
+        if not f.runs_in_driver(node):
+            return False
+        fn = f.enclosing_function(node)
+        if fn is not None and f.runs_in_ray_worker(fn):
+            return False
+        if fn is not None and fn.is_async and f.in_lambda(node):
+            return False
+        if name == "ray.get" and self.refs_known_ready(node):
+            return False
+        if self.interrupt_protected(node):
+            return False
+        # an interrupt path that cancels these refs (and may not wait) is SHD501's business: a fix here
+        # would cancel a second time, cutting short the cleanup that the first cancel started
+        return not self.interrupt_path_cancels(node)
+
+    def is_wait_call(self, call) -> bool:
+        """A bounded wait for Ray work: ``ray.wait``/``ray.get`` with a timeout, or a
+        runtime_guard helper that waits."""
+        name = self.facts.call_name(call)
+        if name in RAY_GUARD_WAIT_CALLS:
+            return True
+        return name in RAY_BOUNDED_WAIT_CALLS and self.has_timeout(call)
+
+    def cancels_and_waits(self, block, depth: int = 1) -> bool:
+        """``block`` (or a same-module function it calls, ``depth`` levels deep) cancels Ray
+        work and then waits for it, or calls a helper that does both (``cleanup_calls``)."""
+        f = self.facts
+        cancelled = waited = False
+        for call in self.calls_in(block):
+            name = f.call_name(call)
+            if name in self.extra:
+                return True
+            if name in RAY_CANCEL_CALLS:
+                cancelled = True
+            if self.is_wait_call(call) and (cancelled or name in RAY_GUARD_WAIT_CALLS):
+                waited = True
+            if depth > 0:
+                target = f.resolve_call(call)
+                if target is not None and self.cancels_and_waits(self.function_block(target), depth - 1):
+                    return True
+        return cancelled and waited
+
+    def is_interrupt_handler(self, handler) -> bool:
+        """``except:``, ``except KeyboardInterrupt``, ``except BaseException`` (or a tuple with one)."""
+        types = self.handler_types(handler)
+        if types is None:
+            return True
+        return any(self.facts.qualified_name(t, handler) in _INTERRUPT_TYPES for t in types)
+
+    def interrupt_protected(self, node, depth: int = 2) -> bool:
+        """A Ctrl+C raised while ``node`` runs goes through code that cancels and waits."""
+        f = self.facts
+        for t in f.enclosing_trys(node):
+            for h, block in self.handlers(t):
+                if self.is_interrupt_handler(h) and self.cancels_and_waits(block):
+                    return True
+            block = self.finally_block(t)
+            if block is not None and self.cancels_and_waits(block):
+                return True
+        for anc in f.ancestors(node):
+            if self.is_def(anc):
+                break
+            if self.on_interrupt_with(anc):
+                return True
+        fn = f.enclosing_function(node)
+        if fn is None:
+            return False
+        if _ON_INTERRUPT in fn.decorators:
+            return True
+        if depth > 0:
+            refs = [n for n, kind in f.references(fn) if kind in ("call", "await")]
+            if refs and all(self.interrupt_protected(n, depth - 1) for n in refs):
+                return True
+        return False
+
+    def refs_of(self, expr) -> set[str]:
+        """The refs an argument names: itself, and the elements of a list/tuple display."""
+        return {self.code(expr)} | {self.code(el) for el in self.elements(expr)}
+
+    def cancelled_in(self, block) -> set[str]:
+        """What the Ray cancels in ``block`` name: their argument (and its elements), and the
+        collection a ``for ref in refs: ray.cancel(ref)`` walks."""
+        found: set[str] = set()
+        for call in self.calls_in(block):
+            if self.facts.call_name(call) not in RAY_CANCEL_CALLS:
+                continue
+            arg = self.first_positional(call)
+            if arg is None:
+                continue
+            found |= self.refs_of(arg)
+            name = self.name_of(arg)
+            if name is not None:
+                for it in self.loop_iters(call, name, block):
+                    found |= self.refs_of(it)
+        return found
+
+    def interrupt_path_cancels(self, call) -> bool:
+        """An enclosing ``try`` has an interrupt path (``except KeyboardInterrupt``/``BaseException``,
+        bare ``except``, or ``finally``) that cancels every ref ``call`` waits for."""
+        arg = self.first_positional(call)
+        if arg is None:
+            return False
+        wanted = {self.code(arg)}
+        elements = self.refs_of(arg) - wanted
+        for t in self.facts.enclosing_trys(call):
+            blocks = [block for h, block in self.handlers(t) if self.is_interrupt_handler(h)]
+            last = self.finally_block(t)
+            if last is not None:
+                blocks.append(last)
+            for block in blocks:
+                cancelled = self.cancelled_in(block)
+                if wanted <= cancelled or (elements and elements <= cancelled):
+                    return True
+        return False
+
+    def refs_known_ready(self, call) -> bool:
+        """``ray.get(ready)`` / ``ray.get(ready[0])`` / ``for r in ready: ray.get(r)`` where
+        ``ready`` was unpacked from ``ray.wait(...)`` in the same function."""
+        arg = self.first_argument(call)
+        if arg is None:
+            return False
+        name = self.name_of(self.subscript_value(arg))
+        if name is None:
+            return False
+        fn = self.facts.enclosing_function(call)
+        return name in self.ready_names(fn.node if fn is not None else self.facts.module)
+
+    def ready_names(self, root) -> set[str]:
+        assigns, loops = self.ready_scan(root)
+        names: set[str] = set()
+        for value, firsts in assigns:
+            if self.facts.call_name(value) in _WAITS:
+                names.update(n for n in firsts if n is not None)
+        for it, target in loops:
+            if it is not None and it in names and target is not None:
+                names.add(target)
+        return names
+
+
+class _OnCst(_Decide):
+    """``_Decide`` reading libcst."""
+
+    # the tree's answers
+    @staticmethod
+    def has_timeout(call: cst.Call) -> bool:
+        """``timeout=<not None>`` among the keyword arguments."""
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value == "timeout":
+                return not (isinstance(a.value, cst.Name) and a.value.value == "None")
+        return False
+
+    @staticmethod
+    def calls_in(block: cst.CSTNode) -> list[cst.Call]:
+        return calls_in(block)
+
+    @staticmethod
+    def handlers(t) -> list:
+        return [(h, h.body) for h in t.handlers]
+
+    @staticmethod
+    def finally_block(t) -> Optional[cst.CSTNode]:
+        return t.finalbody.body if t.finalbody is not None else None
+
+    @staticmethod
+    def function_block(fn) -> cst.CSTNode:
+        return fn.node.body
+
+    @staticmethod
+    def handler_types(handler: cst.CSTNode) -> Optional[list]:
+        typ = getattr(handler, "type", None)
+        if typ is None:
+            return None
+        return [el.value for el in typ.elements] if isinstance(typ, cst.Tuple) else [typ]
+
+    @staticmethod
+    def is_def(node: cst.CSTNode) -> bool:
+        return isinstance(node, cst.FunctionDef)
+
+    def on_interrupt_with(self, node: cst.CSTNode) -> bool:
+        return isinstance(node, cst.With) and any(
+            isinstance(item.item, cst.Call) and self.facts.call_name(item.item) == _ON_INTERRUPT for item in node.items
+        )
+
+    @staticmethod
+    def first_positional(call: cst.Call) -> Optional[cst.BaseExpression]:
+        args = [a for a in call.args if a.keyword is None and not a.star]
+        return args[0].value if args else None
+
+    @staticmethod
+    def first_argument(call: cst.Call) -> Optional[cst.BaseExpression]:
+        args = [a for a in call.args if a.keyword is None]
+        return args[0].value if args else None
+
+    @staticmethod
+    def code(expr: cst.CSTNode) -> str:
+        return cst.Module(body=[]).code_for_node(expr).strip()
+
+    @staticmethod
+    def elements(expr: cst.CSTNode) -> list:
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            return [el.value for el in expr.elements if isinstance(el, cst.Element)]
+        return []
+
+    @staticmethod
+    def name_of(expr: cst.CSTNode) -> Optional[str]:
+        return expr.value if isinstance(expr, cst.Name) else None
+
+    @staticmethod
+    def subscript_value(expr: cst.CSTNode) -> cst.CSTNode:
+        return expr.value if isinstance(expr, cst.Subscript) else expr
+
+    def loop_iters(self, call: cst.Call, name: str, block: cst.CSTNode) -> list:
+        """What the ``for`` loops around ``call`` in ``block`` that bind ``name`` walk."""
+        out = []
+        for anc in self.facts.ancestors(call):
+            if anc is block:
+                break
+            if isinstance(anc, cst.For) and isinstance(anc.target, cst.Name) and anc.target.value == name:
+                out.append(anc.iter)
+        return out
+
+    @staticmethod
+    def ready_scan(root: cst.CSTNode) -> tuple[list, list]:
+        """The assignments of a call under ``root`` (the call, the first name each target unpacks
+        into) and its ``for`` loops (the name iterated, the name bound), in source order."""
+        assigns: list = []
+        loops: list = []
+
+        class _Scan(cst.CSTVisitor):
+            def visit_Assign(self, n: cst.Assign) -> None:
+                if isinstance(n.value, cst.Call):
+                    assigns.append((n.value, [_first_target(t.target) for t in n.targets]))
+
+            def visit_For(self, n: cst.For) -> None:
+                loops.append((n.iter.value if isinstance(n.iter, cst.Name) else None,
+                              n.target.value if isinstance(n.target, cst.Name) else None))
+
+        walk(root, _Scan())
+        return assigns, loops
+
+    def in_comprehension(self, node: cst.CSTNode) -> bool:
+        for anc in self.facts.ancestors(node):
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
+                return False
+            if isinstance(anc, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+                return True
+        return False
+
+
+class _Block(NamedTuple):
+    """A block on ``ast``: its statements and the node that holds them (a handler, the ``try``
+    of a ``finally``, a def), where libcst has one ``IndentedBlock`` node."""
+
+    owner: ast.AST
+    body: list
+
+
+_DEFS_AND_LAMBDAS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _preorder(nodes: Iterable[ast.AST], skip: tuple = ()) -> Iterator[ast.AST]:
+    """``nodes`` and the nodes under them in libcst's walk order (parents first, children in
+    source order), not entering a node of a ``skip`` type (nor giving it)."""
+    stack = [iter(list(nodes))]
+    while stack:
+        for node in stack[-1]:
+            if isinstance(node, skip):
+                continue
+            yield node
+            stack.append(iter(children(node)))
+            break
+        else:
+            stack.pop()
+
+
+class _OnAst(_Decide):
+    """``_Decide`` reading ``ast``."""
+
+    # the tree's answers
+    @staticmethod
+    def has_timeout(call: ast.Call) -> bool:
+        for k in call.keywords:
+            if k.arg == "timeout":
+                return not (type(k.value) is ast.Constant and k.value.value is None)
+        return False
+
+    @staticmethod
+    def calls_in(block: _Block) -> list[ast.Call]:
+        return [n for n in _preorder(block.body, _DEFS_AND_LAMBDAS) if type(n) is ast.Call]
+
+    @staticmethod
+    def handlers(t) -> list:
+        return [(h, _Block(h, h.body)) for h in t.handlers]
+
+    @staticmethod
+    def finally_block(t) -> Optional[_Block]:
+        return _Block(t, t.finalbody) if t.finalbody else None
+
+    @staticmethod
+    def function_block(fn) -> _Block:
+        return _Block(fn.node, fn.node.body)
+
+    @staticmethod
+    def handler_types(handler: ast.ExceptHandler) -> Optional[list]:
+        typ = handler.type
+        if typ is None:
+            return None
+        if type(typ) is ast.Tuple:
+            return [el.value if type(el) is ast.Starred else el for el in typ.elts]
+        return [typ]
+
+    @staticmethod
+    def is_def(node: ast.AST) -> bool:
+        return type(node) in (ast.FunctionDef, ast.AsyncFunctionDef)
+
+    def on_interrupt_with(self, node: ast.AST) -> bool:
+        return type(node) in (ast.With, ast.AsyncWith) and any(
+            type(item.context_expr) is ast.Call and self.facts.call_name(item.context_expr) == _ON_INTERRUPT
+            for item in node.items
+        )
+
+    @staticmethod
+    def first_positional(call: ast.Call) -> Optional[ast.expr]:
+        for a in call.args:
+            if type(a) is not ast.Starred:
+                return a
+        return None
+
+    @staticmethod
+    def first_argument(call: ast.Call) -> Optional[ast.expr]:
+        args = positional(call)
+        return args[0] if args else None
+
+    def code(self, expr: ast.AST) -> str:
+        return self.facts.code_for_node(expr).strip()
+
+    @staticmethod
+    def elements(expr: ast.AST) -> list:
+        if type(expr) in (ast.List, ast.Tuple):
+            return [el for el in expr.elts if type(el) is not ast.Starred]
+        return []
+
+    @staticmethod
+    def name_of(expr: ast.AST) -> Optional[str]:
+        return expr.id if type(expr) is ast.Name else None
+
+    @staticmethod
+    def subscript_value(expr: ast.AST) -> ast.AST:
+        return expr.value if type(expr) is ast.Subscript else expr
+
+    def loop_iters(self, call: ast.Call, name: str, block: _Block) -> list:
+        out = []
+        for anc in self.facts.ancestors(call):
+            if anc is block.owner:
+                break
+            if type(anc) in (ast.For, ast.AsyncFor) and type(anc.target) is ast.Name and anc.target.id == name:
+                out.append(anc.iter)
+        return out
+
+    @staticmethod
+    def ready_scan(root: ast.AST) -> tuple[list, list]:
+        assigns: list = []
+        loops: list = []
+        for n in _preorder([root]):
+            t = type(n)
+            if t is ast.Assign:
+                if type(n.value) is ast.Call:
+                    assigns.append((n.value, [_first_target_ast(x) for x in n.targets]))
+            elif t is ast.For or t is ast.AsyncFor:
+                loops.append((n.iter.id if type(n.iter) is ast.Name else None,
+                              n.target.id if type(n.target) is ast.Name else None))
+        return assigns, loops
+
+    def in_comprehension(self, node: ast.AST) -> bool:
+        for anc in self.facts.ancestors(node):
+            if isinstance(anc, _DEFS_AND_LAMBDAS):
+                return False
+            if isinstance(anc, _COMPREHENSIONS):
+                return True
+        return False
+
+
+def _first_target_ast(target: ast.AST) -> Optional[str]:
+    """``_first_target`` on ``ast``: a starred first element names its value, as libcst's."""
+    if type(target) in (ast.Tuple, ast.List) and target.elts:
+        inner = target.elts[0]
+        if type(inner) is ast.Starred:
+            inner = inner.value
+        return inner.id if type(inner) is ast.Name else None
+    return None
+
+
+class _Reports:
+    """What SHD403 reports for a call, on either tree (the rule: libcst, ``_Ast``: ``ast``):
+    ``_reads`` is the tree's ``_Decide``; ``_fix``/``_await_fix`` build the fix (libcst) or
+    its plan (``ast``)."""
+
+    def _check(self, node) -> None:
+        name = self.facts.call_name(node)
+        decide = self._reads(self.facts, tuple(self.config["cleanup_calls"]))
+        if not decide.reports(node):
+            return
+        fn = self.facts.enclosing_function(node)
+        if fn is not None and fn.is_async:
+            # in the driver's coroutine: the awaitable helper, ``await``ed (never the sync one,
+            # which would block the loop as the call does now); none inside a comprehension
+            short = "get" if name == "ray.get" else "wait"
+            helper = f"runtime_guard.ray.interruptible_{short}_async"
+            fix = None if decide.in_comprehension(node) else self._await_fix(node, helper)
+            self.report(node, _coroutine_message(short), fix=fix)
+            return
+        if name == "ray.wait":
+            self.report(node, _WAIT_MESSAGE, fix=self._fix(node, "runtime_guard.ray.interruptible_wait"))
+            return
+        self.report(node, _GET_MESSAGE, fix=self._fix(node, "runtime_guard.ray.interruptible_get"))
+
+
+class _Ast(_Reports, AstCheck):
+    """SHD403 on ``ast`` (``ast_engine``): the same decisions (``_Reports``, ``_Decide``), the
+    tree's answers read from ``ast`` (``_OnAst``); the fix's plan, never its edits."""
+
+    _reads = _OnAst
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self._check(node)
+
+    @staticmethod
+    def _fix(node: ast.Call, helper: str) -> FixPlan:
+        return FixPlan.unsafe(f"Replace with `{helper}()`")
+
+    @staticmethod
+    def _await_fix(node: ast.Call, helper: str) -> FixPlan:
+        return FixPlan.unsafe(f"Replace with `await {helper}()`")
+
+
+class RayGetOrphansOnInterrupt(_Reports, Rule):
     """
     ## What it does
     Flags a blocking `ray.get(refs)` (no `timeout`, or `timeout=None`) in driver code —
@@ -525,114 +996,40 @@ class RayGetOrphansOnInterrupt(Rule):
         ),
     ]
 
+    ast_check = _Ast
+    _reads = _OnCst
+
     # ------------------------------------------------------------------ visitors
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.facts.call_name(node)
-        if not reports(self.facts, node, tuple(self.config["cleanup_calls"])):
-            return
-        fn = self.facts.enclosing_function(node)
-        if fn is not None and fn.is_async:
-            self._report_in_coroutine(node, name)
-            return
-        if name == "ray.wait":
-            self.report(
-                node,
-                "`ray.wait()` with no timeout blocks the driver with no Ctrl+C path that cancels the remote "
-                "work and waits: on Ctrl+C the driver exits and the pending tasks are killed without running "
-                "their cleanup",
-                fix=Fix.unsafe(
-                    Replace(node, node.with_changes(func=dotted("runtime_guard.ray.interruptible_wait"))),
-                    IMPORT_RUNTIME_GUARD,
-                    message="Replace with `runtime_guard.ray.interruptible_wait()`",
-                ),
-            )
-            return
-        fix = Fix.unsafe(
-            Replace(node, node.with_changes(func=dotted("runtime_guard.ray.interruptible_get"))),
+        self._check(node)
+
+    @staticmethod
+    def _fix(node: cst.Call, helper: str) -> Fix:
+        return Fix.unsafe(
+            Replace(node, node.with_changes(func=dotted(helper))),
             IMPORT_RUNTIME_GUARD,
-            message="Replace with `runtime_guard.ray.interruptible_get()`",
-        )
-        self.report(
-            node,
-            "`ray.get()` blocks the driver with no Ctrl+C path that cancels the remote work and waits: "
-            "on Ctrl+C the driver exits and the task is killed without running its cleanup",
-            fix=fix,
+            message=f"Replace with `{helper}()`",
         )
 
-    def _report_in_coroutine(self, node: cst.Call, name: str) -> None:
-        """In the driver's coroutine: the awaitable helper, ``await``ed (never the sync one, which
-        would block the loop as the call does now)."""
-        short = "get" if name == "ray.get" else "wait"
-        helper = f"runtime_guard.ray.interruptible_{short}_async"
-        fix = None
-        if not _in_comprehension(self.facts, node):
-            parent = self.facts.parent(node)
-            # `await` binds tighter than a call, a subscript or an attribute: `(await f())[0]`
-            bare = not (isinstance(parent, (cst.Attribute, cst.Subscript)) and parent.value is node
-                        or isinstance(parent, cst.Call) and parent.func is node)
-            awaited = cst.Await(expression=node.with_changes(func=dotted(helper)), lpar=[] if bare else [cst.LeftParen()],
-                                rpar=[] if bare else [cst.RightParen()])
-            fix = Fix.unsafe(Replace(node, awaited), IMPORT_RUNTIME_GUARD,
-                             message=f"Replace with `await {helper}()`")
-        self.report(
-            node,
-            f"`ray.{short}()` in the driver's coroutine blocks the event loop with no Ctrl+C path that cancels "
-            "the remote work and waits: under `asyncio.run` the first Ctrl+C only cancels the main task once the "
-            "call returns, the second ends the driver and the remote work is killed without running its cleanup",
-            fix=fix,
-        )
+    def _await_fix(self, node: cst.Call, helper: str) -> Fix:
+        parent = self.facts.parent(node)
+        # `await` binds tighter than a call, a subscript or an attribute: `(await f())[0]`
+        bare = not (isinstance(parent, (cst.Attribute, cst.Subscript)) and parent.value is node
+                    or isinstance(parent, cst.Call) and parent.func is node)
+        awaited = cst.Await(expression=node.with_changes(func=dotted(helper)), lpar=[] if bare else [cst.LeftParen()],
+                            rpar=[] if bare else [cst.RightParen()])
+        return Fix.unsafe(Replace(node, awaited), IMPORT_RUNTIME_GUARD, message=f"Replace with `await {helper}()`")
 
 
-def reports(facts: ModuleFacts, node: cst.Call, cleanup_calls: tuple[str, ...] = ()) -> bool:
+def reports(facts, node, cleanup_calls: tuple[str, ...] = ()) -> bool:
     """SHD403 reports ``node`` (SHD301 asks, to leave the driver's ``ray.get``/``ray.wait`` in a
-    coroutine to this rule)."""
-    name = facts.call_name(node)
-    if name not in ("ray.get", "ray.wait") or has_timeout(node):
-        return False
-    if not facts.runs_in_driver(node):
-        return False
-    fn = facts.enclosing_function(node)
-    if fn is not None and facts.runs_in_ray_worker(fn):
-        return False
-    if fn is not None and fn.is_async and facts.in_lambda(node):
-        return False
-    if name == "ray.get" and refs_known_ready(facts, node):
-        return False
-    if interrupt_protected(facts, node, cleanup_calls):
-        return False
-    # an interrupt path that cancels these refs (and may not wait) is SHD501's business: a fix here
-    # would cancel a second time, cutting short the cleanup that the first cancel started
-    return not interrupt_path_cancels(facts, node)
-
-
-def _in_comprehension(facts: ModuleFacts, node: cst.CSTNode) -> bool:
-    for anc in facts.ancestors(node):
-        if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
-            return False
-        if isinstance(anc, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
-            return True
-    return False
+    coroutine to this rule): a libcst call with libcst facts, or an ``ast`` call with ``AstFacts``."""
+    reads = _OnAst if isinstance(node, ast.AST) else _OnCst
+    return reads(facts, cleanup_calls).reports(node)
 
 
 # ---------------------------------------------------------------------- shared helpers
 # (also used by SHD501)
-
-
-def has_timeout(call: cst.Call) -> bool:
-    """``timeout=<not None>`` among the keyword arguments."""
-    for a in call.args:
-        if a.keyword is not None and a.keyword.value == "timeout":
-            return not (isinstance(a.value, cst.Name) and a.value.value == "None")
-    return False
-
-
-def is_wait_call(facts: ModuleFacts, call: cst.Call, extra: Iterable[str] = ()) -> bool:
-    """A bounded wait for Ray work: ``ray.wait``/``ray.get`` with a timeout, or a
-    runtime_guard helper that waits."""
-    name = facts.call_name(call)
-    if name in RAY_GUARD_WAIT_CALLS or name in extra:
-        return True
-    return name in RAY_BOUNDED_WAIT_CALLS and has_timeout(call)
 
 
 def calls_in(node: cst.CSTNode) -> list[cst.Call]:
@@ -652,150 +1049,9 @@ def calls_in(node: cst.CSTNode) -> list[cst.Call]:
     return found
 
 
-def cancels_and_waits(facts: ModuleFacts, body: cst.CSTNode, extra: tuple[str, ...] = (), depth: int = 1) -> bool:
-    """``body`` (or a same-module function it calls, ``depth`` levels deep) cancels Ray
-    work and then waits for it, or calls a helper that does both."""
-    cancelled = waited = False
-    for call in calls_in(body):
-        name = facts.call_name(call)
-        if name in extra:
-            return True
-        if name in RAY_CANCEL_CALLS:
-            cancelled = True
-        if is_wait_call(facts, call) and (cancelled or name in RAY_GUARD_WAIT_CALLS):
-            waited = True
-        if depth > 0:
-            target = facts.resolve_call(call)
-            if target is not None and cancels_and_waits(facts, target.node.body, extra, depth - 1):
-                return True
-    return cancelled and waited
-
-
 def is_interrupt_handler(facts: ModuleFacts, handler: cst.CSTNode) -> bool:
     """``except:``, ``except KeyboardInterrupt``, ``except BaseException`` (or a tuple with one)."""
-    typ = getattr(handler, "type", None)
-    if typ is None:
-        return True
-    types = [el.value for el in typ.elements] if isinstance(typ, cst.Tuple) else [typ]
-    return any(facts.qualified_name(t, handler) in _INTERRUPT_TYPES for t in types)
-
-
-def interrupt_protected(facts: ModuleFacts, node: cst.CSTNode, extra: tuple[str, ...] = (), depth: int = 2) -> bool:
-    """A Ctrl+C raised while ``node`` runs goes through code that cancels and waits."""
-    for t in facts.enclosing_trys(node):
-        for h in t.handlers:
-            if is_interrupt_handler(facts, h) and cancels_and_waits(facts, h.body, extra):
-                return True
-        if t.finalbody is not None and cancels_and_waits(facts, t.finalbody.body, extra):
-            return True
-    for anc in facts.ancestors(node):
-        if isinstance(anc, cst.FunctionDef):
-            break
-        if isinstance(anc, cst.With) and any(
-            isinstance(item.item, cst.Call) and facts.call_name(item.item) == _ON_INTERRUPT for item in anc.items
-        ):
-            return True
-    fn = facts.enclosing_function(node)
-    if fn is None:
-        return False
-    if _ON_INTERRUPT in fn.decorators:
-        return True
-    if depth > 0:
-        refs = [n for n, kind in facts.references(fn) if kind in ("call", "await")]
-        if refs and all(interrupt_protected(facts, n, extra, depth - 1) for n in refs):
-            return True
-    return False
-
-
-def _code(expr: cst.CSTNode) -> str:
-    return cst.Module(body=[]).code_for_node(expr).strip()
-
-
-def _refs_of(expr: cst.BaseExpression) -> set[str]:
-    """The refs an argument names: itself, and the elements of a list/tuple display."""
-    found = {_code(expr)}
-    if isinstance(expr, (cst.List, cst.Tuple)):
-        found |= {_code(el.value) for el in expr.elements if isinstance(el, cst.Element)}
-    return found
-
-
-def _cancelled_in(facts: ModuleFacts, body: cst.CSTNode) -> set[str]:
-    """What the Ray cancels in ``body`` name: their argument (and its elements), and the
-    collection a ``for ref in refs: ray.cancel(ref)`` walks."""
-    found: set[str] = set()
-    for call in calls_in(body):
-        if facts.call_name(call) not in RAY_CANCEL_CALLS:
-            continue
-        args = [a for a in call.args if a.keyword is None and not a.star]
-        if not args:
-            continue
-        arg = args[0].value
-        found |= _refs_of(arg)
-        if isinstance(arg, cst.Name):
-            for anc in facts.ancestors(call):
-                if anc is body:
-                    break
-                if isinstance(anc, cst.For) and isinstance(anc.target, cst.Name) and anc.target.value == arg.value:
-                    found |= _refs_of(anc.iter)
-    return found
-
-
-def interrupt_path_cancels(facts: ModuleFacts, call: cst.Call) -> bool:
-    """An enclosing ``try`` has an interrupt path (``except KeyboardInterrupt``/``BaseException``,
-    bare ``except``, or ``finally``) that cancels every ref ``call`` waits for."""
-    args = [a for a in call.args if a.keyword is None and not a.star]
-    if not args:
-        return False
-    arg = args[0].value
-    wanted = {_code(arg)}
-    elements = _refs_of(arg) - wanted
-    for t in facts.enclosing_trys(call):
-        blocks = [h.body for h in t.handlers if is_interrupt_handler(facts, h)]
-        if t.finalbody is not None:
-            blocks.append(t.finalbody.body)
-        for body in blocks:
-            cancelled = _cancelled_in(facts, body)
-            if wanted <= cancelled or (elements and elements <= cancelled):
-                return True
-    return False
-
-
-def refs_known_ready(facts: ModuleFacts, call: cst.Call) -> bool:
-    """``ray.get(ready)`` / ``ray.get(ready[0])`` / ``for r in ready: ray.get(r)`` where
-    ``ready`` was unpacked from ``ray.wait(...)`` in the same function."""
-    args = [a for a in call.args if a.keyword is None]
-    if not args:
-        return False
-    arg = args[0].value
-    if isinstance(arg, cst.Subscript):
-        arg = arg.value
-    if not isinstance(arg, cst.Name):
-        return False
-    fn = facts.enclosing_function(call)
-    root: cst.CSTNode = fn.node if fn is not None else facts.module
-    return arg.value in _ready_names(facts, root)
-
-
-def _ready_names(facts: ModuleFacts, root: cst.CSTNode) -> set[str]:
-    names: set[str] = set()
-    loops: list[cst.For] = []
-
-    class _Scan(cst.CSTVisitor):
-        def visit_Assign(self, n: cst.Assign) -> None:
-            if isinstance(n.value, cst.Call) and facts.call_name(n.value) in _WAITS:
-                for t in n.targets:
-                    first = _first_target(t.target)
-                    if first is not None:
-                        names.add(first)
-
-        def visit_For(self, n: cst.For) -> None:
-            loops.append(n)
-
-    walk(root, _Scan())
-    for loop in loops:
-        if isinstance(loop.iter, cst.Name) and loop.iter.value in names and isinstance(loop.target, cst.Name):
-            names.add(loop.target.value)
-    return names
+    return _OnCst(facts).is_interrupt_handler(handler)
 
 
 def _first_target(target: cst.BaseExpression) -> Optional[str]:
