@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import ast
+import tokenize
 import weakref
 from typing import Optional, Union
 
@@ -14,7 +15,9 @@ from shutdown_lint.traversal import walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
 from ._vocabulary import CLEANUP_WORDS, mentions
-from shutdown_lint.prefilter.ast_tree import COMPREHENSIONS, DEFS, TRYS, nested_statements, walk_within
+from shutdown_lint.prefilter.ast_tree import COMPREHENSIONS, DEFS, TRYS, children, nested_statements, walk_within
+from shutdown_lint.ast_engine.check import AstCheck, FixPlan
+from shutdown_lint.ast_engine.execution import arguments, execution_of
 
 #: Methods called on the executor that stop it.
 _STOP_METHODS = frozenset({"shutdown", "close", "terminate", "__exit__"})
@@ -479,20 +482,11 @@ class ExecutorWithoutShutdown(Rule):
             if _cancelled(fn.node if fn is not None else self.facts.module, name):
                 continue
             fix = self._drain_fix(node, name, self.facts.call_name(call) == "concurrent.futures.ThreadPoolExecutor")
-            self.report(
-                call,
-                f"`with {_code(call.func)}(...) as {name}` queues work in bulk ({how}) and no interrupt path "
-                f"cancels it: on Ctrl+C the block's exit "
-                f"calls `{name}.shutdown(wait=True)`, which runs every queued job before the interrupt can end "
-                f"the program; cancel the queued work on KeyboardInterrupt "
-                f"(`{name}.shutdown(wait=False, cancel_futures=True)`)",
-                fix=fix,
-            )
+            self.report(call, _with_message(_code(call.func), name, how), fix=fix)
 
     # ------------------------------------------------------------------ logic
     def _draining(self) -> set[str]:
-        """The configured factories whose executor waits for its queued work when shut down."""
-        return set(self.config["executor_factories"]) - _TERMINATING_POOLS
+        return _draining(self.config)
 
     def _check(self, node: cst.CSTNode, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         if not isinstance(value, cst.Call):
@@ -515,22 +509,20 @@ class ExecutorWithoutShutdown(Rule):
             scope_fns = list(self.facts.functions)
         else:
             return  # locals and other objects' attributes: not stored here
-        if self._released(ref, scope_fns, module_level=cls is None):
+        sites: list[tuple[cst.CSTNode, Optional[FunctionInfo], bool]] = []
+        for g in scope_fns:
+            sites += [(n, g, strong) for n, strong in _release_sites(g.node.body, ref)]
+        if cls is None:
+            for stmt in self.facts.module.body:
+                if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                    sites += [(n, None, True) for n, strong in _release_sites(stmt, ref)]
+        if _released(self.facts, sites):
             return
-        found, looked = self._released_elsewhere(ref)
+        found, looked = _released_elsewhere(self.facts.project, ref, self.__dict__.setdefault("_elsewhere", {}))
         if found:
             return
         fix = self._fix(cls, ref) if cls is not None else None
-        hint = "" if fix else (
-            f"; add a close() that calls `runtime_guard.shutdown_executor({ref})` and call it from a "
-            "finally or an interrupt handler, or use the executor in a `with` block")
-        self.report(
-            value,
-            f"`{ref}` is never shut down on a cleanup path: after Ctrl+C the interpreter waits for its "
-            f"running and queued jobs at exit, keeping the process (and what the jobs hold) alive{hint}"
-            + F.looked_in(looked, "shutdown"),
-            fix=fix,
-        )
+        self.report(value, _stored_message(ref, fix is not None, looked), fix=fix)
 
     def _check_local(self, call: cst.Call, name: str, fn: FunctionInfo) -> None:
         """A local executor shut down with the default ``wait=True`` (``ex.shutdown()``) after
@@ -539,19 +531,13 @@ class ExecutorWithoutShutdown(Rule):
         if self.facts.call_name(call) not in self._draining():
             return
         body = fn.node.body
-        waits = [c for c in _calls_on(body, name, frozenset({"shutdown"})) if not _no_wait(c)]
+        waits = [c for c in _calls_on(body, name, _SHUTDOWN) if not _no_wait(_cst_args(c), _code)]
         if not waits:
             return
         how = _queues_in_bulk(body, name, call, until=waits[-1])
         if how is None or _cancelled(fn.node, name):
             return
-        self.report(
-            call,
-            f"`{name}` queues work in bulk ({how}) and is "
-            f"shut down with the default `wait=True`, and no interrupt path cancels it: on Ctrl+C every queued "
-            f"job runs before the program can end; cancel the queued work on KeyboardInterrupt "
-            f"(`{name}.shutdown(wait=False, cancel_futures=True)` in an `except KeyboardInterrupt`)",
-        )
+        self.report(call, _local_message(name, how))
 
     def _drain_fix(self, node: cst.With, name: str, threads: bool) -> Optional[Fix]:
         """The ``with`` body in ``try: ... except KeyboardInterrupt: <stop>; raise``: exact on
@@ -586,70 +572,11 @@ class ExecutorWithoutShutdown(Rule):
         )
         guarded = cst.Try(body=cst.IndentedBlock(body=list(body.body)), handlers=[handler])
         new = node.with_changes(body=body.with_changes(body=[guarded]))
-        return Fix.safe(Replace(node, new), *edits, message=f"Cancel `{name}`'s queued work on KeyboardInterrupt")
-
-    def _released(self, ref: str, scope_fns: list[FunctionInfo], module_level: bool) -> bool:
-        f = self.facts
-        sites: list[tuple[cst.CSTNode, Optional[FunctionInfo], bool]] = []
-        for g in scope_fns:
-            sites += [(n, g, strong) for n, strong in _release_sites(g.node.body, ref)]
-        if module_level:
-            for stmt in f.module.body:
-                if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
-                    sites += [(n, None, True) for n, strong in _release_sites(stmt, ref)]
-        holders: set[FunctionInfo] = set()
-        for node, g, strong in sites:
-            if strong or g is None or self.facts.in_cleanup_block(node):
-                return True
-            holders.add(g)
-        for g in reachable(holders, f.callers):
-            if mentions(g.name, CLEANUP_WORDS) or F.CALLBACK in f.contexts(g):
-                return True
-            if any(self.facts.in_cleanup_block(c) for c in f.calls
-                   if f._call_scope.get(c) is g and f.resolve_call(c) in holders):
-                return True
-        # callers that call a holder from a finally/except
-        for c in f.calls:
-            if f.resolve_call(c) in holders and self.facts.in_cleanup_block(c):
-                return True
-        return False
-
-    def _released_elsewhere(self, ref: str) -> tuple[Optional[str], Optional[list[str]]]:
-        """A shutdown of ``ref`` on the shutdown path of a module that imports this one (the
-        project index): ``worker.pool.shutdown()`` in a ``cleanup()``, ``EXECUTOR.shutdown``
-        registered with ``atexit``, ``shutdown_executor(trainer.pool)`` in a ``finally``."""
-        view = self.facts.project
-        if view is None:
-            return None, None
-        attr = ref.rsplit(".", 1)[-1]
-        # `self.pool` is reached from elsewhere as `<obj>.pool`; a bare `pool` there is another
-        # object (a local of the same name)
-        least = 3 if ref.startswith("self.") else 2
-        # the search depends on (attr, least) only: two classes of the module storing `self.pool`
-        # read the importers once
-        memo = self.__dict__.setdefault("_elsewhere", {})
-        if (attr, least) not in memo:
-            memo[(attr, least)] = self._search_elsewhere(view, attr, least)
-        return memo[(attr, least)]
-
-    @staticmethod
-    def _search_elsewhere(view, attr: str, least: int) -> tuple[Optional[str], Optional[list[str]]]:
-
-        def matches(written: str, args: list[str]) -> bool:
-            parts = written.split(".")
-            if len(parts) >= least and parts[-1] in _STOP_METHODS and parts[-2] == attr:
-                return True
-            last = parts[-1].lower()
-            return any(t in last for t in _TAKERS) and any(
-                a.split(".")[-1] == attr and a.count(".") >= least - 2 for a in args)
-
-        found, looked = F.teardown_elsewhere(view, matches, lambda name: mentions(name, CLEANUP_WORDS),
-                                             words=(attr,))
-        return found, [F.display_path(p) for p in looked]
+        return Fix.safe(Replace(node, new), *edits, message=_drain_fix_message(name))
 
     # ------------------------------------------------------------------ fix
     def _fix(self, cls: ClassInfo, ref: str) -> Optional[Fix]:
-        method = next((cls.methods[n] for n in _FIX_TARGETS if n in cls.methods), None)
+        method = _fix_method(cls)
         if method is None:
             return None
         body = method.node.body
@@ -663,9 +590,164 @@ class ExecutorWithoutShutdown(Rule):
             edit: Union[InsertBefore, InsertAfter] = InsertBefore(last, (line,))
         else:
             edit = InsertAfter(last, (line,))
-        return Fix.safe(edit, IMPORT_RUNTIME_GUARD, message=f"Shut `{ref}` down in `{method.name}()`")
+        return Fix.safe(edit, IMPORT_RUNTIME_GUARD, message=_fix_message(ref, method))
 
 
+# ------------------------------------------------------------------ shared by both trees
+# What the rule decides does not depend on the tree: the libcst hooks above and the ``ast``
+# check below (``_Ast``) read their nodes and hand these the answers.
+_SHUTDOWN = frozenset({"shutdown"})
+
+
+def _draining(config: dict) -> set[str]:
+    """The configured factories whose executor waits for its queued work when shut down."""
+    return set(config["executor_factories"]) - _TERMINATING_POOLS
+
+
+def _taker(callee: str) -> bool:
+    """A callee whose name says it takes the executor to stop it or hand it over."""
+    return any(t in callee.lower() for t in _TAKERS)
+
+
+def _hands_over(callee: str, text: str, ref: str) -> Optional[bool]:
+    """What ``callee(..., <text>, ...)`` (a ``_taker``) does with ``ref``: None (nothing), else a
+    release site, strong (it releases it whatever path is taken) for ``set_default_executor(ref)``
+    and a registered stop method (``atexit.register(pool.shutdown)``, ``weakref.finalize(...)``)."""
+    if text == ref:
+        return callee in ("set_default_executor",)
+    if text.startswith(ref + ".") and text[len(ref) + 1:] in _STOP_METHODS:
+        return True
+    return None
+
+
+def _no_wait(args: list, code) -> bool:
+    """A ``shutdown`` call that does not wait (``wait=False``, or a first argument ``False``) or
+    that cancels the queued work. ``args``: (keyword or None, value) as written; ``code``: the
+    tree's ``_code``."""
+    for i, (keyword, value) in enumerate(args):
+        key = keyword if keyword is not None else ("wait" if i == 0 else "")
+        if key == "wait" and code(value) != "True" or key == "cancel_futures" and code(value) != "False":
+            return True
+    return False
+
+
+def _cancels_futures(args: list, code) -> bool:
+    """``shutdown(..., cancel_futures=<not False>)`` (``args`` as for ``_no_wait``)."""
+    return any(keyword == "cancel_futures" and code(value) != "False" for keyword, value in args)
+
+
+def _submit_how(name: str) -> str:
+    return f"`{name}.submit` in a loop or comprehension"
+
+
+def _map_how(name: str, kept: list[str], consumed: set[str]) -> Optional[str]:
+    """How ``name.map`` queues in bulk: an iterator dropped ("" in ``kept``) or kept in a variable
+    that is not ``consumed`` (iterated or handed to a call before the shutdown); else None."""
+    if "" in kept:
+        return f"a `{name}.map` whose iterator is dropped"
+    if any(v not in consumed for v in kept):
+        return f"a `{name}.map` iterator kept in a variable and iterated only after the shutdown"
+    return None
+
+
+def _with_message(func: str, name: str, how: str) -> str:
+    return (f"`with {func}(...) as {name}` queues work in bulk ({how}) and no interrupt path "
+            f"cancels it: on Ctrl+C the block's exit "
+            f"calls `{name}.shutdown(wait=True)`, which runs every queued job before the interrupt can end "
+            f"the program; cancel the queued work on KeyboardInterrupt "
+            f"(`{name}.shutdown(wait=False, cancel_futures=True)`)")
+
+
+def _local_message(name: str, how: str) -> str:
+    return (f"`{name}` queues work in bulk ({how}) and is "
+            f"shut down with the default `wait=True`, and no interrupt path cancels it: on Ctrl+C every queued "
+            f"job runs before the program can end; cancel the queued work on KeyboardInterrupt "
+            f"(`{name}.shutdown(wait=False, cancel_futures=True)` in an `except KeyboardInterrupt`)")
+
+
+def _stored_message(ref: str, has_fix: bool, looked: Optional[list[str]]) -> str:
+    hint = "" if has_fix else (
+        f"; add a close() that calls `runtime_guard.shutdown_executor({ref})` and call it from a "
+        "finally or an interrupt handler, or use the executor in a `with` block")
+    return (f"`{ref}` is never shut down on a cleanup path: after Ctrl+C the interpreter waits for its "
+            f"running and queued jobs at exit, keeping the process (and what the jobs hold) alive{hint}"
+            + F.looked_in(looked, "shutdown"))
+
+
+def _drain_fix_message(name: str) -> str:
+    return f"Cancel `{name}`'s queued work on KeyboardInterrupt"
+
+
+def _fix_method(cls: ClassInfo) -> Optional[FunctionInfo]:
+    """The cleanup method ``_fix`` extends: the first of ``_FIX_TARGETS`` the class has."""
+    return next((cls.methods[n] for n in _FIX_TARGETS if n in cls.methods), None)
+
+
+def _fix_message(ref: str, method: FunctionInfo) -> str:
+    return f"Shut `{ref}` down in `{method.name}()`"
+
+
+def _released(f, sites: list) -> bool:
+    """``sites`` (node, function holding it or None at module level, strong) release the executor
+    on a cleanup path: a strong or module-level site, one in a ``finally``/``except`` body; or a
+    function holding one is reached from a cleanup-named function or a callback, or is called
+    from a cleanup block. ``f``: the facts of either tree (the same questions asked of both)."""
+    holders: set[FunctionInfo] = set()
+    for node, g, strong in sites:
+        if strong or g is None or f.in_cleanup_block(node):
+            return True
+        holders.add(g)
+    if not holders:
+        return False
+    reach = reachable(holders, f.callers)
+    # in the module's order (where a function runs is computed on the first ``contexts``: the
+    # same functions asked in the same order on both trees)
+    order = {fn: i for i, fn in enumerate(f.functions)}
+    for g in sorted(reach, key=lambda fn: order.get(fn, -1)):
+        if mentions(g.name, CLEANUP_WORDS) or F.CALLBACK in f.contexts(g):
+            return True
+        if any(f.in_cleanup_block(c) for c in g.calls if f.resolve_call(c) in holders):
+            return True
+    # callers that call a holder from a finally/except
+    for c in f.calls:
+        if f.resolve_call(c) in holders and f.in_cleanup_block(c):
+            return True
+    return False
+
+
+def _released_elsewhere(view, ref: str, memo: dict) -> tuple[Optional[str], Optional[list[str]]]:
+    """A shutdown of ``ref`` on the shutdown path of a module that imports this one (the
+    project index): ``worker.pool.shutdown()`` in a ``cleanup()``, ``EXECUTOR.shutdown``
+    registered with ``atexit``, ``shutdown_executor(trainer.pool)`` in a ``finally``. ``memo``:
+    the file's answers (the search depends on (attr, least) only: two classes of the module
+    storing `self.pool` read the importers once)."""
+    if view is None:
+        return None, None
+    attr = ref.rsplit(".", 1)[-1]
+    # `self.pool` is reached from elsewhere as `<obj>.pool`; a bare `pool` there is another
+    # object (a local of the same name)
+    least = 3 if ref.startswith("self.") else 2
+    if (attr, least) not in memo:
+        memo[(attr, least)] = _search_elsewhere(view, attr, least)
+    return memo[(attr, least)]
+
+
+def _search_elsewhere(view, attr: str, least: int) -> tuple[Optional[str], Optional[list[str]]]:
+
+    def matches(written: str, args: list[str]) -> bool:
+        parts = written.split(".")
+        if len(parts) >= least and parts[-1] in _STOP_METHODS and parts[-2] == attr:
+            return True
+        last = parts[-1].lower()
+        return any(t in last for t in _TAKERS) and any(
+            a.split(".")[-1] == attr and a.count(".") >= least - 2 for a in args)
+
+    found, looked = F.teardown_elsewhere(view, matches, lambda name: mentions(name, CLEANUP_WORDS),
+                                         words=(attr,))
+    return found, [F.display_path(p) for p in looked]
+
+
+# ------------------------------------------------------------------ libcst helpers
 def _code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
 
@@ -721,12 +803,13 @@ def _workers(factory: Optional[cst.Call]) -> Optional[str]:
     return None
 
 
-def _one_job_per_worker(iterable: Optional[cst.BaseExpression], workers: Optional[str]) -> bool:
+def _one_job_per_worker(iterable, workers: Optional[str], code) -> bool:
     """A loop over ``range(W)``, or over ``Y`` (``enumerate(Y)``, ``Y.items()``...) with ``W`` being
-    ``len(Y)``, where ``W`` is the pool's worker count: nothing waits in the queue."""
+    ``len(Y)``, where ``W`` is the pool's worker count: nothing waits in the queue. ``iterable``: what
+    the loop iterates (None: a ``while``), a node of either tree; ``code``: its tree's ``_code``."""
     if iterable is None or workers is None:
         return False
-    text = _code(iterable)
+    text = code(iterable)
     if text == f"range({workers})":
         return True
     for head, tail in (("enumerate(", ")"), ("", ".items()"), ("", ".keys()"), ("", ".values()")):
@@ -747,8 +830,8 @@ def _queues_in_bulk(root: cst.CSTNode, name: str, factory: Optional[cst.Call] = 
     iterables: list = []
     _calls_on(root, name, frozenset({"submit"}), bulk=True, loops=iterables)
     workers = _workers(factory)
-    if any(not _one_job_per_worker(it, workers) for it in iterables):
-        return f"`{name}.submit` in a loop or comprehension"
+    if any(not _one_job_per_worker(it, workers, _code) for it in iterables):
+        return _submit_how(name)
     maps = {id(c) for c in _calls_on(root, name, frozenset({"map"}))}
     if not maps:
         return None
@@ -788,22 +871,12 @@ def _queues_in_bulk(root: cst.CSTNode, name: str, factory: Optional[cst.Call] = 
                 consumed.add(n.value.value)
 
     walk(root, _Scan())
-    if "" in kept:
-        return f"a `{name}.map` whose iterator is dropped"
-    if any(v not in consumed for v in kept):
-        return f"a `{name}.map` iterator kept in a variable and iterated only after the shutdown"
-    return None
+    return _map_how(name, kept, consumed)
 
 
-def _no_wait(call: cst.Call) -> bool:
-    """A ``shutdown`` call that does not wait (``wait=False``, or a first argument ``False``) or
-    that cancels the queued work."""
-    for i, arg in enumerate(call.args):
-        key = arg.keyword.value if arg.keyword is not None else ("wait" if i == 0 else "")
-        text = _code(arg.value)
-        if (key == "wait" and text != "True") or (key == "cancel_futures" and text != "False"):
-            return True
-    return False
+def _cst_args(call: cst.Call) -> list[tuple[Optional[str], cst.BaseExpression]]:
+    """``call``'s arguments as written: (keyword or None, value); ``*a``/``**k``: (None, a/k)."""
+    return [(a.keyword.value if a.keyword is not None else None, a.value) for a in call.args]
 
 
 def _cancelled(scope: cst.CSTNode, name: str) -> bool:
@@ -812,9 +885,8 @@ def _cancelled(scope: cst.CSTNode, name: str) -> bool:
     (``runtime_guard.shutdown_executor(ex)``); a ``.cancel()`` in a ``finally`` or in a handler that
     catches KeyboardInterrupt (bare, ``BaseException``, ``KeyboardInterrupt``); or such a handler
     that ends the process at once (``os._exit``)."""
-    for call in _calls_on(scope, name, frozenset({"shutdown"})):
-        if any(a.keyword is not None and a.keyword.value == "cancel_futures" and _code(a.value) != "False"
-               for a in call.args):
+    for call in _calls_on(scope, name, _SHUTDOWN):
+        if _cancels_futures(_cst_args(call), _code):
             return True
     hit = False
 
@@ -844,7 +916,7 @@ def _cancelled(scope: cst.CSTNode, name: str) -> bool:
             func = n.func
             callee = func.attr.value if isinstance(func, cst.Attribute) else (
                 func.value if isinstance(func, cst.Name) else "")
-            if any(t in callee.lower() for t in _TAKERS) and any(_code(a.value) == name for a in n.args):
+            if _taker(callee) and any(_code(a.value) == name for a in n.args):
                 hit = True
             elif self.interrupt_blocks and (callee == "cancel" or _code(func) in ("os._exit", "_exit")):
                 hit = True
@@ -857,13 +929,21 @@ def _catches_interrupt(handler: cst.ExceptHandler) -> bool:
     if handler.type is None:
         return True
     types = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
-    for t in types:
-        node = t.value if isinstance(t, cst.Element) else t
-        last = node.attr.value if isinstance(node, cst.Attribute) else (
-            node.value if isinstance(node, cst.Name) else "")
-        if last in _INTERRUPT_TYPES:
-            return True
-    return False
+    return any(_last_name(t.value if isinstance(t, cst.Element) else t) in _INTERRUPT_TYPES for t in types)
+
+
+def _last_name(node) -> str:
+    """``b`` for ``a.b``, ``a`` for ``a``, else "" (either tree)."""
+    t = type(node)
+    if t is cst.Attribute:
+        return node.attr.value
+    if t is cst.Name:
+        return node.value
+    if t is ast.Attribute:
+        return node.attr
+    if t is ast.Name:
+        return node.id
+    return ""
 
 
 def _rebinds(root: cst.CSTNode, name: str) -> bool:
@@ -930,14 +1010,12 @@ def _release_sites(root: cst.CSTNode, ref: str) -> list[tuple[cst.CSTNode, bool]
                 return
             callee = func.attr.value if isinstance(func, cst.Attribute) else (
                 func.value if isinstance(func, cst.Name) else "")
-            if not any(t in callee.lower() for t in _TAKERS):
+            if not _taker(callee):
                 return
             for a in n.args:
-                text = _code(a.value)
-                if text == ref:
-                    found.append((n, callee in ("set_default_executor",)))
-                elif text.startswith(ref + ".") and text[len(ref) + 1:] in _STOP_METHODS:
-                    found.append((n, True))  # atexit.register(pool.shutdown), weakref.finalize(...)
+                strong = _hands_over(callee, _code(a.value), ref)
+                if strong is not None:
+                    found.append((n, strong))
 
     walk(root, _Scan())
     return found
@@ -1208,3 +1286,450 @@ def _stops(call: ast.Call, ref: str) -> bool:
             # the rule compares the code as written: `self.pool`, nothing between
             and func.value.lineno == func.value.end_lineno
             and func.value.end_col_offset - func.value.col_offset == len(ref))
+
+
+# ------------------------------------------------------------------ detection on ast (issue 30)
+class _Ast(AstCheck):
+    """The rule on Python's ``ast`` (``ast_engine``): the libcst hooks' findings, node for node,
+    message for message; the fix is planned (``FixPlan``) exactly where ``_fix``/``_drain_fix``
+    build one. libcst's walks are read here as follows: a ``Finally`` is a ``Try``'s
+    ``finalbody``; an ``except*`` handler is an ``ExceptHandler`` under a ``TryStar`` (libcst's
+    ``ExceptStarHandler``, which ``_cancelled`` does not count); an ``Arg`` is a call's
+    argument or a class's base; a node's code (``_code``) is its source with the parentheses
+    libcst gives it; "before the shutdown" (``_queues_in_bulk``'s ``until``) is "starts before
+    it" (libcst walks in source order)."""
+
+    # ------------------------------------------------------------------ hooks
+    def visit_Assign(self, node: ast.Assign) -> None:
+        if len(node.targets) == 1:
+            self._check(node, node.targets[0], node.value)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:
+            self._check(node, node.target, node.value)
+
+    def visit_With(self, node) -> None:
+        draining = _draining(self.config)
+        for item in node.items:
+            call, alias = item.context_expr, item.optional_vars
+            if type(call) is not ast.Call or type(alias) is not ast.Name:
+                continue
+            if self.facts.call_name(call) not in draining:
+                continue
+            name = alias.id
+            how = self._queues_in_bulk(node.body, name, call)
+            if how is None:
+                continue
+            fn = self.facts.enclosing_function(node)
+            if self._cancelled(fn.node if fn is not None else self.facts.module, name):
+                continue
+            self.report(call, _with_message(self._code(call.func), name, how), fix=self._drain_fix(node, name))
+
+    visit_AsyncWith = visit_With  # libcst's ``With`` is both
+
+    # ------------------------------------------------------------------ logic (as the libcst side's)
+    def _check(self, node: ast.stmt, target: ast.expr, value: ast.expr) -> None:
+        if type(value) is not ast.Call:
+            return
+        f = self.facts
+        if f.call_name(value) not in set(self.config["executor_factories"]):
+            return
+        fn = f.enclosing_function(node)
+        if type(target) is ast.Name and fn is not None:
+            self._check_local(value, target.id, fn)
+            return
+        cls: Optional[ClassInfo] = None
+        if (type(target) is ast.Attribute and type(target.value) is ast.Name and target.value.id == "self"
+                and fn is not None and fn.cls is not None):
+            cls = fn.cls
+            ref = f"self.{target.attr}"
+            methods = list(cls.methods.values())
+            scope_fns = methods + [g for g in f.functions if g.scope in methods]
+        elif type(target) is ast.Name and fn is None and f.enclosing_class(node) is None:
+            ref = target.id
+            scope_fns = list(f.functions)
+        else:
+            return  # locals and other objects' attributes: not stored here
+        sites: list[tuple[ast.AST, Optional[FunctionInfo], bool]] = []
+        for g in scope_fns:
+            sites += [(n, g, strong) for n, strong in self._release_sites(g.node.body, ref)]
+        if cls is None:
+            for stmt in f.module.body:
+                if not isinstance(stmt, (*DEFS, ast.ClassDef)):
+                    sites += [(n, None, True) for n, _ in self._release_sites([stmt], ref)]
+        if _released(execution_of(f), sites):
+            return
+        found, looked = _released_elsewhere(f.project, ref, self.__dict__.setdefault("_elsewhere", {}))
+        if found:
+            return
+        fix = self._fix(cls, ref) if cls is not None else None
+        self.report(value, _stored_message(ref, fix is not None, looked), fix=fix)
+
+    def _check_local(self, call: ast.Call, name: str, fn: FunctionInfo) -> None:
+        if self.facts.call_name(call) not in _draining(self.config):
+            return
+        body = fn.node.body
+        waits = [c for c in self._calls_on(body, name, _SHUTDOWN) if not _no_wait(arguments(c), self._code)]
+        if not waits:
+            return
+        # libcst's last in its (source) order: nested calls start after the call holding them
+        until = max(waits, key=_start)
+        how = self._queues_in_bulk(body, name, call, until=until)
+        if how is None or self._cancelled(fn.node, name):
+            return
+        self.report(call, _local_message(name, how))
+
+    def _drain_fix(self, node, name: str) -> Optional[FixPlan]:
+        if not self.settings.target_at_least("py39"):
+            return None
+        if type(node) is ast.AsyncWith or self._on_header_line(node.body):
+            return None
+        if _ast_rebinds(node.body, name):
+            return None
+        return FixPlan.safe(_drain_fix_message(name))
+
+    def _fix(self, cls: ClassInfo, ref: str) -> Optional[FixPlan]:
+        method = _fix_method(cls)
+        if method is None or self._on_header_line(method.node.body):
+            return None
+        return FixPlan.safe(_fix_message(ref, method))
+
+    # ------------------------------------------------------------------ libcst's walks, on ast
+    def _calls_on(self, roots: list, name: str, methods: frozenset, loops: Optional[list] = None,
+                  root_def: Optional[ast.AST] = None) -> list[ast.Call]:
+        """``_calls_on``: ``<name>.<method>(...)`` under ``roots``, not in nested defs (but
+        ``root_def``) nor lambdas; with ``loops``, only those in a loop or a comprehension, and
+        ``loops`` gets what the innermost one iterates (None for a ``while``). Not in source order."""
+        found: list[ast.Call] = []
+        todo: list = [(n, _NO_LOOP) for n in roots]
+        pop, push = todo.pop, todo.append
+        while todo:
+            node, loop = pop()
+            t = type(node)
+            if t is ast.Lambda or (t is ast.FunctionDef or t is ast.AsyncFunctionDef) and node is not root_def:
+                continue
+            if t is ast.Call:
+                func = node.func
+                if (type(func) is ast.Attribute and func.attr in methods and type(func.value) is ast.Name
+                        and func.value.id == name and (loops is None or loop is not _NO_LOOP)):
+                    found.append(node)
+                    if loops is not None:
+                        loops.append(loop)
+            elif t is ast.For or t is ast.AsyncFor:
+                loop = node.iter
+            elif t is ast.While:
+                loop = None
+            elif t in COMPREHENSIONS:
+                loop = node.generators[0].iter
+            for c in children(node):
+                push((c, loop))
+        return found
+
+    def _queues_in_bulk(self, body: list, name: str, factory: ast.Call,
+                        until: Optional[ast.Call] = None) -> Optional[str]:
+        iterables: list = []
+        self._calls_on(body, name, frozenset({"submit"}), loops=iterables)
+        workers = self._workers(factory)
+        if any(not _one_job_per_worker(it, workers, self._code) for it in iterables):
+            return _submit_how(name)
+        maps = {id(c) for c in self._calls_on(body, name, frozenset({"map"}))}
+        if not maps:
+            return None
+        kept: list[str] = []
+        consumed: set[str] = set()
+        stop = None if until is None else _start(until)
+
+        def before(n: ast.AST) -> bool:  # libcst visits it before the shutdown (``until``)
+            return stop is None or _start(n) < stop
+
+        def consume(values) -> None:
+            for v in values:
+                if type(v) is ast.Starred:
+                    v = v.value
+                if type(v) is ast.Name and before(v):
+                    consumed.add(v.id)
+
+        todo = list(body)
+        while todo:
+            n = todo.pop()
+            t = type(n)
+            if t is ast.Assign:
+                if (len(n.targets) == 1 and type(n.targets[0]) is ast.Name and id(n.value) in maps
+                        and before(n)):
+                    kept.append(n.targets[0].id)
+            elif t is ast.AnnAssign:
+                if n.value is not None and id(n.value) in maps and type(n.target) is ast.Name and before(n):
+                    kept.append(n.target.id)
+            elif t is ast.Expr:
+                if id(n.value) in maps and before(n):
+                    kept.append("")  # the iterator is dropped unstarted: nothing ever cancels
+            elif t is ast.For or t is ast.AsyncFor:
+                if type(n.iter) is ast.Name and before(n):
+                    consumed.add(n.iter.id)
+            elif t is ast.comprehension:  # libcst's ``CompFor`` starts at its ``for``, before the target
+                if type(n.iter) is ast.Name and before(n.target):
+                    consumed.add(n.iter.id)
+            elif t is ast.Call:  # libcst's ``Arg``s
+                consume(n.args)
+                consume(k.value for k in n.keywords)
+            elif t is ast.ClassDef:  # a class's bases are ``Arg``s too
+                consume(n.bases)
+                consume(k.value for k in n.keywords)
+            todo.extend(children(n))
+        return _map_how(name, kept, consumed)
+
+    def _workers(self, factory: ast.Call) -> Optional[str]:
+        """``_workers``: the code of the first positional argument (written first: a positional
+        argument cannot follow a keyword) or else of the first ``max_workers=``/``processes=``."""
+        if factory.args and type(factory.args[0]) is not ast.Starred:
+            return self._code(factory.args[0])
+        for k in factory.keywords:
+            if k.arg in ("max_workers", "processes"):
+                return self._code(k.value)
+        return None
+
+    def _cancelled(self, scope: ast.AST, name: str) -> bool:
+        root_def = scope if isinstance(scope, DEFS) else None
+        for call in self._calls_on([scope], name, _SHUTDOWN, root_def=root_def):
+            if _cancels_futures(arguments(call), self._code):
+                return True
+        todo: list = [(scope, 0)]  # (node, how many interrupt blocks hold it)
+        pop, push = todo.pop, todo.append
+        while todo:
+            node, blocks = pop()
+            t = type(node)
+            if (t is ast.FunctionDef or t is ast.AsyncFunctionDef) and node is not scope:
+                continue
+            if t is ast.Call:
+                func = node.func
+                callee = _last_name(func)
+                if _taker(callee) and any(self._code_is(a.value, name) for a in arguments(node)):
+                    return True
+                if blocks and (callee == "cancel" or self._code_is(func, "os._exit") or self._code_is(func, "_exit")):
+                    return True
+            if t is ast.Try or t is TRYS[-1]:
+                for st in (*node.body, *node.orelse):
+                    push((st, blocks))
+                for h in node.handlers:  # libcst counts ``except`` handlers, not ``except*`` ones
+                    push((h, blocks + (1 if t is ast.Try and _ast_catches_interrupt(h) else 0)))
+                for st in node.finalbody:
+                    push((st, blocks + 1))
+                continue
+            for c in children(node):
+                push((c, blocks))
+        return False
+
+    def _release_sites(self, roots: list, ref: str) -> list[tuple[ast.AST, bool]]:
+        found: list[tuple[ast.AST, bool]] = []
+        todo = list(roots)
+        while todo:
+            n = todo.pop()
+            t = type(n)
+            if t is ast.FunctionDef or t is ast.AsyncFunctionDef:
+                continue
+            if t is ast.withitem:
+                if self._code_is(n.context_expr, ref):
+                    found.append((n, True))
+            elif t is ast.Call:
+                func = n.func
+                if type(func) is ast.Attribute and func.attr in _STOP_METHODS and self._code_is(func.value, ref):
+                    found.append((n, False))
+                else:
+                    callee = _last_name(func)
+                    if _taker(callee):
+                        for a in arguments(n):
+                            v = a.value
+                            if _dotted(v) == ref or (type(v) is ast.Attribute and v.attr in _STOP_METHODS
+                                                     and _dotted(v.value) == ref):
+                                strong = _hands_over(callee, self._code(v), ref)
+                                if strong is not None:
+                                    found.append((n, strong))
+            todo.extend(children(n))
+        return found
+
+    # ------------------------------------------------------------------ text
+    def _code_is(self, node: ast.AST, text: str) -> bool:
+        """``_code(node) == text`` for ``text`` a dotted name (only such a node can be written so)."""
+        return _dotted(node) == text and self._code(node) == text
+
+    def _code(self, node: ast.AST) -> str:
+        """libcst's ``code_for_node`` of an expression: its source with the parentheses libcst
+        gives it (all those around it, but a call's, a class's or a one-item ``with``'s own)."""
+        f = self.facts
+        lines = f.lines
+        extents = [f.span(node)]
+        while True:
+            l1, c1, l2, c2 = extents[-1]
+            left = self._before(l1, c1)
+            if left is None or lines[left[0] - 1][left[1]] != "(":
+                break
+            right = self._after(l2, c2)
+            if right is None or lines[right[0] - 1][right[1]] != ")":
+                break
+            extents.append((left[0], left[1], right[0], right[1] + 1))
+        parent = f.parent(node)
+        if _may_own_parentheses(node, parent, f.parent(parent) if type(parent) is ast.withitem else None):
+            if type(parent) is ast.Call:  # the call's: its closing one ends the call
+                theirs = f.span(parent)[2:] == extents[-1][2:]
+            else:  # the class's or the ``with``'s: the header's ``:`` follows
+                end = self._after(*extents[-1][2:])
+                theirs = end is not None and lines[end[0] - 1][end[1]] == ":"
+            if theirs and len(extents) > 1:
+                extents.pop()
+            elif theirs and type(node) is ast.GeneratorExp:
+                # ``f(x for x in y)``: ast's span of the generator takes the call's parentheses (the
+                # facts leave them out, and the space and comments inside them)
+                return f.code_for_node(node)
+        l1, c1, l2, c2 = extents[-1]
+        if l1 == l2:
+            return lines[l1 - 1][c1:c2]
+        # libcst renders the later lines without the indentation of the statement's block (but
+        # inside strings and after a backslash): the facts' rendering of a byte range
+        return f._lines_of(l1, _byte_column(lines[l1 - 1], c1), l2, _byte_column(lines[l2 - 1], c2), node)
+
+    def _before(self, line: int, col: int) -> Optional[tuple[int, int]]:
+        """The last character of code before (line, col): comments, blanks, continuations skipped."""
+        text = self.facts.lines[line - 1][:col]
+        while True:
+            stripped = text.rstrip(" \t\f\\\r\n")
+            if stripped:
+                return line, len(stripped) - 1
+            line -= 1
+            if line < 1:
+                return None
+            text = self._without_comment(line)
+
+    def _after(self, line: int, col: int) -> Optional[tuple[int, int]]:
+        """The first character of code at or after (line, col)."""
+        lines = self.facts.lines
+        text = lines[line - 1]
+        while True:
+            rest = text[col:]
+            stripped = rest.lstrip(" \t\f")
+            if stripped and stripped[0] not in "#\\\r\n":
+                return line, col + len(rest) - len(stripped)
+            line += 1
+            if line > len(lines):
+                return None
+            text, col = lines[line - 1], 0
+
+    def _without_comment(self, line: int) -> str:
+        text = self.facts.lines[line - 1]
+        if "#" not in text:
+            return text
+        starts = self.__dict__.get("_comments")
+        if starts is None:
+            starts = self.__dict__["_comments"] = _comment_starts(self.facts.lines)
+        col = starts.get(line)
+        return text if col is None else text[:col]
+
+    def _on_header_line(self, body: list) -> bool:
+        """The block is written on its header's line (libcst's ``SimpleStatementSuite``, not an
+        ``IndentedBlock``): ``def close(self): pass``, also after a ``\\`` continuation."""
+        first = body[0]
+        line = first.lineno
+        if self.facts.lines[line - 1][:self.facts.column(line, first.col_offset)].strip():
+            return True
+        return line > 1 and self._without_comment(line - 1).rstrip(" \t\f\r\n").endswith("\\")
+
+
+def _byte_column(line: str, col: int) -> int:
+    return col if line.isascii() else len(line[:col].encode("utf-8"))
+
+
+def _start(node: ast.AST) -> tuple[int, int]:
+    return node.lineno, node.col_offset  # type: ignore[attr-defined]
+
+
+def _dotted(node: ast.AST) -> Optional[str]:
+    """``a.b.c`` for the names and attributes written so, else None."""
+    t = type(node)
+    if t is ast.Name:
+        return node.id  # type: ignore[attr-defined]
+    if t is ast.Attribute:
+        inner = _dotted(node.value)  # type: ignore[attr-defined]
+        return None if inner is None else f"{inner}.{node.attr}"  # type: ignore[attr-defined]
+    return None
+
+
+def _may_own_parentheses(node: ast.AST, parent: Optional[ast.AST], grandparent: Optional[ast.AST]) -> bool:
+    """The outermost parentheses around ``node`` may be its parent's syntax, not its own: the sole
+    argument of a call (``f(x)``) or base of a class, the sole item of a ``with`` with no ``as``
+    (``with (x):``, libcst's parenthesized ``With``)."""
+    t = type(parent)
+    if t is ast.Call:
+        return len(parent.args) == 1 and not parent.keywords and parent.args[0] is node  # type: ignore
+    if t is ast.ClassDef:
+        return len(parent.bases) == 1 and not parent.keywords and parent.bases[0] is node  # type: ignore
+    if t is ast.withitem:
+        return (parent.optional_vars is None and type(grandparent) in (ast.With, ast.AsyncWith)  # type: ignore
+                and len(grandparent.items) == 1)  # type: ignore[union-attr]
+    return False
+
+
+def _ast_catches_interrupt(handler: ast.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    types = handler.type.elts if type(handler.type) is ast.Tuple else [handler.type]
+    return any(_last_name(t) in _INTERRUPT_TYPES for t in types)
+
+
+def _ast_rebinds(body: list, name: str) -> bool:
+    """``_rebinds`` on ast: ``name`` is a target (assigned, deleted, bound by ``for``, ``with``,
+    ``except``, ``import ... as``, ``:=``; a comprehension's ``for`` is not) or a name in one
+    (``name.x = ...``, ``a[name] = ...``: libcst's ``Name`` nodes, which include an attribute, a
+    keyword argument and a lambda parameter)."""
+    for n in walk_within(body):
+        t = type(n)
+        if t is ast.Assign or t is ast.Delete:
+            targets = n.targets
+        elif t in (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.NamedExpr):
+            targets = [n.target]
+        elif t is ast.withitem:
+            targets = [n.optional_vars] if n.optional_vars is not None else []
+        elif t is ast.ExceptHandler or t is ast.alias:
+            if (n.name if t is ast.ExceptHandler else n.asname) == name:
+                return True
+            continue
+        else:
+            continue
+        for target in targets:
+            if name in _cst_names(target):
+                return True
+    return False
+
+
+def _cst_names(expr: ast.AST) -> set[str]:
+    """The values of libcst's ``Name`` nodes in ``expr``."""
+    out: set[str] = set()
+    for n in walk_within([expr]):
+        t = type(n)
+        if t is ast.Name:
+            out.add(n.id)
+        elif t is ast.Attribute:
+            out.add(n.attr)
+        elif t is ast.keyword:
+            if n.arg is not None:
+                out.add(n.arg)
+        elif t is ast.arg:
+            out.add(n.arg)
+        elif t is ast.Constant and (n.value is None or n.value is True or n.value is False):
+            out.add(str(n.value))
+    return out
+
+
+def _comment_starts(lines: list[str]) -> dict[int, int]:
+    """Line -> character column where a comment starts (``lines``: ``ast``'s lines, ends kept;
+    each read with a ``\n`` end, so that the tokenizer counts them as ``ast`` does)."""
+    out: dict[int, int] = {}
+    readline = iter([ln.rstrip("\r\n") + "\n" for ln in lines]).__next__
+    try:
+        for tok in tokenize.generate_tokens(readline):
+            if tok.type == tokenize.COMMENT:
+                out[tok.start[0]] = tok.start[1]
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return out
+
+
+ExecutorWithoutShutdown.ast_check = _Ast
