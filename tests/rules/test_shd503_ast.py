@@ -1,8 +1,9 @@
 """SHD503 on ``ast`` (``_Ast``, issue 30 session 9) reports exactly what its libcst hooks report.
 
 Every snippet is linted twice, gate on (``analyzer.AST_MODE``: the ``ast`` check) and off (the
-libcst rule), with the candidate tiers passing every file through (so the check also runs where
-tier 2 would rule the rule out), and the two ``FileResult``s must be equal: the diagnostics field
+libcst rule), once with the candidate tiers passing every file through (so the check also runs
+where tier 2 would rule the rule out) and once as an ordinary run, and the two ``FileResult``s
+must be equal: the diagnostics field
 by field (position, message, fix presence, applicability and message; the edits are the libcst
 path's alone), the warnings and the error. The snippets are the near misses where the two trees
 differ: ``try``/``try*`` (``finally`` has no node in ``ast``, ``except*`` handlers are
@@ -957,6 +958,15 @@ def test_ast_check_equals_the_libcst_rule(code, monkeypatch):
     on, off = _both(code, monkeypatch)
     assert on.stage == STAGE_AST
     assert _rows(on) == _rows(off)
+
+
+@pytest.mark.parametrize("code", list(CASES.values()), ids=list(CASES))
+def test_equal_with_the_candidate_tiers(code, monkeypatch):
+    """The ordinary run: where the tiers admit the rule the check runs on ast, else neither runs."""
+    on, off = _both(code, monkeypatch)
+    assert _rows(on) == _rows(off)
+    if on.diagnostics:
+        assert on.stage == STAGE_AST
 
 
 @pytest.mark.parametrize("newline", ["\r\n", "\r"])
