@@ -316,9 +316,9 @@ _DEFS_AND_LAMBDAS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
-def _preorder(nodes: Iterable[ast.AST], skip: tuple = ()) -> Iterator[ast.AST]:
+def source_order(nodes: Iterable[ast.AST], skip: tuple = ()) -> Iterator[ast.AST]:
     """``nodes`` and the nodes under them in libcst's walk order (parents first, children in
-    source order), not entering a node of a ``skip`` type (nor giving it)."""
+    source order), not entering a node of a ``skip`` type (nor giving it). Also SHD407's."""
     stack = [iter(list(nodes))]
     while stack:
         for node in stack[-1]:
@@ -344,7 +344,7 @@ class _OnAst(_Decide):
 
     @staticmethod
     def calls_in(block: _Block) -> list[ast.Call]:
-        return [n for n in _preorder(block.body, _DEFS_AND_LAMBDAS) if type(n) is ast.Call]
+        return [n for n in source_order(block.body, _DEFS_AND_LAMBDAS) if type(n) is ast.Call]
 
     @staticmethod
     def handlers(t) -> list:
@@ -419,7 +419,7 @@ class _OnAst(_Decide):
     def ready_scan(root: ast.AST) -> tuple[list, list]:
         assigns: list = []
         loops: list = []
-        for n in _preorder([root]):
+        for n in source_order([root]):
             t = type(n)
             if t is ast.Assign:
                 if type(n.value) is ast.Call:

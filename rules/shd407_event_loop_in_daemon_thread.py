@@ -5,12 +5,15 @@ from typing import Optional
 
 import libcst as cst
 
+from shutdown_lint.ast_engine import AstCheck, FixPlan
+from shutdown_lint.ast_engine.execution import arguments, positional
 from shutdown_lint.prefilter.words import All, AnyOf, Word, qualified
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
 from shutdown_lint.prefilter.ast_tree import function_names, keyword
 from shutdown_lint.traversal import walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, dotted
+from .shd403_ray_get_orphans_on_interrupt import source_order
 
 _THREAD_CLASSES = ("threading.Thread",)
 #: Calls that run an event loop until it is stopped or its main coroutine ends.
@@ -19,9 +22,194 @@ _LOOP_RUNNERS = frozenset({
     "asyncio.AbstractEventLoop.run_forever", "asyncio.AbstractEventLoop.run_until_complete",
 })
 _LOOP_METHODS = ("run_forever", "run_until_complete")
+_TRYS = (ast.Try, getattr(ast, "TryStar", ast.Try))
+
+def _message(runner: str) -> str:
+    return (f"daemon thread runs an event loop ({runner}): at interpreter exit it is frozen mid-step and on "
+            "SIGTERM the process dies first, so the loop's tasks are never cancelled and their `finally` "
+            "cleanup never runs")
 
 
-class EventLoopInDaemonThread(Rule):
+_FIX_MESSAGE = "Use `runtime_guard.LoopThread`, which stops the loop cleanly at exit and on SIGTERM"
+
+
+class _Decide:
+    """What SHD407 decides, on either tree (``EventLoopInDaemonThread``: libcst; ``_Ast``: ``ast``).
+    The tree answers ``_keyword``, ``_positional`` (libcst's arguments without a keyword: ``*a``
+    and ``**k`` included), ``_is_true``, ``_holder`` (the text of the one target the call is
+    assigned to), ``_sets_daemon`` (``holder.daemon = True`` / ``holder.setDaemon(True)`` in a
+    region), ``_is_def``/``_is_class``, ``_joins_in_finally``, ``_loop_method``, ``_partial_of``,
+    ``_lambda_calls``, ``_code`` and ``_fix``."""
+
+    def _check(self, node) -> None:
+        if self.facts.call_name(node) not in _THREAD_CLASSES:
+            return
+        target = self._keyword(node, "target")
+        if target is None:
+            positional = self._positional(node)
+            if len(positional) >= 2:  # Thread(group, target, ...)
+                target = positional[1]
+        if target is None or not self._daemon(node):
+            return
+        runner = self._runs_loop(target, node)
+        if runner is None or self._scoped_to_one_call(node):
+            return
+        self.report(node, _message(runner), fix=self._fix(node))
+
+    # ------------------------------------------------------------------ daemon?
+    def _daemon(self, node) -> bool:
+        flag = self._keyword(node, "daemon")
+        if flag is not None:
+            return self._is_true(flag)
+        # ``t = Thread(...); t.daemon = True`` / ``t.setDaemon(True)``
+        holder = self._holder(node)
+        if holder is None:
+            return False
+        fn = self.facts.enclosing_function(node)
+        return self._sets_daemon(fn.node if fn is not None else self.facts.module, holder)
+
+    def _scoped_to_one_call(self, node) -> bool:
+        """The outermost function around the thread joins it in a ``finally``: a loop made for one
+        call and torn down before the call returns (nothing is left on it at exit)."""
+        holder = self._holder(node)
+        if holder is None:
+            return False
+        outer = None
+        for anc in self.facts.ancestors(node):
+            if self._is_def(anc):
+                outer = anc
+            elif self._is_class(anc):
+                break
+        if outer is None:
+            return False
+        return self._joins_in_finally(outer, holder)
+
+    # ------------------------------------------------------------------ loop?
+    def _runs_loop(self, target, at) -> Optional[str]:
+        qn = self.facts.qualified_name(target, at)
+        if qn in _LOOP_RUNNERS or self._loop_method(target):
+            return f"`{self._code(target)}`"
+        inner = self._partial_of(target, at)
+        if inner is not None:
+            return self._runs_loop(inner, at)
+        calls = self._lambda_calls(target)
+        if calls is not None:
+            for call in calls:
+                found = self._loop_call(call)
+                if found:
+                    return found
+            return None
+        fn = self.facts.resolve_function(target, at)
+        if fn is None:
+            return None
+        order, depth = [fn], {fn: 0}  # breadth first, three calls deep, in source order
+        for f in order:
+            for call in f.calls:
+                found = self._loop_call(call)
+                if found:
+                    return found if f is fn else f"{found} in `{f.name}()`"
+            if depth[f] < 3:
+                for _, callee in self.facts.callees(f):
+                    if callee not in depth:
+                        depth[callee] = depth[f] + 1
+                        order.append(callee)
+        return None
+
+    def _loop_call(self, call) -> Optional[str]:
+        qn = self.facts.call_name(call)
+        f = call.func
+        if qn in _LOOP_RUNNERS or self._loop_method(f):
+            return f"`{self._code(f)}()`"
+        return None
+
+
+class _Ast(_Decide, AstCheck):
+    """SHD407 on ``ast`` (``ast_engine``): the same decisions (``_Decide``), the tree's answers
+    read from ``ast`` (arguments as libcst's ``Call.args``, ``True`` a constant, ``finally``
+    blocks as ``Try.finalbody``, code text with owned parentheses); the fix's plan, never its edits."""
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self._check(node)
+
+    @staticmethod
+    def _fix(node: ast.Call) -> FixPlan:
+        return FixPlan.unsafe(_FIX_MESSAGE)
+
+    @staticmethod
+    def _keyword(call: ast.Call, name: str) -> Optional[ast.expr]:
+        for k in call.keywords:
+            if k.arg == name:
+                return k.value
+        return None
+
+    @staticmethod
+    def _positional(call: ast.Call) -> list:
+        return positional(call)
+
+    @staticmethod
+    def _is_true(expr: ast.AST) -> bool:
+        return type(expr) is ast.Constant and expr.value is True
+
+    def _code(self, node: ast.AST) -> str:
+        return self.facts.code_for_node(node)
+
+    def _holder(self, node: ast.Call) -> Optional[str]:
+        parent = self.facts.parent(node)
+        if not (type(parent) is ast.Assign and len(parent.targets) == 1):
+            return None
+        return self._code(parent.targets[0])
+
+    def _sets_daemon(self, region: ast.AST, holder: str) -> bool:
+        for n in ast.walk(region):
+            t = type(n)
+            if t is ast.Assign:
+                if self._is_true(n.value) and any(type(x) is ast.Attribute and x.attr == "daemon"
+                                                  and self._code(x.value) == holder for x in n.targets):
+                    return True
+            elif t is ast.Call:
+                func = n.func
+                if type(func) is ast.Attribute and func.attr == "setDaemon" and self._code(func.value) == holder:
+                    args = arguments(n)
+                    if args and self._is_true(args[0].value):
+                        return True
+        return False
+
+    @staticmethod
+    def _is_def(node: ast.AST) -> bool:
+        return type(node) in (ast.FunctionDef, ast.AsyncFunctionDef)
+
+    @staticmethod
+    def _is_class(node: ast.AST) -> bool:
+        return type(node) is ast.ClassDef
+
+    def _joins_in_finally(self, outer: ast.AST, holder: str) -> bool:
+        for n in ast.walk(outer):
+            if type(n) in _TRYS and n.finalbody:
+                for call in source_order(n.finalbody):
+                    if type(call) is ast.Call and type(call.func) is ast.Attribute and call.func.attr == "join" \
+                            and self._code(call.func.value) == holder:
+                        return True
+        return False
+
+    @staticmethod
+    def _loop_method(expr: ast.AST) -> bool:
+        return type(expr) is ast.Attribute and expr.attr in _LOOP_METHODS
+
+    def _partial_of(self, target: ast.AST, at: ast.AST) -> Optional[ast.expr]:
+        if type(target) is ast.Call and self.facts.qualified_name(target.func, at) == "functools.partial":
+            args = arguments(target)
+            if args:
+                return args[0].value
+        return None
+
+    @staticmethod
+    def _lambda_calls(target: ast.AST) -> Optional[list]:
+        if type(target) is not ast.Lambda:
+            return None
+        return [n for n in source_order([target.body]) if type(n) is ast.Call]
+
+
+class EventLoopInDaemonThread(_Decide, Rule):
     """
     ## What it does
     Flags `threading.Thread(target=..., daemon=True)` (or a thread made a daemon later with
@@ -283,134 +471,96 @@ class EventLoopInDaemonThread(Rule):
         ),
     ]
 
-    def visit_Call(self, node: cst.Call) -> None:
-        if self.facts.call_name(node) not in _THREAD_CLASSES:
-            return
-        target = _keyword(node, "target")
-        if target is None:
-            positional = [a for a in node.args if a.keyword is None]
-            if len(positional) >= 2:  # Thread(group, target, ...)
-                target = positional[1].value
-        if target is None or not self._daemon(node):
-            return
-        runner = self._runs_loop(target, node)
-        if runner is None or self._scoped_to_one_call(node):
-            return
-        self.report(
-            node,
-            f"daemon thread runs an event loop ({runner}): at interpreter exit it is frozen mid-step and on "
-            "SIGTERM the process dies first, so the loop's tasks are never cancelled and their `finally` "
-            "cleanup never runs",
-            fix=Fix.unsafe(
-                Replace(node.func, dotted("runtime_guard.LoopThread")),
-                IMPORT_RUNTIME_GUARD,
-                message="Use `runtime_guard.LoopThread`, which stops the loop cleanly at exit and on SIGTERM",
-            ),
-        )
+    ast_check = _Ast
 
-    # ------------------------------------------------------------------ daemon?
-    def _daemon(self, node: cst.Call) -> bool:
-        flag = _keyword(node, "daemon")
-        if flag is not None:
-            return isinstance(flag, cst.Name) and flag.value == "True"
-        # ``t = Thread(...); t.daemon = True`` / ``t.setDaemon(True)``
+    def visit_Call(self, node: cst.Call) -> None:
+        self._check(node)
+
+    @staticmethod
+    def _fix(node: cst.Call) -> Fix:
+        return Fix.unsafe(Replace(node.func, dotted("runtime_guard.LoopThread")), IMPORT_RUNTIME_GUARD,
+                          message=_FIX_MESSAGE)
+
+    # ------------------------------------------------------------------ the tree's answers (libcst)
+    @staticmethod
+    def _keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value == name:
+                return a.value
+        return None
+
+    @staticmethod
+    def _positional(call: cst.Call) -> list:
+        return [a.value for a in call.args if a.keyword is None]
+
+    @staticmethod
+    def _is_true(expr: cst.BaseExpression) -> bool:
+        return isinstance(expr, cst.Name) and expr.value == "True"
+
+    @staticmethod
+    def _code(node: cst.CSTNode) -> str:
+        return cst.Module([]).code_for_node(node)
+
+    def _holder(self, node: cst.Call) -> Optional[str]:
         parent = self.facts.parent(node)
         if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1):
-            return False
-        holder = _code(parent.targets[0].target)
-        fn = self.facts.enclosing_function(node)
-        region = fn.node if fn is not None else self.facts.module
+            return None
+        return self._code(parent.targets[0].target)
+
+    def _sets_daemon(self, region: cst.CSTNode, holder: str) -> bool:
         found = []
+        code, is_true = self._code, self._is_true
 
         class V(cst.CSTVisitor):
             def visit_Assign(self, n: cst.Assign) -> None:
                 for t in n.targets:
                     if (isinstance(t.target, cst.Attribute) and t.target.attr.value == "daemon"
-                            and _code(t.target.value) == holder and _is_true(n.value)):
+                            and code(t.target.value) == holder and is_true(n.value)):
                         found.append(n)
 
             def visit_Call(self, n: cst.Call) -> None:
                 if (isinstance(n.func, cst.Attribute) and n.func.attr.value == "setDaemon"
-                        and _code(n.func.value) == holder and n.args and _is_true(n.args[0].value)):
+                        and code(n.func.value) == holder and n.args and is_true(n.args[0].value)):
                     found.append(n)
 
         walk(region, V())
         return bool(found)
 
-    def _scoped_to_one_call(self, node: cst.Call) -> bool:
-        """The outermost function around the thread joins it in a ``finally``: a loop made for one
-        call and torn down before the call returns (nothing is left on it at exit)."""
-        parent = self.facts.parent(node)
-        if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1):
-            return False
-        holder = _code(parent.targets[0].target)
-        outer = None
-        for anc in self.facts.ancestors(node):
-            if isinstance(anc, cst.FunctionDef):
-                outer = anc
-            elif isinstance(anc, cst.ClassDef):
-                break
-        if outer is None:
-            return False
+    @staticmethod
+    def _is_def(node: cst.CSTNode) -> bool:
+        return isinstance(node, cst.FunctionDef)
+
+    @staticmethod
+    def _is_class(node: cst.CSTNode) -> bool:
+        return isinstance(node, cst.ClassDef)
+
+    def _joins_in_finally(self, outer: cst.CSTNode, holder: str) -> bool:
         found = []
+        code = self._code
 
         class V(cst.CSTVisitor):
             def visit_Finally(self, n: cst.Finally) -> None:
                 for call in _calls(n):
                     if (isinstance(call.func, cst.Attribute) and call.func.attr.value == "join"
-                            and _code(call.func.value) == holder):
+                            and code(call.func.value) == holder):
                         found.append(call)
 
         walk(outer, V())
         return bool(found)
 
-    # ------------------------------------------------------------------ loop?
-    def _runs_loop(self, target: cst.BaseExpression, at: cst.Call) -> Optional[str]:
-        qn = self.facts.qualified_name(target, at)
-        if qn in _LOOP_RUNNERS or isinstance(target, cst.Attribute) and target.attr.value in _LOOP_METHODS:
-            return f"`{_code(target)}`"
+    @staticmethod
+    def _loop_method(expr: cst.CSTNode) -> bool:
+        return isinstance(expr, cst.Attribute) and expr.attr.value in _LOOP_METHODS
+
+    def _partial_of(self, target: cst.BaseExpression, at: cst.Call) -> Optional[cst.BaseExpression]:
         if isinstance(target, cst.Call) and self.facts.qualified_name(target.func, at) == "functools.partial" \
                 and target.args:
-            return self._runs_loop(target.args[0].value, at)
-        if isinstance(target, cst.Lambda):
-            for call in _calls(target.body):
-                found = self._loop_call(call)
-                if found:
-                    return found
-            return None
-        fn = self.facts.resolve_function(target, at)
-        if fn is None:
-            return None
-        order, depth = [fn], {fn: 0}  # breadth first, three calls deep, in source order
-        for f in order:
-            for call in f.calls:
-                found = self._loop_call(call)
-                if found:
-                    return found if f is fn else f"{found} in `{f.name}()`"
-            if depth[f] < 3:
-                for _, callee in self.facts.callees(f):
-                    if callee not in depth:
-                        depth[callee] = depth[f] + 1
-                        order.append(callee)
+            return target.args[0].value
         return None
 
-    def _loop_call(self, call: cst.Call) -> Optional[str]:
-        qn = self.facts.call_name(call)
-        f = call.func
-        if qn in _LOOP_RUNNERS or isinstance(f, cst.Attribute) and f.attr.value in _LOOP_METHODS:
-            return f"`{_code(f)}()`"
-        return None
-
-
-def _keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
-    for a in call.args:
-        if a.keyword is not None and a.keyword.value == name:
-            return a.value
-    return None
-
-
-def _is_true(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == "True"
+    @staticmethod
+    def _lambda_calls(target: cst.BaseExpression) -> Optional[list]:
+        return _calls(target.body) if isinstance(target, cst.Lambda) else None
 
 
 def _calls(node: cst.CSTNode) -> list[cst.Call]:
@@ -422,10 +572,6 @@ def _calls(node: cst.CSTNode) -> list[cst.Call]:
 
     walk(node, V())
     return found
-
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
 
 
 # ------------------------------------------------------------------ candidate tier 2 (ast)
