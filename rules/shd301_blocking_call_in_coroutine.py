@@ -2406,8 +2406,9 @@ def _owning_parens(facts, node: ast.AST, line: int, byte_col: int, after_in: boo
 def _without_block_indent(facts, node: ast.AST, text: str) -> str:
     """libcst's code of a node written over several lines: a line that continues inside brackets
     (the node's own or around it) loses the indentation of the block the node's statement is in
-    (libcst keeps it as a flag, which ``code_for_node`` of the node alone does not render); a
-    string's lines and a line after a backslash keep theirs."""
+    (libcst keeps it as a flag, which ``code_for_node`` of the node alone does not render), and
+    its line ending, when it is the module's default one, is written ``\\n``; a string's lines
+    and a line after a backslash keep theirs."""
     stmt = facts.enclosing_statement(node)
     if stmt is None:
         return text
@@ -2421,10 +2422,26 @@ def _without_block_indent(facts, node: ast.AST, text: str) -> str:
         tokens = list(tokenize.generate_tokens(io.StringIO(f"({text})").readline))
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return text
-    after_nl = {tok.start[0] + 1 for tok in tokens if tok.type == tokenize.NL}
+    ends = {tok.start[0] for tok in tokens if tok.type == tokenize.NL}  # lines ending in whitespace
     lines = re.split(r"(?<=\n)", text)  # as ``io.StringIO`` gives them to the tokenizer
-    return "".join(ln[len(indent):] if i + 1 in after_nl and ln.startswith(indent) else ln
-                   for i, ln in enumerate(lines))
+    default = _default_newline(facts)
+    out = []
+    for i, ln in enumerate(lines, 1):
+        if i - 1 in ends and ln.startswith(indent):
+            ln = ln[len(indent):]
+        if i in ends and default != "\n" and ln.endswith(default):
+            ln = ln[:-len(default)] + "\n"  # libcst's module default newline, rendered without the module
+        out.append(ln)
+    return "".join(out)
+
+
+def _default_newline(facts) -> str:
+    """libcst's ``default_newline`` of the module: its first line ending."""
+    found = facts.__dict__.get("_shd301_newline")
+    if found is None:
+        m = re.search(r"\r\n?|\n", facts.code())
+        found = facts.__dict__["_shd301_newline"] = m.group(0) if m else "\n"
+    return found
 
 
 def _offset(facts, line: int, byte_col: int) -> int:

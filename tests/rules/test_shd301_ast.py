@@ -441,6 +441,16 @@ def test_columns_after_non_ascii_text_are_characters(monkeypatch):
     assert _rows(on) == _rows(off)
 
 
+def test_crlf_text_over_several_lines(monkeypatch):
+    """A module with ``\\r\\n`` line endings: libcst's code of a node over several lines writes
+    ``\\n`` where the module's own newline ends a line inside brackets, not in a string."""
+    _every_file_a_candidate(monkeypatch)
+    code = (HEAD + textwrap.dedent(CASES["multi-line"])).replace("\n", "\r\n")
+    on, off = _both(code, monkeypatch)
+    assert on.stage == STAGE_AST and any("`Path(\n    x,\n).exists()`" in d.message for d in on.diagnostics)
+    assert _rows(on) == _rows(off)
+
+
 DRIVER = """
 import asyncio, ray
 
