@@ -26,6 +26,7 @@ aliases); what does is written here for ``ast``; where code runs (``contexts``, 
 from __future__ import annotations
 
 import ast
+import bisect
 import io
 import tokenize
 from typing import Iterator, Optional
@@ -417,58 +418,81 @@ class AstFacts(TreeShape, Names, AstExecutionQueries):
 
     def _expression_code(self, node: ast.AST) -> str:
         """An expression's code as libcst renders it: with the parentheses it owns (those around
-        it that are not its parent's call or class parentheses), later lines without the
-        indentation of the statement it is in (but inside strings and after a backslash)."""
+        it that are not its parent's: a sole argument's call, a sole base's class, a lone ``with``
+        item's), later lines without the indentation of the statement it is in (but inside strings
+        and after a backslash)."""
         if not hasattr(node, "lineno"):
             return ""
         line, col, end_line, end_col = node.lineno, node.col_offset, node.end_lineno, node.end_col_offset
+        toks, starts, _ = self._tokens()
+        first = (line, self.column(line, col))
+        i = bisect.bisect_left(starts, first)
+        j = bisect.bisect_left(starts, (end_line, self.column(end_line, end_col))) - 1
         parent = self._parents.get(node)
-        if type(node) is ast.GeneratorExp and type(parent) is ast.Call and \
-                (parent.end_lineno, parent.end_col_offset) == (end_line, end_col):
-            # ``f(x for x in y)``: the parentheses (and the space and comments inside them) are the call's
-            inner = self._inner_tokens(line, col + 1, end_line, end_col - 1)
-            if inner is not None:
-                return self._lines_of(*inner, node)
+        # ``f(x for x in y)``: the parentheses (and the space and comments inside them) are the call's
+        call_parens = type(node) is ast.GeneratorExp and type(parent) is ast.Call and \
+            (parent.end_lineno, parent.end_col_offset) == (end_line, end_col)
+        if not (0 <= i <= j < len(toks) and toks[i][0] == first
+                and toks[j][1] == (end_line, self.column(end_line, end_col))):  # inside an f-string: the slice
+            if call_parens:
+                return self._lines_of(line, col + 1, end_line, end_col - 1, node).strip()
+            return self._lines_of(line, col, end_line, end_col, node)
+        if call_parens and j - i >= 2:
+            i, j = i + 1, j - 1
         else:
-            pairs = []
-            a, b = (line, col), (end_line, end_col)
-            while True:
-                before, after = self._paren_before(*a), self._paren_after(*b)
-                if before is None or after is None:
-                    break
-                pairs.append((before, after))
-                a, b = before, after
-            if pairs and _sole_argument(parent, node):
-                pairs.pop()  # the outermost pair is the call's (or the class's)
-            if pairs:
-                (line, col), (end_line, end_col) = pairs[-1][0], (pairs[-1][1][0], pairs[-1][1][1])
-        return self._lines_of(line, col, end_line, end_col, node)
+            pairs = 0
+            while i > 0 and j + 1 < len(toks) and toks[i - 1][2] == "(" and toks[j + 1][2] == ")":
+                i, j, pairs = i - 1, j + 1, pairs + 1
+            if pairs and self._parents_pair(parent, node, j):
+                i, j = i + 1, j - 1
+        (line, c1), (end_line, c2) = toks[i][0], toks[j][1]
+        return self._lines_of(line, self._byte_col(line, c1), end_line, self._byte_col(end_line, c2), node)
 
-    def _inner_tokens(self, line: int, col: int, end_line: int, end_col: int) -> Optional[tuple[int, int, int, int]]:
-        """(line, byte col, end line, end byte col) from the first to the end of the last token
-        between (line, col) and (end line, end col): the space and comments around left out."""
-        lines = self.lines
-        raw = [lines[n - 1].encode("utf-8") for n in range(line, end_line + 1)]
-        raw[-1] = raw[-1][:end_col]
-        raw[0] = raw[0][col:]
-        text = "(" + b"".join(raw).decode("utf-8", errors="replace") + ")"
-        skip = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
+    def _parents_pair(self, parent: Optional[ast.AST], node: ast.AST, j: int) -> bool:
+        """The parentheses around ``node`` ending at token ``j`` are its parent's syntax."""
+        toks = self._tokens()[0]
+        t = type(parent)
+        if t is ast.Call:
+            return (len(parent.args) + len(parent.keywords) == 1 and parent.func is not node
+                    and toks[j][1] == (parent.end_lineno, self.column(parent.end_lineno, parent.end_col_offset)))
+        after = toks[j + 1][2] if j + 1 < len(toks) else ""
+        if t is ast.ClassDef:
+            return len(parent.bases) + len(parent.keywords) == 1 and after == ":"
+        if t is ast.withitem:
+            holder = self._parents.get(parent)
+            return parent.optional_vars is None and len(getattr(holder, "items", ())) == 1 and after == ":"
+        return False
+
+    def _byte_col(self, line: int, chars: int) -> int:
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        return chars if text.isascii() else len(text[:chars].encode("utf-8"))
+
+    def _tokens(self) -> tuple[list, list, set]:
+        """The source's tokens (``tokenize`` over ``lines``, each ended by ``\\n``): the significant
+        ones as ((line, char col), (end line, end char col), string), their starts (for bisect),
+        and the lines libcst renders verbatim inside a statement (``_verbatim_lines``)."""
+        found = self.__dict__.get("_token_index")
+        if found is not None:
+            return found
+        toks: list = []
+        verbatim: set[int] = set()
+        prev_end, prev_kind = 0, tokenize.NEWLINE
+        breaks = (tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.COMMENT)
+        lines = iter([ln.rstrip("\r\n") + "\n" for ln in self.lines])
         try:
-            toks = [t for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type not in skip]
+            for tok in tokenize.generate_tokens(lambda: next(lines, "")):
+                kind, line, end = tok.type, tok.start[0], tok.end[0]
+                if line > prev_end and prev_end and prev_kind not in breaks:
+                    verbatim.update(range(prev_end + 1, line + 1))  # ``\`` continuation
+                if end > line:
+                    verbatim.update(range(line + 1, end + 1))
+                prev_end, prev_kind = end, kind
+                if kind not in breaks and kind != tokenize.ENDMARKER:
+                    toks.append((tok.start, tok.end, tok.string))
         except (tokenize.TokenError, SyntaxError):
-            return None
-        if len(toks) < 3:
-            return None
-        first, last = toks[1], toks[-2]  # inside the added parentheses
-
-        def at(row: int, chars: int) -> tuple[int, int]:
-            src_line = line + row - 1
-            piece = text.splitlines(keepends=True)[row - 1][:chars]
-            if row == 1:
-                return src_line, col + len(piece[1:].encode("utf-8"))
-            return src_line, len(piece.encode("utf-8"))
-
-        return (*at(*first.start), *at(*last.end))
+            toks = []
+        found = self.__dict__["_token_index"] = (toks, [t[0] for t in toks], verbatim)
+        return found
 
     def _lines_of(self, line: int, col: int, end_line: int, end_col: int, node: ast.AST) -> str:
         """The text from (line, byte col) to (end line, byte col), later lines without the
@@ -486,18 +510,6 @@ class AstFacts(TreeShape, Names, AstExecutionQueries):
             chunk = [chunk[0]] + [ln[len(indent):] if ln.startswith(indent) and (line + k + 1) not in verbatim
                                   else ln for k, ln in enumerate(chunk[1:])]
         return "".join(chunk)
-
-    def _paren_before(self, line: int, col: int) -> Optional[tuple[int, int]]:
-        """The (line, byte column) of a ``(`` just before (line, col), spaces between, same line."""
-        text = self.lines[line - 1].encode("utf-8")[:col].rstrip(b" \t")
-        return (line, len(text) - 1) if text.endswith(b"(") else None
-
-    def _paren_after(self, line: int, col: int) -> Optional[tuple[int, int]]:
-        """The (line, byte column after it) of a ``)`` just after (line, col), spaces between, same line."""
-        text = self.lines[line - 1].encode("utf-8")
-        rest = text[col:]
-        stripped = rest.lstrip(b" \t")
-        return (line, col + len(rest) - len(stripped) + 1) if stripped.startswith(b")") else None
 
     def _claimed_end(self, stmt: ast.stmt) -> int:
         """The last line libcst files under ``stmt``: its end, or for a statement whose last
@@ -522,34 +534,7 @@ class AstFacts(TreeShape, Names, AstExecutionQueries):
         of a string, and a line after a backslash continuation. Every other line (a logical line,
         a continuation inside brackets, a comment or blank line) is rendered from the enclosing
         block's indentation, so a statement's code leaves its own indentation off them."""
-        found = self.__dict__.get("_verbatim")
-        if found is not None:
-            return found
-        found = set()
-        prev_end, prev_kind = 0, tokenize.NEWLINE
-        breaks = (tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.COMMENT)
-        try:
-            for tok in tokenize.generate_tokens(io.StringIO(self.source_text or "").readline):
-                line, end = tok.start[0], tok.end[0]
-                if line > prev_end and prev_end and prev_kind not in breaks:
-                    found.update(range(prev_end + 1, line + 1))  # ``\`` continuation
-                if end > line:
-                    found.update(range(line + 1, end + 1))
-                prev_end, prev_kind = end, tok.type
-        except (tokenize.TokenError, SyntaxError):
-            pass
-        self.__dict__["_verbatim"] = found
-        return found
-
-
-def _sole_argument(parent: Optional[ast.AST], node: ast.AST) -> bool:
-    """``node`` is the only argument of a call or the only base of a class: the parentheses
-    right around it are the parent's."""
-    if type(parent) is ast.Call:
-        return len(parent.args) + len(parent.keywords) == 1 and parent.func is not node
-    if type(parent) is ast.ClassDef:
-        return len(parent.bases) + len(parent.keywords) == 1
-    return False
+        return self._tokens()[2]
 
 
 def _body_holding(parent: Optional[ast.AST], stmt: ast.stmt) -> tuple[Optional[list], int]:
