@@ -5,13 +5,18 @@ from typing import Optional
 
 import libcst as cst
 
+from shutdown_lint.ast_engine import AstCheck, FixPlan
+from shutdown_lint.ast_engine.execution import arguments
+from shutdown_lint.ast_engine.walk import children
+from shutdown_lint.facts.vocabulary import _canonical
 from shutdown_lint.prefilter.words import All, AnyOf, Word
 from shutdown_lint.rule import Fix, InsertAfter, Invalid, Option, Replace, Rule
 from shutdown_lint.prefilter.ast_tree import DEFS, TRYS, walk_within
 from shutdown_lint.traversal import LEAVES, TRIVIA, walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
-from .shd102_unobserved_task_exception import is_task_spawn, may_spawn
+from .shd102_unobserved_task_exception import _LOOP_NAMES, _SPAWNERS, is_task_spawn, may_spawn
+from .shd403_ray_get_orphans_on_interrupt import source_order
 
 #: what ``_reaped_after``'s walk skips: layout, names and literals (nothing it acts on)
 _NOT_ACTED_ON = TRIVIA | LEAVES
@@ -28,7 +33,437 @@ _COPY_FUNCS = ("list", "tuple", "set")
 _VIEW_METHODS = ("values",)
 
 
-class CancelWithoutAwait(Rule):
+_TASK_FIX = "Wait for the cancelled task: `await runtime_guard.cancel_and_wait(...)`"
+_LOOP_FIX = "Wait for the cancelled tasks: `await runtime_guard.cancel_and_wait(...)`"
+
+
+def _message(label: str) -> str:
+    return (f"`{label}.cancel()` only requests cancellation and `{label}` is never awaited afterwards: its "
+            "`except CancelledError`/`finally` cleanup races what this coroutine does next (and is cut off "
+            "if the loop shuts down first)")
+
+
+class _Decide:
+    """What SHD105 decides, on either tree (``CancelWithoutAwait``: libcst; ``_Ast``: ``ast``). The
+    tree answers ``_name``, ``_attribute`` (value, name), ``_call`` (callee, libcst's ``Call.args``
+    as (keyword, value)), ``_awaited``, ``_is_call``, ``_is_def``/``_is_class``,
+    ``_for_loop`` (target, iterable), ``_is_spawn``, ``_held_elements``, ``_argument_of``,
+    ``_subscript_targets``, ``_unpacked_into``, ``_statement_call``, ``_has_cleanup``,
+    ``_synthetic_name``, ``_awaits_in``, ``_references``, ``_code``, ``_reaped_after`` and ``_fix``."""
+
+    def _check(self, node) -> None:
+        cancel = self._attribute(node.func)
+        if cancel is None or cancel[1] != "cancel":
+            return
+        facts = self.facts
+        fn = facts.enclosing_function(node)
+        if fn is None or not fn.is_async or facts.in_lambda(node) or self._in_class_body(node):
+            return
+        receiver = cancel[0]
+        loop = None
+        spawns = self._task_spawns(receiver, node)
+        if spawns:
+            watched = [self._code(receiver)]
+        else:
+            loop = self._loop_over_tasks(receiver, node)
+            if loop is None:
+                return
+            iterable = self._for_loop(loop)[1]
+            holder = self._holder(iterable)
+            spawns = self._held_spawns(holder, node)
+            watched = [self._code(receiver), self._code(iterable), self._code(holder)]
+            name = self._name(holder)
+            if name is not None:  # ``pending`` from ``asyncio.wait(tasks)``: gathering ``tasks`` reaps
+                for waited in self._asyncio_wait_args(name, node):
+                    watched.extend(self._references(waited))
+        if not any(self._may_clean_up(s) for s in spawns):
+            return  # nothing runs after the CancelledError: there is no cleanup to race
+        if self._reaped_after(fn.node, node, watched, loop) or self._reaped_elsewhere(receiver, fn, node):
+            return
+        self.report(node, _message(self._code(receiver)), fix=self._fix(node, receiver, loop))
+
+    def _in_class_body(self, node) -> bool:
+        for anc in self.facts.ancestors(node):
+            if self._is_def(anc):
+                return False
+            if self._is_class(anc):
+                return True
+        return False
+
+    # ------------------------------------------------------------------ what is a task
+    def _task_spawns(self, expr, at, synthetic: bool = False) -> list:
+        """The spawn calls ``expr`` was assigned from; ``[None]`` for a task of unknown origin
+        (typed as a task, e.g. through an alias); ``[]`` when ``expr`` is no known task."""
+        spawns: list = [v for v in self._values(expr, at) if self._is_spawn(v)]
+        if not spawns:
+            qn = _qualified_uncached(self.facts, expr, at) if synthetic else self.facts.qualified_name(expr, at)
+            if qn in ("asyncio.Task", "asyncio.Future"):
+                spawns = [None]
+        return spawns
+
+    def _values(self, expr, at) -> list:
+        """The call expressions ``expr`` (a name or ``self.x``) was assigned from."""
+        out = []
+        for v in self._collection_values(expr, at):
+            awaited = self._awaited(v)
+            if awaited is not None:
+                if self._is_call(awaited):
+                    out.append(awaited)
+            elif self._is_call(v):
+                out.append(v)
+        return out
+
+    def _may_clean_up(self, spawn) -> bool:
+        """The spawned coroutine may run code after its ``CancelledError``: unknown, or a same-module
+        ``async def`` with a ``finally``, a ``with``/``async with`` or a handler that catches
+        cancellation. A library wait (``queue.get()``, ``event.wait()``, ``asyncio.sleep()``) has none."""
+        if spawn is None:
+            return True
+        args = self._call(spawn)[1]
+        if not args:
+            return True
+        coro = args[0][1]
+        if not self._is_call(coro):
+            return True
+        target = self.facts.coroutine_target(coro, spawn)
+        if target is not None:
+            return not target.is_async or self._has_cleanup(target)
+        name = self.facts.call_name(coro) or ""
+        attribute = self._attribute(coro.func)
+        last = attribute[1] if attribute is not None else name.rsplit(".", 1)[-1]
+        return last not in _WAIT_PRIMITIVES
+
+    def _loop_over_tasks(self, receiver, at):
+        """``for t in tasks: t.cancel()`` where ``tasks`` holds tasks this module spawned."""
+        name = self._name(receiver)
+        if name is None:
+            return None
+        loop = None
+        for anc in self.facts.ancestors(at):
+            if self._is_def(anc):
+                break
+            header = self._for_loop(anc)
+            if header is not None and self._name(header[0]) == name:
+                loop = anc
+                break
+        if loop is None:
+            return None
+        return loop if self._held_spawns(self._holder(header[1]), at) else None
+
+    def _held_spawns(self, holder, at) -> list:
+        found: list = []
+        # a list/set/dict comprehension or literal of spawns
+        for v in self._collection_values(holder, at):
+            found.extend(e for e in self._held_elements(v) if self._is_call(e) and self._is_spawn(e))
+        # ``done, pending = await asyncio.wait({ta, tb}, ...)``: the tasks named in the wait
+        name = self._name(holder)
+        if name is not None:
+            for waited in self._asyncio_wait_args(name, at):
+                for word in self._references(waited):
+                    if word.isidentifier():
+                        found.extend(self._task_spawns(self._synthetic_name(word), waited, synthetic=True))
+        # ``tasks.append(create_task(...))`` / ``tasks.add(...)`` / ``tasks[k] = create_task(...)``
+        text = self._code(holder)
+        for call in self.facts.calls:
+            if not self._is_spawn(call):
+                continue
+            adder = self._argument_of(call)
+            if adder is not None and self._is_call(adder):
+                method = self._attribute(adder.func)
+                if method is not None and method[1] in ("append", "add") and self._code(method[0]) == text:
+                    found.append(call)
+            if any(self._code(t) == text for t in self._subscript_targets(call)):
+                found.append(call)
+        return found
+
+    def _collection_values(self, holder, at) -> list:
+        out: list = []
+        name = self._name(holder)
+        if name is not None:
+            b = self.facts.lookup(name, self.facts.scope_of(at))
+            if b is not None and b.kind == "value":
+                out.append(b.target)
+            return out
+        attribute = self._attribute(holder)
+        if attribute is not None and self._name(attribute[0]) == "self":
+            cls = self.facts.enclosing_class(at)
+            if cls is not None:
+                out.extend(v for v, _ in cls.attr_values.get(attribute[1], []))
+        return out
+
+    def _asyncio_wait_args(self, name: str, at) -> list:
+        fn = self.facts.enclosing_function(at)
+        out: list = []
+        for call in fn.calls if fn is not None else ():
+            if self.facts.call_name(call) != "asyncio.wait":
+                continue
+            args = self._call(call)[1]
+            if args and self._unpacked_into(call, name):
+                out.append(args[0][1])
+        return out
+
+    # ------------------------------------------------------------------ reaped?
+    def _reaped_elsewhere(self, receiver, fn, at) -> bool:
+        """A task bound in an enclosing function (``server_task`` cancelled in a nested shutdown
+        handler) that the enclosing function awaits; a ``self.x`` task awaited in another method."""
+        text = self._code(receiver)
+        regions: list = []
+        name = self._name(receiver)
+        if name is not None:
+            b = self.facts.lookup(name, self.facts.scope_of(at))
+            if b is not None and b.scope is not None and b.scope is not fn:
+                regions.append(b.scope.node)
+        else:
+            attribute = self._attribute(receiver)
+            if attribute is not None and self._name(attribute[0]) == "self" and fn.cls is not None:
+                regions.extend(m.node for m in fn.cls.methods.values() if m is not fn)
+        for region in regions:
+            for aw in self._awaits_in(region):
+                if self.facts.is_ancestor(fn.node, aw):
+                    continue  # the cancelling function itself was checked in order
+                if text in self._references(self._awaited(aw)):
+                    return True
+        return False
+
+    def _hands_over(self, call, mentions) -> bool:
+        f, args = self._call(call)
+        if not any(mentions(value) for _, value in args):
+            return False
+        attribute = self._attribute(f)
+        if attribute is not None:
+            if attribute[1] in _NEUTRAL_METHODS:
+                return False
+            root = attribute[0]
+            while (inner := self._attribute(root)) is not None:
+                root = inner[0]
+            if self._name(root) in _LOG_RECEIVERS:
+                return False
+            inner = self._attribute(attribute[0])
+            if inner is not None and inner[1] in _LOG_RECEIVERS:
+                return False
+        if self._name(f) in _NEUTRAL_FUNCS:
+            return False
+        return True
+
+    # ------------------------------------------------------------------ fix
+    def _fix_kind(self, call, receiver, loop) -> Optional[str]:
+        """"loop": the wait goes after the loop; "task": the cancel is replaced; None: no fix (the
+        result of ``cancel()`` is used, or what it cancels cannot be evaluated again)."""
+        if not self._statement_call(call):
+            return None
+        if loop is not None:
+            return "loop" if self._reevaluable(self._for_loop(loop)[1]) else None
+        return "task" if self._reevaluable(receiver) else None
+
+    def _holder(self, iterable):
+        """``tasks`` for ``tasks``, ``tasks.values()``, ``list(tasks)``."""
+        call = self._call(iterable)
+        if call is not None:
+            f, args = call
+            attribute = self._attribute(f)
+            if attribute is not None and attribute[1] in _VIEW_METHODS:
+                return attribute[0]
+            if self._name(f) in _COPY_FUNCS and len(args) == 1:
+                return args[0][1]
+        return iterable
+
+    def _reevaluable(self, expr) -> bool:
+        """A name, an attribute chain, ``x.values()`` or ``list(x)`` of those: evaluating it again
+        gives the same tasks and has no side effect."""
+        if self._name(expr) is not None:
+            return True
+        attribute = self._attribute(expr)
+        if attribute is not None:
+            return self._reevaluable(attribute[0])
+        call = self._call(expr)
+        if call is not None and not [k for k, _ in call[1] if k is not None]:
+            f, args = call
+            attribute = self._attribute(f)
+            if attribute is not None and attribute[1] in _VIEW_METHODS and not args:
+                return self._reevaluable(attribute[0])
+            if self._name(f) in _COPY_FUNCS and len(args) == 1:
+                return self._reevaluable(args[0][1])
+        return False
+
+
+class _Ast(_Decide, AstCheck):
+    """SHD105 on ``ast``: ``_Decide`` with the tree's answers read from ``ast`` (libcst's ``Call.args``
+    order, ``*a``/``**k`` values, ``yield from``, ``async for``/``async with``/``async def`` as
+    their libcst classes, a ``finally`` as ``Try``/``TryStar.finalbody``, ``except*`` handlers not
+    counted (libcst's ``ExceptStarHandler``), libcst's ``Name`` identifiers, code text with owned
+    parentheses, the walk in libcst's source order)."""
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self._check(node)
+
+    @staticmethod
+    def _name(expr) -> Optional[str]:
+        return expr.id if type(expr) is ast.Name else None
+
+    @staticmethod
+    def _attribute(expr) -> Optional[tuple]:
+        return (expr.value, expr.attr) if type(expr) is ast.Attribute else None
+
+    @staticmethod
+    def _call(expr) -> Optional[tuple]:
+        if type(expr) is not ast.Call:
+            return None
+        return expr.func, [(a.keyword, a.value) for a in arguments(expr)]
+
+    @staticmethod
+    def _awaited(expr):
+        return expr.value if type(expr) is ast.Await else None
+
+    @staticmethod
+    def _is_call(expr) -> bool:
+        return type(expr) is ast.Call
+
+    @staticmethod
+    def _is_def(node) -> bool:
+        return type(node) in DEFS
+
+    @staticmethod
+    def _is_class(node) -> bool:
+        return type(node) is ast.ClassDef
+
+    @staticmethod
+    def _for_loop(node) -> Optional[tuple]:
+        return (node.target, node.iter) if type(node) in _AST_FORS else None
+
+    def _is_spawn(self, call) -> bool:
+        """``is_task_spawn`` on ``ast``."""
+        qn = self.facts.call_name(call)
+        if qn in _SPAWNERS:
+            return True
+        f = call.func
+        if qn is None and type(f) is ast.Attribute and f.attr == "create_task":
+            receiver = f.value
+            last = receiver.attr if type(receiver) is ast.Attribute else (
+                receiver.id if type(receiver) is ast.Name else "")
+            return last in _LOOP_NAMES
+        return False
+
+    @staticmethod
+    def _held_elements(value) -> list:
+        t = type(value)
+        if t is ast.ListComp or t is ast.SetComp or t is ast.GeneratorExp:
+            return [value.elt]
+        if t is ast.DictComp:
+            return [value.value]
+        if t is ast.List or t is ast.Set or t is ast.Tuple:
+            return [e.value if type(e) is ast.Starred else e for e in value.elts]
+        return []
+
+    def _argument_of(self, call):
+        """The call whose argument ``call`` is (libcst's ``Arg`` parent: a positional or ``*``
+        argument, a keyword's or ``**``'s value); a class's base is none (``_check`` wants a call)."""
+        parent = self.facts.parent(call)
+        t = type(parent)
+        if t is ast.keyword:
+            return self.facts.parent(parent)
+        if t is ast.Starred:
+            node, parent = parent, self.facts.parent(parent)
+        else:
+            node = call
+        return parent if type(parent) is ast.Call and any(a is node for a in parent.args) else None
+
+    def _subscript_targets(self, call) -> list:
+        parent = self.facts.parent(call)
+        if type(parent) is not ast.Assign:  # (a call is never an assignment's target)
+            return []
+        return [t.value for t in parent.targets if type(t) is ast.Subscript]
+
+    def _unpacked_into(self, call, name: str) -> bool:
+        aw = self.facts.parent(call)
+        assign = self.facts.parent(aw) if type(aw) is ast.Await else None
+        return type(assign) is ast.Assign and any(
+            type(t) is ast.Tuple and any(
+                type(e) is ast.Name and e.id == name or type(e) is ast.Starred and type(e.value) is ast.Name
+                and e.value.id == name for e in t.elts)
+            for t in assign.targets)
+
+    def _statement_call(self, call) -> bool:
+        return type(self.facts.parent(call)) is ast.Expr
+
+    @staticmethod
+    def _has_cleanup(fn) -> bool:
+        """``_has_cleanup`` of the def's body: a ``finally``, a ``with``/``async with``, an
+        ``except`` (not ``except*``) that is bare or names ``CancelledError``/``BaseException``
+        (libcst's ``Name``s: an attribute's name counts), not in nested defs."""
+        for n in source_order(fn.node.body, DEFS):
+            t = type(n)
+            if t in TRYS and n.finalbody:
+                return True
+            if t is ast.With or t is ast.AsyncWith:
+                return True
+            if t is ast.Try:
+                for h in n.handlers:
+                    if h.type is None or _CANCEL_WORDS & _cst_names(h.type):
+                        return True
+        return False
+
+    @staticmethod
+    def _synthetic_name(name: str):
+        return ast.Name(id=name, ctx=ast.Load())
+
+    @staticmethod
+    def _awaits_in(region) -> list:
+        return [n for n in ast.walk(region) if type(n) is ast.Await]
+
+    def _references(self, node) -> set[str]:
+        return _cst_names(node) | {self._code(n) for n in ast.walk(node) if type(n) is ast.Attribute}
+
+    def _code(self, node) -> str:
+        return self.facts.code_for_node(node)
+
+    def _mentions(self, watched: list[str]):
+        """``bool(_references(node) & set(watched))``; an attribute's code (with a ``.``) is never an
+        identifier, so only the names are read when every watched code is one."""
+        wanted = set(watched)
+        if all(w.isidentifier() for w in wanted):
+            return lambda node: not wanted.isdisjoint(_cst_names(node))
+        return lambda node: not wanted.isdisjoint(self._references(node))
+
+    def _reaped_after(self, region, cancel: ast.Call, watched: list[str], loop) -> bool:
+        """libcst's walk of ``region`` in source order: a node after the cancel (not under it), or
+        anywhere under one of the loops around it but ``loop``."""
+        facts = self.facts
+        loops = {id(a) for a in facts.ancestors(cancel) if type(a) in _AST_LOOPS
+                 and facts.is_ancestor(region, a) and a is not loop}
+        mentions = self._mentions(watched)
+        after = False
+        stack = [(region, False)]
+        while stack:
+            node, in_loop = stack.pop()
+            if node is cancel:
+                after = True
+                continue
+            if after or in_loop:
+                t = type(node)
+                if t in _AST_YIELDS:
+                    if node.value is not None and mentions(node.value):
+                        return True
+                elif t is ast.Call:
+                    if self._hands_over(node, mentions):
+                        return True
+                elif t in _AST_FORS:
+                    if mentions(node.iter) and any(type(n) is ast.Await for n in source_order(node.body, DEFS)):
+                        return True
+                elif t is ast.Assign:
+                    if type(node.value) is not ast.Call and mentions(node.value):
+                        return True
+            inner = in_loop or id(node) in loops
+            stack.extend((child, inner) for child in reversed(children(node)))
+        return False
+
+    def _fix(self, call: ast.Call, receiver, loop) -> Optional[FixPlan]:
+        kind = self._fix_kind(call, receiver, loop)
+        if kind is None:
+            return None
+        return FixPlan.unsafe(_LOOP_FIX if kind == "loop" else _TASK_FIX)
+
+
+class CancelWithoutAwait(_Decide, Rule):
     """
     ## What it does
     Flags `task.cancel()` in a coroutine, where `task` is an asyncio task this module made
@@ -122,6 +557,7 @@ class CancelWithoutAwait(Rule):
     # on a receiver that may be a task (``_may_cancel_a_task``)
     candidate_tree = staticmethod(lambda tree: _may_cancel_a_task(tree))
     facts_needed = ("functions", "calls")
+    ast_check = _Ast
     options = {
         "cleanup_timeout": Option(
             default=30,
@@ -387,155 +823,102 @@ class CancelWithoutAwait(Rule):
 
     # ------------------------------------------------------------------ visitor
     def visit_Call(self, node: cst.Call) -> None:
-        func = node.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value == "cancel"):
-            return
-        fn = self.facts.enclosing_function(node)
-        if fn is None or not fn.is_async or self.facts.in_lambda(node) or self._in_class_body(node):
-            return
-        receiver = func.value
-        loop = None
-        spawns = self._task_spawns(receiver, node)
-        if spawns:
-            watched = [_code(receiver)]
-        else:
-            loop = self._loop_over_tasks(receiver, node)
-            if loop is None:
-                return
-            holder = _holder(loop.iter)
-            spawns = self._held_spawns(holder, node)
-            watched = [_code(receiver), _code(loop.iter), _code(holder)]
-            if isinstance(holder, cst.Name):  # ``pending`` from ``asyncio.wait(tasks)``: gathering ``tasks`` reaps
-                for waited in self._asyncio_wait_args(holder, node):
-                    watched.extend(_references(waited))
-        if not any(self._may_clean_up(s) for s in spawns):
-            return  # nothing runs after the CancelledError: there is no cleanup to race
-        if self._reaped_after(fn.node, node, watched, loop) or self._reaped_elsewhere(receiver, fn, node):
-            return
-        label = _code(receiver)
-        self.report(
-            node,
-            f"`{label}.cancel()` only requests cancellation and `{label}` is never awaited afterwards: its "
-            "`except CancelledError`/`finally` cleanup races what this coroutine does next (and is cut off "
-            "if the loop shuts down first)",
-            fix=self._fix(node, receiver, loop),
-        )
+        self._check(node)
 
-    def _in_class_body(self, node: cst.CSTNode) -> bool:
-        for anc in self.facts.ancestors(node):
-            if isinstance(anc, cst.FunctionDef):
-                return False
-            if isinstance(anc, cst.ClassDef):
-                return True
-        return False
+    # the tree's answers (libcst)
+    @staticmethod
+    def _name(expr) -> Optional[str]:
+        return expr.value if isinstance(expr, cst.Name) else None
 
-    # ------------------------------------------------------------------ what is a task
-    def _task_spawns(self, expr: cst.BaseExpression, at: cst.CSTNode) -> list[Optional[cst.Call]]:
-        """The spawn calls ``expr`` was assigned from; ``[None]`` for a task of unknown origin
-        (typed as a task, e.g. through an alias); ``[]`` when ``expr`` is no known task."""
-        spawns: list[Optional[cst.Call]] = [v for v in self._values(expr, at) if is_task_spawn(self.facts, v)]
-        if not spawns and self.facts.qualified_name(expr, at) in ("asyncio.Task", "asyncio.Future"):
-            spawns = [None]
-        return spawns
+    @staticmethod
+    def _attribute(expr) -> Optional[tuple]:
+        return (expr.value, expr.attr.value) if isinstance(expr, cst.Attribute) else None
 
-    def _values(self, expr: cst.BaseExpression, at: cst.CSTNode) -> list[cst.Call]:
-        """The call expressions ``expr`` (a name or ``self.x``) was assigned from."""
-        out = self._collection_values(expr, at)
-        return [v.expression if isinstance(v, cst.Await) else v for v in out
-                if isinstance(v, cst.Call) or isinstance(v, cst.Await) and isinstance(v.expression, cst.Call)]
-
-    def _may_clean_up(self, spawn: Optional[cst.Call]) -> bool:
-        """The spawned coroutine may run code after its ``CancelledError``: unknown, or a same-module
-        ``async def`` with a ``finally``, a ``with``/``async with`` or a handler that catches
-        cancellation. A library wait (``queue.get()``, ``event.wait()``, ``asyncio.sleep()``) has none."""
-        if spawn is None or not spawn.args:
-            return True
-        coro = spawn.args[0].value
-        if not isinstance(coro, cst.Call):
-            return True
-        target = self.facts.coroutine_target(coro, spawn)
-        if target is not None:
-            return not target.is_async or _has_cleanup(target.node.body)
-        name = self.facts.call_name(coro) or ""
-        last = coro.func.attr.value if isinstance(coro.func, cst.Attribute) else name.rsplit(".", 1)[-1]
-        return last not in _WAIT_PRIMITIVES
-
-    def _loop_over_tasks(self, receiver: cst.BaseExpression, at: cst.CSTNode) -> Optional[cst.For]:
-        """``for t in tasks: t.cancel()`` where ``tasks`` holds tasks this module spawned."""
-        if not isinstance(receiver, cst.Name):
+    @staticmethod
+    def _call(expr) -> Optional[tuple]:
+        """(callee, [(keyword or None, value)] as libcst's ``Call.args``) of a call, else None."""
+        if not isinstance(expr, cst.Call):
             return None
-        loop = None
-        for anc in self.facts.ancestors(at):
-            if isinstance(anc, cst.FunctionDef):
-                break
-            if isinstance(anc, cst.For) and isinstance(anc.target, cst.Name) and anc.target.value == receiver.value:
-                loop = anc
-                break
-        if loop is None:
-            return None
-        return loop if self._held_spawns(_holder(loop.iter), at) else None
+        return expr.func, [(a.keyword.value if a.keyword is not None else None, a.value) for a in expr.args]
 
-    def _held_spawns(self, holder: cst.BaseExpression, at: cst.CSTNode) -> list[Optional[cst.Call]]:
-        found: list[Optional[cst.Call]] = []
-        # a list/set/dict comprehension or literal of spawns
-        for v in self._collection_values(holder, at):
-            elt = v.elt if isinstance(v, (cst.ListComp, cst.SetComp, cst.GeneratorExp)) else (
-                v.value if isinstance(v, cst.DictComp) else None)
-            if isinstance(elt, cst.Call) and is_task_spawn(self.facts, elt):
-                found.append(elt)
-            if isinstance(v, (cst.List, cst.Set, cst.Tuple)):
-                found.extend(e.value for e in v.elements
-                             if isinstance(e.value, cst.Call) and is_task_spawn(self.facts, e.value))
-        # ``done, pending = await asyncio.wait({ta, tb}, ...)``: the tasks named in the wait
-        if isinstance(holder, cst.Name):
-            for waited in self._asyncio_wait_args(holder, at):
-                for name in _references(waited):
-                    if name.isidentifier():
-                        found.extend(self._task_spawns(cst.Name(name), waited))
-        # ``tasks.append(create_task(...))`` / ``tasks.add(...)`` / ``tasks[k] = create_task(...)``
-        text = _code(holder)
-        for call in self.facts.calls:
-            if not is_task_spawn(self.facts, call):
-                continue
-            parent = self.facts.parent(call)
-            if isinstance(parent, cst.Arg):
-                adder = self.facts.parent(parent)
-                if isinstance(adder, cst.Call) and isinstance(adder.func, cst.Attribute) \
-                        and adder.func.attr.value in ("append", "add") and _code(adder.func.value) == text:
-                    found.append(call)
-            if isinstance(parent, cst.Assign) and any(
-                    isinstance(t.target, cst.Subscript) and _code(t.target.value) == text for t in parent.targets):
-                found.append(call)
-        return found
+    @staticmethod
+    def _awaited(expr):
+        return expr.expression if isinstance(expr, cst.Await) else None
 
-    def _collection_values(self, holder: cst.BaseExpression, at: cst.CSTNode) -> list[cst.BaseExpression]:
-        out: list[cst.BaseExpression] = []
-        if isinstance(holder, cst.Name):
-            b = self.facts.lookup(holder.value, self.facts.scope_of(at))
-            if b is not None and b.kind == "value":
-                out.append(b.target)  # type: ignore[arg-type]
-        elif isinstance(holder, cst.Attribute) and isinstance(holder.value, cst.Name) and holder.value.value == "self":
-            cls = self.facts.enclosing_class(at)
-            if cls is not None:
-                out.extend(v for v, _ in cls.attr_values.get(holder.attr.value, []))
-        return out
+    @staticmethod
+    def _is_call(expr) -> bool:
+        return isinstance(expr, cst.Call)
 
-    def _asyncio_wait_args(self, name: cst.Name, at: cst.CSTNode) -> list[cst.BaseExpression]:
-        fn = self.facts.enclosing_function(at)
-        out: list[cst.BaseExpression] = []
-        for call in fn.calls if fn is not None else ():
-            if self.facts.call_name(call) != "asyncio.wait" or not call.args:
-                continue
-            aw = self.facts.parent(call)
-            assign = self.facts.parent(aw) if isinstance(aw, cst.Await) else None
-            if isinstance(assign, cst.Assign) and any(
-                    isinstance(t.target, cst.Tuple) and any(
-                        isinstance(e.value, cst.Name) and e.value.value == name.value for e in t.target.elements)
-                    for t in assign.targets):
-                out.append(call.args[0].value)
-        return out
+    @staticmethod
+    def _is_def(node) -> bool:
+        return isinstance(node, cst.FunctionDef)
 
-    # ------------------------------------------------------------------ reaped?
+    @staticmethod
+    def _is_class(node) -> bool:
+        return isinstance(node, cst.ClassDef)
+
+    @staticmethod
+    def _for_loop(node) -> Optional[tuple]:
+        return (node.target, node.iter) if isinstance(node, cst.For) else None
+
+    def _is_spawn(self, call) -> bool:
+        return is_task_spawn(self.facts, call)
+
+    @staticmethod
+    def _held_elements(value) -> list:
+        """The elements a comprehension (its element, a dict's value) or a list/set/tuple holds."""
+        if isinstance(value, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+            return [value.elt]
+        if isinstance(value, cst.DictComp):
+            return [value.value]
+        if isinstance(value, (cst.List, cst.Set, cst.Tuple)):
+            return [e.value for e in value.elements]
+        return []
+
+    def _argument_of(self, call):
+        """The call (or class) whose argument ``call`` is, else None."""
+        parent = self.facts.parent(call)
+        return self.facts.parent(parent) if isinstance(parent, cst.Arg) else None
+
+    def _subscript_targets(self, call) -> list:
+        """``x`` of each ``x[k] = call``."""
+        parent = self.facts.parent(call)
+        if not isinstance(parent, cst.Assign):
+            return []
+        return [t.target.value for t in parent.targets if isinstance(t.target, cst.Subscript)]
+
+    def _unpacked_into(self, call, name: str) -> bool:
+        """``..., name, ... = await call``."""
+        aw = self.facts.parent(call)
+        assign = self.facts.parent(aw) if isinstance(aw, cst.Await) else None
+        return isinstance(assign, cst.Assign) and any(
+            isinstance(t.target, cst.Tuple) and any(
+                isinstance(e.value, cst.Name) and e.value.value == name for e in t.target.elements)
+            for t in assign.targets)
+
+    def _statement_call(self, call) -> bool:
+        return isinstance(self.facts.parent(call), cst.Expr)
+
+    @staticmethod
+    def _has_cleanup(fn) -> bool:
+        return _has_cleanup(fn.node.body)
+
+    @staticmethod
+    def _synthetic_name(name: str):
+        return cst.Name(name)
+
+    @staticmethod
+    def _awaits_in(region) -> list:
+        return _awaits_in(region)
+
+    @staticmethod
+    def _references(node) -> set[str]:
+        return _references(node)
+
+    @staticmethod
+    def _code(node) -> str:
+        return _code(node)
+
     def _reaped_after(self, region: cst.CSTNode, cancel: cst.Call, watched: list[str],
                       loop: Optional[cst.For]) -> bool:
         """After ``cancel`` (in source order; anywhere in an enclosing loop), the task is awaited,
@@ -591,44 +974,6 @@ class CancelWithoutAwait(Rule):
         walk(region, V(), _NOT_ACTED_ON)
         return bool(found)
 
-    def _reaped_elsewhere(self, receiver: cst.BaseExpression, fn, at: cst.CSTNode) -> bool:
-        """A task bound in an enclosing function (``server_task`` cancelled in a nested shutdown
-        handler) that the enclosing function awaits; a ``self.x`` task awaited in another method."""
-        text = _code(receiver)
-        regions: list[cst.CSTNode] = []
-        if isinstance(receiver, cst.Name):
-            b = self.facts.lookup(receiver.value, self.facts.scope_of(at))
-            if b is not None and b.scope is not None and b.scope is not fn:
-                regions.append(b.scope.node)
-        elif isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) \
-                and receiver.value.value == "self" and fn.cls is not None:
-            regions.extend(m.node for m in fn.cls.methods.values() if m is not fn)
-        for region in regions:
-            for aw in _awaits_in(region):
-                if self.facts.is_ancestor(fn.node, aw):
-                    continue  # the cancelling function itself was checked in order
-                if text in _references(aw.expression):
-                    return True
-        return False
-
-    def _hands_over(self, call: cst.Call, mentions) -> bool:
-        if not any(mentions(a.value) for a in call.args):
-            return False
-        f = call.func
-        if isinstance(f, cst.Attribute):
-            if f.attr.value in _NEUTRAL_METHODS:
-                return False
-            root = f.value
-            while isinstance(root, cst.Attribute):
-                root = root.value
-            if isinstance(root, cst.Name) and root.value in _LOG_RECEIVERS:
-                return False
-            if isinstance(f.value, cst.Attribute) and f.value.attr.value in _LOG_RECEIVERS:
-                return False
-        if isinstance(f, cst.Name) and f.value in _NEUTRAL_FUNCS:
-            return False
-        return True
-
     # ------------------------------------------------------------------ fix
     def _timeout_arg(self) -> cst.Arg:
         value = self.config["cleanup_timeout"]
@@ -636,19 +981,13 @@ class CancelWithoutAwait(Rule):
                        keyword=cst.Name("timeout"), equal=_EQ)
 
     def _fix(self, call: cst.Call, receiver: cst.BaseExpression, loop: Optional[cst.For]) -> Optional[Fix]:
-        parent = self.facts.parent(call)
-        if not isinstance(parent, cst.Expr):
-            return None  # the result of cancel() is used
-        if loop is not None:
-            holder = loop.iter
-            if not _reevaluable(holder):
-                return None
-            stmt = cst.SimpleStatementLine([cst.Expr(cst.Await(guard_call(
-                "cancel_and_wait", [cst.Arg(holder), self._timeout_arg()])))])
-            return Fix.unsafe(InsertAfter(loop, (stmt,)), IMPORT_RUNTIME_GUARD,
-                              message="Wait for the cancelled tasks: `await runtime_guard.cancel_and_wait(...)`")
-        if not _reevaluable(receiver):
+        kind = self._fix_kind(call, receiver, loop)
+        if kind is None:
             return None
+        if kind == "loop":
+            stmt = cst.SimpleStatementLine([cst.Expr(cst.Await(guard_call(
+                "cancel_and_wait", [cst.Arg(loop.iter), self._timeout_arg()])))])
+            return Fix.unsafe(InsertAfter(loop, (stmt,)), IMPORT_RUNTIME_GUARD, message=_LOOP_FIX)
         args = [cst.Arg(receiver), self._timeout_arg()]
         positional = [a for a in call.args if a.keyword is None]
         for a in call.args:
@@ -657,22 +996,43 @@ class CancelWithoutAwait(Rule):
         if positional:
             args.append(cst.Arg(positional[0].value, keyword=cst.Name("msg"), equal=_EQ))
         new = cst.Await(guard_call("cancel_and_wait", args))
-        return Fix.unsafe(Replace(call, new), IMPORT_RUNTIME_GUARD,
-                          message="Wait for the cancelled task: `await runtime_guard.cancel_and_wait(...)`")
+        return Fix.unsafe(Replace(call, new), IMPORT_RUNTIME_GUARD, message=_TASK_FIX)
 
 
 _EQ = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
 
 
-def _holder(iterable: cst.BaseExpression) -> cst.BaseExpression:
-    """``tasks`` for ``tasks``, ``tasks.values()``, ``list(tasks)``."""
-    if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) \
-            and iterable.func.attr.value in _VIEW_METHODS:
-        return iterable.func.value
-    if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) \
-            and iterable.func.value in _COPY_FUNCS and len(iterable.args) == 1:
-        return iterable.args[0].value
-    return iterable
+_AST_FORS = (ast.For, ast.AsyncFor)
+_AST_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_AST_YIELDS = (ast.Await, ast.Return, ast.Yield, ast.YieldFrom)
+
+
+def _cst_names(node: ast.AST) -> set[str]:
+    """The values of libcst's ``Name`` nodes under ``node`` (an expression): names, attributes'
+    names, keyword arguments, a lambda's parameters, ``None``/``True``/``False``."""
+    out: set[str] = set()
+    for n in ast.walk(node):
+        t = type(n)
+        if t is ast.Name:
+            out.add(n.id)
+        elif t is ast.Attribute:
+            out.add(n.attr)
+        elif t is ast.keyword:
+            if n.arg is not None:
+                out.add(n.arg)
+        elif t is ast.arg:
+            out.add(n.arg)
+        elif t is ast.Constant and (n.value is None or n.value is True or n.value is False):
+            out.add(str(n.value))
+    return out
+
+
+def _qualified_uncached(facts, expr, at) -> Optional[str]:
+    """``facts.qualified_name(expr, at)`` without its cache: the cache is keyed by ``id(expr)``, and
+    a name made for one question (``_held_spawns``) is freed after it, so a later one could get
+    its answer."""
+    result = facts._qualified(expr, facts.scope_of(at))
+    return _canonical(result) if result is not None else None
 
 
 def _awaits_in(region: cst.CSTNode) -> list[cst.Await]:
@@ -722,22 +1082,6 @@ def _has_cleanup(body: cst.CSTNode) -> bool:
 
     walk(body, V())
     return bool(found)
-
-
-def _reevaluable(expr: cst.BaseExpression) -> bool:
-    """A name, an attribute chain, ``x.values()`` or ``list(x)`` of those: evaluating it again
-    gives the same tasks and has no side effect."""
-    if isinstance(expr, cst.Name):
-        return True
-    if isinstance(expr, cst.Attribute):
-        return _reevaluable(expr.value)
-    if isinstance(expr, cst.Call) and not [a for a in expr.args if a.keyword is not None]:
-        f = expr.func
-        if isinstance(f, cst.Attribute) and f.attr.value in _VIEW_METHODS and not expr.args:
-            return _reevaluable(f.value)
-        if isinstance(f, cst.Name) and f.value in _COPY_FUNCS and len(expr.args) == 1:
-            return _reevaluable(expr.args[0].value)
-    return False
 
 
 def _references(node: cst.CSTNode) -> set[str]:
