@@ -553,6 +553,23 @@ class _NotPorted(_SleepRule):
     ast_check = None
 
 
+@pytest.mark.parametrize("variant", ["bom", "crlf", "cr", "formfeed", "latin1"])
+def test_toy_ported_rule_is_equal_on_and_off_whatever_the_bytes(variant, monkeypatch):
+    original = registry.all_rules()
+    monkeypatch.setattr(registry, "all_rules", lambda: (*original, _SleepRule))
+    text = TOY.replace("\n", "\r\n") if variant == "crlf" else TOY.replace("\n", "\r") if variant == "cr" else TOY
+    if variant == "formfeed":  # a page break before a line (Python resets the indentation there)
+        text = "\x0c\n\x0c" + text.replace("\n    def sync", "\n\x0c    def sync")
+    if variant == "latin1":
+        source = ("# -*- coding: latin-1 -*-\n" + text.replace("日本", "ÿé").replace("é()", "e()")).encode("latin-1")
+    else:
+        source = (b"\xef\xbb\xbf" if variant == "bom" else b"") + text.encode()
+    on, off = _both_ways(source, "toy.py", Settings(selected=("SHD990",)), monkeypatch)
+    assert on.stage == STAGE_AST and _key(on) == _key(off)
+    # CR-only line ends: the suppression comments are not read (both engines: suppression.parse)
+    assert len(on.diagnostics) == (4 if variant == "cr" else 3)
+
+
 def test_both_reports_differences_on_stderr(monkeypatch, capsys):
     class _Wrong(_SleepAst):
         def report(self, node, message, **kw):
