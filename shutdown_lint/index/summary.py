@@ -60,7 +60,7 @@ def summarize(source: bytes, path: str = "<string>") -> Optional[dict]:
     try:
         out = _ModuleSummarizer().run(tree)
         if b"remote" in source:  # two more walks of the tree: only where ray.remote can be spelled
-            remote = _remote_targets(tree)
+            remote = _remote_targets(tree, source)
             if remote:
                 out["remote"] = remote
         return out
@@ -635,18 +635,26 @@ def _is_stub(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return True
 
 
-def _remote_targets(tree: ast.Module) -> list[str]:
+def _remote_targets(tree: ast.Module, source: Optional[bytes] = None) -> list[str]:
     """``callee:name`` for each name handed to ``ray.remote(X)`` / ``ray.remote(**options)(X)``
     anywhere in the module (as written; the reader checks through the imports that the callee is
     Ray's). A class defined inside a function (a factory: ``class Sub(Base): ...; return
     ray.remote(Sub)``, or decorated there) is recorded by its bases: what it makes remote that
-    another module can name."""
+    another module can name.
+
+    With the module's ``source`` (when its lines can be told: ``_lines_spelling``), only the
+    nodes whose lines spell ``remote`` are walked (a call of ``...remote`` and a class decorated
+    with it spell it), and for the classes in functions only those whose lines spell ``class``:
+    the same nodes in the same order as the whole walk's, less those that cannot count."""
+    remote_lines = _lines_spelling(source, b"remote") if source is not None else None
+    nodes = _walk(tree) if remote_lines is None else _walk_near(tree, remote_lines)
     local: dict[str, list[str]] = {}
     top = {id(st) for st in tree.body}
     handed: list[tuple[str, str]] = []
-    for node in _walk(tree):
+    for node in nodes:
         if type(node) is ast.ClassDef and id(node) not in top:
-            local.setdefault(node.name, []).extend(b for b in (dotted(x) for x in node.bases) if b)
+            if remote_lines is None:
+                local.setdefault(node.name, []).extend(b for b in (dotted(x) for x in node.bases) if b)
             for d in node.decorator_list:
                 callee = dotted(d.func if isinstance(d, ast.Call) else d) or ""
                 if callee.rsplit(".", 1)[-1] == "remote":
@@ -658,6 +666,10 @@ def _remote_targets(tree: ast.Module) -> list[str]:
                 target = dotted(node.args[0])
                 if target:
                     handed.append((callee, target))
+    if remote_lines is not None and any("." not in target for _, target in handed):
+        for node in _walk_near(tree, _lines_spelling(source, b"class") or []):  # type: ignore[arg-type]
+            if type(node) is ast.ClassDef and id(node) not in top:
+                local.setdefault(node.name, []).extend(b for b in (dotted(x) for x in node.bases) if b)
     out: list[str] = []
     for callee, target in handed:
         for t in local.get(target, [target]) if "." not in target else [target]:
@@ -684,6 +696,61 @@ def _walk(tree: ast.AST) -> list[ast.AST]:
                 out += [c for c in value if type(c) not in leaves and isinstance(c, AST)]
             elif type(value) not in leaves and isinstance(value, AST):
                 out.append(value)
+    return out
+
+
+def _lines_spelling(source: bytes, word: bytes) -> Optional[list[int]]:
+    """The numbers of the lines where ``word`` occurs (sorted), or None when they cannot be
+    told from the bytes alone: Python also ends lines at a lone ``\\r``, and it normalises
+    non-ASCII identifiers (NFKC: ``ｒemote`` is ``remote`` in the ``ast``)."""
+    if b"\r" in source or not source.isascii():
+        return None
+    out: list[int] = []
+    line, at = 1, 0
+    i = source.find(word)
+    while i >= 0:
+        line += source.count(b"\n", at, i)
+        at = i
+        if not out or out[-1] != line:
+            out.append(line)
+        i = source.find(word, i + len(word))
+    return out
+
+
+def _walk_near(tree: ast.AST, lines: list[int]) -> list[ast.AST]:
+    """``_walk(tree)`` less the nodes whose lines hold none of ``lines`` (sorted), and all under
+    them: a pruned breadth-first walk keeps the order of the others. A decorated def or class
+    starts at its first decorator; a node without lines (``arguments``, ``withitem``) stays."""
+    out: list[ast.AST] = [tree]
+    push = out.append
+    leaves, AST, child = _LEAVES, ast.AST, _CHILD_FIELDS
+    on, left, n = set(lines), bisect.bisect_left, len(lines)
+    decorated = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    i = 0
+    while i < len(out):
+        node = out[i]
+        i += 1
+        t = type(node)
+        for field in child.get(t) or _child_fields(t):
+            value = getattr(node, field, None)
+            for c in value if type(value) is list else (value,):
+                tc = type(c)
+                if tc in leaves or not isinstance(c, AST):
+                    continue
+                first = getattr(c, "lineno", None)
+                if first is None:
+                    push(c)
+                    continue
+                last = c.end_lineno or first  # type: ignore[attr-defined]
+                if tc in decorated and c.decorator_list:  # type: ignore[attr-defined]
+                    first = c.decorator_list[0].lineno  # type: ignore[attr-defined]
+                if first == last:
+                    if first in on:
+                        push(c)
+                else:
+                    k = left(lines, first)
+                    if k < n and lines[k] <= last:
+                        push(c)
     return out
 
 
