@@ -167,7 +167,8 @@ class AstFacts(TreeShape, Names, AstExecutionQueries):
         line = first.lineno
         prefix = self.lines[line - 1].encode("utf-8")[:first.col_offset].rstrip()
         # ``if x: \`` + newline + ``f()``: the header's line is the logical line's first
-        while not prefix and line > 1 and line in self._verbatim_lines():
+        while not prefix and line > 1 and self.lines[line - 2].rstrip("\r\n").endswith("\\") \
+                and line in self._verbatim_lines():
             line -= 1
             prefix = self.lines[line - 1].encode("utf-8").rstrip(b"\r\n").rstrip()
             if prefix.endswith(b"\\"):
@@ -405,7 +406,8 @@ class AstFacts(TreeShape, Names, AstExecutionQueries):
         chunk = lines[first:last]
         indent = lines[node.lineno - 1][:node.col_offset]
         if indent and not indent.strip():
-            verbatim = self._verbatim_lines()
+            # only a later line of the statement itself can be verbatim (a one-line one has none)
+            verbatim = self._verbatim_lines() if node.end_lineno > node.lineno else ()
             chunk = [ln[len(indent):] if ln.startswith(indent) and (first + k + 1) not in verbatim else ln
                      for k, ln in enumerate(chunk)]
         k = node.lineno - 1 - first
@@ -424,6 +426,10 @@ class AstFacts(TreeShape, Names, AstExecutionQueries):
         if not hasattr(node, "lineno"):
             return ""
         line, col, end_line, end_col = node.lineno, node.col_offset, node.end_lineno, node.end_col_offset
+        if line == end_line and type(node) is not ast.GeneratorExp:
+            found = self._one_line_code(node)
+            if found is not None:
+                return found
         toks, starts, _ = self._tokens()
         first = (line, self.column(line, col))
         i = bisect.bisect_left(starts, first)
@@ -447,6 +453,45 @@ class AstFacts(TreeShape, Names, AstExecutionQueries):
                 i, j = i + 1, j - 1
         (line, c1), (end_line, c2) = toks[i][0], toks[j][1]
         return self._lines_of(line, self._byte_col(line, c1), end_line, self._byte_col(end_line, c2), node)
+
+    def _one_line_code(self, node: ast.AST) -> Optional[str]:
+        """``_expression_code`` of a one-line node read off its line, without the file's tokens,
+        when that line decides it: code on both sides of it, and no pair of parentheses around it
+        or one pair, its own or its parent's (``_parents_pair``); else None."""
+        line, col, end_col = node.lineno, node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+        text = self.lines[line - 1].encode("utf-8")
+        before, after_raw = text[:col].rstrip(), text[end_col:]
+        after = after_raw.lstrip()
+        if not before or not after or after.startswith(b"#"):
+            # what is next to it may be on another line, unless it starts or ends its statement
+            stmt = self.enclosing_statement(node)
+            if stmt is None or not ((stmt.lineno, stmt.col_offset) == (line, col)
+                                    or (stmt.end_lineno, stmt.end_col_offset) == (line, end_col)):
+                return None
+            return text[col:end_col].decode("utf-8", errors="replace")
+        if not (before.endswith(b"(") and after.startswith(b")")):
+            return text[col:end_col].decode("utf-8", errors="replace")
+        outer_before, outer_after = before[:-1].rstrip(), after[1:].lstrip()
+        if not outer_before or not outer_after or outer_after.startswith(b"#") or (
+                outer_before.endswith(b"(") and outer_after.startswith(b")")):
+            return None
+        close = end_col + len(after_raw) - len(after)  # the ``)``'s byte column
+        parent = self._parents.get(node)
+        t = type(parent)
+        if t is ast.Call:
+            theirs = (len(parent.args) + len(parent.keywords) == 1 and parent.func is not node
+                      and (parent.end_lineno, parent.end_col_offset) == (line, close + 1))
+        elif t is ast.ClassDef:
+            theirs = len(parent.bases) + len(parent.keywords) == 1 and outer_after.startswith(b":")
+        elif t is ast.withitem:
+            holder = self._parents.get(parent)
+            theirs = parent.optional_vars is None and len(getattr(holder, "items", ())) == 1 and \
+                outer_after.startswith(b":")
+        else:
+            theirs = False
+        if theirs:
+            return text[col:end_col].decode("utf-8", errors="replace")
+        return text[len(before) - 1:close + 1].decode("utf-8", errors="replace")
 
     def _parents_pair(self, parent: Optional[ast.AST], node: ast.AST, j: int) -> bool:
         """The parentheses around ``node`` ending at token ``j`` are its parent's syntax."""
