@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import ast
 from operator import attrgetter
-from typing import Callable, Iterable, Optional, Sequence
+from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 from ..prefilter.ast_tree import _fields as _walked_fields
 
@@ -154,6 +154,22 @@ def children_of(t: type) -> Callable[[ast.AST], list]:
 def children(node: ast.AST) -> list:
     """``node``'s child nodes in source order (no markers)."""
     return children_of(type(node))(node)
+
+
+def source_order(nodes: Iterable[ast.AST], skip: tuple = ()) -> Iterator[ast.AST]:
+    """``nodes`` and the nodes under them in libcst's walk order (each node before its children,
+    children in source order), not entering a node of a ``skip`` type (nor giving it). (R403's,
+    from rules/shd403.)"""
+    stack = [iter(list(nodes))]
+    while stack:
+        for node in stack[-1]:
+            if skip and isinstance(node, skip):
+                continue
+            yield node
+            stack.append(iter(children(node)))
+            break
+        else:
+            stack.pop()
 
 
 def record(root: ast.AST, visits: frozenset, leaves: frozenset) -> list:

@@ -358,6 +358,16 @@ def test_walk_order_is_libcsts(source):
     assert ast_keys == cst_keys
 
 
+@pytest.mark.parametrize("source", ORDER_CASES.values(), ids=ORDER_CASES.keys())
+def test_source_order_is_the_walks(source):
+    tree = ast.parse(source)
+    everything = frozenset(type(n) for n in ast.walk(tree))
+    walked = [e for e in ast_walk.record(tree, everything, frozenset()) if e is not tree]
+    assert list(ast_walk.source_order(tree.body)) == walked
+    skipped = list(ast_walk.source_order(tree.body, skip=(ast.Call,)))
+    assert not any(isinstance(n, ast.Call) for n in skipped) and len(skipped) < len(walked)
+
+
 def test_visit_returning_false_mutes_only_that_check():
     seen: dict[str, list] = {"a": [], "b": []}
 
