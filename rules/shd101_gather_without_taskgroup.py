@@ -1,14 +1,20 @@
 from __future__ import annotations
 
 import ast
+import io
+import re
+import tokenize
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Sequence
 
 import libcst as cst
 
+from shutdown_lint.ast_engine import AstCheck, FixPlan
+from shutdown_lint.ast_engine.execution import _same_module_bases
+from shutdown_lint.ast_engine.facts import _body_holding, first_argument
 from shutdown_lint.prefilter import words as C
 from shutdown_lint.facts import FunctionInfo, Scope, names_in
-from shutdown_lint.facts.classes import is_stub, overrides
+from shutdown_lint.facts.classes import _ABSTRACT, is_stub, overrides
 from shutdown_lint.index.classes import overrides as class_overrides
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule, Valid
 from shutdown_lint.traversal import walk
@@ -16,6 +22,7 @@ from shutdown_lint.facts.vocabulary import FACTORY_TYPES, _canonical
 from shutdown_lint.prefilter.ast_tree import TRYS, nested_statements
 
 from ._vocabulary import RESOURCE_WORDS, identifier_words, mentions
+from .shd402_asyncio_run_without_sigterm import _same_logical_line
 
 _ASYNCIO_GATHER = "asyncio.gather"
 _TQDM_GATHERS = frozenset({
@@ -66,7 +73,303 @@ class _Children:
     opaque: bool = False
 
 
-class GatherWithoutTaskGroup(Rule):
+class _Decide:
+    """SHD101's decisions, shared by the libcst rule (``GatherWithoutTaskGroup``) and its check on
+    ``ast`` (``_Ast``): which gathers, which children, who owns a resource, reaping, whether a fix
+    is offered and its message. Each tree answers the reads below (``_positional``, ``_code``, ...)."""
+
+    facts: object
+    config: dict
+
+    def _check(self, node) -> None:
+        qn = self.facts.call_name(node)
+        if qn != _ASYNCIO_GATHER and qn not in _TQDM_GATHERS:
+            return
+        is_tqdm = qn in _TQDM_GATHERS
+        if self._returns_exceptions(node):
+            return
+        positional = self._positional(node)
+        if not positional or (len(positional) == 1 and not self._starred(positional[0]) and not is_tqdm):
+            return
+        scope = self.facts.scope_of(node)
+        if self._is_reap(node, positional, scope):
+            return
+        children = self._children(positional, scope)
+        owners = [c for c in children.items if c.owns]
+        if not owners:
+            return
+        first = owners[0]
+        what = f"`{first.label}` ({first.owns})"
+        if is_tqdm:
+            message = (f"tqdm's `gather` over {what}: when one child fails, or the caller is cancelled, "
+                       "the other children keep running unawaited and their cleanup may never run; "
+                       "use `asyncio.TaskGroup`")
+        else:
+            message = (f"`gather()` over {what}: when one child fails, the other children keep running "
+                       "unawaited and their cleanup may never run; use `asyncio.TaskGroup`")
+        self.report(node, message, fix=self._fix(node, positional, children, is_tqdm))
+
+    # ------------------------------------------------------------------ children
+    def _words(self) -> tuple[str, ...]:
+        return tuple(self.config["resource-words"]) + tuple(self.config["extra-resource-words"])
+
+    def _children(self, positional: Sequence, scope: Scope) -> _Children:
+        out = _Children()
+        for arg in positional:
+            if self._starred(arg):
+                self._iterable(self._arg_value(arg), scope, out)
+            else:
+                out.items.append(self._element(self._arg_value(arg), scope, out))
+        return out
+
+    def _iterable(self, expr, scope: Scope, out: _Children) -> None:
+        elt = self._comp_elt(expr)
+        if elt is not None:
+            out.items.append(self._element(elt, scope, out))
+            return
+        elements = self._sequence(expr)
+        if elements is not None:
+            for starred, value in elements:
+                if starred:
+                    self._iterable(value, scope, out)
+                else:
+                    out.items.append(self._element(value, scope, out))
+            return
+        out.opaque = True  # the rewrite needs to know what the iterable holds
+        name = self._identifier(expr)
+        if name is not None:
+            found = self._bound_elements(name, scope, out)
+            if found:
+                return
+        label = self._code(expr)
+        owns = self._mentions(expr)
+        out.items.append(_Child(f"*{label}", owns, resolved=False, coroutine_call=False))
+
+    def _bound_elements(self, name: str, scope: Scope, out: _Children) -> bool:
+        """Elements of a list named ``name`` in this scope: its comprehension / literal
+        value, and what is ``.append``-ed or ``.add``-ed to it."""
+        found = False
+        b = self.facts.lookup(name, scope)
+        if b is not None and b.kind == "value" and (
+                self._comp_elt(b.target) is not None or self._sequence(b.target)):
+            self._iterable(b.target, scope, out)
+            found = True
+        calls = scope.calls if scope is not None else self.facts.module_calls
+        for call in calls:
+            if self._appended_to(call) == name:
+                out.items.append(self._element(self._first_arg(call), scope, out))
+                found = True
+        return found
+
+    def _element(self, expr, scope: Scope, out: _Children) -> _Child:
+        name = self._identifier(expr)
+        if name is not None:
+            b = self.facts.lookup(name, scope)
+            if b is not None and b.kind == "value" and self._is_call(b.target):
+                child = self._element(b.target, scope, out)
+                # `c = f(); gather(c, ...)`: handing `c` to tg.create_task is fine for a coroutine
+                return _Child(child.label, child.owns, child.resolved, child.coroutine_call, child.certain)
+            return _Child(name, self._mentions(expr), resolved=False, coroutine_call=False)
+        if not self._is_call(expr):
+            return _Child(self._code(expr)[:40], self._mentions(expr), resolved=False, coroutine_call=False)
+        qn = self.facts.call_name(expr)
+        first = self._first_arg(expr)
+        if qn in _TASK_MAKERS and first is not None:
+            out.opaque = True  # a pre-made task: tg.create_task cannot adopt it
+            inner = self._element(first, scope, out)
+            return _Child(inner.label, inner.owns, inner.resolved, coroutine_call=False)
+        label = f"{self._code(expr.func)}(...)"
+        fn = self.facts.resolve_call(expr)
+        if fn is not None and fn.is_async:
+            return _Child(label, self._owns(fn, _FOLLOW_DEPTH), resolved=True, coroutine_call=True, certain=True)
+        if fn is None:
+            # the callee lives in another module of the project (the project index)
+            other = self.facts.resolve_elsewhere(expr.func, expr)
+            if other is not None and other.info["async"]:
+                return _Child(label, self._owns_elsewhere(other, _FOLLOW_DEPTH), resolved=True, coroutine_call=True)
+        return _Child(label, self._mentions(expr.func), resolved=False, coroutine_call=True)
+
+    def _mentions(self, expr) -> Optional[str]:
+        """A callee that names a resource: the function's own name (``run_trial``,
+        ``self.open_sandbox``), or a resource receiver with a lifecycle verb
+        (``self.env.reset``). Calls that merely go through a client (``self.gcs_client.get``)
+        do not count."""
+        words = self._words()
+        parts = [p for p in self._parts_of(expr) if p not in ("self", "cls")]
+        if not parts:
+            return None
+        last = parts[-1]
+        if mentions(last, words):
+            return f"its name mentions `{next(w for w in identifier_words(last) if w in words)}`"
+        if any(w in _LIFECYCLE_VERBS for w in identifier_words(last)):
+            for part in parts[:-1]:
+                if mentions(part, words):
+                    return f"`{self._code(expr)}` manages a resource"
+        return None
+
+    def _owns(self, fn: FunctionInfo, depth: int, seen: Optional[set] = None) -> Optional[str]:
+        seen = seen if seen is not None else set()
+        if fn in seen:
+            return None
+        seen.add(fn)
+        if fn.cls is not None and self._is_stub(fn):
+            return self._owned_by_override(fn, depth, seen)
+        words = self._words()
+        kind = self._cleanup_kind(fn)
+        if kind is not None:
+            return f"`{fn.name}` has {kind}"
+        if mentions(fn.name, words):
+            return f"`{fn.name}` names a resource"
+        for call in fn.calls:
+            if self._mentions(call.func):
+                return f"`{fn.name}` calls `{self._code(call.func)}`"
+        if depth > 0:
+            for call in fn.calls:
+                target = self.facts.resolve_call(call)
+                if target is not None and target is not fn:
+                    why = self._owns(target, depth - 1, seen)
+                    if why:
+                        return why
+                elif target is None:
+                    other = self.facts.resolve_elsewhere(call.func, call)
+                    if other is not None and not _not_resource(other.name):
+                        why = self._owns_elsewhere(other, depth - 1, seen)
+                        if why:
+                            return why
+        return None
+
+    def _owned_by_override(self, fn: FunctionInfo, depth: int, seen: set) -> Optional[str]:
+        """A call to an abstract or stub method runs one of its overrides: the reason one of
+        them (in this module, or elsewhere through the project index) owns a resource."""
+        for other in self._overrides(fn):
+            if isinstance(other, FunctionInfo):
+                why = self._owns(other, depth, seen) if other.is_async else None
+            else:
+                why = self._owns_elsewhere(other, depth, seen)
+            if why:
+                return f"`{fn.cls.name}.{fn.name}` is abstract here; its override {why}"  # type: ignore[union-attr]
+        return None
+
+    def _owns_elsewhere(self, fn, depth: int, seen: Optional[set] = None) -> Optional[str]:
+        """``_owns`` for a function in another module (``project.ProjectFunction``): the reason
+        names the file and line, since the reader cannot see it from here."""
+        seen = seen if seen is not None else set()
+        key = (fn.path, fn.qualname)
+        if key in seen:
+            return None
+        seen.add(key)
+        words = self._words()
+        info = fn.info
+        if not info["async"]:
+            return None  # a plain function's finally runs before it returns: no orphan can skip it
+        if info.get("stub") and fn.cls is not None and self.facts.project is not None:
+            # abstract there: what runs is an override in a module that imports that one
+            for other in class_overrides(self.facts.project, fn.path, fn.cls.name, fn.name):
+                why = self._owns_elsewhere(other, depth, seen)
+                if why:
+                    return f"`{fn.qualname}` is abstract; its override {why}"
+            return None
+        if info["finally"]:
+            return f"`{fn.qualname}` has a `finally` block at {fn.where(info['finally'][0])}"
+        for text, line in info["async_with"]:
+            parts = [w for p in text.split(".") for w in identifier_words(p)]
+            if text.rsplit(".", 1)[-1] in _REQUEST_VERBS:
+                continue  # `async with session.request(...)`: one HTTP exchange, not an owned resource
+            if text.endswith("?"):  # `async with ctx:` (not a call): only its name can tell
+                text = text[:-1]
+                if not mentions(text.rsplit(".", 1)[-1], words):
+                    continue
+            if not any(w in _NOT_RESOURCE_CONTEXTS for w in parts):
+                return f"`{fn.qualname}` has `async with {text}(...)` at {fn.where(line)}"
+        # the gathered function's own name may say it owns a resource; a helper it calls must
+        # also say it makes or ends one (``_get_session`` returns a shared session)
+        if (mentions(fn.name, words) if depth == _FOLLOW_DEPTH else _written_mentions(fn.name, words)):
+            return f"`{fn.qualname}` ({fn.where()}) names a resource"
+        # Unlike a same-module callee, the calls it makes are not evidence by their names:
+        # measured on public code, `session.close()` / `self._get_session()` in a helper
+        # elsewhere mostly concern a session the caller passed in or shares. What a finally or
+        # an `async with` releases is what an orphaned child fails to release.
+        if depth > 0 and self.facts.project is not None:
+            for written, *_ in info["calls"]:
+                target = self.facts.project.callee(fn, written)
+                if target is not None and not _not_resource(target.name):
+                    why = self._owns_elsewhere(target, depth - 1, seen)
+                    if why:
+                        return why
+        return None
+
+    # ------------------------------------------------------------------ reaping
+    def _is_reap(self, node, positional: Sequence, scope: Scope) -> bool:
+        """Every child was ``.cancel()``-ed earlier in this function."""
+        if scope is None:
+            return False
+        cancelled: set[str] = set()
+        for call in scope.calls:
+            if call is node:
+                break
+            value = self._cancel_receiver(call)
+            if value is None:
+                continue
+            receiver = self._code(value)
+            cancelled.add(receiver)
+            # `for t in tasks: t.cancel()` / `[t.cancel() for t in tasks]` cancels `tasks`
+            for target, iterated in self._loops(call):
+                if self._code(target) == receiver:
+                    cancelled.add(self._code(iterated))
+                    break
+        if not cancelled:
+            return False
+        for arg in positional:
+            text = self._code(self._arg_value(arg))
+            if text in cancelled:
+                continue
+            # `*tasks.values()` / `*list(tasks)` after cancelling `tasks`
+            if any(text.startswith(c + ".") or text == f"list({c})" for c in cancelled):
+                continue
+            return False
+        return True
+
+    # ------------------------------------------------------------------ fix
+    def _may_fix(self, node, children: _Children) -> bool:
+        """The fix's conditions that do not depend on the tree: children that are all coroutine
+        calls, in an ``async def`` (not in a lambda)."""
+        if children.opaque or not all(c.coroutine_call for c in children.items):
+            return False
+        if self.facts.in_lambda(node):
+            return False
+        fn = self.facts.enclosing_function(node)
+        return fn is not None and fn.is_async
+
+    def _fix_message(self, node) -> str:
+        # Always unsafe (docs/fix-safety.md): on the failure path the exception that reaches the
+        # callers becomes an ExceptionGroup, which their handlers (even in other modules) and the
+        # traceback see; the promise is only "siblings cancelled and awaited".
+        if self._catching_try(node):
+            return ("Rewrite into `asyncio.TaskGroup` (failures arrive as ExceptionGroup: "
+                    "the handler around it needs `except*`)")
+        return "Rewrite into `asyncio.TaskGroup` (failures arrive as ExceptionGroup)"
+
+    def _catching_try(self, node) -> bool:
+        """A ``try`` around ``node`` whose handlers depend on the children's exception type."""
+        for t in self.facts.enclosing_trys(node):
+            handlers = self._try_handlers(t)
+            if handlers is None:
+                continue  # ``try/except*``: already written for an ExceptionGroup
+            for h in handlers:
+                if not self._handler_is_neutral(h):
+                    return True
+        return False
+
+    def _handler_is_neutral(self, h) -> bool:
+        types = self._handler_types(h)
+        names = [self.facts.qualified_name(t, h) for t in types]
+        if names and all(n in _NOT_CHILD_ERRORS for n in names):
+            return True
+        broad = not types or all(n in _BROAD for n in names)
+        return broad and self._ends_with_bare_raise(h)
+
+
+class GatherWithoutTaskGroup(_Decide, Rule):
     """
     ## What it does
     Flags `await asyncio.gather(...)` (and tqdm's `tqdm.asyncio.tqdm.gather` /
@@ -454,263 +757,108 @@ class GatherWithoutTaskGroup(Rule):
         ),
     ]
 
-    # ------------------------------------------------------------------ visitor
+    # ------------------------------------------------------------------ visitor (libcst)
     def visit_Call(self, node: cst.Call) -> None:
-        qn = self.facts.call_name(node)
-        if qn != _ASYNCIO_GATHER and qn not in _TQDM_GATHERS:
-            return
-        is_tqdm = qn in _TQDM_GATHERS
-        if _returns_exceptions(node):
-            return
-        positional = [a for a in node.args if a.keyword is None and a.star != "**"]
-        if not positional or (len(positional) == 1 and not positional[0].star and not is_tqdm):
-            return
-        scope = self.facts.scope_of(node)
-        if self._is_reap(node, positional, scope):
-            return
-        children = self._children(positional, node, scope)
-        owners = [c for c in children.items if c.owns]
-        if not owners:
-            return
-        first = owners[0]
-        what = f"`{first.label}` ({first.owns})"
-        if is_tqdm:
-            message = (f"tqdm's `gather` over {what}: when one child fails, or the caller is cancelled, "
-                       "the other children keep running unawaited and their cleanup may never run; "
-                       "use `asyncio.TaskGroup`")
-        else:
-            message = (f"`gather()` over {what}: when one child fails, the other children keep running "
-                       "unawaited and their cleanup may never run; use `asyncio.TaskGroup`")
-        self.report(node, message, fix=self._fix(node, positional, children, is_tqdm))
+        self._check(node)
 
-    # ------------------------------------------------------------------ children
-    def _words(self) -> tuple[str, ...]:
-        return tuple(self.config["resource-words"]) + tuple(self.config["extra-resource-words"])
+    # the tree's reads (``_Decide``)
+    @staticmethod
+    def _returns_exceptions(call: cst.Call) -> bool:
+        return _returns_exceptions(call)
 
-    def _children(self, positional: Sequence[cst.Arg], at: cst.CSTNode, scope: Scope) -> _Children:
-        out = _Children()
-        for arg in positional:
-            if arg.star == "*":
-                self._iterable(arg.value, at, scope, out)
-            else:
-                out.items.append(self._element(arg.value, at, scope, out))
-        return out
+    @staticmethod
+    def _positional(call: cst.Call) -> list[cst.Arg]:
+        return [a for a in call.args if a.keyword is None and a.star != "**"]
 
-    def _iterable(self, expr: cst.BaseExpression, at: cst.CSTNode, scope: Scope, out: _Children) -> None:
-        if isinstance(expr, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
-            out.items.append(self._element(expr.elt, at, scope, out))
-            return
+    @staticmethod
+    def _starred(arg: cst.Arg) -> bool:
+        return arg.star == "*"
+
+    @staticmethod
+    def _arg_value(arg: cst.Arg) -> cst.BaseExpression:
+        return arg.value
+
+    @staticmethod
+    def _comp_elt(expr) -> Optional[cst.BaseExpression]:
+        return expr.elt if isinstance(expr, (cst.ListComp, cst.GeneratorExp, cst.SetComp)) else None
+
+    @staticmethod
+    def _sequence(expr) -> Optional[list]:
         if isinstance(expr, (cst.List, cst.Tuple)):
-            for el in expr.elements:
-                if isinstance(el, cst.StarredElement):
-                    self._iterable(el.value, at, scope, out)
-                else:
-                    out.items.append(self._element(el.value, at, scope, out))
-            return
-        out.opaque = True  # the rewrite needs to know what the iterable holds
-        if isinstance(expr, cst.Name):
-            found = self._bound_elements(expr.value, at, scope, out)
-            if found:
-                return
-        label = _code(expr)
-        owns = self._mentions(expr)
-        out.items.append(_Child(f"*{label}", owns, resolved=False, coroutine_call=False))
-
-    def _bound_elements(self, name: str, at: cst.CSTNode, scope: Scope, out: _Children) -> bool:
-        """Elements of a list named ``name`` in this scope: its comprehension / literal
-        value, and what is ``.append``-ed or ``.add``-ed to it."""
-        found = False
-        b = self.facts.lookup(name, scope)
-        if b is not None and b.kind == "value" and isinstance(
-            b.target, (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.List, cst.Tuple)
-        ) and (b.target.elements if isinstance(b.target, (cst.List, cst.Tuple)) else True):
-            self._iterable(b.target, at, scope, out)  # type: ignore[arg-type]
-            found = True
-        calls = scope.calls if scope is not None else self.facts.module_calls
-        for call in calls:
-            f = call.func
-            if (isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == name
-                    and f.attr.value in ("append", "add") and len(call.args) == 1):
-                out.items.append(self._element(call.args[0].value, call, scope, out))
-                found = True
-        return found
-
-    def _element(self, expr: cst.BaseExpression, at: cst.CSTNode, scope: Scope, out: _Children) -> _Child:
-        if isinstance(expr, cst.Name):
-            b = self.facts.lookup(expr.value, scope)
-            if b is not None and b.kind == "value" and isinstance(b.target, cst.Call):
-                child = self._element(b.target, at, scope, out)
-                # `c = f(); gather(c, ...)`: handing `c` to tg.create_task is fine for a coroutine
-                return _Child(child.label, child.owns, child.resolved, child.coroutine_call, child.certain)
-            return _Child(expr.value, self._mentions(expr), resolved=False, coroutine_call=False)
-        if not isinstance(expr, cst.Call):
-            return _Child(_code(expr)[:40], self._mentions(expr), resolved=False, coroutine_call=False)
-        qn = self.facts.call_name(expr)
-        if qn in _TASK_MAKERS and expr.args:
-            out.opaque = True  # a pre-made task: tg.create_task cannot adopt it
-            inner = self._element(expr.args[0].value, at, scope, out)
-            return _Child(inner.label, inner.owns, inner.resolved, coroutine_call=False)
-        label = f"{_code(expr.func)}(...)"
-        fn = self.facts.resolve_call(expr)
-        if fn is not None and fn.is_async:
-            return _Child(label, self._owns(fn, _FOLLOW_DEPTH), resolved=True, coroutine_call=True, certain=True)
-        if fn is None:
-            # the callee lives in another module of the project (the project index)
-            other = self.facts.resolve_elsewhere(expr.func, expr)
-            if other is not None and other.info["async"]:
-                return _Child(label, self._owns_elsewhere(other, _FOLLOW_DEPTH), resolved=True, coroutine_call=True)
-        return _Child(label, self._mentions(expr.func), resolved=False, coroutine_call=True)
-
-    def _mentions(self, expr: cst.BaseExpression) -> Optional[str]:
-        """A callee that names a resource: the function's own name (``run_trial``,
-        ``self.open_sandbox``), or a resource receiver with a lifecycle verb
-        (``self.env.reset``). Calls that merely go through a client (``self.gcs_client.get``)
-        do not count."""
-        words = self._words()
-        parts = [p for p in _name_parts(expr) if p not in ("self", "cls")]
-        if not parts:
-            return None
-        last = parts[-1]
-        if mentions(last, words):
-            return f"its name mentions `{next(w for w in identifier_words(last) if w in words)}`"
-        if any(w in _LIFECYCLE_VERBS for w in identifier_words(last)):
-            for part in parts[:-1]:
-                if mentions(part, words):
-                    return f"`{_code(expr)}` manages a resource"
+            return [(isinstance(el, cst.StarredElement), el.value) for el in expr.elements]
         return None
 
-    def _owns(self, fn: FunctionInfo, depth: int, seen: Optional[set] = None) -> Optional[str]:
-        seen = seen if seen is not None else set()
-        if fn in seen:
-            return None
-        seen.add(fn)
-        if fn.cls is not None and is_stub(self.facts, fn):
-            return self._owned_by_override(fn, depth, seen)
-        words = self._words()
+    @staticmethod
+    def _identifier(expr) -> Optional[str]:
+        return expr.value if isinstance(expr, cst.Name) else None
+
+    @staticmethod
+    def _is_call(expr) -> bool:
+        return isinstance(expr, cst.Call)
+
+    @staticmethod
+    def _first_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
+        return call.args[0].value if call.args else None
+
+    @staticmethod
+    def _appended_to(call: cst.Call) -> Optional[str]:
+        f = call.func
+        if (isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name)
+                and f.attr.value in ("append", "add") and len(call.args) == 1):
+            return f.value.value
+        return None
+
+    @staticmethod
+    def _parts_of(expr: cst.BaseExpression) -> list[str]:
+        return _name_parts(expr)
+
+    @staticmethod
+    def _code(node: cst.CSTNode) -> str:
+        return _code(node)
+
+    @staticmethod
+    def _cleanup_kind(fn: FunctionInfo) -> Optional[str]:
         for kind in _cleanup_blocks(fn.node):
-            return f"`{fn.name}` has {kind}"
-        if mentions(fn.name, words):
-            return f"`{fn.name}` names a resource"
-        for call in fn.calls:
-            if self._mentions(call.func):
-                return f"`{fn.name}` calls `{_code(call.func)}`"
-        if depth > 0:
-            for call in fn.calls:
-                target = self.facts.resolve_call(call)
-                if target is not None and target is not fn:
-                    why = self._owns(target, depth - 1, seen)
-                    if why:
-                        return why
-                elif target is None:
-                    other = self.facts.resolve_elsewhere(call.func, call)
-                    if other is not None and not _not_resource(other.name):
-                        why = self._owns_elsewhere(other, depth - 1, seen)
-                        if why:
-                            return why
+            return kind
         return None
 
-    def _owned_by_override(self, fn: FunctionInfo, depth: int, seen: set) -> Optional[str]:
-        """A call to an abstract or stub method runs one of its overrides: the reason one of
-        them (in this module, or elsewhere through the project index) owns a resource."""
-        for other in overrides(self.facts, fn):
-            if isinstance(other, FunctionInfo):
-                why = self._owns(other, depth, seen) if other.is_async else None
-            else:
-                why = self._owns_elsewhere(other, depth, seen)
-            if why:
-                return f"`{fn.cls.name}.{fn.name}` is abstract here; its override {why}"  # type: ignore[union-attr]
-        return None
+    def _is_stub(self, fn: FunctionInfo) -> bool:
+        return is_stub(self.facts, fn)
 
-    def _owns_elsewhere(self, fn, depth: int, seen: Optional[set] = None) -> Optional[str]:
-        """``_owns`` for a function in another module (``project.ProjectFunction``): the reason
-        names the file and line, since the reader cannot see it from here."""
-        seen = seen if seen is not None else set()
-        key = (fn.path, fn.qualname)
-        if key in seen:
-            return None
-        seen.add(key)
-        words = self._words()
-        info = fn.info
-        if not info["async"]:
-            return None  # a plain function's finally runs before it returns: no orphan can skip it
-        if info.get("stub") and fn.cls is not None and self.facts.project is not None:
-            # abstract there: what runs is an override in a module that imports that one
-            for other in class_overrides(self.facts.project, fn.path, fn.cls.name, fn.name):
-                why = self._owns_elsewhere(other, depth, seen)
-                if why:
-                    return f"`{fn.qualname}` is abstract; its override {why}"
-            return None
-        if info["finally"]:
-            return f"`{fn.qualname}` has a `finally` block at {fn.where(info['finally'][0])}"
-        for text, line in info["async_with"]:
-            parts = [w for p in text.split(".") for w in identifier_words(p)]
-            if text.rsplit(".", 1)[-1] in _REQUEST_VERBS:
-                continue  # `async with session.request(...)`: one HTTP exchange, not an owned resource
-            if text.endswith("?"):  # `async with ctx:` (not a call): only its name can tell
-                text = text[:-1]
-                if not mentions(text.rsplit(".", 1)[-1], words):
-                    continue
-            if not any(w in _NOT_RESOURCE_CONTEXTS for w in parts):
-                return f"`{fn.qualname}` has `async with {text}(...)` at {fn.where(line)}"
-        # the gathered function's own name may say it owns a resource; a helper it calls must
-        # also say it makes or ends one (``_get_session`` returns a shared session)
-        if (mentions(fn.name, words) if depth == _FOLLOW_DEPTH else _written_mentions(fn.name, words)):
-            return f"`{fn.qualname}` ({fn.where()}) names a resource"
-        # Unlike a same-module callee, the calls it makes are not evidence by their names:
-        # measured on public code, `session.close()` / `self._get_session()` in a helper
-        # elsewhere mostly concern a session the caller passed in or shares. What a finally or
-        # an `async with` releases is what an orphaned child fails to release.
-        if depth > 0 and self.facts.project is not None:
-            for written, *_ in info["calls"]:
-                target = self.facts.project.callee(fn, written)
-                if target is not None and not _not_resource(target.name):
-                    why = self._owns_elsewhere(target, depth - 1, seen)
-                    if why:
-                        return why
-        return None
+    def _overrides(self, fn: FunctionInfo) -> list:
+        return overrides(self.facts, fn)
 
-    # ------------------------------------------------------------------ reaping
-    def _is_reap(self, node: cst.Call, positional: Sequence[cst.Arg], scope: Scope) -> bool:
-        """Every child was ``.cancel()``-ed earlier in this function."""
-        if scope is None:
-            return False
-        cancelled: set[str] = set()
-        for call in scope.calls:
-            if call is node:
-                break
-            f = call.func
-            if not (isinstance(f, cst.Attribute) and f.attr.value == "cancel"):
-                continue
-            receiver = _code(f.value)
-            cancelled.add(receiver)
-            # `for t in tasks: t.cancel()` / `[t.cancel() for t in tasks]` cancels `tasks`
-            for anc in self.facts.ancestors(call):
-                if isinstance(anc, (cst.For, cst.CompFor)) and _code(anc.target) == receiver:
-                    cancelled.add(_code(anc.iter))
-                    break
-                if isinstance(anc, cst.FunctionDef):
-                    break
-        if not cancelled:
-            return False
-        for arg in positional:
-            text = _code(arg.value)
-            if text in cancelled:
-                continue
-            # `*tasks.values()` / `*list(tasks)` after cancelling `tasks`
-            if any(text.startswith(c + ".") or text == f"list({c})" for c in cancelled):
-                continue
-            return False
-        return True
+    @staticmethod
+    def _cancel_receiver(call: cst.Call) -> Optional[cst.BaseExpression]:
+        f = call.func
+        return f.value if isinstance(f, cst.Attribute) and f.attr.value == "cancel" else None
+
+    def _loops(self, call: cst.Call) -> Iterator[tuple]:
+        """(target, iterable) of the ``for`` loops and comprehension ``for``s around ``call``, in
+        its function."""
+        for anc in self.facts.ancestors(call):
+            if isinstance(anc, (cst.For, cst.CompFor)):
+                yield anc.target, anc.iter
+            if isinstance(anc, cst.FunctionDef):
+                return
+
+    @staticmethod
+    def _try_handlers(t) -> Optional[Sequence[cst.ExceptHandler]]:
+        return None if isinstance(t, cst.TryStar) else t.handlers
+
+    @staticmethod
+    def _handler_types(h: cst.ExceptHandler) -> list:
+        return _handler_types(h.type)
+
+    @staticmethod
+    def _ends_with_bare_raise(h: cst.ExceptHandler) -> bool:
+        return _ends_with_bare_raise(h.body)
 
     # ------------------------------------------------------------------ fix
     def _fix(self, node: cst.Call, positional: Sequence[cst.Arg], children: _Children, is_tqdm: bool) -> Optional[Fix]:
-        if children.opaque or not all(c.coroutine_call for c in children.items):
-            return None
-        if self.facts.in_lambda(node):
+        if not self._may_fix(node, children):
             return None
         fn = self.facts.enclosing_function(node)
-        if fn is None or not fn.is_async:
-            return None
         await_ = self.facts.parent(node)
         if not isinstance(await_, cst.Await):
             return None
@@ -778,31 +926,7 @@ class GatherWithoutTaskGroup(Rule):
                 trailing_whitespace=line.trailing_whitespace,
             ))
         edits.insert(0, Replace(line, cst.FlattenSentinel(new)))
-        # Always unsafe (docs/fix-safety.md): on the failure path the exception that reaches the
-        # callers becomes an ExceptionGroup, which their handlers (even in other modules) and the
-        # traceback see; the promise is only "siblings cancelled and awaited".
-        if self._catching_try(node):
-            return Fix.unsafe(*edits, message="Rewrite into `asyncio.TaskGroup` (failures arrive as ExceptionGroup: "
-                                              "the handler around it needs `except*`)")
-        return Fix.unsafe(*edits, message="Rewrite into `asyncio.TaskGroup` (failures arrive as ExceptionGroup)")
-
-    def _catching_try(self, node: cst.CSTNode) -> bool:
-        """A ``try`` around ``node`` whose handlers depend on the children's exception type."""
-        for t in self.facts.enclosing_trys(node):
-            if isinstance(t, cst.TryStar):
-                continue
-            for h in t.handlers:
-                if not self._handler_is_neutral(h):
-                    return True
-        return False
-
-    def _handler_is_neutral(self, h: cst.ExceptHandler) -> bool:
-        types = _handler_types(h.type)
-        names = [self.facts.qualified_name(t, h) for t in types]
-        if names and all(n in _NOT_CHILD_ERRORS for n in names):
-            return True
-        broad = not types or all(n in _BROAD for n in names)
-        return broad and _ends_with_bare_raise(h.body)
+        return Fix.unsafe(*edits, message=self._fix_message(node))
 
 
 # ---------------------------------------------------------------------- helpers
@@ -1431,3 +1555,284 @@ def _has_cleanup_block(node: ast.AST) -> bool:
                     return True
         todo.extend(ast.iter_child_nodes(n))
     return False
+
+
+# ------------------------------------------------------------------ detection on ast (session 9)
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+class _Ast(_Decide, AstCheck):
+    """SHD101 on ``ast`` (``ast_engine``): the same decisions (``_Decide``), the tree's answers read
+    from ``ast``: arguments as libcst's ``Call.args`` (``**k`` a keyword with no name, a first
+    argument that may be a keyword), ``True``/``False``/``None`` as libcst's names, ``finally``
+    blocks as ``Try.finalbody``, comprehension ``for``s as libcst's nested ``CompFor``s, libcst's
+    lines of simple statements (``a; b``), code text as libcst's ``code_for_node`` of the node alone.
+    The fix's plan, never its edits (comments, which only the edits move, are not read)."""
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self._check(node)
+
+    # the tree's reads (``_Decide``)
+    @staticmethod
+    def _returns_exceptions(call: ast.Call) -> bool:
+        for k in call.keywords:  # keywords and ``**k`` in source order, as in libcst's args
+            if k.arg is None:
+                return True  # could carry return_exceptions=True
+            if k.arg == "return_exceptions":
+                return not (type(k.value) is ast.Constant and k.value.value is False)
+        return False
+
+    @staticmethod
+    def _positional(call: ast.Call) -> list[ast.expr]:
+        return list(call.args)
+
+    @staticmethod
+    def _starred(arg: ast.expr) -> bool:
+        return type(arg) is ast.Starred
+
+    @staticmethod
+    def _arg_value(arg: ast.expr) -> ast.expr:
+        return arg.value if type(arg) is ast.Starred else arg
+
+    @staticmethod
+    def _comp_elt(expr) -> Optional[ast.expr]:
+        return expr.elt if type(expr) in _COMPS else None
+
+    @staticmethod
+    def _sequence(expr) -> Optional[list]:
+        if type(expr) is ast.List or type(expr) is ast.Tuple:
+            return [(True, e.value) if type(e) is ast.Starred else (False, e) for e in expr.elts]
+        return None
+
+    @staticmethod
+    def _identifier(expr) -> Optional[str]:
+        if type(expr) is ast.Name:
+            return expr.id
+        if type(expr) is ast.Constant and (expr.value is None or type(expr.value) is bool):
+            return str(expr.value)  # a Name in libcst
+        return None
+
+    @staticmethod
+    def _is_call(expr) -> bool:
+        return type(expr) is ast.Call
+
+    @staticmethod
+    def _first_arg(call: ast.Call) -> Optional[ast.expr]:
+        return first_argument(call)
+
+    @staticmethod
+    def _appended_to(call: ast.Call) -> Optional[str]:
+        f = call.func
+        if (type(f) is ast.Attribute and type(f.value) is ast.Name and f.attr in ("append", "add")
+                and len(call.args) + len(call.keywords) == 1):
+            return f.value.id
+        return None
+
+    @classmethod
+    def _parts_of(cls, expr: ast.AST) -> list[str]:
+        """``_name_parts`` on ``ast`` (a loop: a chain may be deeper than the recursion limit)."""
+        parts: list[str] = []
+        while True:
+            t = type(expr)
+            if t is ast.Attribute:
+                parts.append(expr.attr)
+                expr = expr.value
+            elif t is ast.Call:
+                expr = expr.func
+            elif t is ast.Subscript or t is ast.Await:
+                expr = expr.value
+            else:
+                name = cls._identifier(expr)
+                if name is not None:
+                    parts.append(name)
+                break
+        return parts[::-1]
+
+    def _code(self, node: ast.AST) -> str:
+        """``cst.Module([]).code_for_node(node)``: the module's ``code_for_node`` with a line that
+        ends inside brackets in the module's default newline written ``\\n`` (an empty module's)."""
+        text = self.facts.code_for_node(node)
+        if "\r" not in text:
+            return text
+        newline = _default_newline(self.facts.code())
+        if newline == "\n":
+            return text
+        lines = [ln for ln in re.split(r"(?<=\r\n)|(?<=\r)(?!\n)|(?<=\n)", text) if ln]
+        feed = [ln.rstrip("\r\n") + "\n" for ln in lines]
+        feed[0] = "(" + feed[0]
+        feed[-1] = feed[-1][:-1] + ")\n"
+        try:  # in brackets, as the node's line ends are (its own or around it): each is an ``NL``
+            tokens = list(tokenize.generate_tokens(iter(feed).__next__))
+        except (tokenize.TokenError, SyntaxError, IndentationError):
+            return text
+        ends = {tok.start[0] for tok in tokens if tok.type == tokenize.NL}
+        out = []
+        for i, ln in enumerate(lines, 1):
+            if i in ends and ln.endswith(newline):
+                ln = ln[:-len(newline)] + "\n"
+            out.append(ln)
+        return "".join(out)
+
+    def _cleanup_kind(self, fn: FunctionInfo) -> Optional[str]:
+        """``_cleanup_blocks``' first: statements in source order, each before its blocks."""
+        todo = list(reversed(fn.node.body))
+        while todo:
+            st = todo.pop()
+            t = type(st)
+            if t in _DEFS:
+                continue
+            if t in TRYS and st.finalbody:
+                return "a `finally` block"
+            if t is ast.AsyncWith:
+                for item in st.items:
+                    parts = [w for p in self._parts_of(item.context_expr) for w in identifier_words(p)]
+                    if not any(w in _NOT_RESOURCE_CONTEXTS for w in parts):
+                        return f"`async with {self._code(item.context_expr)[:40]}`"
+            todo.extend(reversed(_blocks(st)))
+        return None
+
+    def _is_stub(self, fn: FunctionInfo) -> bool:
+        """``facts.classes.is_stub`` on ``ast``."""
+        if any(d.rsplit(".", 1)[-1] in _ABSTRACT for d in fn.decorators):
+            return True
+        for st in fn.node.body:
+            t = type(st)
+            if t is ast.Pass:
+                continue
+            if t is ast.Expr and self._string_or_ellipsis(st.value):
+                continue
+            if t is ast.Raise and st.exc is not None:
+                exc = st.exc.func if type(st.exc) is ast.Call else st.exc
+                if type(exc) is ast.Name and exc.id == "NotImplementedError":
+                    continue
+            return False
+        return True
+
+    def _string_or_ellipsis(self, value: ast.AST) -> bool:
+        """libcst's SimpleString, ConcatenatedString or Ellipsis (not an f-string alone)."""
+        if type(value) is ast.Constant:
+            return type(value.value) in (str, bytes) or value.value is Ellipsis
+        if type(value) is ast.JoinedStr:
+            try:
+                tokens = tokenize.generate_tokens(io.StringIO(f"({self.facts.segment(value)})").readline)
+                return sum(1 for tok in tokens if tok.type == tokenize.STRING) > 1
+            except (tokenize.TokenError, SyntaxError, IndentationError):
+                return False
+        return False
+
+    def _overrides(self, fn: FunctionInfo) -> list:
+        """``facts.classes.overrides`` on ``ast``."""
+        cls = fn.cls
+        if cls is None:
+            return []
+        facts = self.facts
+        out: list = []
+        for c in facts.classes:
+            if c is cls:
+                continue
+            seen: list = []
+            todo = [c]
+            while todo:
+                cur = todo.pop()
+                for b in _same_module_bases(facts, cur):
+                    if b not in seen:
+                        seen.append(b)
+                        todo.append(b)
+            if cls in seen:
+                m = c.methods.get(fn.name)
+                if m is not None and not self._is_stub(m):
+                    out.append(m)
+        view = facts.project
+        if view is not None and cls.scope is None and cls.outer_class is None:
+            out += [o for o in class_overrides(view, facts.path, cls.name, fn.name) if o.path != view.path]
+        return out
+
+    @staticmethod
+    def _cancel_receiver(call: ast.Call) -> Optional[ast.expr]:
+        f = call.func
+        return f.value if type(f) is ast.Attribute and f.attr == "cancel" else None
+
+    def _loops(self, call: ast.Call) -> Iterator[tuple]:
+        """libcst's ``For``/``CompFor`` ancestors: a comprehension's ``for`` holds the ones after
+        it in libcst (``inner_for_in``), not the element."""
+        facts = self.facts
+        for anc in facts.ancestors(call):
+            t = type(anc)
+            if t is ast.For or t is ast.AsyncFor:
+                yield anc.target, anc.iter
+            elif t is ast.comprehension:
+                generators = facts.parent(anc).generators
+                i = next(k for k, g in enumerate(generators) if g is anc)
+                for g in reversed(generators[:i + 1]):
+                    yield g.target, g.iter
+            elif t is ast.FunctionDef or t is ast.AsyncFunctionDef:
+                return
+
+    @staticmethod
+    def _try_handlers(t) -> Optional[list]:
+        return None if type(t) is ast.TryStar else t.handlers
+
+    @staticmethod
+    def _handler_types(h: ast.ExceptHandler) -> list:
+        t = h.type
+        if t is None:
+            return []
+        if type(t) is ast.Tuple:
+            return [e.value if type(e) is ast.Starred else e for e in t.elts]
+        return [t]
+
+    def _ends_with_bare_raise(self, h: ast.ExceptHandler) -> bool:
+        """A bare ``raise`` among the statements of the handler's last line (libcst's last
+        ``SimpleStatementLine``, or the body on the ``except`` line)."""
+        body = h.body  # (a compound last statement holds no ``raise`` of its own)
+        i = len(body) - 1
+        while i > 0 and _same_logical_line(self.facts, body[i - 1], body[i]):
+            i -= 1
+        return any(type(s) is ast.Raise and s.exc is None for s in body[i:])
+
+    def _fix(self, node: ast.Call, positional: Sequence, children: _Children, is_tqdm: bool) -> Optional[FixPlan]:
+        if not self._may_fix(node, children):
+            return None
+        facts = self.facts
+        await_ = facts.parent(node)
+        if type(await_) is not ast.Await:
+            return None
+        small = facts.parent(await_)
+        t = type(small)
+        if not (t is ast.Expr or t in (ast.Assign, ast.AnnAssign, ast.Return) and small.value is await_):
+            return None
+        if not facts.simple_statement_line(small) or self._shares_its_line(small):
+            return None
+        for k in node.keywords:
+            if k.arg is None or k.arg == "return_exceptions":
+                continue  # (no ``**k`` here: it may return exceptions)
+            if not is_tqdm or k.arg in ("timeout", "loop"):
+                return None
+        return FixPlan.unsafe(self._fix_message(node))
+
+    def _shares_its_line(self, stmt: ast.stmt) -> bool:
+        """``stmt`` is one of several statements of its libcst line (``a; b``)."""
+        body, i = _body_holding(self.facts.parent(stmt), stmt)
+        if body is None:
+            return False
+        return (i > 0 and _same_logical_line(self.facts, body[i - 1], stmt)) or (
+            i + 1 < len(body) and _same_logical_line(self.facts, stmt, body[i + 1]))
+
+
+def _blocks(st: ast.stmt) -> list[ast.stmt]:
+    """The statements of ``st``'s blocks in source order."""
+    t = type(st)
+    if t in TRYS:
+        return [*st.body, *(s for h in st.handlers for s in h.body), *st.orelse, *st.finalbody]
+    if t is ast.Match:
+        return [s for case in st.cases for s in case.body]
+    return [*getattr(st, "body", ()), *getattr(st, "orelse", ())]
+
+
+def _default_newline(text: str) -> str:
+    """libcst's ``default_newline`` of a module: its first line ending."""
+    m = re.search(r"\r\n?|\n", text)
+    return m.group(0) if m else "\n"
+
+
+GatherWithoutTaskGroup.ast_check = _Ast
