@@ -10,6 +10,8 @@ from shutdown_lint.facts.exit_paths import (
     BREAK, CONTINUE, FALL_THROUGH, PROPAGATING, RAISE_OTHER, RETURN, SWALLOWING, _breaks, _is_true, _returns_only_none,
     _Walker,
 )
+from shutdown_lint.ast_engine.check import AstCheck, FixPlan
+from shutdown_lint.ast_engine.exit_paths import AstWalker, breaks, exit_paths_of, is_true, returns_only_none, unnamed_arguments
 from shutdown_lint.rule import AddImport, Fix, Invalid, Replace, Rule
 from shutdown_lint.traversal import walk
 from shutdown_lint.prefilter.ast_tree import DEFS, TRYS, walk_within
@@ -22,7 +24,429 @@ _AWAIT_WRAPPERS = frozenset({"asyncio.gather", "asyncio.wait", "asyncio.wait_for
 _Handler = Union[cst.ExceptHandler, cst.ExceptStarHandler]
 
 
-class SwallowedCancellation(Rule):
+class _Decide:
+    """What SHD104 decides, on either tree (``SwallowedCancellation``: libcst; ``_Ast``: ``ast``).
+    The tree answers: ``_types`` (the handler's types, None when bare), ``_is_tuple``,
+    ``_is_star``, ``_try_of``, ``_try_awaits``, ``_paths`` (the exit-path facts),
+    ``_describe``, ``_names_cancellation_of``, ``_books``, ``_cancel_then_await``,
+    ``_returns_value_last``, ``_terminal_way_of``, ``_returns_only_none_of``,
+    ``_falls_into_raise``, ``_loop_of``, ``_in_loop``, ``_climb``, ``_is_true_loop``,
+    ``_has_else``, ``_raises_a_cancellation``, and builds the fixes (``_make_fix``,
+    ``_make_narrow_fix``)."""
+
+    def _check(self, handler) -> None:
+        fn = self.facts.enclosing_function(handler)
+        if fn is None or not fn.is_async:
+            return
+        kind = self._catch_kind(handler)
+        if kind is None:
+            return
+        tr = self._try_of(handler)
+        if tr is None or not self._try_awaits(tr):
+            return
+        if self._unreachable_for_cancel(tr, handler):
+            return  # an earlier handler of the same try catches cancellation (or everything)
+        paths = self._paths(handler)
+        what = self._describe(handler)
+        anchor = self._anchor(handler)
+        if paths.swallowing_finally is not None and paths.ways & SWALLOWING:
+            # `except CancelledError: try: ... raise finally: return`: the return wins
+            self.report(
+                anchor,
+                f"{what} in a coroutine leaves through a `return`/`break`/`continue` in a `finally`, "
+                "which swallows the cancellation and anything raised before it: the task returns normally",
+            )
+            return
+        if self._books(handler):
+            return
+        if paths.reraised_later or (kind != "cancelled" and paths.hands_on):
+            return  # `except BaseException as e: errors.append(e)` / `saved = e` ... `raise saved`
+        if self._cancel_then_await(fn, tr):
+            if kind == "cancelled" or not self._catches_everything(handler) or not paths.ways & SWALLOWING:
+                return  # the task we cancelled ourselves: its CancelledError is expected
+            self.report(
+                anchor,
+                f"{what} around awaiting a task this coroutine cancelled swallows more than that task's "
+                "cancellation: the caller's own cancellation, KeyboardInterrupt and SystemExit stop here too",
+                fix=self._narrow_fix(handler) if self._raise_skips_nothing(handler, paths.ways) else None,
+            )
+            return
+        swallowing = paths.ways & SWALLOWING or not paths.ways  # (no way out: an endless loop)
+        if swallowing and not self._falls_into_raise(handler, tr, paths):
+            some = " on some paths" if paths.ways & PROPAGATING else ""
+            self.report(
+                anchor,
+                f"{what} in a coroutine swallows cancellation{some}: the task keeps running or returns normally, "
+                "so its canceller, timeouts and TaskGroup/asyncio.run shutdown lose the cancel",
+                fix=None if some else self._fix(handler, kind, paths),
+            )
+            line = self._line(handler)
+            exits = [(node, way) for node, way in paths.leaves if way in SWALLOWING]
+            # each exit is pointed at when the handler finding alone does not say where the
+            # cancellation is lost: the handler has several ways out (some re-raise, or more
+            # than one leaves); a handler whose one way out is one `return` gets one finding
+            if len(paths.ways) > 1 or len(exits) > 1:
+                for node, way in exits:
+                    if self._line(node) != line:
+                        word = {RETURN: "return", BREAK: "break", CONTINUE: "continue"}[way]
+                        self.report(
+                            node,
+                            f"`{word}` leaves the {what} handler (line {line}) without re-raising: "
+                            "the cancellation stops here",
+                        )
+        for node, way in paths.leaves:
+            if way == RAISE_OTHER and not self._raises_a_cancellation(node):
+                self.report(
+                    node,
+                    f"a different exception is raised in place of the cancellation the {what} handler caught: "
+                    "the canceller, `wait_for`/`timeout()` and a TaskGroup see an error, not a cancelled task",
+                )
+        if not swallowing:  # (a handler reported for swallowing already says what its yield does)
+            for node in paths.yields:
+                self.report(
+                    node,
+                    f"`yield` in the {what} handler: the cancelled generator hands out a value and waits for "
+                    "the consumer instead of stopping",
+                )
+
+    def _line(self, node) -> int:
+        return self.facts.line_of(node)
+
+    def _anchor(self, handler):
+        """The handler, or for a tuple spread over lines the element that catches the cancellation."""
+        if self._is_tuple(handler):
+            line = self._line(handler)
+            for e in self._types(handler):
+                name = self.facts.qualified_name(e, handler)
+                if name in _BROAD or name in _CANCELLED:
+                    return e if self._line(e) != line else handler
+        return handler
+
+    def _unreachable_for_cancel(self, tr, handler) -> bool:
+        """An earlier handler of the same ``try`` catches cancellation: this one never sees it
+        (a bare ``except:`` after ``except BaseException:`` never runs at all)."""
+        for h in tr.handlers:
+            if h is handler:
+                return False
+            if self._catch_kind(h) is not None or self._names_cancellation_of(h):
+                return True
+        return False
+
+    def _catch_kind(self, handler) -> Optional[str]:
+        """'cancelled' (only CancelledError), 'broad' (BaseException or a tuple with
+        CancelledError), 'bare' or None (does not catch cancellation)."""
+        exprs = self._types(handler)
+        if exprs is None:
+            return "bare"
+        names = [self.facts.qualified_name(e, handler) for e in exprs]
+        if any(n in _BROAD for n in names):
+            return "broad"
+        if any(n in _CANCELLED for n in names):
+            return "cancelled" if len(names) == 1 else "broad"
+        return None
+
+    def _catches_everything(self, handler) -> bool:
+        """Bare ``except:`` or ``BaseException`` (alone or in a tuple)."""
+        exprs = self._types(handler)
+        if exprs is None:
+            return True
+        return any(self.facts.qualified_name(e, handler) in _BROAD for e in exprs)
+
+    # ------------------------------------------------------------------ fix
+    def _fix(self, handler, kind: str, paths):
+        """Re-raise only when this task itself is being cancelled (``Task.cancelling()``, 3.11+):
+        a ``CancelledError`` that comes out of awaiting *another* task or future that someone
+        else cancelled (the current task was not) takes the handler's own way as before. A
+        ``CancelledError`` handler gets the check before its last way out (replacing a
+        trailing ``pass``); a broad handler gets it as its first statement."""
+        if not self.settings.target_at_least("py311") or self._is_star(handler):
+            return None
+        if kind == "cancelled":
+            if self._returns_value_last(handler) or not self._raise_skips_nothing(
+                    handler, {self._terminal_way_of(handler)}, False):
+                return None
+            message = "Re-raise the cancellation when this task is being cancelled"
+        else:
+            if not self._raise_skips_nothing(handler, paths.ways):
+                return None
+            message = "Re-raise first in the handler when this task is being cancelled"
+        return self._make_fix(handler, kind, message)
+
+    def _narrow_fix(self, handler):
+        """``except BaseException: pass`` -> ``except (asyncio.CancelledError, Exception):`` that
+        re-raises when this task itself is being cancelled: the awaited task's own cancellation
+        and failure are still ignored; KeyboardInterrupt, SystemExit and the caller's
+        cancellation pass. ``Task.cancelling()`` needs Python 3.11."""
+        if self._is_star(handler) or self._is_tuple(handler):
+            return None
+        if not self.settings.target_at_least("py311"):
+            return None
+        return self._make_narrow_fix(handler, _NARROW_MESSAGE)
+
+    # ------------------------------------------------------------------ where control goes next
+    def _raise_skips_nothing(self, handler, ways, values_ok: bool = True) -> bool:
+        """Turning each of ``ways`` out of ``handler`` (falling through, ``return``, ``break``,
+        ``continue``) into a ``raise`` is exact: on that path the original ran no more
+        statements of the function, apart from the rest of a loop that the swallowed
+        cancellation kept going (the hazard itself), and no handler of the function would
+        catch the raise. Unless ``values_ok``, a ``return`` of a value is not exact either: a
+        ``CancelledError`` handler that returns one chose it for the cancellation."""
+        fn = self.facts.enclosing_function(handler)
+        tr = self._try_of(handler)
+        if fn is None or tr is None:
+            return False
+        for way in set(ways) & SWALLOWING:
+            if way == RETURN:
+                if not (values_ok or self._returns_only_none_of(handler)) or not self._climb(tr, fn.node, siblings=False):
+                    return False
+            elif way == FALL_THROUGH:
+                if not self._climb(tr, fn.node, siblings=True):
+                    return False
+            else:
+                loop = self._loop_of(handler, fn.node)
+                if loop is None:
+                    return False
+                if way == BREAK:
+                    if not self._climb(loop, fn.node, siblings=True):
+                        return False
+                elif not self._climb_from_loop(loop, fn.node):  # CONTINUE: the loop goes round again
+                    return False
+        return True
+
+    def _climb_from_loop(self, loop, stop) -> bool:
+        """A loop that went round again finishes: its ``else`` and what follows run (nothing
+        follows an endless ``while True`` without a ``break``)."""
+        if self._is_true_loop(loop):
+            return self._climb(loop, stop, siblings=False)
+        if self._has_else(loop) and not self._in_loop(loop, stop):
+            return False
+        return self._climb(loop, stop, siblings=True)
+
+
+_NARROW_MESSAGE = "Catch `(asyncio.CancelledError, Exception)` and re-raise when this task itself is cancelled"
+
+
+# ------------------------------------------------------------------ detection on ast
+class _Ast(_Decide, AstCheck):
+    """SHD104 on ``ast`` (``ast_engine``): the same decisions (``_Decide``), the tree's answers
+    read from ``ast``: the exit paths of ``ast_engine.exit_paths``, blocks as statement lists
+    (no ``Else``/``Finally`` nodes: which list of its statement holds a node; an ``elif`` is an
+    ``If`` alone in an ``orelse``), an ``except*`` handler by its ``TryStar``, a starred type
+    of a tuple by its value, the types' text as libcst's (``code_for_node``)."""
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        self._check(node)
+
+    @property
+    def _exits(self):
+        return exit_paths_of(self.facts)
+
+    @staticmethod
+    def _types(handler: ast.ExceptHandler) -> Optional[list]:
+        t = handler.type
+        if t is None:
+            return None
+        return [e.value if type(e) is ast.Starred else e for e in t.elts] if type(t) is ast.Tuple else [t]
+
+    @staticmethod
+    def _is_tuple(handler: ast.ExceptHandler) -> bool:
+        return type(handler.type) is ast.Tuple
+
+    def _is_star(self, handler: ast.ExceptHandler) -> bool:
+        return type(self.facts.parent(handler)) is not ast.Try
+
+    def _try_of(self, handler: ast.ExceptHandler):
+        tr = self.facts.parent(handler)
+        return tr if type(tr) in _AST_TRYS else None
+
+    @staticmethod
+    def _try_awaits(tr) -> bool:
+        return _suspends(tr.body)
+
+    def _paths(self, handler: ast.ExceptHandler):
+        return self._exits.exit_paths(handler)
+
+    def _describe(self, handler: ast.ExceptHandler) -> str:
+        exprs = self._types(handler)
+        star = "*" if self._is_star(handler) else ""
+        if exprs is None:
+            return "bare `except:`"
+        code = self.facts.code_for_node
+        if self._is_tuple(handler):
+            text = "(" + ", ".join(code(e) for e in exprs) + ")"
+        else:
+            text = code(handler.type)
+        return f"`except{star} {text}`"
+
+    def _names_cancellation_of(self, handler: ast.ExceptHandler) -> bool:
+        exprs = self._types(handler)
+        return exprs is not None and any(_cancel_word(self.facts.code_for_node(e)) for e in exprs)
+
+    @staticmethod
+    def _raises_a_cancellation(node) -> bool:
+        if type(node) is not ast.Raise or node.exc is None:
+            return False
+        exc = node.exc.func if type(node.exc) is ast.Call else node.exc
+        if type(exc) is ast.Attribute:
+            return _cancel_word(exc.attr)
+        return type(exc) is ast.Name and _cancel_word(exc.id)
+
+    @staticmethod
+    def _books(handler: ast.ExceptHandler) -> bool:
+        return _books(handler)
+
+    def _cancel_then_await(self, fn, tr) -> bool:
+        if not any(type(c.func) is ast.Attribute and c.func.attr == "cancel" for c in fn.calls):
+            return False
+        for n in walk_within(tr.body, _SKIP):
+            if type(n) is not ast.Await:
+                continue
+            expr = n.value
+            if type(expr) is ast.Call and self.facts.call_name(expr) in _AWAIT_WRAPPERS:
+                if any(_is_ast_ref(v) for v in unnamed_arguments(expr)):
+                    return True
+            elif _is_ast_ref(expr):
+                return True
+        return False
+
+    @staticmethod
+    def _returns_value_last(handler: ast.ExceptHandler) -> bool:
+        last = handler.body[-1]
+        return type(last) is ast.Return and last.value is not None
+
+    @staticmethod
+    def _terminal_way_of(handler: ast.ExceptHandler) -> str:
+        return {ast.Return: RETURN, ast.Break: BREAK, ast.Continue: CONTINUE}.get(type(handler.body[-1]), FALL_THROUGH)
+
+    @staticmethod
+    def _returns_only_none_of(handler: ast.ExceptHandler) -> bool:
+        return returns_only_none(handler.body)
+
+    @staticmethod
+    def _make_fix(handler, kind: str, message: str) -> FixPlan:
+        return FixPlan.unsafe(message)
+
+    @staticmethod
+    def _make_narrow_fix(handler, message: str) -> FixPlan:
+        return FixPlan.unsafe(message)
+
+    # ------------------------------------------------------------------ where control goes next (ast)
+    def _holder(self, cur: ast.AST):
+        """(the statement whose block holds ``cur``, that block's field name, the block), or
+        (the parent, None, None) when ``cur`` is no statement of a block (a handler of its try)."""
+        owner = self.facts.parent(cur)
+        if owner is not None:
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(owner, field, None)
+                if type(block) is list and any(s is cur for s in block):
+                    return owner, field, block
+        return owner, None, None
+
+    def _falls_into_raise(self, handler: ast.ExceptHandler, tr, paths) -> bool:
+        if paths.ways != {FALL_THROUGH} or paths.swallowing_finally is not None:
+            return False
+        walker = AstWalker(self._exits, None)
+        if tr.finalbody:
+            ways, falls = walker.block(tr.finalbody, 0)
+            if ways - PROPAGATING:
+                return False
+            if not falls:
+                return bool(ways)
+        fn = self.facts.enclosing_function(handler)
+        stop = fn.node if fn is not None else None
+        cur = tr
+        while True:
+            owner, field, body = self._holder(cur)
+            if body is None or type(owner) is ast.Module:
+                return False
+            idx = next(i for i, st in enumerate(body) if st is cur)
+            ways, falls = walker.statements(body[idx + 1:], 0)
+            if ways - PROPAGATING:
+                return False
+            if not falls:
+                return bool(ways)  # (an endless loop with no raise would keep the task running)
+            if owner is stop:
+                return False
+            # an ``elif`` is an ``If`` alone in the ``orelse`` of the ``if`` above: no statement after
+            # it there, so going on from it is going on from the top ``if`` (libcst's ``_top_if``)
+            if type(owner) is not ast.If and (type(owner) not in (ast.With, ast.AsyncWith) or field != "body"):
+                return False
+            cur = owner
+
+    def _loop_of(self, node: ast.AST, stop: ast.AST):
+        for anc in self.facts.ancestors(node):
+            if anc is stop or type(anc) in _AST_SCOPES:
+                return None
+            if type(anc) in _AST_LOOPS:
+                return anc
+        return None
+
+    def _in_loop(self, node: ast.AST, stop: ast.AST) -> bool:
+        return self._loop_of(node, stop) is not None
+
+    def _in_loop_from(self, owner: ast.AST, stop: ast.AST) -> bool:
+        """libcst's ``_in_loop(block)`` of a block of ``owner``: ``owner`` and its ancestors."""
+        if owner is stop or type(owner) in _AST_SCOPES:
+            return False
+        return type(owner) in _AST_LOOPS or self._in_loop(owner, stop)
+
+    @staticmethod
+    def _is_true_loop(loop) -> bool:
+        return type(loop) is ast.While and is_true(loop.test) and not breaks(loop.body)
+
+    @staticmethod
+    def _has_else(statement) -> bool:
+        return bool(statement.orelse)
+
+    def _climb(self, cur: ast.AST, stop: ast.AST, siblings: bool) -> bool:
+        """``SwallowedCancellation._climb`` on ``ast``: the block holding ``cur`` is a field of its
+        statement (libcst's ``Else``: an ``orelse``; ``Finally``: a ``finalbody``)."""
+        while True:
+            owner, field, body = self._holder(cur)
+            if body is None or type(owner) is ast.Module:
+                return False
+            if siblings and body[-1] is not cur and not self._in_loop_from(owner, stop):
+                return False
+            if owner is stop:
+                return True
+            t = type(owner)
+            if field == "orelse" and t is not ast.If:
+                cur = owner  # a loop's or a try's else finished: after that statement
+                continue
+            if t is ast.If:
+                cur = owner  # (an ``elif``: going on from it is going on from the ``if`` above)
+            elif t in (ast.With, ast.AsyncWith):
+                cur = owner  # its exit runs either way
+            elif t in _AST_LOOPS:
+                if self._is_true_loop(owner):
+                    siblings = False  # the body goes round forever: nothing after it runs
+                elif siblings and owner.orelse and not self._in_loop(owner, stop):
+                    return False
+                cur = owner
+            elif t in _AST_TRYS and field == "body":
+                # in the try's body: a raise there meets its handlers; a normal end runs its else
+                if any(self._catch_kind(h) is not None for h in owner.handlers):
+                    return False
+                if siblings and owner.orelse and not self._in_loop(owner, stop):
+                    return False
+                cur = owner
+            elif t is ast.ExceptHandler:
+                cur = self.facts.parent(owner)  # from a handler: on after the try, raises leave it
+            else:
+                return False  # a finally, a match case, a class body: not followed
+
+
+_AST_TRYS = frozenset({ast.Try, *((ast.TryStar,) if hasattr(ast, "TryStar") else ())})
+_AST_LOOPS = frozenset({ast.For, ast.AsyncFor, ast.While})
+_AST_SCOPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda})
+
+
+def _is_ast_ref(expr) -> bool:
+    return type(expr) in (ast.Name, ast.Attribute, ast.Subscript)
+
+
+
+class SwallowedCancellation(_Decide, Rule):
     """
     ## What it does
     Flags, in an `async def`, an `except asyncio.CancelledError:`, a bare `except:` or an
@@ -749,6 +1173,8 @@ class SwallowedCancellation(Rule):
         ),
     ]
 
+    ast_check = _Ast
+
     # ------------------------------------------------------------------ visitors
     def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
         self._check(node)
@@ -756,95 +1182,32 @@ class SwallowedCancellation(Rule):
     def visit_ExceptStarHandler(self, node: cst.ExceptStarHandler) -> None:
         self._check(node)
 
-    # ------------------------------------------------------------------ logic
-    def _check(self, handler: _Handler) -> None:
-        fn = self.facts.enclosing_function(handler)
-        if fn is None or not fn.is_async:
-            return
-        kind = self._catch_kind(handler)
-        if kind is None:
-            return
-        tr = self.facts.parent(handler)
-        if not isinstance(tr, (cst.Try, cst.TryStar)) or not _awaits(tr.body):
-            return
-        if self._unreachable_for_cancel(tr, handler):
-            return  # an earlier handler of the same try catches cancellation (or everything)
-        paths = self.facts.exit_paths(handler)
-        what = self._describe(handler)
-        anchor = self._anchor(handler)
-        if paths.swallowing_finally is not None and paths.ways & SWALLOWING:
-            # `except CancelledError: try: ... raise finally: return`: the return wins
-            self.report(
-                anchor,
-                f"{what} in a coroutine leaves through a `return`/`break`/`continue` in a `finally`, "
-                "which swallows the cancellation and anything raised before it: the task returns normally",
-            )
-            return
-        if self._books(handler):
-            return
-        if paths.reraised_later or (kind != "cancelled" and paths.hands_on):
-            return  # `except BaseException as e: errors.append(e)` / `saved = e` ... `raise saved`
-        if self._cancel_then_await(fn, tr):
-            if kind == "cancelled" or not self._catches_everything(handler) or not paths.ways & SWALLOWING:
-                return  # the task we cancelled ourselves: its CancelledError is expected
-            self.report(
-                anchor,
-                f"{what} around awaiting a task this coroutine cancelled swallows more than that task's "
-                "cancellation: the caller's own cancellation, KeyboardInterrupt and SystemExit stop here too",
-                fix=self._narrow_fix(handler) if self._raise_skips_nothing(handler, paths.ways) else None,
-            )
-            return
-        swallowing = paths.ways & SWALLOWING or not paths.ways  # (no way out: an endless loop)
-        if swallowing and not self._falls_into_raise(handler, tr, paths):
-            some = " on some paths" if paths.ways & PROPAGATING else ""
-            self.report(
-                anchor,
-                f"{what} in a coroutine swallows cancellation{some}: the task keeps running or returns normally, "
-                "so its canceller, timeouts and TaskGroup/asyncio.run shutdown lose the cancel",
-                fix=None if some else self._fix(handler, kind, paths),
-            )
-            line = self._line(handler)
-            exits = [(node, way) for node, way in paths.leaves if way in SWALLOWING]
-            # each exit is pointed at when the handler finding alone does not say where the
-            # cancellation is lost: the handler has several ways out (some re-raise, or more
-            # than one leaves); a handler whose one way out is one `return` gets one finding
-            if len(paths.ways) > 1 or len(exits) > 1:
-                for node, way in exits:
-                    if self._line(node) != line:
-                        word = {RETURN: "return", BREAK: "break", CONTINUE: "continue"}[way]
-                        self.report(
-                            node,
-                            f"`{word}` leaves the {what} handler (line {line}) without re-raising: "
-                            "the cancellation stops here",
-                        )
-        for node, way in paths.leaves:
-            if way == RAISE_OTHER and not _raises_a_cancellation(node):
-                self.report(
-                    node,
-                    f"a different exception is raised in place of the cancellation the {what} handler caught: "
-                    "the canceller, `wait_for`/`timeout()` and a TaskGroup see an error, not a cancelled task",
-                )
-        if not swallowing:  # (a handler reported for swallowing already says what its yield does)
-            for node in paths.yields:
-                self.report(
-                    node,
-                    f"`yield` in the {what} handler: the cancelled generator hands out a value and waits for "
-                    "the consumer instead of stopping",
-                )
-
-    def _line(self, node: cst.CSTNode) -> int:
-        return self.facts.line_of(node)
-
-    def _anchor(self, handler: _Handler) -> cst.CSTNode:
-        """The handler, or for a tuple spread over lines the element that catches the cancellation."""
+    # ------------------------------------------------------------------ the tree's answers (libcst)
+    @staticmethod
+    def _types(handler: _Handler) -> Optional[list]:
         t = handler.type
-        if isinstance(t, cst.Tuple):
-            line = self._line(handler)
-            for el in t.elements:
-                name = self.facts.qualified_name(el.value, handler)
-                if name in _BROAD or name in _CANCELLED:
-                    return el.value if self._line(el.value) != line else handler
-        return handler
+        if t is None:
+            return None
+        return [el.value for el in t.elements] if isinstance(t, cst.Tuple) else [t]
+
+    @staticmethod
+    def _is_tuple(handler: _Handler) -> bool:
+        return isinstance(handler.type, cst.Tuple)
+
+    @staticmethod
+    def _is_star(handler: _Handler) -> bool:
+        return isinstance(handler, cst.ExceptStarHandler)
+
+    def _try_of(self, handler: _Handler) -> Optional[Union[cst.Try, cst.TryStar]]:
+        tr = self.facts.parent(handler)
+        return tr if isinstance(tr, (cst.Try, cst.TryStar)) else None
+
+    @staticmethod
+    def _try_awaits(tr: Union[cst.Try, cst.TryStar]) -> bool:
+        return _awaits(tr.body)
+
+    def _paths(self, handler: _Handler):
+        return self.facts.exit_paths(handler)
 
     def _describe(self, handler: _Handler) -> str:
         """The handler as written: bare `except:`, `except BaseException`, `except (CancelledError,
@@ -859,37 +1222,13 @@ class SwallowedCancellation(Rule):
             text = cst.Module([]).code_for_node(t)
         return f"`except{star} {text}`"
 
-    def _unreachable_for_cancel(self, tr: Union[cst.Try, cst.TryStar], handler: _Handler) -> bool:
-        """An earlier handler of the same ``try`` catches cancellation: this one never sees it
-        (a bare ``except:`` after ``except BaseException:`` never runs at all)."""
-        for h in tr.handlers:
-            if h is handler:
-                return False
-            if self._catch_kind(h) is not None or _names_cancellation(h.type):
-                return True
-        return False
+    @staticmethod
+    def _names_cancellation_of(handler: _Handler) -> bool:
+        return _names_cancellation(handler.type)
 
-    def _catch_kind(self, handler: _Handler) -> Optional[str]:
-        """'cancelled' (only CancelledError), 'broad' (BaseException or a tuple with
-        CancelledError), 'bare' or None (does not catch cancellation)."""
-        t = handler.type
-        if t is None:
-            return "bare"
-        exprs = [el.value for el in t.elements] if isinstance(t, cst.Tuple) else [t]
-        names = [self.facts.qualified_name(e, handler) for e in exprs]
-        if any(n in _BROAD for n in names):
-            return "broad"
-        if any(n in _CANCELLED for n in names):
-            return "cancelled" if len(names) == 1 else "broad"
-        return None
-
-    def _catches_everything(self, handler: _Handler) -> bool:
-        """Bare ``except:`` or ``BaseException`` (alone or in a tuple)."""
-        t = handler.type
-        if t is None:
-            return True
-        exprs = [el.value for el in t.elements] if isinstance(t, cst.Tuple) else [t]
-        return any(self.facts.qualified_name(e, handler) in _BROAD for e in exprs)
+    @staticmethod
+    def _raises_a_cancellation(node: cst.CSTNode) -> bool:
+        return _raises_a_cancellation(node)
 
     def _books(self, handler: _Handler) -> bool:
         """Deliberate cancellation bookkeeping in the handler (``uncancel()``, ``cancelling()``)."""
@@ -927,28 +1266,44 @@ class SwallowedCancellation(Rule):
                 return True
         return False
 
-    # ------------------------------------------------------------------ fix
-    def _fix(self, handler: _Handler, kind: str, paths) -> Optional[Fix]:
-        """Re-raise only when this task itself is being cancelled (``Task.cancelling()``, 3.11+):
-        a ``CancelledError`` that comes out of awaiting *another* task or future that someone
-        else cancelled (the current task was not) takes the handler's own way as before. A
-        ``CancelledError`` handler gets the check before its last way out (replacing a
-        trailing ``pass``); a broad handler gets it as its first statement."""
-        if not self.settings.target_at_least("py311") or isinstance(handler, cst.ExceptStarHandler):
-            return None
+    @staticmethod
+    def _returns_value_last(handler: _Handler) -> bool:
+        """The handler's last statement is ``return <value>`` (``_check_before_end`` gives None)."""
+        body = handler.body
+        if isinstance(body, cst.SimpleStatementSuite):
+            last = body.body[-1]
+        else:
+            line = body.body[-1]
+            if not isinstance(line, cst.SimpleStatementLine):
+                return False
+            last = line.body[-1]
+        return isinstance(last, cst.Return) and last.value is not None
+
+    @staticmethod
+    def _terminal_way_of(handler: _Handler) -> str:
+        return _terminal_way(handler.body)
+
+    @staticmethod
+    def _returns_only_none_of(handler: _Handler) -> bool:
+        return _returns_only_none(handler.body)
+
+    def _make_fix(self, handler: _Handler, kind: str, message: str) -> Fix:
         alias = self.facts.module_alias("asyncio")  # reuse `import asyncio as aio`
         check = _cancelling_check(alias or "asyncio")
         if kind == "cancelled":
             new_body = _check_before_end(handler.body, check)
-            if new_body is None or not self._raise_skips_nothing(handler, {_terminal_way(handler.body)}, False):
-                return None
-            message = "Re-raise the cancellation when this task is being cancelled"
         else:
-            if not self._raise_skips_nothing(handler, paths.ways):
-                return None
             new_body = _check_first(handler.body, check)
-            message = "Re-raise first in the handler when this task is being cancelled"
         edits = [Replace(handler.body, new_body)] + ([] if alias else [AddImport("asyncio")])
+        return Fix.unsafe(*edits, message=message)
+
+    def _make_narrow_fix(self, handler: _Handler, message: str) -> Fix:
+        alias = self.facts.module_alias("asyncio")
+        asyncio_name = alias or "asyncio"
+        new_body = _check_first(handler.body, _cancelling_check(asyncio_name))
+        new = handler.with_changes(type=_narrow_type(asyncio_name), body=new_body,
+                                   whitespace_after_except=cst.SimpleWhitespace(" "))
+        edits = [Replace(handler, new)] + ([] if alias else [AddImport("asyncio")])
         return Fix.unsafe(*edits, message=message)
 
     # ------------------------------------------------------------------ where control goes next
@@ -999,35 +1354,6 @@ class SwallowedCancellation(Rule):
             node, parent = parent, self.facts.parent(parent)
         return node
 
-    def _raise_skips_nothing(self, handler: _Handler, ways, values_ok: bool = True) -> bool:
-        """Turning each of ``ways`` out of ``handler`` (falling through, ``return``, ``break``,
-        ``continue``) into a ``raise`` is exact: on that path the original ran no more
-        statements of the function, apart from the rest of a loop that the swallowed
-        cancellation kept going (the hazard itself), and no handler of the function would
-        catch the raise. Unless ``values_ok``, a ``return`` of a value is not exact either: a
-        ``CancelledError`` handler that returns one chose it for the cancellation."""
-        fn = self.facts.enclosing_function(handler)
-        tr = self.facts.parent(handler)
-        if fn is None or not isinstance(tr, (cst.Try, cst.TryStar)):
-            return False
-        for way in set(ways) & SWALLOWING:
-            if way == RETURN:
-                if not (values_ok or _returns_only_none(handler.body)) or not self._climb(tr, fn.node, siblings=False):
-                    return False
-            elif way == FALL_THROUGH:
-                if not self._climb(tr, fn.node, siblings=True):
-                    return False
-            else:
-                loop = self._loop_of(handler, fn.node)
-                if loop is None:
-                    return False
-                if way == BREAK:
-                    if not self._climb(loop, fn.node, siblings=True):
-                        return False
-                elif not self._climb_from_loop(loop, fn.node):  # CONTINUE: the loop goes round again
-                    return False
-        return True
-
     def _loop_of(self, node: cst.CSTNode, stop: cst.CSTNode) -> Optional[Union[cst.For, cst.While]]:
         for anc in self.facts.ancestors(node):
             if anc is stop or isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
@@ -1039,14 +1365,13 @@ class SwallowedCancellation(Rule):
     def _in_loop(self, node: cst.CSTNode, stop: cst.CSTNode) -> bool:
         return self._loop_of(node, stop) is not None
 
-    def _climb_from_loop(self, loop: Union[cst.For, cst.While], stop: cst.CSTNode) -> bool:
-        """A loop that went round again finishes: its ``else`` and what follows run (nothing
-        follows an endless ``while True`` without a ``break``)."""
-        if _is_true_loop(loop):
-            return self._climb(loop, stop, siblings=False)
-        if loop.orelse is not None and not self._in_loop(loop, stop):
-            return False
-        return self._climb(loop, stop, siblings=True)
+    @staticmethod
+    def _is_true_loop(loop: Union[cst.For, cst.While]) -> bool:
+        return _is_true_loop(loop)
+
+    @staticmethod
+    def _has_else(statement: cst.CSTNode) -> bool:
+        return statement.orelse is not None
 
     def _climb(self, cur: cst.CSTNode, stop: cst.CSTNode, siblings: bool) -> bool:
         """From the end of statement ``cur`` to the end of the function: with ``siblings``, no
@@ -1090,24 +1415,6 @@ class SwallowedCancellation(Rule):
                 cur = self.facts.parent(owner)  # from a handler: on after the try, raises leave it
             else:
                 return False  # a finally, a match case, a class body: not followed
-
-    def _narrow_fix(self, handler: _Handler) -> Optional[Fix]:
-        """``except BaseException: pass`` -> ``except (asyncio.CancelledError, Exception):`` that
-        re-raises when this task itself is being cancelled: the awaited task's own cancellation
-        and failure are still ignored; KeyboardInterrupt, SystemExit and the caller's
-        cancellation pass. ``Task.cancelling()`` needs Python 3.11."""
-        if isinstance(handler, cst.ExceptStarHandler) or isinstance(handler.type, cst.Tuple):
-            return None
-        if not self.settings.target_at_least("py311"):
-            return None
-        alias = self.facts.module_alias("asyncio")
-        asyncio_name = alias or "asyncio"
-        new_body = _check_first(handler.body, _cancelling_check(asyncio_name))
-        new = handler.with_changes(type=_narrow_type(asyncio_name), body=new_body,
-                                   whitespace_after_except=cst.SimpleWhitespace(" "))
-        edits = [Replace(handler, new)] + ([] if alias else [AddImport("asyncio")])
-        return Fix.unsafe(*edits, message="Catch `(asyncio.CancelledError, Exception)` and re-raise when this "
-                                          "task itself is cancelled")
 
 
 def _cancelling_check(asyncio_name: str) -> cst.If:

@@ -6,13 +6,17 @@ Handlers are not flat lists of statements: a ``raise`` inside a ``try`` whose ``
 returns never propagates (the ``return`` swallows it), a ``raise`` under an ``if`` leaves a
 fall-through path beside it, a ``break`` inside a loop of the handler stays in the handler.
 ``ExitPaths`` says which ways out exist; rules decide which ones matter to them.
+
+The decisions are written once for both trees (``_WalkerBase``, ``paths_of``,
+``ExitPathQueries``' entrypoint questions); ``_Walker`` and the ``_try_of``/``_finally_of``/...
+methods read libcst's tree, ``ast_engine.exit_paths`` reads Python's ``ast``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Optional, Sequence, Union
 
 import libcst as cst
 
@@ -51,7 +55,7 @@ class ExitPaths:
     #: every way out that some path takes (the constants above)
     ways: frozenset[str]
     #: a nested ``finally`` whose ``return``/``break``/``continue`` swallows whatever was
-    #: raised before it (the first one found), else None
+    #: raised before it (the first one found; on ``ast``: its ``Try``), else None
     swallowing_finally: Optional[cst.Finally] = None
     #: the handler's bound exception (``except X as e``) is stored in a name or attribute
     #: that the function raises later (``err = e`` ... ``raise err``)
@@ -103,8 +107,12 @@ class ExitPathQueries:
         key = id(block)
         cached = self._exit_path_cache.get(key)
         if cached is None:
-            cached = self._exit_path_cache[key] = _compute(self, block)
+            cached = self._exit_path_cache[key] = self._compute_exit_paths(block)
         return cached
+
+    # ------------------------------------------------------------------ tree reads (libcst; ast_engine.exit_paths: ast)
+    def _compute_exit_paths(self, block: _Block) -> ExitPaths:
+        return _compute(self, block)
 
     def exit_status(self, node: cst.CSTNode) -> object:
         """The status an exit gives: ``0``, ``"nonzero"`` or ``None`` (unknown); ``node`` is an
@@ -192,19 +200,20 @@ class ExitPathQueries:
         raising ``KeyboardInterrupt`` inside it.
         """
         paths = self.exit_paths(handler)
-        tr = self.parent(handler)
+        tr = self._try_of(handler)
         fn = self.enclosing_function(handler)
-        in_loop = _loop_between(self, handler, fn)
-        returns_none = RETURN in paths.ways and _returns_only_none(handler.body)
+        in_loop = self._loop_between(handler, fn)
+        returns_none = RETURN in paths.ways and self._returns_only_none(self._handler_body(handler))
         leaves = (FALL_THROUGH in paths.ways and not in_loop) or returns_none
-        if not leaves or not isinstance(tr, (cst.Try, cst.TryStar)):
+        if not leaves or tr is None:
             return None
-        if tr.finalbody is not None and not self.exit_paths(tr.finalbody).ways <= {FALL_THROUGH}:
+        final = self._finally_of(tr)
+        if final is not None and not self.exit_paths(final).ways <= {FALL_THROUGH}:
             return None
-        if FALL_THROUGH in paths.ways and not returns_none and _later_code_exits(self, tr, fn):
+        if FALL_THROUGH in paths.ways and not returns_none and self._later_code_exits(tr, fn):
             return None
         if fn is None:
-            return "the `__main__` block" if self.in_main_guard(handler) and not _later_code_exits(self, tr, None) \
+            return "the `__main__` block" if self.in_main_guard(handler) and not self._later_code_exits(tr, None) \
                 else None
         return self._entrypoint_of(fn)
 
@@ -212,9 +221,9 @@ class ExitPathQueries:
         if fn.cls is not None or fn.scope is not None or depth > 2:
             return None
         for node, kind in self.references(fn):
-            if kind == "call" and isinstance(node, cst.Call) and self._ends_entrypoint(node):
+            if kind == "call" and self._is_call(node) and self._ends_entrypoint(node):
                 return f"`{fn.name}()`"
-            if kind == "main" and isinstance(node, cst.Call):
+            if kind == "main" and self._is_call(node):
                 # asyncio.run(fn()) in the __main__ block, or in a function that is itself an entrypoint
                 if self._ends_entrypoint(node):
                     return f"`{fn.name}()` (the coroutine passed to `asyncio.run`)"
@@ -222,6 +231,35 @@ class ExitPathQueries:
                 if runner is not None and self._entrypoint_of(runner, depth + 1):
                     return f"`{fn.name}()` (the coroutine passed to `asyncio.run`)"
         return None
+
+    # ------------------------------------------------------------------ tree reads of the entrypoint questions
+    def _try_of(self, handler: cst.CSTNode) -> Optional[cst.CSTNode]:
+        """The ``try`` statement of ``handler``, or None."""
+        tr = self.parent(handler)
+        return tr if isinstance(tr, (cst.Try, cst.TryStar)) else None
+
+    @staticmethod
+    def _finally_of(tr: Union[cst.Try, cst.TryStar]) -> Optional[cst.Finally]:
+        """What ``exit_paths`` takes for the ``finally`` of ``tr`` (None: it has none)."""
+        return tr.finalbody
+
+    @staticmethod
+    def _handler_body(handler: cst.CSTNode) -> cst.CSTNode:
+        return handler.body
+
+    def _loop_between(self, node: cst.CSTNode, fn: Optional[FunctionInfo]) -> bool:
+        return _loop_between(self, node, fn)
+
+    @staticmethod
+    def _returns_only_none(body: cst.CSTNode) -> bool:
+        return _returns_only_none(body)
+
+    def _later_code_exits(self, stmt: cst.CSTNode, fn: Optional[FunctionInfo]) -> bool:
+        return _later_code_exits(self, stmt, fn)
+
+    @staticmethod
+    def _is_call(node: cst.CSTNode) -> bool:
+        return isinstance(node, cst.Call)
 
     def _ends_entrypoint(self, call: cst.Call) -> bool:
         """``call`` is a statement of the ``__main__`` block (``main()`` or
@@ -245,44 +283,71 @@ class ExitPathQueries:
 # ---------------------------------------------------------------------- computation
 
 
+def paths_of(walker: "_WalkerBase", body: object, bound: Optional[str], hands_on: Callable[[], bool],
+             later: Callable[[], bool], yields: Callable[[], Sequence]) -> ExitPaths:
+    """The ``ExitPaths`` of a block whose statements are ``body``, on either tree: ``walker``
+    walks them; ``hands_on``/``later``/``yields`` read the tree (called only when needed)."""
+    ways, falls = walker.block(body, loop_depth=0)
+    if falls:
+        ways = ways | {FALL_THROUGH}
+    handed = bound is not None and hands_on()
+    reraised = bound is not None and handed and later()
+    return ExitPaths(frozenset(ways), walker.swallowing_finally, reraised, handed, tuple(walker.exits),
+                     tuple(walker.leaves), tuple(yields()))
+
+
 def _compute(facts: "ModuleFacts", block: _Block) -> ExitPaths:
     bound = None
     if isinstance(block, (cst.ExceptHandler, cst.ExceptStarHandler)) and block.name is not None \
             and isinstance(block.name.name, cst.Name):
         bound = block.name.name.value
-    walker = _Walker(facts, bound)
-    ways, falls = walker.block(block.body, loop_depth=0)
-    if falls:
-        ways = ways | {FALL_THROUGH}
-    hands_on = bound is not None and _uses_name(block.body, bound, skip_raise=True)
-    later = False
-    if bound is not None and hands_on:
-        later = _reraised_later(facts, block, bound)
-    return ExitPaths(frozenset(ways), walker.swallowing_finally, later, hands_on, tuple(walker.exits),
-                     tuple(walker.leaves), tuple(_yields(block.body)))
+    return paths_of(_Walker(facts, bound), block.body, bound,
+                    lambda: _uses_name(block.body, bound, skip_raise=True),
+                    lambda: _reraised_later(facts, block, bound), lambda: _yields(block.body))
 
 
-class _Walker:
+#: qualified names of handler types that catch a new cancellation or an interrupt
+_CATCH_ALL = frozenset({"builtins.BaseException", "asyncio.CancelledError", "asyncio.exceptions.CancelledError",
+                        "concurrent.futures.CancelledError"})
+
+
+def catches_everything(names: Sequence[tuple[str, Optional[str]]]) -> bool:
+    """A typed nested handler catches everything: one of its types (each given as its qualified
+    name or "", and for a name or an attribute its last word, else None) is BaseException or a
+    cancellation, or is unresolved and spelled so."""
+    for name, last in names:
+        if name in _CATCH_ALL:
+            return True
+        if name == "" and last in ("BaseException", "CancelledError"):
+            return True
+    return False
+
+
+class _WalkerBase:
     """Abstract interpretation over statements: the ways out, and whether a block can fall
-    off its end."""
+    off its end. The decisions, on either tree; a subclass reads its tree (``block``,
+    ``statement``: which kind of statement, its parts)."""
 
-    def __init__(self, facts: "ModuleFacts", bound: Optional[str]) -> None:
+    def __init__(self, facts, bound: Optional[str]) -> None:
         self.facts = facts
         self.bound = bound
-        self.swallowing_finally: Optional[cst.Finally] = None
-        self.exits: list[cst.CSTNode] = []
-        self.leaves: list[tuple[cst.CSTNode, str]] = []
+        #: the first nested ``finally`` whose ``return``/``break``/``continue`` swallows
+        #: (libcst: its ``Finally``; ast: its ``Try``)
+        self.swallowing_finally: Optional[object] = None
+        self.exits: list = []
+        self.leaves: list[tuple[object, str]] = []
         #: nested handlers being walked, innermost last: (bound name, catches everything)
         self.nested: list[tuple[Optional[str], bool]] = []
         #: > 0 inside the body of a nested ``try`` with handlers (a raise there may be caught)
         self.guarded = 0
 
-    def block(self, suite: cst.BaseSuite, loop_depth: int) -> tuple[set[str], bool]:
-        if isinstance(suite, cst.SimpleStatementSuite):
-            return self.smalls(suite.body, loop_depth)
-        return self.statements(suite.body, loop_depth)
+    def block(self, suite, loop_depth: int) -> tuple[set[str], bool]:
+        raise NotImplementedError
 
-    def statements(self, stmts: Sequence[cst.BaseStatement], loop_depth: int) -> tuple[set[str], bool]:
+    def statement(self, st, loop_depth: int) -> tuple[set[str], bool]:
+        raise NotImplementedError
+
+    def statements(self, stmts: Sequence, loop_depth: int) -> tuple[set[str], bool]:
         ways: set[str] = set()
         for st in stmts:
             w, falls = self.statement(st, loop_depth)
@@ -290,6 +355,122 @@ class _Walker:
             if not falls:
                 return ways, False
         return ways, True
+
+    # ------------------------------------------------------------------ simple statements
+    def exit_here(self, node) -> set[str]:
+        self.exits.append(node)
+        return {EXIT}
+
+    def raise_here(self, node, plain: bool, name: Optional[str]) -> set[str]:
+        """A ``raise`` that is no exit: ``plain`` when its exception is absent or a name
+        (``name``: that name, None when absent)."""
+        way = self._raise_way(plain, name)
+        if way == RAISE_OTHER and not self.guarded:
+            self.leaves.append((node, RAISE_OTHER))
+        return {way}
+
+    def leave_here(self, node, way: str, loop_depth: int) -> set[str]:
+        """A ``return`` (``RETURN``), ``break`` or ``continue``: a ``break``/``continue`` of a
+        loop inside the block stays in it."""
+        if way != RETURN and loop_depth:
+            return set()
+        self.leaves.append((node, way))
+        return {way}
+
+    def _raise_way(self, plain: bool, name: Optional[str]) -> str:
+        """RERAISE for a bare ``raise`` / ``raise e`` of the caught exception; in a nested
+        handler, a bare ``raise`` or ``raise f`` of its own name re-raises what that handler
+        caught: RERAISE when it catches everything (a new cancellation, an interrupt may be
+        what it holds), else RAISE_OTHER; anything else is RAISE_OTHER."""
+        if not plain:
+            return RAISE_OTHER
+        for bound, broad in reversed(self.nested):
+            if name is None or name == bound:
+                return RERAISE if broad else RAISE_OTHER
+        if name is None or name == self.bound:
+            return RERAISE
+        return RAISE_OTHER
+
+    # ------------------------------------------------------------------ compound statements
+    def if_statement(self, body, orelse, elif_: bool, loop_depth: int) -> tuple[set[str], bool]:
+        """``orelse``: None, the ``elif`` statement (``elif_``) or the ``else`` block."""
+        ways, falls = self.block(body, loop_depth)
+        if orelse is None:
+            return ways, True
+        w, f = self.statement(orelse, loop_depth) if elif_ else self.block(orelse, loop_depth)
+        return ways | w, falls or f
+
+    def loop(self, body, orelse, forever: bool, runs: bool, breaks: bool, continues: Callable[[], bool],
+             loop_depth: int) -> tuple[set[str], bool]:
+        """A loop's body may run no time (``for`` over anything but a non-empty literal,
+        ``while`` with any test but a true constant): a ``raise`` in it covers no path by
+        itself. Its ``else`` (``orelse``, None: none) runs when it ends without ``break``.
+        ``forever``: a ``while`` with a true constant (it ends only by ``break``); ``runs``: a
+        ``for`` over a non-empty literal; ``breaks``: a ``break`` of this loop;
+        ``continues()``: a ``continue`` of this loop."""
+        ways, body_falls = self.block(body, loop_depth + 1)
+        # the loop can end by running out: its body may not run, may fall off its end or continue
+        ends = not forever and (not runs or body_falls or continues())
+        if orelse is not None and ends:
+            w, else_falls = self.block(orelse, loop_depth)
+            ways |= w
+            return ways, else_falls or breaks
+        return ways, ends or breaks
+
+    def match(self, cases: Sequence[tuple[object, bool]], loop_depth: int) -> tuple[set[str], bool]:
+        """``cases``: (body, irrefutable). No case may match unless one is irrefutable
+        (``case _:``, ``case name:``, no guard)."""
+        ways: set[str] = set()
+        falls = not any(irrefutable for _, irrefutable in cases)
+        for body, _ in cases:
+            w, f = self.block(body, loop_depth)
+            ways |= w
+            falls = falls or f
+        return ways, falls
+
+    def try_statement(self, body, handlers: Sequence[tuple[object, Optional[str], Callable[[], bool]]], orelse,
+                      finalbody, finally_node, loop_depth: int) -> tuple[set[str], bool]:
+        """``handlers``: (body, bound name, catches everything?); ``orelse``/``finalbody``: the
+        blocks or None; ``finally_node``: what ``swallowing_finally`` names."""
+        mark = len(self.leaves)
+        self.guarded += bool(handlers)
+        try:
+            ways, falls = self.block(body, loop_depth)
+        finally:
+            self.guarded -= bool(handlers)
+        for h_body, bound, broad in handlers:
+            self.nested.append((bound, broad()))
+            try:
+                w, f = self.block(h_body, loop_depth)
+            finally:
+                self.nested.pop()
+            ways |= w
+            falls = falls or f
+        if orelse is not None:
+            w, f = self.block(orelse, loop_depth)
+            ways |= w
+            falls = falls or f
+        if finalbody is None:
+            return ways, falls
+        outer = self.leaves[mark:]
+        del self.leaves[mark:]
+        fin_ways, fin_falls = self.block(finalbody, loop_depth)
+        if fin_ways & {RETURN, BREAK, CONTINUE} and self.swallowing_finally is None:
+            self.swallowing_finally = finally_node
+        if not fin_falls:
+            # the finally always leaves by itself: whatever the body raised is dropped
+            return fin_ways, False
+        self.leaves[mark:mark] = outer
+        return ways | fin_ways, falls
+
+
+class _Walker(_WalkerBase):
+    """``_WalkerBase`` on libcst."""
+
+    def block(self, suite: cst.BaseSuite, loop_depth: int) -> tuple[set[str], bool]:
+        if isinstance(suite, cst.SimpleStatementSuite):
+            return self.smalls(suite.body, loop_depth)
+        return self.statements(suite.body, loop_depth)
 
     def smalls(self, smalls: Sequence[cst.BaseSmallStatement], loop_depth: int) -> tuple[set[str], bool]:
         ways: set[str] = set()
@@ -303,143 +484,59 @@ class _Walker:
         """The ways out when ``small`` ends the block, else None (control goes on)."""
         if isinstance(small, cst.Raise):
             if self.facts.is_exit(small):
-                self.exits.append(small)
-                return {EXIT}
-            way = self._raise_way(small.exc)
-            if way == RAISE_OTHER and not self.guarded:
-                self.leaves.append((small, RAISE_OTHER))
-            return {way}
+                return self.exit_here(small)
+            exc = small.exc
+            return self.raise_here(small, exc is None or isinstance(exc, cst.Name),
+                                   exc.value if isinstance(exc, cst.Name) else None)
         if isinstance(small, cst.Return):
-            self.leaves.append((small, RETURN))
-            return {RETURN}
+            return self.leave_here(small, RETURN, loop_depth)
         if isinstance(small, cst.Break):
-            if loop_depth:
-                return set()
-            self.leaves.append((small, BREAK))
-            return {BREAK}
+            return self.leave_here(small, BREAK, loop_depth)
         if isinstance(small, cst.Continue):
-            if loop_depth:
-                return set()
-            self.leaves.append((small, CONTINUE))
-            return {CONTINUE}
+            return self.leave_here(small, CONTINUE, loop_depth)
         if isinstance(small, cst.Expr):
             value = small.value
             if isinstance(value, cst.Await):
                 value = value.expression
             if isinstance(value, cst.Call) and self.facts.is_exit(value):
-                self.exits.append(value)
-                return {EXIT}
+                return self.exit_here(value)
         return None
-
-    def _raise_way(self, exc: Optional[cst.BaseExpression]) -> str:
-        """RERAISE for a bare ``raise`` / ``raise e`` of the caught exception; in a nested
-        handler, a bare ``raise`` or ``raise f`` of its own name re-raises what that handler
-        caught: RERAISE when it catches everything (a new cancellation, an interrupt may be
-        what it holds), else RAISE_OTHER; anything else is RAISE_OTHER."""
-        if exc is not None and not isinstance(exc, cst.Name):
-            return RAISE_OTHER
-        name = exc.value if exc is not None else None
-        for bound, broad in reversed(self.nested):
-            if name is None or name == bound:
-                return RERAISE if broad else RAISE_OTHER
-        if name is None or name == self.bound:
-            return RERAISE
-        return RAISE_OTHER
 
     def _catches_everything(self, handler: Union[cst.ExceptHandler, cst.ExceptStarHandler]) -> bool:
         t = handler.type
         if t is None:
             return True
         exprs = [el.value for el in t.elements] if isinstance(t, cst.Tuple) else [t]
+        names = []
         for e in exprs:
             name = self.facts.qualified_name(e, handler) or ""
-            if name in ("builtins.BaseException", "asyncio.CancelledError", "asyncio.exceptions.CancelledError",
-                        "concurrent.futures.CancelledError"):
-                return True
-            if name == "" and isinstance(e, (cst.Name, cst.Attribute)):
-                last = e.value if isinstance(e, cst.Name) else e.attr.value
-                if last in ("BaseException", "CancelledError"):
-                    return True
-        return False
-
-    def loop(self, st: Union[cst.For, cst.While], loop_depth: int) -> tuple[set[str], bool]:
-        """A loop's body may run no time (``for`` over anything but a non-empty literal,
-        ``while`` with any test but a true constant): a ``raise`` in it covers no path by
-        itself. Its ``else`` runs when it ends without ``break``."""
-        ways, body_falls = self.block(st.body, loop_depth + 1)
-        breaks = _breaks(st.body)
-        forever = isinstance(st, cst.While) and _is_true(st.test)  # ends only by `break`
-        runs = isinstance(st, cst.For) and _non_empty(st.iter)
-        # the loop can end by running out: its body may not run, may fall off its end or continue
-        ends = not forever and (not runs or body_falls or _continues(st.body))
-        if st.orelse is not None and ends:
-            w, else_falls = self.block(st.orelse.body, loop_depth)
-            ways |= w
-            return ways, else_falls or breaks
-        return ways, ends or breaks
+            last = e.value if isinstance(e, cst.Name) else e.attr.value if isinstance(e, cst.Attribute) else None
+            names.append((name, last))
+        return catches_everything(names)
 
     def statement(self, st: cst.BaseStatement, loop_depth: int) -> tuple[set[str], bool]:
         if isinstance(st, cst.SimpleStatementLine):
             return self.smalls(st.body, loop_depth)
         if isinstance(st, cst.If):
-            ways, falls = self.block(st.body, loop_depth)
             orelse = st.orelse
-            if orelse is None:
-                return ways, True
             if isinstance(orelse, cst.If):
-                w, f = self.statement(orelse, loop_depth)
-            else:
-                w, f = self.block(orelse.body, loop_depth)
-            return ways | w, falls or f
+                return self.if_statement(st.body, orelse, True, loop_depth)
+            return self.if_statement(st.body, None if orelse is None else orelse.body, False, loop_depth)
         if isinstance(st, (cst.For, cst.While)):
-            return self.loop(st, loop_depth)
+            return self.loop(st.body, None if st.orelse is None else st.orelse.body,
+                             isinstance(st, cst.While) and _is_true(st.test),
+                             isinstance(st, cst.For) and _non_empty(st.iter), _breaks(st.body),
+                             lambda: _continues(st.body), loop_depth)
         if isinstance(st, (cst.Try, cst.TryStar)):
-            return self.try_statement(st, loop_depth)
+            handlers = [(h.body, h.name.name.value if h.name is not None and isinstance(h.name.name, cst.Name)
+                         else None, lambda h=h: self._catches_everything(h)) for h in st.handlers]
+            return self.try_statement(st.body, handlers, None if st.orelse is None else st.orelse.body,
+                                      None if st.finalbody is None else st.finalbody.body, st.finalbody, loop_depth)
         if isinstance(st, cst.With):
             return self.block(st.body, loop_depth)
         if isinstance(st, cst.Match):
-            # no case may match unless one is irrefutable (`case _:`, `case name:`, no guard)
-            ways: set[str] = set()
-            falls = not any(_irrefutable(case) for case in st.cases)
-            for case in st.cases:
-                w, f = self.block(case.body, loop_depth)
-                ways |= w
-                falls = falls or f
-            return ways, falls
+            return self.match([(case.body, _irrefutable(case)) for case in st.cases], loop_depth)
         return set(), True  # def, class: defining runs nothing
-
-    def try_statement(self, st: Union[cst.Try, cst.TryStar], loop_depth: int) -> tuple[set[str], bool]:
-        mark = len(self.leaves)
-        self.guarded += bool(st.handlers)
-        try:
-            ways, falls = self.block(st.body, loop_depth)
-        finally:
-            self.guarded -= bool(st.handlers)
-        for h in st.handlers:
-            bound = h.name.name.value if h.name is not None and isinstance(h.name.name, cst.Name) else None
-            self.nested.append((bound, self._catches_everything(h)))
-            try:
-                w, f = self.block(h.body, loop_depth)
-            finally:
-                self.nested.pop()
-            ways |= w
-            falls = falls or f
-        if st.orelse is not None:
-            w, f = self.block(st.orelse.body, loop_depth)
-            ways |= w
-            falls = falls or f
-        if st.finalbody is None:
-            return ways, falls
-        outer = self.leaves[mark:]
-        del self.leaves[mark:]
-        fin_ways, fin_falls = self.block(st.finalbody.body, loop_depth)
-        if fin_ways & {RETURN, BREAK, CONTINUE} and self.swallowing_finally is None:
-            self.swallowing_finally = st.finalbody
-        if not fin_falls:
-            # the finally always leaves by itself: whatever the body raised is dropped
-            return fin_ways, False
-        self.leaves[mark:mark] = outer
-        return ways | fin_ways, falls
 
 
 def _scan(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
