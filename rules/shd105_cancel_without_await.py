@@ -362,10 +362,8 @@ class _Ast(_Decide, AstCheck):
         if t is ast.keyword:
             return self.facts.parent(parent)
         if t is ast.Starred:
-            node, parent = parent, self.facts.parent(parent)
-        else:
-            node = call
-        return parent if type(parent) is ast.Call and any(a is node for a in parent.args) else None
+            parent = self.facts.parent(parent)
+        return parent if type(parent) is ast.Call else None  # (as the callee, ``_check`` finds no method)
 
     def _subscript_targets(self, call) -> list:
         parent = self.facts.parent(call)
@@ -411,7 +409,45 @@ class _Ast(_Decide, AstCheck):
         return [n for n in ast.walk(region) if type(n) is ast.Await]
 
     def _references(self, node) -> set[str]:
-        return _cst_names(node) | {self._code(n) for n in ast.walk(node) if type(n) is ast.Attribute}
+        out = _cst_names(node)
+        todo = [node]
+        while todo:
+            n = todo.pop()
+            t = type(n)
+            if t is ast.JoinedStr:
+                out |= self._fstring_attributes(n)
+                continue
+            if t is ast.Attribute:
+                out.add(self._code(n))
+            todo.extend(ast.iter_child_nodes(n))
+        return out
+
+    def _fstring_attributes(self, node: ast.JoinedStr) -> set[str]:
+        """libcst's text of the attributes in an f-string (``f"{(self.x)}"``: ``(self.x)``, where
+        the facts' text of a node inside an f-string has no parentheses): libcst's reading of the
+        f-string's text, written at its statement's indentation (libcst drops a statement's block
+        indentation after a newline inside brackets)."""
+        if not any(type(n) is ast.Attribute for n in ast.walk(node)):
+            return set()
+        stmt = node
+        while stmt is not None and not isinstance(stmt, ast.stmt):
+            stmt = self.facts.parent(stmt)
+        line = self.facts.lines[stmt.lineno - 1] if stmt is not None else ""
+        indent = line[:len(line) - len(line.lstrip(" \t"))]
+        segment = self.facts.segment(node)
+        text = f"if 1:\n{indent}({segment})\n" if indent else f"({segment})\n"
+        try:
+            module = cst.parse_module(text)
+        except Exception:  # noqa: BLE001 - (not seen: the f-string parsed as part of its file)
+            return {self._code(n) for n in ast.walk(node) if type(n) is ast.Attribute}
+        found: set[str] = set()
+
+        class V(cst.CSTVisitor):
+            def visit_Attribute(self, n: cst.Attribute) -> None:
+                found.add(_code(n))
+
+        walk(module, V())
+        return found
 
     def _code(self, node) -> str:
         return self.facts.code_for_node(node)

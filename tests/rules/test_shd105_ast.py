@@ -107,6 +107,22 @@ CASES = {
             f: asyncio.Future = asyncio.Future()
             f.cancel()
         """),
+    'spawned by an untyped self._loop': (('t', TASK), """
+        class A:
+            async def run(self):
+                t = self._loop.create_task(work())
+                t.cancel()
+        """),
+    'spawned by an event_loop parameter': (('t', TASK), """
+        async def main(event_loop):
+            t = event_loop.create_task(work())
+            t.cancel()
+        """),
+    'spawned by an untyped other': (NO, """
+        async def main(runner):
+            t = runner.create_task(work())
+            t.cancel()
+        """),
     'spawned through an alias and a loop': (('t', TASK), """
         async def main():
             loop = aio.get_running_loop()
@@ -397,7 +413,7 @@ CASES = {
         async def main():
             t = asyncio.create_task(work())
             t.cancel()
-            async for x in agen(t):
+            async for x in t:
                 await x
         """),
     'for over it whose await is in a nested def': (('t', TASK), """
@@ -448,6 +464,35 @@ CASES = {
             async def stop(self):
                 self._t.cancel()
                 await self._t
+        """),
+    'self attribute in an f-string after': (NO, """
+        class A:
+            async def start(self):
+                self._t = asyncio.create_task(work())
+
+            async def stop(self):
+                self._t.cancel()
+                note(f"{self._t}")
+        """),
+    'parenthesised self attribute in an f-string after': (('self._t', TASK), """
+        class A:
+            async def start(self):
+                self._t = asyncio.create_task(work())
+
+            async def stop(self):
+                self._t.cancel()
+                note(f"{(self._t)!r:>{w}}" "x")
+        """),
+    'self attribute over two lines in a triple-quoted f-string': (NO, """
+        class A:
+            async def start(self):
+                self._t = asyncio.create_task(work())
+
+            async def stop(self):
+                (self
+                    ._t).cancel()
+                note(f\"\"\"{(self
+                    ._t)}\"\"\")
         """),
     'yield from in a nested generator after': (NO, """
         async def main():
@@ -583,7 +628,7 @@ CASES = {
         """),
     'loop over a starred literal': (('t', LOOP), """
         async def main():
-            tasks = [*[asyncio.create_task(work())], asyncio.create_task(work())]
+            tasks = [*asyncio.create_task(work())]
             for t in tasks:
                 t.cancel()
         """),
@@ -676,7 +721,7 @@ CASES = {
     'asyncio.wait starred target': (('t', LOOP), """
         async def main():
             ta = asyncio.create_task(work())
-            *done, pending = await asyncio.wait([ta])
+            done, *pending = await asyncio.wait([ta])
             for t in pending:
                 t.cancel()
         """),
@@ -719,6 +764,14 @@ CASES = {
             done, pending = await asyncio.wait([b, c, a])
             for t in pending:
                 t.cancel()
+        """),
+    'asyncio.wait naming True, True kept after': (NO, """
+        async def main():
+            ta = asyncio.create_task(work())
+            done, pending = await asyncio.wait([ta, True])
+            for t in pending:
+                t.cancel()
+            x = True
         """),
     'loop variable rebound in the function': (('t', LOOP), """
         async def main():
