@@ -1,11 +1,16 @@
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from typing import Optional
 
 import libcst as cst
 
+from shutdown_lint.ast_engine.check import AstCheck, FixPlan
+from shutdown_lint.ast_engine.execution import _same_module_bases as ast_same_module_bases
+from shutdown_lint.ast_engine.facts import first_argument
 from shutdown_lint.prefilter import words as C
 from shutdown_lint.prefilter.code import code_only
 from shutdown_lint.facts import ClassInfo, FunctionInfo
@@ -126,7 +131,285 @@ def _decorated(src: bytes, line_start: int) -> Optional[bool]:
     return False
 
 
-class AsyncActorWithoutSigtermCleanup(Rule):
+_OWNER_MESSAGE = ("async actor `{cls}` holds resources in `{owner}()` but does not handle SIGTERM: "
+                  "its event loop's tasks are never cancelled, so their cleanup never runs")
+_INHERITED_MESSAGE = ("async actor `{cls}` holds resources in {owner}, inherited, but does not handle SIGTERM: "
+                      "its event loop's tasks are never cancelled, so their cleanup never runs")
+_CALL_IN_INIT = "Call `runtime_guard.ray.setup_worker()` in `__init__`"
+_ADD_INIT = "Add an `__init__` that calls `runtime_guard.ray.setup_worker()`"
+
+
+class _Decide:
+    """What SHD404 decides, on either tree (``AsyncActorWithoutSigtermCleanup``: libcst; ``_Ast``:
+    ``ast``). The tree answers ``_owns_resource`` (a function's body holds a resource),
+    ``_first_argument_text`` (libcst's ``call.args[0].value`` as code, None without arguments),
+    ``_module_setup_hook``, ``_bases`` (the class's base expressions, ``*b`` as ``b``),
+    ``_module_bases`` (``same_module_bases``), ``_code``, ``_fix`` and ``_report_name`` (a finding
+    on the class's name)."""
+
+    def _check_class(self, node) -> None:
+        cls = self.facts.class_of(node)
+        if cls is not None and self.facts.is_threaded_ray_actor(cls):
+            self._check_threaded(node, cls)
+            return
+        if cls is None or not self.facts.is_ray_remote_class(cls):
+            return
+        if not cls.has_async_methods:
+            self._check_inherited(node, cls)
+            return
+        owner = next((m for m in cls.methods.values() if m.is_async and self._owns_resource(m)), None)
+        if owner is None or self._handles_sigterm(cls) or self._module_setup_hook():
+            return
+        self._report_name(node, _OWNER_MESSAGE.format(cls=cls.name, owner=owner.name), self._fix(cls))
+
+    def _check_inherited(self, node, cls: ClassInfo) -> None:
+        """An actor class whose async methods are all inherited: from a base of this module, or
+        one in another module of the project (the project index, through the class hierarchy).
+        The fix only goes into an ``__init__`` the class has (a new one would skip the base's)."""
+        owner: Optional[str] = None
+        handled = False
+        for base in self._module_bases(cls):
+            if self._handles_sigterm(base):
+                handled = True
+            m = next((m for m in base.methods.values() if m.is_async and m.name not in cls.methods
+                      and self._owns_resource(m)), None)
+            if m is not None and owner is None:
+                owner = f"`{base.name}.{m.name}()`"
+        view = self.facts.project
+        if owner is None and view is not None:
+            for base in self._bases(cls.node):
+                q = self.facts.qualified_name(base, node)
+                hit = view.resolve(q) if q else None
+                if not isinstance(hit, ProjectClass):
+                    continue
+                for c in view.index.mro(hit, view.deps):
+                    for name, info in c.info["methods"].items():
+                        if any(call[0].rsplit(".", 1)[-1] in self._setup_words() for call in info["calls"]):
+                            handled = True
+                        if owner is None and info["async"] and name not in cls.methods and (
+                                info["finally"] or info["async_with"]):
+                            owner = f"`{c.name}.{name}()` ({display_path(c.path)}:{info['line']})"
+                view.deps.pop(view.path, None)
+        if owner is None or handled or self._handles_sigterm(cls) or self._module_setup_hook():
+            return
+        self._report_name(node, _INHERITED_MESSAGE.format(cls=cls.name, owner=owner),
+                          self._fix(cls) if "__init__" in cls.methods else None)
+
+    def _setup_words(self) -> set[str]:
+        return {name.rsplit(".", 1)[-1] for name in self.config["setup_calls"]} | {"signal", "add_signal_handler"}
+
+    def _check_threaded(self, node, cls: ClassInfo) -> None:
+        """A threaded actor (``max_concurrency`` > 1) whose method runs a resource-owning coroutine
+        with ``asyncio.run``: that loop lives on a pool thread, where SIGTERM never arrives and
+        ``signal.signal`` raises. Only ``setup_worker`` (or the setup hook) counts as handling it."""
+        for method in cls.methods.values():
+            for call, coro in self.facts.main_runner_calls(method):
+                owner = self._owning_coroutine(coro)
+                if owner is None:
+                    continue
+                if self._calls_setup(cls) or self._module_setup_hook():
+                    return
+                runner = self._code(call.func)
+                self._report_name(
+                    node,
+                    f"threaded actor `{cls.name}` (max_concurrency > 1) runs `{runner}({coro.name}())` in "
+                    f"`{method.name}()` on a thread of its pool: SIGTERM never reaches that event loop "
+                    f"(and `signal.signal` raises off the main thread), so `{owner.name}()`'s cleanup never runs",
+                    self._fix(cls),
+                )
+                return
+
+    def _owning_coroutine(self, coro: Optional[FunctionInfo]) -> Optional[FunctionInfo]:
+        """``coro`` or a same-module coroutine it awaits (transitively) that owns a resource."""
+        if coro is None or not coro.is_async:
+            return None
+        seen: set = set()
+        todo = [coro]
+        while todo:
+            fn = todo.pop()
+            if fn in seen:
+                continue
+            seen.add(fn)
+            if self._owns_resource(fn):
+                return fn
+            todo.extend(t for _, t in self.facts.callees(fn) if t.is_async)
+        return None
+
+    def _calls_setup(self, cls: ClassInfo) -> bool:
+        setup_calls = set(self.config["setup_calls"])
+        return any(self.facts.call_name(call) in setup_calls
+                   for method in cls.methods.values() for call in method.calls)
+
+    def _handles_sigterm(self, cls: ClassInfo) -> bool:
+        setup_calls = set(self.config["setup_calls"])
+        methods = set(cls.methods.values())
+        for call in self.facts.calls:
+            # a call under one of the methods' nodes: its scope (the function the walk was in: a
+            # method's decorators and defaults count as the method's) is one of them or nested in one
+            scope = self.facts.scope_of(call)
+            while scope is not None and scope not in methods:
+                scope = scope.scope
+            if scope is not None:
+                name = self.facts.call_name(call)
+                if name in setup_calls:
+                    return True
+                if name in _SIGNAL_INSTALLERS and "SIGTERM" in (self._first_argument_text(call) or ""):
+                    return True
+        return False
+
+
+class _Ast(_Decide, AstCheck):
+    """SHD404 on ``ast`` (``ast_engine``): the same decisions (``_Decide``), the tree's answers read
+    from ``ast``: ``try`` (not ``try*``) finally blocks and ``except`` handlers (not ``except*``),
+    ``async with`` items, a sole-string dict key (not joined strings), bases with ``*b`` as ``b``,
+    code text as libcst's, a body on its header's line (no fix), and the class name's position
+    read from the source after ``class`` (character columns; a backslash may come between)."""
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self._check_class(node)
+
+    def _report_name(self, node: ast.ClassDef, message: str, fix: Optional[FixPlan]) -> None:
+        self.report(None, message, fix=fix, span=self._name_span(node))
+
+    def _name_span(self, node: ast.ClassDef) -> tuple[int, int, int, int]:
+        """libcst's span of the class's ``Name``: after ``class``, spaces and backslash continuations."""
+        lines = self.facts.lines
+        line = node.lineno
+        text = lines[line - 1]
+        at = node.col_offset + len("class")  # only spaces before ``class``: bytes are characters
+        while True:
+            at = _GAP.match(text, at).end()
+            if text.startswith("\\", at) and line < len(lines) and not text[at + 1:].strip("\r\n"):
+                line += 1
+                text, at = lines[line - 1], 0
+                continue
+            break
+        end = _NAME_END.match(text, at).end()
+        return (line, at, line, end)
+
+    def _owns_resource(self, fn: FunctionInfo) -> bool:
+        facts = self.facts
+        words = self.config["resource_words"]
+        resource = cleanup = False
+        starred: set[int] = set()  # ``except*`` handlers: libcst's ExceptStarHandler
+        for stmt in fn.node.body:
+            for n in ast.walk(stmt):
+                t = type(n)
+                if t is ast.Try:
+                    if n.finalbody and _may_clean_up(n.finalbody):
+                        return True
+                elif t is _TRY_STAR:
+                    starred.update(id(h) for h in n.handlers)
+                elif t is ast.AsyncWith:
+                    # Only context managers that hold something outside the process count: an
+                    # HTTP client session or a lock dies with the process, a sandbox does not.
+                    if any(_ast_external_resource(item.context_expr, words, facts) for item in n.items):
+                        return True
+                elif t is ast.ExceptHandler:
+                    if id(n) not in starred and n.type is not None and \
+                            facts.qualified_name(n.type, n) in _CANCEL_TYPES and _may_clean_up(n.body):
+                        return True
+                elif t is ast.Call:
+                    name = _ast_callee_name(n.func)
+                    if name is not None:
+                        resource = resource or mentions(name, words)
+                        cleanup = cleanup or bool(set(identifier_words(name)) & _CLEANUP_VERBS)
+        return resource and cleanup
+
+    def _first_argument_text(self, call: ast.Call) -> Optional[str]:
+        first = first_argument(call)
+        return None if first is None else self.facts.code_for_node(first)
+
+    def _module_setup_hook(self) -> bool:
+        facts = self.facts
+        if _HOOK_KEY not in facts.code():
+            return False
+        for n in ast.walk(facts.module):
+            t = type(n)
+            if t is ast.Dict:
+                for key, value in zip(n.keys, n.values):
+                    if type(key) is ast.Constant and key.value == _HOOK_KEY and self._one_string(key) \
+                            and "setup_worker" in facts.code_for_node(value):
+                        return True
+            elif t is ast.keyword and n.arg == _HOOK_KEY and "setup_worker" in facts.code_for_node(n.value):
+                return True
+        return False
+
+    def _one_string(self, node: ast.Constant) -> bool:
+        """libcst's ``SimpleString``: one string token (not ``"a" "b"``, whose value ``ast`` joins)."""
+        try:
+            toks = list(tokenize.generate_tokens(io.StringIO("(" + self.facts.segment(node) + ")").readline))
+        except (tokenize.TokenError, SyntaxError):
+            return False
+        return sum(tok.type == tokenize.STRING for tok in toks) == 1
+
+    @staticmethod
+    def _bases(node: ast.ClassDef) -> list:
+        return [b.value if type(b) is ast.Starred else b for b in node.bases]
+
+    def _module_bases(self, cls: ClassInfo) -> list[ClassInfo]:
+        return ast_same_module_bases(self.facts, cls)
+
+    def _code(self, node: ast.AST) -> str:
+        """libcst's ``code_for_node``: ``AstFacts.code_for_node``, and a line ending inside brackets
+        that is the module's default one (its first line ending) written ``\\n``, as libcst renders
+        it without its module (a string's lines and a line after a backslash keep theirs)."""
+        text = self.facts.code_for_node(node)
+        found = _LINE_END.search(self.facts.code())
+        default = found.group(0) if found else "\n"
+        if default == "\n" or default not in text:
+            return text
+        lines = _LINES.split(text)
+        wrapped = [ln.rstrip("\r\n") + "\n" for ln in lines]  # as one bracketed expression, ``\n`` ended
+        wrapped[0], wrapped[-1] = "(" + wrapped[0], wrapped[-1][:-1] + ")\n"
+        feed = iter(wrapped)
+        try:
+            inside = {tok.start[0] for tok in tokenize.generate_tokens(lambda: next(feed, ""))
+                      if tok.type == tokenize.NL}
+        except (tokenize.TokenError, SyntaxError):
+            return text
+        return "".join(ln[:-len(default)] + "\n" if i in inside and ln.endswith(default) else ln
+                       for i, ln in enumerate(lines, 1))
+
+    def _fix(self, cls: ClassInfo) -> Optional[FixPlan]:
+        init = cls.methods.get("__init__")
+        if init is not None:
+            if init.is_async or self._on_header_line(init.node):
+                return None
+            return FixPlan.safe(_CALL_IN_INIT)
+        if self._on_header_line(cls.node):
+            return None
+        return FixPlan.safe(_ADD_INIT)
+
+    def _on_header_line(self, node) -> bool:
+        """libcst's body is a ``SimpleStatementSuite`` (``def f(self): x = 1``, also after a backslash)."""
+        first = node.body[0]
+        return self.facts.enclosing_statement(first) is not first
+
+
+#: spaces between ``class`` and its name (a backslash continuation is followed by ``_name_span``)
+_GAP = re.compile(r"[ \t\f]*")
+#: a class name: up to its bases, type parameters, ``:``, a space or a backslash
+_NAME_END = re.compile(r"[^\s(\[:\\#]*")
+_TRY_STAR = getattr(ast, "TryStar", None)
+#: the first line ending (libcst's default newline) and a split after each line ending
+_LINE_END = re.compile(r"\r\n?|\n")
+_LINES = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
+
+
+def _ast_external_resource(expr: ast.AST, words, facts) -> bool:
+    """``_external_resource`` on Python's ``ast``."""
+    if _ast_lock_like(expr):
+        return False
+    target = expr.func if type(expr) is ast.Call else expr
+    qualified = facts.qualified_name(target, expr) or ""
+    if qualified.startswith(_IN_PROCESS_PREFIXES):
+        return False
+    name = _ast_callee_name(target)
+    return name is not None and mentions(name, words)
+
+
+class AsyncActorWithoutSigtermCleanup(_Decide, Rule):
     """
     ## What it does
     Flags an `@ray.remote` class (or a class passed to `ray.remote(...)`) that has
@@ -655,110 +938,30 @@ class AsyncActorWithoutSigtermCleanup(Rule):
         ),
     ]
 
+    ast_check = _Ast
+
     # ------------------------------------------------------------------ visitors
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        cls = self.facts.class_of(node)
-        if cls is not None and self.facts.is_threaded_ray_actor(cls):
-            self._check_threaded(node, cls)
-            return
-        if cls is None or not self.facts.is_ray_remote_class(cls):
-            return
-        if not cls.has_async_methods:
-            self._check_inherited(node, cls)
-            return
-        owner = next((m for m in cls.methods.values() if m.is_async and self._owns_resource(m)), None)
-        if owner is None or self._handles_sigterm(cls) or self._module_setup_hook():
-            return
-        self.report(
-            node.name,
-            f"async actor `{cls.name}` holds resources in `{owner.name}()` but does not handle SIGTERM: "
-            "its event loop's tasks are never cancelled, so their cleanup never runs",
-            fix=self._fix(cls),
-        )
+        self._check_class(node)
 
-    def _check_inherited(self, node: cst.ClassDef, cls: ClassInfo) -> None:
-        """An actor class whose async methods are all inherited: from a base of this module, or
-        one in another module of the project (the project index, through the class hierarchy).
-        The fix only goes into an ``__init__`` the class has (a new one would skip the base's)."""
-        owner: Optional[str] = None
-        handled = False
-        for base in same_module_bases(self.facts, cls):
-            if self._handles_sigterm(base):
-                handled = True
-            m = next((m for m in base.methods.values() if m.is_async and m.name not in cls.methods
-                      and self._owns_resource(m)), None)
-            if m is not None and owner is None:
-                owner = f"`{base.name}.{m.name}()`"
-        view = self.facts.project
-        if owner is None and view is not None:
-            for base in cls.node.bases:
-                q = self.facts.qualified_name(base.value, node)
-                hit = view.resolve(q) if q else None
-                if not isinstance(hit, ProjectClass):
-                    continue
-                for c in view.index.mro(hit, view.deps):
-                    for name, info in c.info["methods"].items():
-                        if any(call[0].rsplit(".", 1)[-1] in self._setup_words() for call in info["calls"]):
-                            handled = True
-                        if owner is None and info["async"] and name not in cls.methods and (
-                                info["finally"] or info["async_with"]):
-                            owner = f"`{c.name}.{name}()` ({display_path(c.path)}:{info['line']})"
-                view.deps.pop(view.path, None)
-        if owner is None or handled or self._handles_sigterm(cls) or self._module_setup_hook():
-            return
-        self.report(
-            node.name,
-            f"async actor `{cls.name}` holds resources in {owner}, inherited, but does not handle SIGTERM: "
-            "its event loop's tasks are never cancelled, so their cleanup never runs",
-            fix=self._fix(cls) if "__init__" in cls.methods else None,
-        )
+    def _report_name(self, node: cst.ClassDef, message: str, fix: Optional[Fix]) -> None:
+        self.report(node.name, message, fix=fix)
 
-    def _setup_words(self) -> set[str]:
-        return {name.rsplit(".", 1)[-1] for name in self.config["setup_calls"]} | {"signal", "add_signal_handler"}
+    # ------------------------------------------------------------------ the tree's answers (libcst)
+    @staticmethod
+    def _bases(node: cst.ClassDef) -> list:
+        return [base.value for base in node.bases]
 
-    def _check_threaded(self, node: cst.ClassDef, cls: ClassInfo) -> None:
-        """A threaded actor (``max_concurrency`` > 1) whose method runs a resource-owning coroutine
-        with ``asyncio.run``: that loop lives on a pool thread, where SIGTERM never arrives and
-        ``signal.signal`` raises. Only ``setup_worker`` (or the setup hook) counts as handling it."""
-        for method in cls.methods.values():
-            for call, coro in self.facts.main_runner_calls(method):
-                owner = self._owning_coroutine(coro)
-                if owner is None:
-                    continue
-                if self._calls_setup(cls) or self._module_setup_hook():
-                    return
-                runner = cst.Module([]).code_for_node(call.func)
-                self.report(
-                    node.name,
-                    f"threaded actor `{cls.name}` (max_concurrency > 1) runs `{runner}({coro.name}())` in "
-                    f"`{method.name}()` on a thread of its pool: SIGTERM never reaches that event loop "
-                    f"(and `signal.signal` raises off the main thread), so `{owner.name}()`'s cleanup never runs",
-                    fix=self._fix(cls),
-                )
-                return
+    def _module_bases(self, cls: ClassInfo) -> list[ClassInfo]:
+        return same_module_bases(self.facts, cls)
 
-    def _owning_coroutine(self, coro: Optional[FunctionInfo]) -> Optional[FunctionInfo]:
-        """``coro`` or a same-module coroutine it awaits (transitively) that owns a resource."""
-        if coro is None or not coro.is_async:
-            return None
-        seen: set = set()
-        todo = [coro]
-        while todo:
-            fn = todo.pop()
-            if fn in seen:
-                continue
-            seen.add(fn)
-            if self._owns_resource(fn):
-                return fn
-            todo.extend(t for _, t in self.facts.callees(fn) if t.is_async)
-        return None
+    @staticmethod
+    def _code(node: cst.CSTNode) -> str:
+        return cst.Module([]).code_for_node(node)
 
-    def _calls_setup(self, cls: ClassInfo) -> bool:
-        setup_calls = set(self.config["setup_calls"])
-        return any(self.facts.call_name(call) in setup_calls
-                   for method in cls.methods.values() for call in method.calls)
+    def _first_argument_text(self, call: cst.Call) -> Optional[str]:
+        return cst.Module([]).code_for_node(call.args[0].value) if call.args else None
 
-    # ------------------------------------------------------------------ facts
     def _owns_resource(self, fn: FunctionInfo) -> bool:
         found = {"resource": False, "cleanup": False, "strong": False}
         facts = self.facts
@@ -793,23 +996,6 @@ class AsyncActorWithoutSigtermCleanup(Rule):
 
         walk(fn.node.body, _Scan())
         return found["strong"] or (found["resource"] and found["cleanup"])
-
-    def _handles_sigterm(self, cls: ClassInfo) -> bool:
-        setup_calls = set(self.config["setup_calls"])
-        methods = set(cls.methods.values())
-        for call in self.facts.calls:
-            # a call under one of the methods' nodes: its scope (the function the walk was in: a
-            # method's decorators and defaults count as the method's) is one of them or nested in one
-            scope = self.facts.scope_of(call)
-            while scope is not None and scope not in methods:
-                scope = scope.scope
-            if scope is not None:
-                name = self.facts.call_name(call)
-                if name in setup_calls:
-                    return True
-                if name in _SIGNAL_INSTALLERS and call.args and "SIGTERM" in cst.Module([]).code_for_node(call.args[0].value):
-                    return True
-        return False
 
     def _module_setup_hook(self) -> bool:
         found = [False]
