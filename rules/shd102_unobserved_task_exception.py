@@ -1,15 +1,20 @@
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 import weakref
 from typing import Optional, Union
 
 import libcst as cst
 
+from shutdown_lint.ast_engine import AstCheck, FixPlan
+from shutdown_lint.ast_engine.exit_paths import exit_paths_of
+from shutdown_lint.ast_engine.facts import first_argument
 from shutdown_lint.prefilter import words as C
 from shutdown_lint.prefilter.ast_tree import COMPREHENSIONS
 from shutdown_lint.prefilter.ast_tree import walk as ast_walk
-from shutdown_lint.rule import Fix, Invalid, Option, Replace, Rule
+from shutdown_lint.rule import Applicability, Fix, Invalid, Option, Replace, Rule
 from shutdown_lint.traversal import walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
@@ -78,7 +83,869 @@ _TEXT_FUNCS = frozenset({"str", "repr", "format", "type", "traceback.format_exce
 Mode = str  # "task" (the node is a task) or "collection" (the node holds tasks)
 
 
-class UnobservedTaskException(Rule):
+class _Flow:
+    """What SHD102 decides, on either tree (the libcst rule and ``_Ast``): whether a spawn is
+    judged, the verdict of stored values (names, ``self`` attributes, subscripts), the cut of a
+    revisited holder (``_seen``), the messages and the fix's presence, applicability and message.
+    The tree's answers are each class's own: ``_follow`` and what it reads (``_as_argument``,
+    ``_wait_result``, ``_method_use``, ``_iterated``...), ``_is_store``/``_unpacked_store``,
+    ``_uses(region, value)`` (libcst's ``Name`` nodes spelled ``value``, in source order),
+    ``_attribute_uses_of``, ``_name``/``_attr``/``_on_self``/``_subscript_value``/``_callee``,
+    ``_text`` (libcst's code of a node), ``_own_errors``, ``_records_failures``, ``_report_spawn``."""
+
+    def _judge_spawn(self, node, first) -> None:
+        """``node`` is a spawn whose first argument is ``first``: report it unless its task's
+        outcome is observed (``_follow``) or nothing can escape its coroutine."""
+        if self._own_errors(node, first):
+            return  # nothing can escape the coroutine: no exception to lose (a dropped one is SHD106's)
+        target = self.facts.coroutine_target(first, node)
+        other, why = self._coroutine_elsewhere(first, node) if target is None else (None, "")
+        if other is not None and other.info["async"] and other.info["swallows"]:
+            return  # the same, for a coroutine function in another module (project index)
+        self._seen: set = set()
+        self._lost_in_gather = False
+        self._lost_in_wait = False
+        verdict, where = self._follow(node, "task")
+        if verdict == OBSERVED:
+            return
+        if (self._lost_in_gather or self._lost_in_wait) and target is not None and self._records_failures(target):
+            return  # the coroutine keeps its own failures (`except BaseException as e: failure = e`)
+        log_only = verdict == LOG_ONLY
+        if verdict == REFERENCE_ONLY:
+            if not self.config["flag-reference-only"]:
+                return
+            message = (f"task kept in `{where}` whose done callback only discards it: an exception it "
+                       "raises is never looked at and the program goes on")
+        elif log_only:
+            message = (f"the task's exception is only written into a log by its done callback `{where}`: it is "
+                       "not stored, forwarded, set on a future or re-raised, so the program goes on and code "
+                       "waiting for this task's output waits forever")
+        elif self._lost_in_gather:
+            message = (f"task{'' if where is None else f' stored in `{where}`'} is awaited only through "
+                       "`gather(..., return_exceptions=True)` whose results are discarded: an exception it "
+                       "raises is lost and the program goes on")
+        elif self._lost_in_wait:
+            message = (f"task{'' if where is None else f' stored in `{where}`'} is awaited only through "
+                       "`asyncio.wait`, whose done set is never asked for results (`.result()`, "
+                       "`.exception()`, `await`, `gather(*done)`): `wait` does not raise a task's exception, "
+                       "so it is lost and the program goes on")
+        elif where is None:
+            message = ("task is discarded: an exception it raises is lost and the program goes on "
+                       "(and the loop holds only a weak reference to it)")
+        else:
+            message = (f"task stored in `{where}` is never awaited or checked: an exception it raises "
+                       "is lost and the program goes on")
+        self._report_spawn(node, message + why, log_only)
+
+    def _coroutine_elsewhere(self, arg, at):
+        """(function in another module that makes the task's coroutine, message suffix)."""
+        callee = self._callee(arg)
+        if callee is None:
+            return None, ""
+        other = self.facts.resolve_elsewhere(callee, at)
+        if other is None or not other.info["async"]:
+            return other, ""
+        info = other.info
+        if info["broad"] and info["finally_raises"]:
+            return other, (f" (`{other.qualname}` at {other.where()} catches every exception, but its "
+                           f"`finally` raises at {other.where(info['finally_raises'])})")
+        return other, ""
+
+    def _method_use(self, attr, mode: Mode) -> tuple[str, Optional[str]]:
+        call, name = self._method_call(attr)
+        if call is None:
+            # `tasks.discard` handed over as a callback still only forgets tasks
+            neutral = _COLLECTION_MUTATORS if mode == "collection" else _NEUTRAL_TASK_METHODS
+            return (UNOBSERVED, None) if name in neutral else (OBSERVED, None)
+        if mode == "task":
+            if name == "add_done_callback":
+                first = self._first(call)
+                if first is not None and self._forgets(first):
+                    return REFERENCE_ONLY, self._holder_text(first)
+                if first is not None and self._callback_only_logs(first, call):
+                    return LOG_ONLY, self._text(first)
+                return OBSERVED, None
+            if name in _OBSERVING_METHODS:
+                return OBSERVED, None
+            if name in _NEUTRAL_TASK_METHODS:
+                return UNOBSERVED, None
+            return OBSERVED, None
+        if name in _COLLECTION_MUTATORS:
+            return UNOBSERVED, None
+        if name in _ELEMENT_GETTERS:
+            if self._done_callback_body(call):
+                return UNOBSERVED, None  # `add_done_callback(lambda _: tasks.pop(k, None))`: dropped
+            return self._follow(call, "task")
+        if name in _VIEW_GETTERS:
+            return self._follow(call, "collection")
+        return OBSERVED, None
+
+    # ------------------------------------------------------------------ stored values
+    def _stored(self, targets: list, mode: Mode) -> tuple[str, Optional[str]]:
+        verdict: Optional[tuple[str, Optional[str]]] = None
+        for t in targets:
+            if self._name(t) is not None:
+                v = self._name_uses(t, mode)
+            elif self._attr(t) is not None:
+                v = self._attribute_uses(t, mode)
+            elif self._subscript_value(t) is not None:
+                v = self._follow_collection(self._subscript_value(t))
+            else:
+                v = (OBSERVED, None)
+            verdict = v if verdict is None else _best(verdict, v)
+        return verdict or (OBSERVED, None)
+
+    def _follow_collection(self, holder) -> tuple[str, Optional[str]]:
+        if self._name(holder) is not None:
+            return self._name_uses(holder, "collection")
+        if self._attr(holder) is not None:
+            return self._attribute_uses(holder, "collection")
+        return OBSERVED, None
+
+    def _name_uses(self, name, mode: Mode, unpacked: bool = False) -> tuple[str, Optional[str]]:
+        """The verdict of the loads of ``name`` where it is bound. ``unpacked``: also leave out the
+        names that are targets inside a tuple or list target (``done, pending = ...``), which
+        ``_follow`` would otherwise read as an unmodelled use."""
+        value = self._name(name)
+        key = ("name", value, mode, id(self.facts.scope_of(name)))
+        if key in self._seen:
+            return UNOBSERVED, value
+        self._seen.add(key)
+        # search where the name is bound: a module-level set used in a function is global
+        b = self.facts.lookup(value, self.facts.scope_of(name))
+        fn = self.facts.enclosing_function(name)
+        if b is not None:
+            region = b.scope.node if b.scope is not None else self.facts.module
+        else:
+            region = fn.node if fn is not None else self.facts.module
+        uses = [n for n in self._uses(region, value) if not self._is_store(n)
+                and not (unpacked and self._unpacked_store(n))]
+        return self._uses_verdict(uses, mode, value)
+
+    def _attribute_uses(self, attr, mode: Mode) -> tuple[str, Optional[str]]:
+        label = self._text(attr)
+        name = self._attr(attr)
+        key = ("attr", name, mode)
+        if key in self._seen:
+            return UNOBSERVED, label
+        self._seen.add(key)
+        if not self._on_self(attr):
+            return OBSERVED, None  # someone else's attribute: we cannot see its users
+        uses = [n for n in self._attribute_uses_of(name) if not self._is_store(n)]
+        return self._uses_verdict(uses, mode, label)
+
+    def _uses_verdict(self, uses: list, mode: Mode, label: str) -> tuple[str, Optional[str]]:
+        verdict: tuple[str, Optional[str]] = (UNOBSERVED, label)
+        for use in uses:
+            v = self._follow(use, mode)
+            if v[0] in (REFERENCE_ONLY, LOG_ONLY):
+                verdict = _best(verdict, (v[0], v[1] or label))
+            elif v[0] == OBSERVED:
+                return v
+        return verdict
+
+
+def _fix_choice(policy: str, log_only: bool) -> tuple[Optional[bool], str]:
+    """(safe: True/False, None for no fix; the fix's message). Only "log" leaves the program's
+    behaviour alone; the other policies end it when a task fails. A log-only callback under
+    "log" gets none: ``supervise(on_error="log")`` would log it a second time and change nothing else."""
+    if log_only and policy == "log":
+        return None, ""
+    return policy == "log", f'Wrap in `runtime_guard.supervise(..., on_error="{policy}")`'
+
+
+# ------------------------------------------------------------------ detection on ast
+_ELTS = (ast.List, ast.Tuple, ast.Set)
+_ELT_COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp)
+_LOOPS = (ast.For, ast.AsyncFor, ast.comprehension)
+_TESTS = (ast.Compare, ast.BoolOp, ast.UnaryOp, ast.If, ast.While)
+_AST_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SIMPLE_BOOKKEEPING = (ast.Pass, ast.Assert, ast.Continue, ast.Break, ast.Assign, ast.AnnAssign, ast.AugAssign,
+                       ast.Nonlocal, ast.Global)
+
+
+class _Ident:
+    """An identifier that libcst holds in a ``Name`` (a dotted import's later parts: in an
+    ``Attribute``) and ``ast`` in a plain string. ``kind``: "param" (libcst's parent is a
+    ``Param``), "keyword" (an ``Arg``: ``owner`` is the ``ast.keyword``), "dotted" (an import's
+    name: ``after`` is the next part, libcst's parent ``Attribute``, None at its end) or "other"
+    (a def's, class's, ``as``'s, ``except ... as``'s, ``global``'s, pattern's name). ``owner``:
+    the ``ast`` node holding it (for regions); ``pos``: where it sorts among the names."""
+
+    __slots__ = ("kind", "owner", "after", "pos")
+
+    def __init__(self, kind: str, owner: ast.AST, after: Optional[str] = None) -> None:
+        self.kind, self.owner, self.after = kind, owner, after
+        self.pos = (getattr(owner, "lineno", 0), getattr(owner, "col_offset", 0))
+
+
+def _identifiers(module: ast.Module) -> tuple[dict, dict]:
+    """(value -> ``_Ident`` in libcst's ``Name`` nodes, attribute -> ``_Ident`` in its
+    ``Attribute`` nodes) for the identifiers ``ast`` holds as strings."""
+    names: dict = {}
+    attrs: dict = {}
+
+    def add(value: str, ident: _Ident) -> None:
+        names.setdefault(value, []).append(ident)
+
+    def dotted(text: str, owner: ast.AST) -> None:
+        parts = text.split(".")
+        for i, part in enumerate(parts):
+            ident = _Ident("dotted", owner, parts[i + 1] if i + 1 < len(parts) else None)
+            (attrs if i else names).setdefault(part, []).append(ident)
+
+    for n in ast.walk(module):
+        t = type(n)
+        if t in _AST_DEFS or t is ast.ClassDef:
+            add(n.name, _Ident("other", n))
+        elif t is ast.arg:
+            add(n.arg, _Ident("param", n))
+        elif t is ast.keyword:
+            if n.arg:
+                add(n.arg, _Ident("keyword", n))
+        elif t is ast.alias:
+            if n.name != "*":
+                dotted(n.name, n)
+            if n.asname:
+                add(n.asname, _Ident("other", n))
+        elif t is ast.ImportFrom:
+            if n.module:
+                dotted(n.module, n)
+        elif t is ast.ExceptHandler:
+            if n.name:
+                add(n.name, _Ident("other", n))
+        elif t in (ast.Global, ast.Nonlocal):
+            for name in n.names:
+                add(name, _Ident("other", n))
+        elif t.__name__ in ("MatchAs", "MatchStar"):
+            if n.name:
+                add(n.name, _Ident("other", n))
+        elif t.__name__ == "MatchMapping":
+            if n.rest:
+                add(n.rest, _Ident("other", n))
+        elif t.__name__ == "MatchClass":
+            for name in n.kwd_attrs:
+                add(name, _Ident("other", n))
+    return names, attrs
+
+
+def _merged(nodes: list, extra: list) -> list:
+    """``nodes`` (source order) with ``extra`` placed by position, ``nodes``' order kept."""
+    if not extra:
+        return nodes
+    extra = sorted(extra, key=lambda i: i.pos)
+    out: list = []
+    j = 0
+    for n in nodes:
+        while j < len(extra) and extra[j].pos < (n.lineno, n.col_offset):
+            out.append(extra[j])
+            j += 1
+        out.append(n)
+    out.extend(extra[j:])
+    return out
+
+
+class _Ast(_Flow, AstCheck):
+    """SHD102 on ``ast`` (``ast_engine``): the same decisions (``_Flow``), the tree's answers
+    read from ``ast`` as libcst's: every identifier libcst holds in a ``Name`` (``_Ident``:
+    parameters, keyword arguments, defs, imports with their dotted parts, ``except ... as``,
+    ``global``, patterns), libcst's ``Arg`` (a positional argument, ``*a``, a keyword's value),
+    ``Element`` (an item of a list, tuple or set display; ``del a, b``'s targets), ``Param``
+    defaults, ``CompFor`` regions (an inner ``for`` holds the outer ones, not the element),
+    bodies on their header's line (no statements for libcst's tests), code text with the
+    parentheses a node owns, the exit paths of ``ast_engine.exit_paths``."""
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if (node.args or node.keywords) and self._spawn(node):
+            self._judge_spawn(node, first_argument(node))
+
+    # ------------------------------------------------------------------ reads
+    def _spawn(self, node: ast.Call) -> bool:
+        """``is_task_spawn``."""
+        qn = self.facts.call_name(node)
+        if qn in _SPAWNERS:
+            return True
+        f = node.func
+        if qn is None and type(f) is ast.Attribute and f.attr == "create_task":
+            return _last_name(f.value) in _LOOP_NAMES
+        return False
+
+    def _own_errors(self, node: ast.Call, first) -> bool:
+        """``handles_own_errors``."""
+        target = self.facts.coroutine_target(first, node)
+        return target is not None and target.is_async and (self._swallows(target.node.body)
+                                                           or self._only_waits(target.node.body))
+
+    @staticmethod
+    def _callee(expr: ast.AST) -> Optional[ast.AST]:
+        return expr.func if type(expr) is ast.Call else None
+
+    @staticmethod
+    def _name(node) -> Optional[str]:
+        return node.id if type(node) is ast.Name else None
+
+    @staticmethod
+    def _attr(node) -> Optional[str]:
+        return node.attr if type(node) is ast.Attribute else None
+
+    @staticmethod
+    def _on_self(attr: ast.Attribute) -> bool:
+        return type(attr.value) is ast.Name and attr.value.id in ("self", "cls")
+
+    @staticmethod
+    def _subscript_value(node) -> Optional[ast.AST]:
+        return node.value if type(node) is ast.Subscript else None
+
+    def _text(self, node: ast.AST) -> str:
+        return self.facts.code_for_node(node)
+
+    def _idents(self) -> tuple[dict, dict]:
+        found = self.__dict__.get("_ident_index")
+        if found is None:
+            found = self._ident_index = _identifiers(self.facts.module)
+        return found
+
+    def _uses(self, region, value: str) -> list:
+        """libcst's ``name_nodes(region, value)``: ``region`` a node, or a list of nodes (a body)."""
+        facts = self.facts
+        if isinstance(region, list):
+            nodes = [n for n in facts._names_by_value.get(value, ()) if any(facts._within(r, n) for r in region)]
+            extra = [i for i in self._idents()[0].get(value, ()) if any(facts._within(r, i.owner) for r in region)]
+        else:
+            nodes = facts.name_nodes(region, value)
+            extra = [i for i in self._idents()[0].get(value, ()) if facts._within(region, i.owner)]
+        return _merged(nodes, extra)
+
+    def _attribute_uses_of(self, attr: str) -> list:
+        return _merged(self.facts.attribute_nodes(self.facts.module, attr), list(self._idents()[1].get(attr, ())))
+
+    def _report_spawn(self, node: ast.Call, message: str, log_only: bool) -> None:
+        safe, fix_message = _fix_choice(self.config["on-error"], log_only)
+        fix = None if safe is None else FixPlan(Applicability.SAFE if safe else Applicability.UNSAFE, fix_message)
+        self.report(node, message, fix=fix)
+
+    def _argument_of(self, expr, parent) -> Optional[tuple[ast.AST, bool]]:
+        """``expr`` is the value of a libcst ``Arg``: (its call, or the class it is a base or keyword
+        of; whether it is the call's first argument, positional and not starred), else None."""
+        t = type(parent)
+        if t is ast.Call:
+            if parent.func is expr:
+                return None
+            return parent, bool(parent.args) and parent.args[0] is expr
+        if t is ast.keyword:
+            return self.facts.parent(parent), False
+        if t is ast.Starred:
+            outer = self.facts.parent(parent)
+            if type(outer) is ast.Call and any(a is parent for a in outer.args):
+                return outer, False
+            return None
+        if t is ast.ClassDef and any(b is expr for b in parent.bases):
+            return parent, False
+        return None
+
+    # ------------------------------------------------------------------ flow
+    def _follow(self, expr, mode: Mode) -> tuple[str, Optional[str]]:
+        """Where does the value of ``expr`` (a task, or a collection of tasks) go?"""
+        if type(expr) is _Ident:
+            if expr.kind == "keyword":
+                call = self.facts.parent(expr.owner)
+                return self._as_argument(call, False, mode) if type(call) is ast.Call else (OBSERVED, None)
+            if expr.kind == "dotted" and expr.after is not None:  # ``a.<after>`` of an import: not called
+                neutral = _COLLECTION_MUTATORS if mode == "collection" else _NEUTRAL_TASK_METHODS
+                return (UNOBSERVED, None) if expr.after in neutral else (OBSERVED, None)
+            return OBSERVED, None
+        facts = self.facts
+        parent = facts.parent(expr)
+        t = type(parent)
+        if t in (ast.Await, ast.Return, ast.Yield, ast.Lambda):
+            return OBSERVED, None
+        if t is ast.Expr:
+            return UNOBSERVED, None
+        arg = self._argument_of(expr, parent)
+        if arg is not None:
+            return self._as_argument(arg[0], arg[1], mode) if type(arg[0]) is ast.Call else (OBSERVED, None)
+        if t is ast.Assign and parent.value is expr:
+            return self._stored(list(parent.targets), mode)
+        if t is ast.AnnAssign and parent.value is expr:
+            return self._stored([parent.target], mode)
+        if t is ast.NamedExpr and parent.value is expr:
+            return _best(self._stored([parent.target], mode), self._follow(parent, mode))
+        if t is ast.Attribute and parent.value is expr:
+            return self._method_use(parent, mode)
+        if t in _ELTS:
+            return self._follow(parent, "collection")
+        if t is ast.Starred:
+            literal = facts.parent(parent)
+            return self._follow(literal, "collection") if type(literal) in _ELTS else (OBSERVED, None)
+        if t in _ELT_COMPS and parent.elt is expr:
+            return self._follow(parent, "collection")
+        if t is ast.Dict:
+            for k, v in zip(parent.keys, parent.values):
+                if v is expr:
+                    return self._follow(parent, "collection") if k is not None else (OBSERVED, None)
+        if t is ast.DictComp and parent.value is expr:
+            return self._follow(parent, "collection")
+        if t is ast.IfExp and expr is not parent.test:
+            return self._follow(parent, mode)
+        if t in _TESTS:
+            return UNOBSERVED, None  # a test, not a use of the outcome
+        if t is ast.Subscript and parent.value is expr and mode == "collection":
+            if self._is_store(parent):
+                return UNOBSERVED, None  # `holder[k] = ...`, `del holder[k]`: an entry put or dropped
+            return self._follow(parent, "task")
+        if t in _LOOPS and parent.iter is expr:
+            return self._iterated(parent, mode)
+        if t is ast.arguments:
+            # `async def watch(tasks=generator_tasks)`: what the function does with the parameter
+            name = _defaulted(parent, expr)
+            fn_node = facts.parent(parent)
+            if name is not None and type(fn_node) in _AST_DEFS:
+                uses = [n for n in self._uses(fn_node.body, name) if not self._is_store(n)]
+                return self._uses_verdict(uses, mode, name)
+        return OBSERVED, None  # anything we do not model: assume the code knows
+
+    def _as_argument(self, call: ast.Call, first_plain: bool, mode: Mode) -> tuple[str, Optional[str]]:
+        f = call.func
+        if type(f) is ast.Attribute:
+            method = f.attr
+            if method in ("discard", "remove"):
+                return UNOBSERVED, None
+            if method in _ADDERS or (method == "extend" and mode == "collection"):
+                return self._follow_collection(f.value)
+        if type(f) is ast.Name and f.id in _NEUTRAL_FUNCS:
+            return UNOBSERVED, None
+        if (mode == "collection" and type(f) is ast.Name and f.id in _COPIES and first_plain
+                and self._waited_on(call) and self.facts.lookup(f.id, self.facts.scope_of(call)) is None):
+            return self._follow(call, "collection")  # ``asyncio.wait(list(tasks))``: the same tasks
+        if self._discarding_gather(call):
+            self._lost_in_gather = True
+            return UNOBSERVED, None
+        if self.facts.call_name(call) in _WAITS:
+            verdict = self._wait_result(call)
+            if verdict[0] == UNOBSERVED:
+                self._lost_in_wait = True
+            return verdict
+        return OBSERVED, None  # gather/shield/supervise or another function: handed over
+
+    def _waited_on(self, copy: ast.Call) -> bool:
+        outer = self.facts.parent(copy)
+        return (type(outer) is ast.Call and any(a is copy for a in outer.args)
+                and self.facts.call_name(outer) in _WAITS)
+
+    def _wait_result(self, call: ast.Call) -> tuple[str, Optional[str]]:
+        """``_wait_result`` on ``ast``."""
+        for k in call.keywords:
+            if k.arg == "return_when" and self._text(k.value).rsplit(".", 1)[-1] not in _NOT_A_RACE:
+                return OBSERVED, None
+        facts = self.facts
+        node: ast.AST = call
+        parent = facts.parent(node)
+        if type(parent) is ast.Await:
+            node, parent = parent, facts.parent(parent)
+        else:
+            arg = self._argument_of(node, parent)
+            if arg is not None:
+                outer = arg[0]
+                if not (type(outer) is ast.Call and type(outer.func) is ast.Attribute
+                        and outer.func.attr == "run_until_complete" and first_argument(outer) is node):
+                    return OBSERVED, None
+                node, parent = outer, facts.parent(outer)
+        if type(parent) is ast.Expr:
+            return UNOBSERVED, None
+        if not (type(parent) is ast.Assign and len(parent.targets) == 1 and parent.value is node):
+            return OBSERVED, None
+        target = parent.targets[0]
+        if type(target) in (ast.Tuple, ast.List) and target.elts:  # ``*done, p``: not a name
+            target = target.elts[0]
+            mode = "collection"
+        elif type(target) is ast.Name:
+            mode = ""
+        else:
+            return OBSERVED, None
+        if type(target) is not ast.Name:
+            return OBSERVED, None
+        if target.id == "_":
+            return UNOBSERVED, None
+        if not mode:
+            fn = facts.enclosing_function(call)
+            region = fn.node if fn is not None else facts.module
+            read = [n for n in self._uses(region, target.id) if n is not target and not self._is_store(n)]
+            return (OBSERVED, None) if read else (UNOBSERVED, None)
+        verdict = self._name_uses(target, mode, unpacked=True)
+        return (UNOBSERVED, None) if verdict[0] == UNOBSERVED else verdict
+
+    def _discarding_gather(self, call: ast.Call) -> bool:
+        facts = self.facts
+        if facts.call_name(call) not in _GATHERS or not any(
+            k.arg == "return_exceptions" and type(k.value) is ast.Constant and k.value.value is True
+            for k in call.keywords
+        ):
+            return False
+        node: ast.AST = call
+        parent = facts.parent(node)
+        if type(parent) is ast.Await:
+            node, parent = parent, facts.parent(parent)
+        if type(parent) is ast.Expr:
+            return True
+        if type(parent) is ast.Assign and len(parent.targets) == 1 and type(parent.targets[0]) is ast.Name:
+            name = parent.targets[0]
+            if name.id == "_":
+                return True
+            fn = facts.enclosing_function(call)
+            region = fn.node if fn is not None else facts.module
+            return not [n for n in self._uses(region, name.id) if n is not name and not self._is_store(n)]
+        return False
+
+    def _method_call(self, attr: ast.Attribute) -> tuple[Optional[ast.Call], str]:
+        call = self.facts.parent(attr)
+        return (call if type(call) is ast.Call and call.func is attr else None), attr.attr
+
+    @staticmethod
+    def _first(call: ast.Call) -> Optional[ast.AST]:
+        return first_argument(call)
+
+    @staticmethod
+    def _forgets(callback: ast.AST) -> bool:
+        return _only_forgets_ast(callback)
+
+    def _holder_text(self, callback: ast.AST) -> str:
+        if type(callback) is ast.Lambda and type(callback.body) is ast.Call:
+            callback = callback.body.func
+        return self._text(callback.value) if type(callback) is ast.Attribute else self._text(callback)
+
+    def _done_callback_body(self, expr: ast.AST) -> bool:
+        lam = self.facts.parent(expr)
+        if not (type(lam) is ast.Lambda and lam.body is expr):
+            return False
+        arg = self._argument_of(lam, self.facts.parent(lam))
+        call = arg[0] if arg is not None else None
+        return (type(call) is ast.Call and type(call.func) is ast.Attribute
+                and call.func.attr == "add_done_callback" and first_argument(call) is lam)
+
+    def _iterated(self, loop, mode: Mode) -> tuple[str, Optional[str]]:
+        if mode == "task":
+            return OBSERVED, None
+        target = loop.target
+        if type(target) is ast.Tuple and target.elts:
+            target = target.elts[-1]  # `for key, task in d.items()`
+            if type(target) is ast.Starred:
+                target = target.value
+        if type(target) is not ast.Name:
+            return OBSERVED, None
+        region = loop
+        if type(loop) is ast.comprehension:
+            comp = self.facts.parent(loop)
+            i = next(k for k, g in enumerate(comp.generators) if g is loop)
+            # libcst: the first ``for`` is the comprehension's; an inner one is held by the ``for``
+            # before it (which holds the later ones, not the element)
+            region = comp if i == 0 else list(comp.generators[i - 1:])
+        uses = [n for n in self._uses(region, target.id) if n is not target]
+        return self._uses_verdict(uses, "task", target.id)
+
+    def _is_store(self, node) -> bool:
+        if type(node) is _Ident:
+            return False
+        parent = self.facts.parent(node)
+        t = type(parent)
+        if t is ast.Assign:
+            return any(x is node for x in parent.targets)
+        if t in (ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.AsyncFor, ast.comprehension):
+            return parent.target is node
+        if t is ast.Delete:
+            return len(parent.targets) == 1  # ``del a, b``: libcst's targets are a tuple's elements
+        return False
+
+    def _unpacked_store(self, node) -> bool:
+        if type(node) is _Ident:
+            return False
+        facts = self.facts
+        parent = facts.parent(node)
+        while True:
+            if type(parent) in _ELTS:
+                literal = parent
+            elif type(parent) is ast.Starred and type(facts.parent(parent)) in _ELTS:
+                literal = facts.parent(parent)
+            elif type(parent) is ast.Delete and len(parent.targets) > 1:
+                return True  # libcst: an element of the tuple ``del`` takes
+            else:
+                break
+            if type(literal) not in (ast.Tuple, ast.List):
+                return False
+            node, parent = literal, facts.parent(literal)
+        return type(node) in (ast.Tuple, ast.List) and self._is_store(node)
+
+    # ------------------------------------------------------------------ done callbacks
+    def _callback_only_logs(self, cb: ast.AST, at: ast.Call) -> bool:
+        if type(cb) is ast.Lambda:
+            params = cb.args.args
+            body = cb.body
+        else:
+            if type(cb) is ast.Call:
+                return False
+            fn = self.facts.resolve_function(cb, at)
+            if fn is None:
+                return False
+            params = list(fn.node.args.args)
+            if fn.cls is not None and params and params[0].arg in ("self", "cls"):
+                params = params[1:]
+            body = fn.node.body
+        if not params:
+            return False
+        task = params[0].arg
+        retrieved = False
+        for use in self._uses(body, task):
+            if type(use) is _Ident:
+                if use.kind == "param":
+                    continue
+                if use.kind == "keyword" and self._only_logged(use, body):
+                    continue
+                return False
+            parent = self.facts.parent(use)
+            if type(parent) is ast.Attribute and parent.value is use:
+                method = parent.attr
+                call = self.facts.parent(parent)
+                if not (type(call) is ast.Call and call.func is parent):
+                    return False  # `t.result` handed over
+                if method in ("exception", "result"):
+                    retrieved = True
+                    if self._kept(call, body):
+                        return False
+                    continue
+                if method in _NEUTRAL_TASK_METHODS:
+                    continue
+                return False
+            if self._only_logged(use, body):
+                continue
+            return False  # the task itself handed to a call, stored, returned
+        return retrieved and not self._acts(body, task)
+
+    def _is_log_call(self, call: ast.Call) -> bool:
+        name = (self.facts.call_name(call) or self._text(call.func)).removeprefix("builtins.")
+        if name in _LOG_FUNCS:
+            return True
+        f = call.func
+        return type(f) is ast.Attribute and f.attr in _LOG_METHODS and "log" in self._text(f.value).lower()
+
+    def _only_logged(self, expr, region) -> bool:
+        """``_only_logged`` on ``ast``."""
+        facts = self.facts
+        node = expr
+        while True:
+            if type(node) is _Ident:
+                if node.kind != "keyword":
+                    return False
+                arg: Optional[tuple] = (facts.parent(node.owner), False)
+                parent = None
+            else:
+                parent = facts.parent(node)
+                t = type(parent)
+                if t is ast.JoinedStr and type(facts.parent(parent)) is not ast.FormattedValue \
+                        and self._string(parent):
+                    return False  # ``"a" f"{x}"``: libcst's ``ConcatenatedString``, not climbed
+                if t in (ast.FormattedValue, ast.JoinedStr, ast.BinOp, ast.Tuple, ast.List):
+                    node = parent
+                    continue
+                if t is ast.Dict:
+                    if any(v is node and k is None for k, v in zip(parent.keys, parent.values)):
+                        return False  # ``{**x}``
+                    node = parent
+                    continue
+                arg = self._argument_of(node, parent)
+            if arg is not None:
+                call = arg[0]
+                if type(call) is ast.Call:
+                    if self._is_log_call(call):
+                        return True
+                    if (facts.call_name(call) or self._text(call.func)).removeprefix("builtins.") in _TEXT_FUNCS:
+                        node = call
+                        continue
+                return False
+            if type(parent) in (ast.If, ast.While, ast.IfExp, ast.Compare, ast.BoolOp, ast.UnaryOp):
+                return True
+            return False
+
+    def _acts(self, body, task: str) -> bool:
+        for n in _walk_all(body):
+            t = type(n)
+            if t is ast.Raise:
+                return True
+            if t is not ast.Call:
+                continue
+            if self._is_log_call(n):
+                continue
+            name = (self.facts.call_name(n) or self._text(n.func)).removeprefix("builtins.")
+            if name in _TEXT_FUNCS or name in ("isinstance", "len", "bool"):
+                continue
+            f = n.func
+            if type(f) is ast.Attribute and type(f.value) is ast.Name and f.value.id == task \
+                    and f.attr in ("exception", "result", *_NEUTRAL_TASK_METHODS):
+                continue
+            return True
+        return False
+
+    def _kept(self, expr, region) -> bool:
+        if self._only_logged(expr, region):
+            return False
+        if type(expr) is _Ident:
+            return True
+        parent = self.facts.parent(expr)
+        if type(parent) is ast.Assign and parent.value is expr:
+            for t in parent.targets:
+                if type(t) is not ast.Name:
+                    return True  # self.error = e, errors[k] = e
+                uses = [n for n in self._uses(region, t.id) if n is not t and not self._assign_target(n)]
+                if any(self._kept(n, region) for n in uses):
+                    return True
+            return False
+        if type(parent) is ast.NamedExpr and parent.value is expr:
+            target = parent.target
+            if type(target) is not ast.Name:
+                return True
+            uses = [n for n in self._uses(region, target.id) if n is not target]
+            return any(self._kept(n, region) for n in uses) or self._kept(parent, region)
+        return True  # raised, returned, handed to a call, a bare `t.result()`: kept
+
+    def _assign_target(self, node) -> bool:
+        """libcst's parent of ``node`` is an ``AssignTarget``."""
+        if type(node) is _Ident:
+            return False
+        parent = self.facts.parent(node)
+        return type(parent) is ast.Assign and any(x is node for x in parent.targets)
+
+    def _records_failures(self, fn) -> bool:
+        facts = self.facts
+        exits = exit_paths_of(facts)
+        found = False
+        for h in _walk_all(fn.node.body):
+            if type(h) is not ast.ExceptHandler or type(facts.parent(h)) is not ast.Try:
+                continue  # ``except*``: libcst's ExceptStarHandler
+            t = h.type
+            names = [] if t is None else [(e.value if type(e) is ast.Starred else e) for e in t.elts] \
+                if type(t) is ast.Tuple else [t]
+            broad = t is None or any(facts.qualified_name(n, h) in ("builtins.Exception", "builtins.BaseException")
+                                     for n in names)
+            if broad and exits.exit_paths(h).hands_on:
+                found = True
+        return found
+
+    # ------------------------------------------------------------------ the coroutine's own handling
+    def _block(self, stmts: list) -> list:
+        """The statements libcst's tests read of a body: none when it is written on its header's
+        line (a ``SimpleStatementSuite``)."""
+        return [] if stmts and self.facts._on_header_line(stmts[0]) else stmts
+
+    def _swallows(self, stmts: list) -> bool:
+        """``_swallows_errors``."""
+        guarded = False
+        for st in self._block(stmts):
+            t = type(st)
+            if t is ast.Try:
+                broad = [h for h in st.handlers
+                         if h.type is None or self._text(h.type).split(".")[-1] in _BROAD_HANDLERS]
+                if not broad or any(_raises_ast(h.body) for h in broad) or st.orelse:
+                    return False
+                if st.finalbody and _raises_ast(st.finalbody):
+                    return False  # what the finally raises escapes the task
+                guarded = True
+            elif t in (ast.While, ast.For, ast.AsyncFor) and not st.orelse:
+                if not self._swallows(st.body):
+                    return False
+                guarded = True
+            elif not self._bookkeeping(st):
+                return False
+        return guarded
+
+    def _bookkeeping(self, st: ast.stmt) -> bool:
+        t = type(st)
+        if t is ast.If:
+            for block in (st.body, st.orelse):
+                if block and (self.facts._on_header_line(block[0]) or not all(self._bookkeeping(s) for s in block)):
+                    return False
+            return True
+        if t in _SIMPLE_BOOKKEEPING:
+            return True
+        if t is not ast.Expr:
+            return False
+        v = st.value
+        if self._string(v):
+            return True
+        return type(v) is ast.Await and type(v.value) is ast.Call and self._text(v.value.func).endswith("sleep")
+
+    def _only_waits(self, stmts: list) -> bool:
+        """``_only_waits``."""
+        stmts = self._block(stmts)
+        if not stmts:
+            return False
+        for st in stmts:
+            if type(st) is ast.Pass:
+                continue
+            if type(st) is not ast.Expr:
+                return False
+            v = st.value
+            if self._string(v):
+                continue
+            if type(v) is ast.Await and type(v.value) is ast.Call:
+                call = v.value
+                name = self._text(call.func)
+                if name.endswith("sleep") or (name.endswith("gather") and any(
+                        k.arg == "return_exceptions" and self._text(k.value) == "True" for k in call.keywords)):
+                    continue
+                return False
+            if type(v) is ast.Call and type(v.func) is ast.Attribute and v.func.attr == "set" \
+                    and not (v.args or v.keywords):
+                continue
+            return False
+        return True
+
+    def _string(self, v: ast.AST) -> bool:
+        """libcst's ``SimpleString``/``ConcatenatedString``: a string or bytes literal, or an
+        f-string written next to another string (one f-string alone is a ``FormattedString``)."""
+        if type(v) is ast.Constant:
+            return type(v.value) in (str, bytes)
+        if type(v) is not ast.JoinedStr:
+            return False
+        try:
+            tokens = list(tokenize.generate_tokens(io.StringIO("(" + self.facts.segment(v) + ")").readline))
+        except (tokenize.TokenError, SyntaxError):
+            return False
+        return sum(tok.type == tokenize.STRING for tok in tokens) > 1
+
+
+def _defaulted(arguments: ast.arguments, expr: ast.AST) -> Optional[str]:
+    """The name of the parameter whose default is ``expr``."""
+    positional = [*arguments.posonlyargs, *arguments.args]
+    for a, d in zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults):
+        if d is expr:
+            return a.arg
+    for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults):
+        if d is expr:
+            return a.arg
+    return None
+
+
+def _walk_all(roots):
+    """Every node under ``roots`` (a node or a list of them), ``roots`` included."""
+    stack = list(roots) if isinstance(roots, list) else [roots]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(ast.iter_child_nodes(n))
+
+
+def _raises_ast(stmts: list) -> bool:
+    """``_raises``: a ``raise`` in ``stmts``, not in a nested ``def``."""
+    stack = list(stmts)
+    while stack:
+        n = stack.pop()
+        t = type(n)
+        if t is ast.Raise:
+            return True
+        if t not in _AST_DEFS:
+            stack.extend(ast.iter_child_nodes(n))
+    return False
+
+
+class UnobservedTaskException(_Flow, Rule):
     """
     ## What it does
     Flags a task made by `asyncio.create_task`, `loop.create_task` (a loop from
@@ -240,6 +1107,7 @@ class UnobservedTaskException(Rule):
 
     code = "SHD102"
     name = "unobserved-task-exception"
+    ast_check = _Ast
     summary = "A task whose exception nobody observes fails silently while the program goes on"
     triggers = ("create_task", "ensure_future")
     # tier 1: create_task (any receiver named like a loop) / ensure_future
@@ -884,69 +1752,51 @@ class UnobservedTaskException(Rule):
 
     # ------------------------------------------------------------------ visitor
     def visit_Call(self, node: cst.Call) -> None:
-        if not node.args or not is_task_spawn(self.facts, node):
-            return
-        if handles_own_errors(self.facts, node):
-            return  # nothing can escape the coroutine: no exception to lose (a dropped one is SHD106's)
-        target = self.facts.coroutine_target(node.args[0].value, node)
-        other, why = self._coroutine_elsewhere(node.args[0].value, node) if target is None else (None, "")
-        if other is not None and other.info["async"] and other.info["swallows"]:
-            return  # the same, for a coroutine function in another module (project index)
-        self._seen: set = set()
-        self._lost_in_gather = False
-        self._lost_in_wait = False
-        verdict, where = self._follow(node, "task")
-        if verdict == OBSERVED:
-            return
-        if (self._lost_in_gather or self._lost_in_wait) and target is not None and self._records_failures(target):
-            return  # the coroutine keeps its own failures (`except BaseException as e: failure = e`)
-        log_only = verdict == LOG_ONLY
-        if verdict == REFERENCE_ONLY:
-            if not self.config["flag-reference-only"]:
-                return
-            message = (f"task kept in `{where}` whose done callback only discards it: an exception it "
-                       "raises is never looked at and the program goes on")
-        elif log_only:
-            message = (f"the task's exception is only written into a log by its done callback `{where}`: it is "
-                       "not stored, forwarded, set on a future or re-raised, so the program goes on and code "
-                       "waiting for this task's output waits forever")
-        elif self._lost_in_gather:
-            message = (f"task{'' if where is None else f' stored in `{where}`'} is awaited only through "
-                       "`gather(..., return_exceptions=True)` whose results are discarded: an exception it "
-                       "raises is lost and the program goes on")
-        elif self._lost_in_wait:
-            message = (f"task{'' if where is None else f' stored in `{where}`'} is awaited only through "
-                       "`asyncio.wait`, whose done set is never asked for results (`.result()`, "
-                       "`.exception()`, `await`, `gather(*done)`): `wait` does not raise a task's exception, "
-                       "so it is lost and the program goes on")
-        elif where is None:
-            message = ("task is discarded: an exception it raises is lost and the program goes on "
-                       "(and the loop holds only a weak reference to it)")
-        else:
-            message = (f"task stored in `{where}` is never awaited or checked: an exception it raises "
-                       "is lost and the program goes on")
-        message += why
-        policy = self.config["on-error"]
-        edits = (Replace(node, supervise_call(node, policy)), IMPORT_RUNTIME_GUARD)
-        fix_message = f'Wrap in `runtime_guard.supervise(..., on_error="{policy}")`'
-        # Only "log" leaves the program's behaviour alone; the other policies end it when a task fails.
-        fix = Fix.safe(*edits, message=fix_message) if policy == "log" else Fix.unsafe(*edits, message=fix_message)
-        if log_only and policy == "log":
-            fix = None  # supervise(on_error="log") would log it a second time and change nothing else
-        self.report(node, message, fix=fix)
+        if node.args and is_task_spawn(self.facts, node):
+            self._judge_spawn(node, node.args[0].value)
 
-    def _coroutine_elsewhere(self, arg: cst.BaseExpression, at: cst.Call):
-        """(function in another module that makes the task's coroutine, message suffix)."""
-        if not isinstance(arg, cst.Call):
-            return None, ""
-        other = self.facts.resolve_elsewhere(arg.func, at)
-        if other is None or not other.info["async"]:
-            return other, ""
-        info = other.info
-        if info["broad"] and info["finally_raises"]:
-            return other, (f" (`{other.qualname}` at {other.where()} catches every exception, but its "
-                           f"`finally` raises at {other.where(info['finally_raises'])})")
-        return other, ""
+    # ------------------------------------------------------------------ the tree's answers (libcst)
+    def _own_errors(self, node: cst.Call, first: cst.BaseExpression) -> bool:
+        return handles_own_errors(self.facts, node)
+
+    @staticmethod
+    def _callee(expr: cst.CSTNode) -> Optional[cst.BaseExpression]:
+        return expr.func if isinstance(expr, cst.Call) else None
+
+    @staticmethod
+    def _name(node: cst.CSTNode) -> Optional[str]:
+        return node.value if isinstance(node, cst.Name) else None
+
+    @staticmethod
+    def _attr(node: cst.CSTNode) -> Optional[str]:
+        return node.attr.value if isinstance(node, cst.Attribute) else None
+
+    @staticmethod
+    def _on_self(attr: cst.Attribute) -> bool:
+        return isinstance(attr.value, cst.Name) and attr.value.value in ("self", "cls")
+
+    @staticmethod
+    def _subscript_value(node: cst.CSTNode) -> Optional[cst.BaseExpression]:
+        return node.value if isinstance(node, cst.Subscript) else None
+
+    @staticmethod
+    def _text(node: cst.CSTNode) -> str:
+        return _code(node)
+
+    def _uses(self, region: cst.CSTNode, value: str) -> list:
+        return self.facts.name_nodes(region, value)
+
+    def _attribute_uses_of(self, attr: str) -> list:
+        return self.facts.attribute_nodes(self.facts.module, attr)
+
+    def _report_spawn(self, node: cst.Call, message: str, log_only: bool) -> None:
+        policy = self.config["on-error"]
+        safe, fix_message = _fix_choice(policy, log_only)
+        fix = None
+        if safe is not None:
+            edits = (Replace(node, supervise_call(node, policy)), IMPORT_RUNTIME_GUARD)
+            fix = Fix.safe(*edits, message=fix_message) if safe else Fix.unsafe(*edits, message=fix_message)
+        self.report(node, message, fix=fix)
 
     # ------------------------------------------------------------------ flow
     def _follow(self, expr: cst.CSTNode, mode: Mode) -> tuple[str, Optional[str]]:
@@ -1169,34 +2019,21 @@ class UnobservedTaskException(Rule):
             return not [n for n in self.facts.name_nodes(region, name.value) if n is not name and not self._is_store(n)]
         return False
 
-    def _method_use(self, attr: cst.Attribute, mode: Mode) -> tuple[str, Optional[str]]:
+    def _method_call(self, attr: cst.Attribute) -> tuple[Optional[cst.Call], str]:
         call = self.facts.parent(attr)
-        name = attr.attr.value
-        if not (isinstance(call, cst.Call) and call.func is attr):
-            # `tasks.discard` handed over as a callback still only forgets tasks
-            neutral = _COLLECTION_MUTATORS if mode == "collection" else _NEUTRAL_TASK_METHODS
-            return (UNOBSERVED, None) if name in neutral else (OBSERVED, None)
-        if mode == "task":
-            if name == "add_done_callback":
-                if call.args and _only_forgets(call.args[0].value):
-                    return REFERENCE_ONLY, _forgetting_holder(call.args[0].value)
-                if call.args and self._callback_only_logs(call.args[0].value, call):
-                    return LOG_ONLY, _code(call.args[0].value)
-                return OBSERVED, None
-            if name in _OBSERVING_METHODS:
-                return OBSERVED, None
-            if name in _NEUTRAL_TASK_METHODS:
-                return UNOBSERVED, None
-            return OBSERVED, None
-        if name in _COLLECTION_MUTATORS:
-            return UNOBSERVED, None
-        if name in _ELEMENT_GETTERS:
-            if self._done_callback_body(call):
-                return UNOBSERVED, None  # `add_done_callback(lambda _: tasks.pop(k, None))`: dropped
-            return self._follow(call, "task")
-        if name in _VIEW_GETTERS:
-            return self._follow(call, "collection")
-        return OBSERVED, None
+        return (call if isinstance(call, cst.Call) and call.func is attr else None), attr.attr.value
+
+    @staticmethod
+    def _first(call: cst.Call) -> Optional[cst.BaseExpression]:
+        return call.args[0].value if call.args else None
+
+    @staticmethod
+    def _forgets(callback: cst.BaseExpression) -> bool:
+        return _only_forgets(callback)
+
+    @staticmethod
+    def _holder_text(callback: cst.BaseExpression) -> str:
+        return _forgetting_holder(callback)
 
     def _done_callback_body(self, expr: cst.CSTNode) -> bool:
         """``expr`` is the body of a lambda given to ``<x>.add_done_callback(...)``: asyncio drops
@@ -1221,47 +2058,6 @@ class UnobservedTaskException(Rule):
         uses = [n for n in self.facts.name_nodes(region, target.value) if n is not target]  # type: ignore[arg-type]
         return self._uses_verdict(uses, "task", target.value)
 
-    # ------------------------------------------------------------------ stored values
-    def _stored(self, targets: list[cst.BaseExpression], mode: Mode) -> tuple[str, Optional[str]]:
-        verdict: Optional[tuple[str, Optional[str]]] = None
-        for t in targets:
-            if isinstance(t, cst.Name):
-                v = self._name_uses(t, mode)
-            elif isinstance(t, cst.Attribute):
-                v = self._attribute_uses(t, mode)
-            elif isinstance(t, cst.Subscript):
-                v = self._follow_collection(t.value)
-            else:
-                v = (OBSERVED, None)
-            verdict = v if verdict is None else _best(verdict, v)
-        return verdict or (OBSERVED, None)
-
-    def _follow_collection(self, holder: cst.BaseExpression) -> tuple[str, Optional[str]]:
-        if isinstance(holder, cst.Name):
-            return self._name_uses(holder, "collection")
-        if isinstance(holder, cst.Attribute):
-            return self._attribute_uses(holder, "collection")
-        return OBSERVED, None
-
-    def _name_uses(self, name: cst.Name, mode: Mode, unpacked: bool = False) -> tuple[str, Optional[str]]:
-        """The verdict of the loads of ``name`` where it is bound. ``unpacked``: also leave out the
-        names that are targets inside a tuple or list target (``done, pending = ...``), which
-        ``_follow`` would otherwise read as an unmodelled use."""
-        key = ("name", name.value, mode, id(self.facts.scope_of(name)))
-        if key in self._seen:
-            return UNOBSERVED, name.value
-        self._seen.add(key)
-        # search where the name is bound: a module-level set used in a function is global
-        b = self.facts.lookup(name.value, self.facts.scope_of(name))
-        fn = self.facts.enclosing_function(name)
-        if b is not None:
-            region = b.scope.node if b.scope is not None else self.facts.module
-        else:
-            region = fn.node if fn is not None else self.facts.module
-        uses = [n for n in self.facts.name_nodes(region, name.value) if not self._is_store(n)
-                and not (unpacked and self._unpacked_store(n))]
-        return self._uses_verdict(uses, mode, name.value)
-
     def _unpacked_store(self, node: cst.CSTNode) -> bool:
         """``node`` is a target inside a tuple or list target (``done, _ = ...``,
         ``for _, (done, x) in ...``)."""
@@ -1272,27 +2068,6 @@ class UnobservedTaskException(Rule):
                 return False
             node, parent = literal, self.facts.parent(literal)
         return isinstance(node, (cst.Tuple, cst.List)) and self._is_store(node)
-
-    def _attribute_uses(self, attr: cst.Attribute, mode: Mode) -> tuple[str, Optional[str]]:
-        label = _code(attr)
-        key = ("attr", attr.attr.value, mode)
-        if key in self._seen:
-            return UNOBSERVED, label
-        self._seen.add(key)
-        if not (isinstance(attr.value, cst.Name) and attr.value.value in ("self", "cls")):
-            return OBSERVED, None  # someone else's attribute: we cannot see its users
-        uses = [n for n in self.facts.attribute_nodes(self.facts.module, attr.attr.value) if not self._is_store(n)]
-        return self._uses_verdict(uses, mode, label)
-
-    def _uses_verdict(self, uses: list[cst.CSTNode], mode: Mode, label: str) -> tuple[str, Optional[str]]:
-        verdict: tuple[str, Optional[str]] = (UNOBSERVED, label)
-        for use in uses:
-            v = self._follow(use, mode)
-            if v[0] in (REFERENCE_ONLY, LOG_ONLY):
-                verdict = _best(verdict, (v[0], v[1] or label))
-            elif v[0] == OBSERVED:
-                return v
-        return verdict
 
     def _is_store(self, node: cst.CSTNode) -> bool:
         parent = self.facts.parent(node)
