@@ -409,26 +409,18 @@ class _Ast(_Decide, AstCheck):
         return [n for n in ast.walk(region) if type(n) is ast.Await]
 
     def _references(self, node) -> set[str]:
-        out = _cst_names(node)
-        todo = [node]
-        while todo:
-            n = todo.pop()
-            t = type(n)
-            if t is ast.JoinedStr:
-                out |= self._fstring_attributes(n)
-                continue
-            if t is ast.Attribute:
-                out.add(self._code(n))
-            todo.extend(ast.iter_child_nodes(n))
-        return out
+        return _cst_names(node) | {self._code(n) for n in ast.walk(node) if type(n) is ast.Attribute}
 
-    def _fstring_attributes(self, node: ast.JoinedStr) -> set[str]:
-        """libcst's text of the attributes in an f-string (``f"{(self.x)}"``: ``(self.x)``, where
-        the facts' text of a node inside an f-string has no parentheses): libcst's reading of the
-        f-string's text, written at its statement's indentation (libcst drops a statement's block
-        indentation after a newline inside brackets)."""
-        if not any(type(n) is ast.Attribute for n in ast.walk(node)):
-            return set()
+    def _fstring_nodes(self, node: ast.JoinedStr) -> dict:
+        """libcst's reading of an f-string's text, written at its statement's indentation (libcst
+        drops a statement's block indentation after a newline inside brackets): its Attribute,
+        Call and Subscript nodes and the Names ``ast`` has as ``Name`` (not an attribute's, a
+        keyword's or a parameter's name, nor ``None``/``True``/``False``), each in source order."""
+        cache = self.__dict__.setdefault("_fstrings", {})
+        found = cache.get(node)
+        if found is not None:
+            return found
+        found = cache[node] = {}
         stmt = node
         while stmt is not None and not isinstance(stmt, ast.stmt):
             stmt = self.facts.parent(stmt)
@@ -439,18 +431,43 @@ class _Ast(_Decide, AstCheck):
         try:
             module = cst.parse_module(text)
         except Exception:  # noqa: BLE001 - (not seen: the f-string parsed as part of its file)
-            return {self._code(n) for n in ast.walk(node) if type(n) is ast.Attribute}
-        found: set[str] = set()
+            return found
+        not_names: set[int] = set()
 
         class V(cst.CSTVisitor):
-            def visit_Attribute(self, n: cst.Attribute) -> None:
-                found.add(_code(n))
+            def on_visit(self, n: cst.CSTNode) -> bool:
+                t = type(n)
+                if t is cst.Attribute:
+                    not_names.add(id(n.attr))
+                elif t is cst.Arg and n.keyword is not None:
+                    not_names.add(id(n.keyword))
+                elif t is cst.Param:
+                    not_names.add(id(n.name))
+                elif t is cst.Name and (id(n) in not_names or n.value in ("None", "True", "False")):
+                    return True
+                if t in _AST_TWIN:
+                    found.setdefault(t, []).append(n)
+                return True
 
-        walk(module, V())
+        module.visit(V())
         return found
 
     def _code(self, node) -> str:
+        fstring = _outer_fstring(self.facts, node)
+        if fstring is not None and type(node) in _CST_TWIN:
+            return self._fstring_code(fstring, node)
         return self.facts.code_for_node(node)
+
+    def _fstring_code(self, fstring: ast.JoinedStr, node) -> str:
+        """libcst's text of ``node`` in ``fstring`` (the facts' text of a node in an f-string misses
+        a doubled pair of parentheses and the indentation libcst drops inside brackets): the
+        same-kind node at the same place in libcst's reading of the f-string (``_fstring_nodes``)."""
+        t = type(node)
+        mine = [n for n in source_order([fstring]) if type(n) is t]
+        theirs = self._fstring_nodes(fstring).get(_CST_TWIN[t], [])
+        if len(mine) != len(theirs):  # (not seen)
+            return self.facts.code_for_node(node)
+        return _code(theirs[next(i for i, n in enumerate(mine) if n is node)])
 
     def _mentions(self, watched: list[str]):
         """``bool(_references(node) & set(watched))``; an attribute's code (with a ``.``) is never an
@@ -1036,6 +1053,22 @@ class CancelWithoutAwait(_Decide, Rule):
 
 
 _EQ = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+
+
+#: ``ast`` node types whose libcst twins ``_Ast._fstring_code`` finds by their place in an f-string
+_CST_TWIN = {ast.Name: cst.Name, ast.Attribute: cst.Attribute, ast.Call: cst.Call, ast.Subscript: cst.Subscript}
+_AST_TWIN = frozenset(_CST_TWIN.values())
+
+
+def _outer_fstring(facts, node) -> Optional[ast.JoinedStr]:
+    """The outermost f-string ``node`` is in (None: none; the walk stops at a statement)."""
+    found = None
+    up = facts.parent(node)
+    while up is not None and not isinstance(up, ast.stmt):
+        if type(up) is ast.JoinedStr:
+            found = up
+        up = facts.parent(up)
+    return found
 
 
 _AST_FORS = (ast.For, ast.AsyncFor)

@@ -494,6 +494,47 @@ CASES = {
                 note(f\"\"\"{(self
                     ._t)}\"\"\")
         """),
+    'doubled parentheses in an f-string after': (('(self._t)', TASK), """
+        class A:
+            async def start(self):
+                self._t = asyncio.create_task(work())
+
+            async def stop(self):
+                (self._t).cancel()
+                note(f"{((self._t))}")
+        """),
+    'cancel in an f-string': (('(t)', NOFIX), """
+        async def main():
+            t = asyncio.create_task(work())
+            note(f"{(t).cancel()}")
+        """),
+    'cancel of an attribute in an f-string after a keyword and a lambda': (('((self._t))', NOFIX), """
+        class A:
+            async def start(self):
+                self._t = asyncio.create_task(work())
+
+            async def stop(self):
+                note(f"{g(k=1, f=lambda self: None)} {None} {((self._t)).cancel()}")
+        """),
+    'cancel of a name in an f-string after a keyword and a lambda': (('((t))', NOFIX), """
+        async def main():
+            t = asyncio.create_task(work())
+            note(f"{g(k=1, f=lambda s: None)} {((t)).cancel()}")
+        """),
+    'cancel in a nested f-string': (('((t))', NOFIX), """
+        async def main():
+            t = asyncio.create_task(work())
+            note(f"{f'{((t)).cancel()}'}")
+        """),
+    'cancel over two lines in a triple-quoted f-string': (('(self\n    ._t)', NOFIX), """
+        class A:
+            async def start(self):
+                self._t = asyncio.create_task(work())
+
+            async def stop(self):
+                note(f\"\"\"{ (self
+                    ._t).cancel() }\"\"\")
+        """),
     'yield from in a nested generator after': (NO, """
         async def main():
             t = asyncio.create_task(work())
