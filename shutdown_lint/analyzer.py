@@ -203,11 +203,11 @@ STAGE_AST = "ast"  # linted on the candidate tier's ast alone (every candidate r
 def _ast_mode() -> str:
     """``SHUTDOWN_LINT_AST``: ``off`` (libcst only), ``on`` (the ast path where it may be taken),
     ``both`` (both engines where ``on`` would take the ast path; the libcst result is kept and each
-    difference is written to stderr). Read once per process."""
+    difference is written to stderr). Unset or unknown: ``on``. Read once per process."""
     import os
 
-    mode = os.environ.get("SHUTDOWN_LINT_AST", "off").strip().lower()
-    return mode if mode in ("off", "on", "both") else "off"
+    mode = os.environ.get("SHUTDOWN_LINT_AST", "on").strip().lower()
+    return mode if mode in ("off", "on", "both") else "on"
 
 
 #: the detection engine for files whose candidate rules all detect on ast (``_ast_mode``)

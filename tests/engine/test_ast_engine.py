@@ -601,7 +601,7 @@ def test_the_mode_is_read_from_the_environment():
     import subprocess
 
     code = "from shutdown_lint import analyzer; print(analyzer.AST_MODE)"
-    for value, expected in (("on", "on"), ("both", "both"), ("", "off"), ("bogus", "off")):
+    for value, expected in (("on", "on"), ("both", "both"), ("off", "off"), ("", "on"), ("bogus", "on")):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                              env={"SHUTDOWN_LINT_AST": value, "PATH": ""}).stdout.strip()
         assert out == expected
