@@ -1,20 +1,126 @@
 from __future__ import annotations
 
+import ast
 from typing import Optional, Sequence
 
 import libcst as cst
 
+from shutdown_lint.ast_engine import AstCheck, FixPlan
 from shutdown_lint.prefilter import words as C
 from shutdown_lint import facts as F
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
 
 from ._exits import raises_system_exit
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call, strip_trailing_comma
+from .shd101_gather_without_taskgroup import _Ast as _GatherAst
 
 _EXIT_CALLS = frozenset({"sys.exit", "builtins.exit", "builtins.quit"})
+_FIX_MESSAGE = "Replace with `runtime_guard.hard_exit()`"
 
 
-class SysExitInTask(Rule):
+class _Decide:
+    """What SHD201 decides, on either tree (``SysExitInTask``: libcst; ``_Ast``: ``ast``): where
+    the exit runs (``_reason``) and whether the fix is safe (``_never_main``). The tree answers
+    ``_unwinds_own_cleanup`` and the callee's text."""
+
+    def _never_main(self, node) -> bool:
+        """The exit can never end the process as written (a thread target, a coroutine whose
+        loop runs in another thread): every run that reaches it is the hazard's run, so the fix
+        is safe; else (a task whose loop may be the main thread's, an executor job whose future
+        may be awaited there) ``SystemExit`` unwinds the program, its ``finally`` blocks run, and
+        ``hard_exit`` would skip them (docs/fix-safety.md)."""
+        fn = self.facts.enclosing_function(node)
+        ctx = self.facts.contexts(fn) if fn is not None else set()
+        if fn is not None and fn.is_async:
+            return bool(ctx & {F.RAY_ASYNC_ACTOR, F.RAY_REMOTE, F.LOOP_THREAD})
+        return F.THREAD in ctx and F.EXECUTOR not in ctx
+
+    def _reason(self, node) -> Optional[str]:
+        if self.facts.in_lambda(node):
+            return None
+        fn = self.facts.enclosing_function(node)
+        if fn is None:
+            return None
+        ctx = self.facts.contexts(fn)
+        if fn.is_async:
+            if F.RAY_ASYNC_ACTOR in ctx or F.RAY_REMOTE in ctx:
+                return ("in a Ray actor coroutine: the actor's event loop runs in another thread, so "
+                        "SystemExit ends only that task and the actor process lives on")
+            if F.LOOP_THREAD in ctx:
+                return ("in a coroutine whose event loop runs in another thread: SystemExit ends only "
+                        "the task and the process lives on")
+            if self.facts.only_main_task(fn):
+                return None
+            if F.TASK in ctx:
+                return ("in a coroutine run as a task: SystemExit is stored on the task and ends the "
+                        "process only if its loop runs in the main thread")
+            return ("in a coroutine: if it runs as a task on a loop in another thread, SystemExit ends "
+                    "only that task and the process lives on")
+        if F.THREAD in ctx:
+            return "in a thread target: `threading` swallows SystemExit and only this thread ends"
+        if F.EXECUTOR in ctx:
+            return ("in a function run in an executor: SystemExit is stored in the future and the "
+                    "process goes on")
+        return None
+
+
+# ------------------------------------------------------------------ detection on ast
+class _Ast(_Decide, AstCheck):
+    """SHD201 on ``ast`` (``ast_engine``): the same decisions (``_Decide``); the tree's answers
+    read from ``ast``: ``try`` blocks with a ``finally`` (``Try``/``TryStar.finalbody``, no
+    ``Finally`` node), ``with``/``async with``, the raise's fix only where libcst's statement is a
+    ``SimpleStatementLine``, the callee's text as ``cst.Module([]).code_for_node`` renders it."""
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if self.facts.call_name(node) not in _EXIT_CALLS:
+            return
+        reason = self._reason(node)
+        if reason is None:
+            return
+        fix = None if self._unwinds_own_cleanup(node) else self._plan(node)
+        self.report(node, f"`{_GatherAst._code(self, node.func)}()` {reason}", fix=fix)
+
+    def visit_Raise(self, node: ast.Raise) -> None:
+        exc = node.exc
+        if exc is None:
+            return
+        target = exc.func if type(exc) is ast.Call else exc
+        if self.facts.qualified_name(target, node) != "builtins.SystemExit":
+            return
+        reason = self._reason(node)
+        if reason is None:
+            return
+        fix = None
+        if self.facts.simple_statement_line(node) and not self._unwinds_own_cleanup(node):
+            fix = self._plan(node)
+        self.report(node, f"`raise SystemExit` {reason}", fix=fix)
+
+    def _plan(self, node: ast.AST) -> FixPlan:
+        return (FixPlan.safe if self._never_main(node) else FixPlan.unsafe)(_FIX_MESSAGE)
+
+    def _unwinds_own_cleanup(self, node: ast.AST) -> bool:
+        """As ``SysExitInTask._unwinds_own_cleanup``: a ``try``'s ``finally`` is its
+        ``finalbody`` (its statements are the children met on the way up). The enclosing
+        function is the first def met; a lambda is never met (an exit in one is not reported)."""
+        child = node
+        for anc in self.facts.ancestors(node):
+            t = type(anc)
+            if t in _AST_STOPS:
+                return False
+            if t in _AST_TRYS and anc.finalbody and not any(s is child for s in anc.finalbody):
+                return True
+            if t in _AST_WITHS:
+                return True
+            child = anc
+        return False
+
+
+_AST_STOPS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
+_AST_TRYS = frozenset({ast.Try, *((ast.TryStar,) if hasattr(ast, "TryStar") else ())})
+_AST_WITHS = frozenset({ast.With, ast.AsyncWith})
+
+
+class SysExitInTask(_Decide, Rule):
     """
     ## What it does
     Flags `sys.exit()`, `exit()`, `quit()` and `raise SystemExit` inside a coroutine
@@ -105,6 +211,7 @@ class SysExitInTask(Rule):
     # tier 2: an exit in a coroutine, or in a sync function handed to a thread or executor
     candidate_tree = staticmethod(lambda tree: _may_exit_in_task(tree))
     facts_needed = ("functions", "execution")
+    ast_check = _Ast
 
     valid = [
         # plain synchronous code
@@ -333,7 +440,7 @@ class SysExitInTask(Rule):
         fix = None if self._unwinds_own_cleanup(node) else self._fix_of(node)(
             Replace(node, guard_call("hard_exit", _exit_args(node.args))),
             _imp(),
-            message="Replace with `runtime_guard.hard_exit()`",
+            message=_FIX_MESSAGE,
         )
         self.report(node, f"`{_callee_text(node)}()` {reason}", fix=fix)
 
@@ -354,7 +461,7 @@ class SysExitInTask(Rule):
             fix = self._fix_of(node)(
                 Replace(node, cst.Expr(guard_call("hard_exit", args))),
                 _imp(),
-                message="Replace with `runtime_guard.hard_exit()`",
+                message=_FIX_MESSAGE,
             )
         self.report(node, f"`raise SystemExit` {reason}", fix=fix)
 
@@ -378,47 +485,9 @@ class SysExitInTask(Rule):
         return False
 
     def _fix_of(self, node: cst.CSTNode):
-        """``Fix.safe`` where the exit can never end the process as written (a thread target, a
-        coroutine whose loop runs in another thread): every run that reaches it is the hazard's
-        run. ``Fix.unsafe`` where it may (a task whose loop may be the main thread's, an
-        executor job whose future may be awaited there): there ``SystemExit`` unwinds the
-        program, its ``finally`` blocks run, and ``hard_exit`` would skip them
-        (docs/fix-safety.md)."""
-        fn = self.facts.enclosing_function(node)
-        ctx = self.facts.contexts(fn) if fn is not None else set()
-        if fn is not None and fn.is_async:
-            never_main = bool(ctx & {F.RAY_ASYNC_ACTOR, F.RAY_REMOTE, F.LOOP_THREAD})
-        else:
-            never_main = F.THREAD in ctx and F.EXECUTOR not in ctx
-        return Fix.safe if never_main else Fix.unsafe
-
-    def _reason(self, node: cst.CSTNode) -> Optional[str]:
-        if self.facts.in_lambda(node):
-            return None
-        fn = self.facts.enclosing_function(node)
-        if fn is None:
-            return None
-        ctx = self.facts.contexts(fn)
-        if fn.is_async:
-            if F.RAY_ASYNC_ACTOR in ctx or F.RAY_REMOTE in ctx:
-                return ("in a Ray actor coroutine: the actor's event loop runs in another thread, so "
-                        "SystemExit ends only that task and the actor process lives on")
-            if F.LOOP_THREAD in ctx:
-                return ("in a coroutine whose event loop runs in another thread: SystemExit ends only "
-                        "the task and the process lives on")
-            if self.facts.only_main_task(fn):
-                return None
-            if F.TASK in ctx:
-                return ("in a coroutine run as a task: SystemExit is stored on the task and ends the "
-                        "process only if its loop runs in the main thread")
-            return ("in a coroutine: if it runs as a task on a loop in another thread, SystemExit ends "
-                    "only that task and the process lives on")
-        if F.THREAD in ctx:
-            return "in a thread target: `threading` swallows SystemExit and only this thread ends"
-        if F.EXECUTOR in ctx:
-            return ("in a function run in an executor: SystemExit is stored in the future and the "
-                    "process goes on")
-        return None
+        """``Fix.safe`` where the exit can never end the process as written, else ``Fix.unsafe``
+        (``_Decide._never_main``)."""
+        return Fix.safe if self._never_main(node) else Fix.unsafe
 
 
 def _exit_args(args: Sequence[cst.Arg]) -> list[cst.Arg]:
