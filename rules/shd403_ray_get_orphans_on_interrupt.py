@@ -1,13 +1,13 @@
 from __future__ import annotations
 
 import ast
-from typing import Iterable, Iterator, NamedTuple, Optional
+from typing import NamedTuple, Optional
 
 import libcst as cst
 
 from shutdown_lint.ast_engine import AstCheck, FixPlan
 from shutdown_lint.ast_engine.execution import positional
-from shutdown_lint.ast_engine.walk import children
+from shutdown_lint.ast_engine.walk import source_order
 from shutdown_lint.prefilter import words as C
 from shutdown_lint.prefilter import ast_tree as T
 from shutdown_lint.facts import ModuleFacts
@@ -314,21 +314,6 @@ class _Block(NamedTuple):
 
 _DEFS_AND_LAMBDAS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-
-
-def source_order(nodes: Iterable[ast.AST], skip: tuple = ()) -> Iterator[ast.AST]:
-    """``nodes`` and the nodes under them in libcst's walk order (parents first, children in
-    source order), not entering a node of a ``skip`` type (nor giving it). Also SHD407's."""
-    stack = [iter(list(nodes))]
-    while stack:
-        for node in stack[-1]:
-            if isinstance(node, skip):
-                continue
-            yield node
-            stack.append(iter(children(node)))
-            break
-        else:
-            stack.pop()
 
 
 class _OnAst(_Decide):

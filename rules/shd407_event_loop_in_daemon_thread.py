@@ -7,13 +7,13 @@ import libcst as cst
 
 from shutdown_lint.ast_engine import AstCheck, FixPlan
 from shutdown_lint.ast_engine.execution import arguments, positional
+from shutdown_lint.ast_engine.walk import source_order
 from shutdown_lint.prefilter.words import All, AnyOf, Word, qualified
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
 from shutdown_lint.prefilter.ast_tree import function_names, keyword
 from shutdown_lint.traversal import walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, dotted
-from .shd403_ray_get_orphans_on_interrupt import source_order
 
 _THREAD_CLASSES = ("threading.Thread",)
 #: Calls that run an event loop until it is stopped or its main coroutine ends.
