@@ -10,8 +10,8 @@ from typing import Iterator, Optional, Sequence
 import libcst as cst
 
 from shutdown_lint.ast_engine import AstCheck, FixPlan
-from shutdown_lint.ast_engine.execution import _same_module_bases
-from shutdown_lint.ast_engine.facts import _body_holding, first_argument
+from shutdown_lint.ast_engine.execution import same_module_bases
+from shutdown_lint.ast_engine.facts import body_holding, first_argument, same_logical_line
 from shutdown_lint.prefilter import words as C
 from shutdown_lint.facts import FunctionInfo, Scope, names_in
 from shutdown_lint.facts.classes import _ABSTRACT, is_stub, overrides
@@ -22,7 +22,6 @@ from shutdown_lint.facts.vocabulary import FACTORY_TYPES, _canonical
 from shutdown_lint.prefilter.ast_tree import TRYS, nested_statements
 
 from ._vocabulary import RESOURCE_WORDS, identifier_words, mentions
-from .shd402_asyncio_run_without_sigterm import _same_logical_line
 
 _ASYNCIO_GATHER = "asyncio.gather"
 _TQDM_GATHERS = frozenset({
@@ -1734,7 +1733,7 @@ class _Ast(_Decide, AstCheck):
             todo = [c]
             while todo:
                 cur = todo.pop()
-                for b in _same_module_bases(facts, cur):
+                for b in same_module_bases(facts, cur):
                     if b not in seen:
                         seen.append(b)
                         todo.append(b)
@@ -1786,7 +1785,7 @@ class _Ast(_Decide, AstCheck):
         ``SimpleStatementLine``, or the body on the ``except`` line)."""
         body = h.body  # (a compound last statement holds no ``raise`` of its own)
         i = len(body) - 1
-        while i > 0 and _same_logical_line(self.facts, body[i - 1], body[i]):
+        while i > 0 and same_logical_line(self.facts, body[i - 1], body[i]):
             i -= 1
         return any(type(s) is ast.Raise and s.exc is None for s in body[i:])
 
@@ -1812,11 +1811,11 @@ class _Ast(_Decide, AstCheck):
 
     def _shares_its_line(self, stmt: ast.stmt) -> bool:
         """``stmt`` is one of several statements of its libcst line (``a; b``)."""
-        body, i = _body_holding(self.facts.parent(stmt), stmt)
+        body, i = body_holding(self.facts.parent(stmt), stmt)
         if body is None:
             return False
-        return (i > 0 and _same_logical_line(self.facts, body[i - 1], stmt)) or (
-            i + 1 < len(body) and _same_logical_line(self.facts, stmt, body[i + 1]))
+        return (i > 0 and same_logical_line(self.facts, body[i - 1], stmt)) or (
+            i + 1 < len(body) and same_logical_line(self.facts, stmt, body[i + 1]))
 
 
 def _blocks(st: ast.stmt) -> list[ast.stmt]:

@@ -7,6 +7,7 @@ import libcst as cst
 
 from shutdown_lint.ast_engine import AstCheck, FixPlan
 from shutdown_lint.ast_engine.execution import execution_of, positional
+from shutdown_lint.ast_engine.facts import same_logical_line
 from shutdown_lint.prefilter import words as C
 from shutdown_lint.prefilter import ast_tree as T
 from shutdown_lint.facts import FunctionInfo, reachable
@@ -156,7 +157,7 @@ class _Ast(_Decide, AstCheck):
         i = 0
         while i < len(body):
             j = i
-            while j + 1 < len(body) and _same_logical_line(f, body[j], body[j + 1]):
+            while j + 1 < len(body) and same_logical_line(f, body[j], body[j + 1]):
                 j += 1
             group = body[i:j + 1]
             if not (isinstance(group[0], (*T.DEFS, ast.ClassDef))
@@ -573,24 +574,6 @@ def _identifiers_handle(node: ast.AST) -> bool:
         if listed is not None and any(w in ident for ident in getattr(n, listed) for w in _HANDLED_WORDS):
             return True
     return False
-
-
-def _same_logical_line(facts, a: ast.stmt, b: ast.stmt) -> bool:
-    """``b`` follows ``a`` on its logical line (``a; b``, a backslash between them too): one
-    ``SimpleStatementLine`` in libcst."""
-    if b.lineno - a.end_lineno > 0 and not all(  # type: ignore[operator]
-            facts.lines[n - 1].rstrip("\r\n").endswith("\\") for n in range(a.end_lineno, b.lineno)):
-        return False
-    between = _text_between(facts.lines, a.end_lineno, a.end_col_offset, b.lineno, b.col_offset)
-    return between.replace("\\", "").split() == [";"]
-
-
-def _text_between(lines: list[str], line: int, col: int, end_line: int, end_col: int) -> str:
-    """The source from (line, byte col) to (end line, byte col)."""
-    if line == end_line:
-        return lines[line - 1].encode("utf-8")[col:end_col].decode("utf-8", errors="replace")
-    return "".join([lines[line - 1].encode("utf-8")[col:].decode("utf-8", errors="replace"), *lines[line:end_line - 1],
-                    lines[end_line - 1].encode("utf-8")[:end_col].decode("utf-8", errors="replace")])
 
 
 def _simple_line(facts, stmt: Optional[ast.stmt]) -> bool:

@@ -9,7 +9,7 @@ from typing import Optional
 import libcst as cst
 
 from shutdown_lint.ast_engine.check import AstCheck, FixPlan
-from shutdown_lint.ast_engine.execution import _same_module_bases as ast_same_module_bases
+from shutdown_lint.ast_engine.execution import same_module_bases as ast_same_module_bases
 from shutdown_lint.ast_engine.facts import first_argument
 from shutdown_lint.prefilter import words as C
 from shutdown_lint.prefilter.code import code_only

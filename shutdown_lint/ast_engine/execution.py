@@ -191,7 +191,7 @@ class _AstExecution(_Execution):
             todo = [actor]
             while todo:
                 c = todo.pop()
-                for b in _same_module_bases(f, c):
+                for b in same_module_bases(f, c):
                     if b not in chain:
                         chain.append(b)
                         todo.append(b)
@@ -222,9 +222,10 @@ def _coroutine_target(f: "AstFacts", expr: ast.AST, at: ast.AST) -> Optional[Fun
     return None
 
 
-def _same_module_bases(f: "AstFacts", cls: ClassInfo) -> list[ClassInfo]:
-    """The classes of this module that ``cls`` names as its bases (``*bases`` included: libcst
-    keeps a starred base among the bases, its value a name)."""
+def same_module_bases(f: "AstFacts", cls: ClassInfo) -> list[ClassInfo]:
+    """This module's classes that ``cls`` names as bases: ``facts.execution._same_module_bases`` on ast.
+
+    ``*bases`` included: libcst keeps a starred base among the bases, its value a name."""
     out = []
     for base in cls.node.bases:
         if type(base) is ast.Starred:

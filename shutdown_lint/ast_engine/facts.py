@@ -387,7 +387,7 @@ class AstFacts(TreeShape, Names, AstExecutionQueries):
         if not isinstance(node, ast.stmt):
             return self._expression_code(node)
         parent = self._parents.get(node)
-        body, i = _body_holding(parent, node)
+        body, i = body_holding(parent, node)
         if body is None or (i > 0 and body[i - 1].end_lineno == node.lineno) or (
                 i + 1 < len(body) and body[i + 1].lineno == node.end_lineno) or self._on_header_line(node):
             return self.segment(node)
@@ -400,7 +400,7 @@ class AstFacts(TreeShape, Names, AstExecutionQueries):
             floor = first  # the module's header is the module's
         else:
             floor = 0
-        while first > floor and _blank_or_comment(lines[first - 1]):
+        while first > floor and blank_or_comment(lines[first - 1]):
             first -= 1
         last = self._claimed_end(node)
         chunk = lines[first:last]
@@ -567,7 +567,7 @@ class AstFacts(TreeShape, Names, AstExecutionQueries):
         depth = block[0].col_offset
         lines = self.lines
         j, last = end, end
-        while j < len(lines) and _blank_or_comment(lines[j]):
+        while j < len(lines) and blank_or_comment(lines[j]):
             text = lines[j]
             if text.strip() and len(text.encode("utf-8")) - len(text.lstrip(" \t").encode("utf-8")) >= depth:
                 last = j + 1
@@ -582,8 +582,8 @@ class AstFacts(TreeShape, Names, AstExecutionQueries):
         return self._tokens()[2]
 
 
-def _body_holding(parent: Optional[ast.AST], stmt: ast.stmt) -> tuple[Optional[list], int]:
-    """The body list of ``parent`` that holds ``stmt``, and its index there."""
+def body_holding(parent: Optional[ast.AST], stmt: ast.stmt) -> tuple[Optional[list], int]:
+    """The body list of ``parent`` holding ``stmt`` and its index (libcst: the block's body, the place)."""
     for name in ("body", "orelse", "finalbody"):
         body = getattr(parent, name, None)
         if type(body) is list:
@@ -632,9 +632,32 @@ def _keyword_constant(node: ast.Constant) -> Optional[str]:
     return None
 
 
-def _blank_or_comment(line: str) -> bool:
+def blank_or_comment(line: str) -> bool:
+    """A blank or comment-only line (libcst: an ``EmptyLine`` of leading lines or a block footer)."""
     stripped = line.strip()
     return not stripped or stripped.startswith("#")
+
+
+def same_logical_line(facts: "AstFacts", a: ast.stmt, b: ast.stmt) -> bool:
+    """``b`` follows ``a`` as ``a; b`` (a backslash between too): one ``SimpleStatementLine`` in libcst."""
+    if b.lineno - a.end_lineno > 0 and not all(  # type: ignore[operator]
+            facts.lines[n - 1].rstrip("\r\n").endswith("\\") for n in range(a.end_lineno, b.lineno)):
+        return False
+    between = _text_between(facts.lines, a.end_lineno, a.end_col_offset, b.lineno, b.col_offset)
+    return between.replace("\\", "").split() == [";"]
+
+
+def _text_between(lines: list[str], line: int, col: int, end_line: int, end_col: int) -> str:
+    """The source from (line, byte col) to (end line, byte col)."""
+    if line == end_line:
+        return lines[line - 1].encode("utf-8")[col:end_col].decode("utf-8", errors="replace")
+    return "".join([lines[line - 1].encode("utf-8")[col:].decode("utf-8", errors="replace"), *lines[line:end_line - 1],
+                    lines[end_line - 1].encode("utf-8")[:end_col].decode("utf-8", errors="replace")])
+
+
+#: the old private names (rules/shd202 imports them until it switches to the public ones)
+_body_holding = body_holding
+_blank_or_comment = blank_or_comment
 
 
 def _physical_lines(text: str) -> list[str]:
