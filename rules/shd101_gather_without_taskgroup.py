@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import ast
 import io
-import re
 import tokenize
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Sequence
@@ -1648,29 +1647,7 @@ class _Ast(_Decide, AstCheck):
         return parts[::-1]
 
     def _code(self, node: ast.AST) -> str:
-        """``cst.Module([]).code_for_node(node)``: the module's ``code_for_node`` with a line that
-        ends inside brackets in the module's default newline written ``\\n`` (an empty module's)."""
-        text = self.facts.code_for_node(node)
-        if "\r" not in text:
-            return text
-        newline = _default_newline(self.facts.code())
-        if newline == "\n":
-            return text
-        lines = [ln for ln in re.split(r"(?<=\r\n)|(?<=\r)(?!\n)|(?<=\n)", text) if ln]
-        feed = [ln.rstrip("\r\n") + "\n" for ln in lines]
-        feed[0] = "(" + feed[0]
-        feed[-1] = feed[-1][:-1] + ")\n"
-        try:  # in brackets, as the node's line ends are (its own or around it): each is an ``NL``
-            tokens = list(tokenize.generate_tokens(iter(feed).__next__))
-        except (tokenize.TokenError, SyntaxError, IndentationError):
-            return text
-        ends = {tok.start[0] for tok in tokens if tok.type == tokenize.NL}
-        out = []
-        for i, ln in enumerate(lines, 1):
-            if i in ends and ln.endswith(newline):
-                ln = ln[:-len(newline)] + "\n"
-            out.append(ln)
-        return "".join(out)
+        return self.facts.code_without_module(node)
 
     def _cleanup_kind(self, fn: FunctionInfo) -> Optional[str]:
         """``_cleanup_blocks``' first: statements in source order, each before its blocks."""
@@ -1826,12 +1803,6 @@ def _blocks(st: ast.stmt) -> list[ast.stmt]:
     if t is ast.Match:
         return [s for case in st.cases for s in case.body]
     return [*getattr(st, "body", ()), *getattr(st, "orelse", ())]
-
-
-def _default_newline(text: str) -> str:
-    """libcst's ``default_newline`` of a module: its first line ending."""
-    m = re.search(r"\r\n?|\n", text)
-    return m.group(0) if m else "\n"
 
 
 GatherWithoutTaskGroup.ast_check = _Ast

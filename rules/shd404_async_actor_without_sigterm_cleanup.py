@@ -351,25 +351,7 @@ class _Ast(_Decide, AstCheck):
         return ast_same_module_bases(self.facts, cls)
 
     def _code(self, node: ast.AST) -> str:
-        """libcst's ``code_for_node``: ``AstFacts.code_for_node``, and a line ending inside brackets
-        that is the module's default one (its first line ending) written ``\\n``, as libcst renders
-        it without its module (a string's lines and a line after a backslash keep theirs)."""
-        text = self.facts.code_for_node(node)
-        found = _LINE_END.search(self.facts.code())
-        default = found.group(0) if found else "\n"
-        if default == "\n" or default not in text:
-            return text
-        lines = _LINES.split(text)
-        wrapped = [ln.rstrip("\r\n") + "\n" for ln in lines]  # as one bracketed expression, ``\n`` ended
-        wrapped[0], wrapped[-1] = "(" + wrapped[0], wrapped[-1][:-1] + ")\n"
-        feed = iter(wrapped)
-        try:
-            inside = {tok.start[0] for tok in tokenize.generate_tokens(lambda: next(feed, ""))
-                      if tok.type == tokenize.NL}
-        except (tokenize.TokenError, SyntaxError):
-            return text
-        return "".join(ln[:-len(default)] + "\n" if i in inside and ln.endswith(default) else ln
-                       for i, ln in enumerate(lines, 1))
+        return self.facts.code_without_module(node)
 
     def _fix(self, cls: ClassInfo) -> Optional[FixPlan]:
         init = cls.methods.get("__init__")
@@ -392,9 +374,6 @@ _GAP = re.compile(r"[ \t\f]*")
 #: a class name: up to its bases, type parameters, ``:``, a space or a backslash
 _NAME_END = re.compile(r"[^\s(\[:\\#]*")
 _TRY_STAR = getattr(ast, "TryStar", None)
-#: the first line ending (libcst's default newline) and a split after each line ending
-_LINE_END = re.compile(r"\r\n?|\n")
-_LINES = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
 
 
 def _ast_external_resource(expr: ast.AST, words, facts) -> bool:

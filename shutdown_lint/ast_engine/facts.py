@@ -28,6 +28,7 @@ from __future__ import annotations
 import ast
 import bisect
 import io
+import re
 import tokenize
 from typing import Iterator, Optional
 
@@ -374,6 +375,28 @@ class AstFacts(TreeShape, Names, AstExecutionQueries):
         tail = lines[last].encode("utf-8")[:node.end_col_offset].decode("utf-8", errors="replace")  # type: ignore
         return "".join([head, *lines[first + 1:last], tail])
 
+    def code_without_module(self, node: ast.AST) -> str:
+        """libcst's ``cst.Module([]).code_for_node(node)``: a line ending in brackets written ``\\n``.
+
+        Only a line ending that is the module's default one (its first) changes; a string's lines and a
+        line after a backslash keep theirs (SHD101's and SHD404's text, one definition)."""
+        text = self.code_for_node(node)
+        found = _LINE_END.search(self.code())
+        default = found.group(0) if found else "\n"
+        if default == "\n" or default not in text:
+            return text
+        lines = _LINES.split(text)
+        wrapped = [ln.rstrip("\r\n") + "\n" for ln in lines]  # as one bracketed expression, ``\n`` ended
+        wrapped[0], wrapped[-1] = "(" + wrapped[0], wrapped[-1][:-1] + ")\n"
+        feed = iter(wrapped)
+        try:
+            inside = {tok.start[0] for tok in tokenize.generate_tokens(lambda: next(feed, ""))
+                      if tok.type == tokenize.NL}
+        except (tokenize.TokenError, SyntaxError):
+            return text
+        return "".join(ln[:-len(default)] + "\n" if i in inside and ln.endswith(default) else ln
+                       for i, ln in enumerate(lines, 1))
+
     def code_for_node(self, node: ast.AST) -> str:
         """The node's code as libcst's ``Module.code_for_node`` gives it: an expression's source
         slice (without parentheses around it, which libcst includes when the node owns them); a
@@ -580,6 +603,11 @@ class AstFacts(TreeShape, Names, AstExecutionQueries):
         a continuation inside brackets, a comment or blank line) is rendered from the enclosing
         block's indentation, so a statement's code leaves its own indentation off them."""
         return self._tokens()[2]
+
+
+#: the first line ending (libcst's default newline) and a split after each line ending
+_LINE_END = re.compile(r"\r\n?|\n")
+_LINES = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
 
 
 def body_holding(parent: Optional[ast.AST], stmt: ast.stmt) -> tuple[Optional[list], int]:

@@ -415,6 +415,39 @@ def test_columns_are_characters_not_bytes():
     assert both.ast.span(both.ast.calls[1])[1] == 14
 
 
+def _code_without_module_pairs(both) -> list:
+    """(libcst node, ast node) for every call, callee, argument, name and attribute."""
+    a, c = both.ast, both.cst
+    pairs = []
+    for cc, ac in zip(c.calls, a.calls):
+        args = [x.value if type(x) is ast.Starred else x for x in ac.args]
+        pairs += [(cc, ac), (cc.func, ac.func), *zip([arg.value for arg in cc.args], args)]
+    exprs = {a.span(n): n for n in ast.walk(both.tree) if isinstance(n, (ast.Name, ast.Attribute))}
+    for cn in both.cst_nodes((cst.Name, cst.Attribute)):
+        an = exprs.get(both.cst_span(cn))
+        if an is not None and type(an).__name__ == type(cn).__name__:
+            pairs.append((cn, an))
+    return pairs
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_code_without_module_is_libcsts(newline):
+    """``AstFacts.code_without_module`` is ``cst.Module([]).code_for_node`` (SHD101's and SHD404's
+    text) on every call, callee, argument, name and attribute of the rule examples and the example
+    project, with each line ending."""
+    sources = [p.values[0] for p in _example_sources()] + [f.read_text() for f in sorted(EXAMPLES.rglob("*.py"))]
+    compared = 0
+    for source in sources:
+        source = source.replace("\r\n", "\n").replace("\n", newline)
+        if not _parses_here(source):
+            continue
+        both = _Both(source)
+        for cn, an in _code_without_module_pairs(both):
+            assert both.ast.code_without_module(an) == cst.Module([]).code_for_node(cn), both.cst_span(cn)
+            compared += 1
+    assert compared > 5000
+
+
 def test_code_for_node_of_expressions_and_top_level_statements():
     source = textwrap.dedent(
         """\
