@@ -18,6 +18,7 @@ from ._vocabulary import CLEANUP_WORDS, mentions
 from shutdown_lint.prefilter.ast_tree import COMPREHENSIONS, DEFS, TRYS, children, nested_statements, walk_within
 from shutdown_lint.ast_engine.check import AstCheck, FixPlan
 from shutdown_lint.ast_engine.execution import arguments, execution_of
+from shutdown_lint.ast_engine.facts import cst_names
 
 #: Methods called on the executor that stop it.
 _STOP_METHODS = frozenset({"shutdown", "close", "terminate", "__exit__"})
@@ -1694,28 +1695,9 @@ def _ast_rebinds(body: list, name: str) -> bool:
         else:
             continue
         for target in targets:
-            if name in _cst_names(target):
+            if name in cst_names(target):
                 return True
     return False
-
-
-def _cst_names(expr: ast.AST) -> set[str]:
-    """The values of libcst's ``Name`` nodes in ``expr``."""
-    out: set[str] = set()
-    for n in walk_within([expr]):
-        t = type(n)
-        if t is ast.Name:
-            out.add(n.id)
-        elif t is ast.Attribute:
-            out.add(n.attr)
-        elif t is ast.keyword:
-            if n.arg is not None:
-                out.add(n.arg)
-        elif t is ast.arg:
-            out.add(n.arg)
-        elif t is ast.Constant and (n.value is None or n.value is True or n.value is False):
-            out.add(str(n.value))
-    return out
 
 
 def _comment_starts(lines: list[str]) -> dict[int, int]:

@@ -666,6 +666,25 @@ def blank_or_comment(line: str) -> bool:
     return not stripped or stripped.startswith("#")
 
 
+def cst_names(expr: ast.AST) -> set[str]:
+    """The values of libcst's ``Name`` nodes under ``expr`` (attributes', keywords' and parameters' names too)."""
+    out: set[str] = set()
+    for n in ast.walk(expr):
+        t = type(n)
+        if t is ast.Name:
+            out.add(n.id)
+        elif t is ast.Attribute:
+            out.add(n.attr)
+        elif t is ast.keyword:
+            if n.arg is not None:
+                out.add(n.arg)
+        elif t is ast.arg:
+            out.add(n.arg)
+        elif t is ast.Constant and (n.value is None or n.value is True or n.value is False):
+            out.add(str(n.value))
+    return out
+
+
 def same_logical_line(facts: "AstFacts", a: ast.stmt, b: ast.stmt) -> bool:
     """``b`` follows ``a`` as ``a; b`` (a backslash between too): one ``SimpleStatementLine`` in libcst."""
     if b.lineno - a.end_lineno > 0 and not all(  # type: ignore[operator]

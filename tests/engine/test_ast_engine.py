@@ -24,7 +24,7 @@ from shutdown_lint import analyzer, registry
 from shutdown_lint.analyzer import STAGE_AST, STAGE_LIBCST, lint_source
 from shutdown_lint.ast_engine import AstCheck, AstFacts, FixPlan
 from shutdown_lint.ast_engine import walk as ast_walk
-from shutdown_lint.ast_engine.facts import decode
+from shutdown_lint.ast_engine.facts import cst_names, decode
 from shutdown_lint.facts import ModuleFacts
 from shutdown_lint.positions import positions_of
 from shutdown_lint.prefilter import ast_tree
@@ -444,6 +444,28 @@ def test_code_without_module_is_libcsts(newline):
         both = _Both(source)
         for cn, an in _code_without_module_pairs(both):
             assert both.ast.code_without_module(an) == cst.Module([]).code_for_node(cn), both.cst_span(cn)
+            compared += 1
+    assert compared > 5000
+
+
+def test_cst_names_are_libcsts():
+    """``ast_engine.facts.cst_names`` gives the values of libcst's ``Name`` nodes under every call,
+    callee, argument, name and attribute of the rule examples and the example project."""
+    sources = [p.values[0] for p in _example_sources()] + [f.read_text() for f in sorted(EXAMPLES.rglob("*.py"))]
+    compared = 0
+    for source in sources:
+        if not _parses_here(source):
+            continue
+        both = _Both(source)
+        for cn, an in _code_without_module_pairs(both):
+            names: set = set()
+
+            class _Names(cst.CSTVisitor):
+                def visit_Name(self, node) -> None:
+                    names.add(node.value)
+
+            cst_walk(cn, _Names())
+            assert cst_names(an) == names, both.cst_span(cn)
             compared += 1
     assert compared > 5000
 
