@@ -290,15 +290,22 @@ class _Ast(_Decide, AstCheck):
     """SHD105 on ``ast``: ``_Decide`` with the tree's answers read from ``ast`` (libcst's ``Call.args``
     order, ``*a``/``**k`` values, ``yield from``, ``async for``/``async with``/``async def`` as
     their libcst classes, a ``finally`` as ``Try``/``TryStar.finalbody``, ``except*`` handlers not
-    counted (libcst's ``ExceptStarHandler``), libcst's ``Name`` identifiers, code text with owned
-    parentheses, the walk in libcst's source order)."""
+    counted (libcst's ``ExceptStarHandler``), libcst's ``Name`` identifiers (``None``/``True``/``False``
+    included), code text with owned parentheses (libcst's own reading inside an f-string), the walk
+    in libcst's source order)."""
 
     def visit_Call(self, node: ast.Call) -> None:
         self._check(node)
 
     @staticmethod
     def _name(expr) -> Optional[str]:
-        return expr.id if type(expr) is ast.Name else None
+        """A name's identifier; ``None``/``True``/``False`` too (libcst's ``Name``s)."""
+        t = type(expr)
+        if t is ast.Name:
+            return expr.id
+        if t is ast.Constant and (expr.value is None or expr.value is True or expr.value is False):
+            return str(expr.value)
+        return None
 
     @staticmethod
     def _attribute(expr) -> Optional[tuple]:
