@@ -1,14 +1,19 @@
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 from typing import Optional, Union
 
 import libcst as cst
 
+from shutdown_lint.ast_engine import AstCheck, FixPlan
+from shutdown_lint.ast_engine.execution import arguments, positional
+from shutdown_lint.ast_engine.exit_paths import _same_line, _shares_its_line, exit_paths_of
+from shutdown_lint.ast_engine.facts import _blank_or_comment, _body_holding
 from shutdown_lint.prefilter import words as C
 from shutdown_lint.facts import DRIVER, RETURN, STATUS_ZERO, TORCH_WORKER
-from shutdown_lint.facts.exit_paths import (EXIT_FUNCTIONS, FALL_THROUGH, _later_code_exits, _loop_between,
-                                            _returns_only_none)
+from shutdown_lint.facts.exit_paths import EXIT_FUNCTIONS, FALL_THROUGH
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule
 from shutdown_lint.traversal import walk
 from shutdown_lint.prefilter.ast_tree import (DEFS, TRYS, children, identifiers, is_main_guard, nested_statements, positional_args,
@@ -16,6 +21,7 @@ from shutdown_lint.prefilter.ast_tree import (DEFS, TRYS, children, identifiers,
 from shutdown_lint.prefilter.ast_tree import walk as ast_walk
 
 from ._exits import child_process_reason, raises_system_exit, rule_runs_here
+from .shd204_os_exit_skips_cleanup import _child_roots_ast
 from ._vocabulary import identifier_words
 
 _INTERRUPT_EXIT_CODE = 130  # 128 + SIGINT, what a shell reports for a Ctrl+C'd job
@@ -27,7 +33,400 @@ _CANCELLATION = frozenset({"asyncio.CancelledError", "asyncio.exceptions.Cancell
 _Handler = Union[cst.ExceptHandler, cst.ExceptStarHandler]
 
 
-class InterruptExitZero(Rule):
+class _Decide:
+    """What SHD202 decides, on either tree: the tree's answers come from the hooks that the
+    libcst rule (``InterruptExitZero``) and the ``ast`` check (``_Ast``) each write."""
+
+    # ------------------------------------------------------------------ the three reports
+    def _check_exit_call(self, node) -> None:
+        facts = self.facts
+        if not self._exits.is_exit(node) or self._exits.exit_status(node) != STATUS_ZERO:
+            return
+        where = self._where(node)
+        if where is None:
+            return
+        name = facts.call_name(node)
+        if name == "runtime_guard.hard_exit" and not self._unnamed(node):
+            return  # hard_exit() defaults to 1
+        if (name == "os._exit" and self._child_process_reason(node) is None
+                and rule_runs_here("SHD204", facts, self.settings)):
+            return  # SHD204 reports this statement once, status included
+        self.report(
+            node,
+            f"`{self._code(node.func)}()` in {where[0]} exits with status 0: schedulers and scripts "
+            "record the interrupted run as a success",
+            fix=self._status_fix(node, where),
+        )
+
+    def _check_raise(self, node) -> None:
+        if not self._exits.is_exit(node) or self._exits.exit_status(node) != STATUS_ZERO:
+            return
+        where = self._where(node)
+        if where is None:
+            return
+        if where[0] != "`except KeyboardInterrupt`" and not self._raises_with_arguments(node):
+            return  # `raise SystemExit` in a signal handler: the idiom that unwinds `finally` blocks
+        self.report(
+            node,
+            f"`raise SystemExit` in {where[0]} exits with status 0: schedulers and scripts "
+            "record the interrupted run as a success",
+            fix=self._status_fix(node, where),
+        )
+
+    def _check_handler(self, node) -> None:
+        """``except KeyboardInterrupt: log(); cleanup()`` that returns or falls through to the
+        end of the process entrypoint: the process exits 0 (exit-path facts)."""
+        if not self._catches_interrupt(node) or self._raises_interrupt_itself(node) or self._sigint_handled_in(node) \
+                or self._runs_until_stopped(node) or self._dispatches_on_type(node):
+            return
+        entry = self._exits.normal_return_to_entrypoint(node)
+        coroutine = entry is not None and "asyncio.run" in entry
+        if entry is None:
+            # deeper: the handler's function (or method) is reached from the entrypoint through
+            # calls after which nothing exits or raises, in any module (the project index)
+            fn = self._leaves_function(node) if self._does_something(node) else None
+            chain = self.facts.process_tail(fn) if fn is not None else None
+            if not chain:
+                return
+            entry = chain[0] + " (" + ", ".join(f"the last call of {c}" for c in chain[1:]) + ")"
+            coroutine = fn.is_async
+        what = "`except KeyboardInterrupt`"
+        if coroutine:
+            # Python 3.11+: Ctrl+C cancels asyncio.run's main task (the KeyboardInterrupt comes out
+            # of asyncio.run, never inside the coroutine); only a handler that also catches the
+            # cancellation and returns makes asyncio.run return normally (measured: status 0)
+            if not self._catches(node, _CANCELLATION):
+                return
+            what = "`except (KeyboardInterrupt, CancelledError)`"
+        self.report(
+            node,
+            f"{what} returns normally to the end of {entry}, so the process exits "
+            "with status 0: schedulers and scripts record the interrupted run as a success",
+            fix=self._exit_fix(node) if self._exit_fix_fits(node) else None,
+        )
+
+    # ------------------------------------------------------------------ decisions
+    def _does_something(self, handler) -> bool:
+        """For a handler found through a chain of calls: it does some work (logs, saves, cleans
+        up), and it is not a handler for exits too. Measured on site-packages: a bare ``pass``
+        deep in a library is the idiom that hides the traceback of a foreground server or mount
+        (aiohttp's ``run_app``, fsspec's FUSE ``run``), and ``except (KeyboardInterrupt,
+        SystemExit, ...)`` hands the status to a function that exits (virtualenv)."""
+        if self._only_pass_or_strings(handler):
+            return False
+        return not any(self._code(e).rsplit(".", 1)[-1].endswith("Exit") for e in self._types(handler) or ())
+
+    def _dispatches_on_type(self, handler) -> bool:
+        """``except (KeyboardInterrupt, JobError) as e:`` whose body tests ``isinstance(e, ...)``
+        for other types only: the way out that returns may be another type's (AReaL's
+        launchers re-raise the interrupt in the ``else`` branch); not judged."""
+        bound = self._bound_name(handler)
+        if bound is None:
+            return False
+        tested = False
+        for call in self._calls_in_body(handler):
+            if self.facts.call_name(call) != "builtins.isinstance":
+                continue
+            args = self._argument_values(call)
+            if len(args) == 2 and self._name_id(args[0]) == bound:
+                if "KeyboardInterrupt" in self._code(args[1]) or "BaseException" in self._code(args[1]):
+                    return False
+                tested = True
+        return tested
+
+    def _leaves_function(self, handler):
+        """The function the handler returns from normally (the conditions of the exit-path
+        facts' ``normal_return_to_entrypoint``: no loop around it that goes on, a ``finally``
+        that only falls through, no later statement that exits, raises or returns)."""
+        ex = self._exits
+        fn = self.facts.enclosing_function(handler)
+        tr = ex._try_of(handler)
+        if fn is None or tr is None:
+            return None
+        paths = ex.exit_paths(handler)
+        returns_none = RETURN in paths.ways and ex._returns_only_none(ex._handler_body(handler))
+        if not ((FALL_THROUGH in paths.ways and not ex._loop_between(handler, fn)) or returns_none):
+            return None
+        final = ex._finally_of(tr)
+        if final is not None and not ex.exit_paths(final).ways <= {FALL_THROUGH}:
+            return None
+        if FALL_THROUGH in paths.ways and not returns_none and ex._later_code_exits(tr, fn):
+            return None
+        return fn
+
+    def _shuts_down(self, handler, exit_node) -> bool:
+        """The signal handler does some work besides logging before it exits (it "shuts down")."""
+        for call in self.facts.calls:
+            if call is exit_node or self._exits.is_exit(call) or not self.facts.is_ancestor(handler, call):
+                continue
+            name = self.facts.call_name(call) or self._code(call.func)
+            if name == "builtins.SystemExit":
+                continue
+            head = name.split(".")[0].lower()
+            if name == "builtins.print" or head in ("logger", "logging", "log", "_logger", "warnings", "sys") \
+                    or name.endswith(("info", "debug", "warning", "error", "exception", "flush")):
+                continue
+            return True
+        return False
+
+    def _runs_until_stopped(self, handler) -> bool:
+        """The ``try`` body never ends by itself (``while True`` with no way out, a server's
+        ``serve_forever()``/``uvicorn.run()``): Ctrl+C is how the program is meant to stop, so
+        its status 0 is the normal one (a monitor or a server, not an interrupted run)."""
+        tr = self._plain_try(handler)
+        if tr is None:
+            return False
+        for call in self._calls_in_try_body(tr):
+            name = self.facts.call_name(call) or self._code(call.func)
+            if name in _SERVE_CALLS or name.rsplit(".", 1)[-1] in _SERVE_METHODS:
+                return True
+        return self._ends_in_endless_loop(tr)
+
+    def _batch_job(self, handler) -> bool:
+        """The SIGTERM handler belongs to a job whose status a scheduler reads: the module starts
+        torch.distributed or a Ray driver, or the handler saves a checkpoint / stops training."""
+        if any(self.facts.contexts(fn) & {TORCH_WORKER, DRIVER} and self._calls_job_setup(fn)
+               for fn in self.facts.functions):
+            return True
+        for call in self.facts.calls:
+            if self.facts.is_ancestor(handler, call):
+                if set(identifier_words(self._code(call.func))) & _JOB_WORDS:
+                    return True
+        return False
+
+    def _calls_job_setup(self, fn) -> bool:
+        return any(self.facts.call_name(c) in ("ray.init", "torch.distributed.init_process_group") for c in fn.calls)
+
+    def _sigint_handled_in(self, handler) -> bool:
+        """The handler's function installs its own SIGINT handler: Ctrl+C never raises
+        KeyboardInterrupt there."""
+        fn = self.facts.enclosing_function(handler)
+        calls = fn.calls if fn is not None else self.facts.module_calls
+        for call in calls:
+            if self.facts.call_name(call) in ("signal.signal", "asyncio.AbstractEventLoop.add_signal_handler") \
+                    or self._attribute_name(call.func) == "add_signal_handler":
+                if "SIGINT" in self._code(call) or "for sig" in self._statement_code(call):
+                    return True
+        return False
+
+    def _raises_interrupt_itself(self, handler) -> bool:
+        """The ``try`` body raises ``KeyboardInterrupt`` itself (an idle timeout that shuts a
+        server down): the handler is also the normal way out, where status 0 is meant."""
+        tr = self._plain_try(handler)
+        if tr is None:
+            return False
+        return any(self.facts.qualified_name(exc, raise_) == "builtins.KeyboardInterrupt"
+                   for raise_, exc in self._raised_in_try_body(tr))
+
+    def _where(self, node) -> Optional[tuple[str, str, Optional[str]]]:
+        """Where an exit 0 is a hazard, and the status the fix writes: an interrupt handler
+        (the ``exit_code`` option) or a SIGINT/SIGTERM handler (130, 143 or ``128 + signum``):
+        (where, the status's code, the parameter named in it)."""
+        if self._interrupt_handler(node) is not None:
+            return "`except KeyboardInterrupt`", str(self.config["exit_code"]), None
+        found = self._exits.signal_handler_of(node)
+        if found is None:
+            return None
+        handler, signals = found
+        if not self._shuts_down(handler, node):
+            return None  # a handler that only exits (an interactive tool's Ctrl+C = quit)
+        if "SIGTERM" in signals and not self._batch_job(handler):
+            return None  # a service: exit 0 after SIGTERM is its conventional graceful shutdown
+        names = " and ".join(sorted(signals))
+        what = f"a {names} handler"
+        if signals == {"SIGINT"}:
+            return what, str(self.config["exit_code"]), None
+        if signals == {"SIGTERM"}:
+            return what, str(_TERM_EXIT_CODE), None
+        param = self._first_parameter(handler)
+        if param is not None:
+            return what, f"128 + {param}", param
+        return None
+
+    def _exit_fix_fits(self, handler) -> bool:
+        """``_exit_fix`` builds a fix: a handler on lines of its own whose only normal way out is
+        its end or one bare ``return`` that ends it."""
+        paths = self._exits.exit_paths(handler)
+        if self._body_on_header_line(handler) or (RETURN in paths.ways and self._return_count(handler) != 1):
+            return False
+        return RETURN not in paths.ways or self._ends_in_bare_return(handler)
+
+    def _interrupt_handler(self, node):
+        """The innermost `except` handler whose body holds ``node`` (same function), if it
+        catches KeyboardInterrupt."""
+        handler = self._handler_around(node)
+        return handler if handler is not None and self._catches_interrupt(handler) else None
+
+    def _catches(self, handler, names: frozenset[str]) -> bool:
+        return any(self.facts.qualified_name(e, handler) in names for e in self._types(handler) or ())
+
+    def _catches_interrupt(self, handler) -> bool:
+        exprs = self._types(handler)
+        if exprs is None:
+            return False  # a bare except: too broad to say the author meant Ctrl+C
+        return any(self.facts.qualified_name(e, handler) == "builtins.KeyboardInterrupt" for e in exprs)
+
+
+class _Ast(_Decide, AstCheck):
+    """SHD202 on ``ast`` (``ast_engine``): the same decisions (``_Decide``), the tree's answers
+    read from ``ast``: the exit-path facts of ``ast_engine.exit_paths``; a handler of ``except*``
+    (``TryStar``) is not visited (libcst's ``ExceptStarHandler``) but holds an exit; a handler's
+    body holds what is not its type; arguments as libcst's ``Call.args``; ``True`` and ints as
+    constants, a lone string literal by its tokens; a body on its header's line; the text of
+    libcst's ``SimpleStatementLine`` (``a; b``: the whole line) for ``for sig``."""
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self._check_exit_call(node)
+
+    def visit_Raise(self, node: ast.Raise) -> None:
+        self._check_raise(node)
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        if type(self.facts.parent(node)) is ast.Try:
+            self._check_handler(node)
+
+    @property
+    def _exits(self):
+        return exit_paths_of(self.facts)
+
+    def _code(self, node: ast.AST) -> str:
+        return self.facts.code_without_module(node)
+
+    @staticmethod
+    def _unnamed(call: ast.Call) -> list:
+        return positional(call)
+
+    def _child_process_reason(self, node: ast.Call) -> Optional[str]:
+        return child_process_reason(self.facts, node, _child_roots_ast)
+
+    @staticmethod
+    def _raises_with_arguments(node: ast.Raise) -> bool:
+        return type(node.exc) is ast.Call and bool(node.exc.args or node.exc.keywords)
+
+    @staticmethod
+    def _status_fix(node, where) -> FixPlan:
+        return FixPlan.safe(f"Exit with status {where[1]}")
+
+    def _exit_fix(self, handler: ast.ExceptHandler) -> FixPlan:
+        return FixPlan.unsafe(f"End the handler with `sys.exit({self.config['exit_code']})`")
+
+    @staticmethod
+    def _types(handler: ast.ExceptHandler) -> Optional[list]:
+        t = handler.type
+        if t is None:
+            return None
+        return [e.value if type(e) is ast.Starred else e for e in t.elts] if type(t) is ast.Tuple else [t]
+
+    def _only_pass_or_strings(self, handler: ast.ExceptHandler) -> bool:
+        return all(type(st) is ast.Pass or (type(st) is ast.Expr and type(st.value) is ast.Constant and (
+            st.value.value is Ellipsis or (type(st.value.value) in (str, bytes) and self._one_string(st.value))))
+            for st in handler.body)
+
+    def _one_string(self, node: ast.Constant) -> bool:
+        """libcst's ``SimpleString``: one string token (not an implicit concatenation)."""
+        try:
+            toks = list(tokenize.generate_tokens(io.StringIO("(" + self.facts.segment(node) + ")").readline))
+        except (tokenize.TokenError, SyntaxError):
+            return False
+        return sum(tok.type == tokenize.STRING for tok in toks) == 1
+
+    @staticmethod
+    def _bound_name(handler: ast.ExceptHandler) -> Optional[str]:
+        return handler.name
+
+    def _calls_in_body(self, handler: ast.ExceptHandler) -> list:
+        inside = {id(n) for st in handler.body for n in ast_walk(st)}
+        return [c for c in self.facts.calls if id(c) in inside]
+
+    @staticmethod
+    def _argument_values(call: ast.Call) -> list:
+        return [a.value for a in arguments(call)]
+
+    @staticmethod
+    def _name_id(expr: ast.AST) -> Optional[str]:
+        return expr.id if type(expr) is ast.Name else None
+
+    def _plain_try(self, handler: ast.ExceptHandler) -> ast.Try:
+        return self.facts.parent(handler)  # visit_ExceptHandler: a ``Try``'s handlers only
+
+    def _calls_in_try_body(self, tr: ast.Try) -> list:
+        inside = {id(n) for st in tr.body for n in ast_walk(st)}
+        return [c for c in self.facts.calls if id(c) in inside]
+
+    @staticmethod
+    def _ends_in_endless_loop(tr: ast.Try) -> bool:
+        last = tr.body[-1]
+        return type(last) is ast.While and _ast_endless(last)
+
+    @staticmethod
+    def _raised_in_try_body(tr: ast.Try) -> list:
+        out = []
+        for st in tr.body:
+            for n in ast_walk(st):
+                if type(n) is ast.Raise:
+                    exc = n.exc.func if type(n.exc) is ast.Call else n.exc
+                    if exc is not None:
+                        out.append((n, exc))
+        return out
+
+    @staticmethod
+    def _attribute_name(func: ast.AST) -> Optional[str]:
+        return func.attr if type(func) is ast.Attribute else None
+
+    def _statement_code(self, call: ast.Call) -> str:
+        """libcst's ``code_for_node(enclosing_statement(call) or call)``; a statement that shares
+        its line (``a; b``, a backslash between) is one ``SimpleStatementLine`` there: the run's
+        lines with the comment and blank lines above it that libcst files under it (read here
+        for ``for sig``, which no indentation can split)."""
+        facts = self.facts
+        stmt = facts.enclosing_statement(call)
+        if stmt is None:
+            return self._code(call)
+        if not _shares_its_line(facts, stmt):
+            return self._code(stmt)
+        parent = facts.parent(stmt)
+        body = _body_holding(parent, stmt)[0]
+        first = last = next(k for k, s in enumerate(body) if s is stmt)
+        while first > 0 and _same_line(facts, body[first - 1], body[first]):
+            first -= 1
+        while last + 1 < len(body) and _same_line(facts, body[last], body[last + 1]):
+            last += 1
+        lines = facts.lines
+        top = body[first].lineno - 1
+        floor = facts._claimed_end(body[first - 1]) if first > 0 else top if type(parent) is ast.Module else 0
+        while top > floor and _blank_or_comment(lines[top - 1]):
+            top -= 1
+        return "".join(lines[top:body[last].end_lineno])
+
+    def _first_parameter(self, handler: ast.AST) -> Optional[str]:
+        params = handler.args.args
+        return params[0].arg if params else None
+
+    def _body_on_header_line(self, handler: ast.ExceptHandler) -> bool:
+        first = handler.body[0]
+        return self.facts.enclosing_statement(first) is not first
+
+    @staticmethod
+    def _return_count(handler: ast.ExceptHandler) -> int:
+        return sum(type(n) is ast.Return for st in handler.body
+                   for n in walk_within([st], stop=(*DEFS, ast.Lambda)))
+
+    def _ends_in_bare_return(self, handler: ast.ExceptHandler) -> bool:
+        last = handler.body[-1]
+        return type(last) is ast.Return and last.value is None and not _shares_its_line(self.facts, last)
+
+    def _handler_around(self, node: ast.AST):
+        child = node
+        for anc in self.facts.ancestors(node):
+            if type(anc) in (*DEFS, ast.Lambda, ast.ClassDef):
+                return None
+            if type(anc) is ast.ExceptHandler and child is not anc.type:
+                return anc
+            child = anc
+        return None
+
+
+class InterruptExitZero(_Decide, Rule):
     """
     ## What it does
     Flags an `except KeyboardInterrupt:` handler that ends the process with exit status 0:
@@ -577,251 +976,61 @@ class InterruptExitZero(Rule):
         ),
     ]
 
-    # ------------------------------------------------------------------ visitors
+    ast_check = _Ast
+
+    # ------------------------------------------------------------------ visitors (decisions: _Decide)
     def visit_Call(self, node: cst.Call) -> None:
-        if not self.facts.is_exit(node) or self.facts.exit_status(node) != STATUS_ZERO:
-            return
-        where = self._where(node)
-        if where is None:
-            return
-        new_arg = cst.Arg(where[1])
-        args = [a for a in node.args if a.keyword is None]
-        name = self.facts.call_name(node)
-        if name == "runtime_guard.hard_exit" and not args:
-            return  # hard_exit() defaults to 1
-        if (name == "os._exit" and child_process_reason(self.facts, node) is None
-                and rule_runs_here("SHD204", self.facts, self.settings)):
-            return  # SHD204 reports this statement once, status included
-        if args:
-            new_call = node.with_changes(args=[args[0].with_changes(value=new_arg.value)])
-        else:
-            new_call = node.with_changes(args=[new_arg])
-        callee = cst.Module([]).code_for_node(node.func)
-        self.report(
-            node,
-            f"`{callee}()` in {where[0]} exits with status 0: schedulers and scripts "
-            "record the interrupted run as a success",
-            fix=Fix.safe(Replace(node, new_call), message=f"Exit with status {_code(where[1])}"),
-        )
+        self._check_exit_call(node)
 
     def visit_Raise(self, node: cst.Raise) -> None:
-        if not self.facts.is_exit(node) or self.facts.exit_status(node) != STATUS_ZERO:
-            return
-        where = self._where(node)
-        if where is None:
-            return
-        if where[0] != "`except KeyboardInterrupt`" and not (isinstance(node.exc, cst.Call) and node.exc.args):
-            return  # `raise SystemExit` in a signal handler: the idiom that unwinds `finally` blocks
-        exc = node.exc
-        target = exc.func if isinstance(exc, cst.Call) else exc
-        new_exc = cst.Call(func=target, args=[cst.Arg(where[1])])
-        self.report(
-            node,
-            f"`raise SystemExit` in {where[0]} exits with status 0: schedulers and scripts "
-            "record the interrupted run as a success",
-            fix=Fix.safe(Replace(exc, new_exc), message=f"Exit with status {_code(where[1])}"),
-        )
+        self._check_raise(node)
 
     def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
-        """``except KeyboardInterrupt: log(); cleanup()`` that returns or falls through to the
-        end of the process entrypoint: the process exits 0 (exit-path facts)."""
-        if not self._catches_interrupt(node) or self._raises_interrupt_itself(node) or self._sigint_handled_in(node) \
-                or self._runs_until_stopped(node) or self._dispatches_on_type(node):
-            return
-        entry = self.facts.normal_return_to_entrypoint(node)
-        coroutine = entry is not None and "asyncio.run" in entry
-        if entry is None:
-            # deeper: the handler's function (or method) is reached from the entrypoint through
-            # calls after which nothing exits or raises, in any module (the project index)
-            fn = self._leaves_function(node) if self._does_something(node) else None
-            chain = self.facts.process_tail(fn) if fn is not None else None
-            if not chain:
-                return
-            entry = chain[0] + " (" + ", ".join(f"the last call of {c}" for c in chain[1:]) + ")"
-            coroutine = fn.is_async
-        what = "`except KeyboardInterrupt`"
-        if coroutine:
-            # Python 3.11+: Ctrl+C cancels asyncio.run's main task (the KeyboardInterrupt comes out
-            # of asyncio.run, never inside the coroutine); only a handler that also catches the
-            # cancellation and returns makes asyncio.run return normally (measured: status 0)
-            if not self._catches(node, _CANCELLATION):
-                return
-            what = "`except (KeyboardInterrupt, CancelledError)`"
-        self.report(
-            node,
-            f"{what} returns normally to the end of {entry}, so the process exits "
-            "with status 0: schedulers and scripts record the interrupted run as a success",
-            fix=self._exit_fix(node),
-        )
+        self._check_handler(node)
 
-    def _does_something(self, handler: cst.ExceptHandler) -> bool:
-        """For a handler found through a chain of calls: it does some work (logs, saves, cleans
-        up), and it is not a handler for exits too. Measured on site-packages: a bare ``pass``
-        deep in a library is the idiom that hides the traceback of a foreground server or mount
-        (aiohttp's ``run_app``, fsspec's FUSE ``run``), and ``except (KeyboardInterrupt,
-        SystemExit, ...)`` hands the status to a function that exits (virtualenv)."""
-        body = handler.body
-        stmts = body.body if isinstance(body, cst.IndentedBlock) else [body]
-        smalls: list = []
-        for st in stmts:
-            if isinstance(st, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-                smalls += st.body
+    # ------------------------------------------------------------------ libcst's answers
+    @property
+    def _exits(self):
+        return self.facts
+
+    @staticmethod
+    def _code(node: cst.CSTNode) -> str:
+        return _code(node)
+
+    @staticmethod
+    def _unnamed(call: cst.Call) -> list:
+        return [a for a in call.args if a.keyword is None]
+
+    def _child_process_reason(self, node: cst.Call) -> Optional[str]:
+        return child_process_reason(self.facts, node)
+
+    @staticmethod
+    def _raises_with_arguments(node: cst.Raise) -> bool:
+        return isinstance(node.exc, cst.Call) and bool(node.exc.args)
+
+    @staticmethod
+    def _status_fix(node: Union[cst.Call, cst.Raise], where: tuple[str, str, Optional[str]]) -> Fix:
+        status: cst.BaseExpression = cst.Integer(where[1]) if where[2] is None else \
+            cst.BinaryOperation(cst.Integer("128"), cst.Add(), cst.Name(where[2]))
+        if isinstance(node, cst.Call):
+            args = [a for a in node.args if a.keyword is None]
+            if args:
+                new_call = node.with_changes(args=[args[0].with_changes(value=status)])
             else:
-                smalls.append(st)  # a compound statement does something
-        if all(isinstance(sm, cst.Pass) or (isinstance(sm, cst.Expr) and isinstance(sm.value, (cst.SimpleString, cst.Ellipsis)))
-               for sm in smalls):
-            return False
-        t = handler.type
-        exprs = [] if t is None else [el.value for el in t.elements] if isinstance(t, cst.Tuple) else [t]
-        return not any(_code(e).rsplit(".", 1)[-1].endswith("Exit") for e in exprs)
+                new_call = node.with_changes(args=[cst.Arg(status)])
+            return Fix.safe(Replace(node, new_call), message=f"Exit with status {_code(status)}")
+        exc = node.exc
+        target = exc.func if isinstance(exc, cst.Call) else exc
+        return Fix.safe(Replace(exc, cst.Call(func=target, args=[cst.Arg(status)])),
+                        message=f"Exit with status {_code(status)}")
 
-    def _dispatches_on_type(self, handler: cst.ExceptHandler) -> bool:
-        """``except (KeyboardInterrupt, JobError) as e:`` whose body tests ``isinstance(e, ...)``
-        for other types only: the way out that returns may be another type's (AReaL's
-        launchers re-raise the interrupt in the ``else`` branch); not judged."""
-        if handler.name is None or not isinstance(handler.name.name, cst.Name):
-            return False
-        bound = handler.name.name.value
-        tested = False
-        for call in self.facts.calls:
-            if not self.facts.is_ancestor(handler.body, call) or self.facts.call_name(call) != "builtins.isinstance":
-                continue
-            if len(call.args) == 2 and isinstance(call.args[0].value, cst.Name) and call.args[0].value.value == bound:
-                if "KeyboardInterrupt" in _code(call.args[1].value) or "BaseException" in _code(call.args[1].value):
-                    return False
-                tested = True
-        return tested
-
-    def _leaves_function(self, handler: cst.ExceptHandler):
-        """The function the handler returns from normally (the conditions of the exit-path
-        facts' ``normal_return_to_entrypoint``: no loop around it that goes on, a ``finally``
-        that only falls through, no later statement that exits, raises or returns)."""
-        fn = self.facts.enclosing_function(handler)
-        tr = self.facts.parent(handler)
-        if fn is None or not isinstance(tr, (cst.Try, cst.TryStar)):
-            return None
-        paths = self.facts.exit_paths(handler)
-        returns_none = RETURN in paths.ways and _returns_only_none(handler.body)
-        if not ((FALL_THROUGH in paths.ways and not _loop_between(self.facts, handler, fn)) or returns_none):
-            return None
-        if tr.finalbody is not None and not self.facts.exit_paths(tr.finalbody).ways <= {FALL_THROUGH}:
-            return None
-        if FALL_THROUGH in paths.ways and not returns_none and _later_code_exits(self.facts, tr, fn):
-            return None
-        return fn
-
-    def _shuts_down(self, handler: cst.CSTNode, exit_node: cst.CSTNode) -> bool:
-        """The signal handler does some work besides logging before it exits (it "shuts down")."""
-        for call in self.facts.calls:
-            if call is exit_node or self.facts.is_exit(call) or not self.facts.is_ancestor(handler, call):
-                continue
-            name = self.facts.call_name(call) or cst.Module([]).code_for_node(call.func)
-            if name == "builtins.SystemExit":
-                continue
-            head = name.split(".")[0].lower()
-            if name == "builtins.print" or head in ("logger", "logging", "log", "_logger", "warnings", "sys") \
-                    or name.endswith(("info", "debug", "warning", "error", "exception", "flush")):
-                continue
-            return True
-        return False
-
-    def _runs_until_stopped(self, handler: cst.ExceptHandler) -> bool:
-        """The ``try`` body never ends by itself (``while True`` with no way out, a server's
-        ``serve_forever()``/``uvicorn.run()``): Ctrl+C is how the program is meant to stop, so
-        its status 0 is the normal one (a monitor or a server, not an interrupted run)."""
-        tr = self.facts.parent(handler)
-        if not isinstance(tr, cst.Try):
-            return False
-        for call in self.facts.calls:
-            if self.facts.is_ancestor(tr.body, call):
-                name = self.facts.call_name(call) or cst.Module([]).code_for_node(call.func)
-                if name in _SERVE_CALLS or name.rsplit(".", 1)[-1] in _SERVE_METHODS:
-                    return True
-        stmts = tr.body.body if isinstance(tr.body, cst.IndentedBlock) else []
-        return bool(stmts) and isinstance(stmts[-1], cst.While) and _endless(stmts[-1])
-
-    def _batch_job(self, handler: cst.CSTNode) -> bool:
-        """The SIGTERM handler belongs to a job whose status a scheduler reads: the module starts
-        torch.distributed or a Ray driver, or the handler saves a checkpoint / stops training."""
-        if any(self.facts.contexts(fn) & {TORCH_WORKER, DRIVER} and self._calls_job_setup(fn)
-               for fn in self.facts.functions):
-            return True
-        for call in self.facts.calls:
-            if self.facts.is_ancestor(handler, call):
-                words = set(identifier_words(cst.Module([]).code_for_node(call.func)))
-                if words & _JOB_WORDS:
-                    return True
-        return False
-
-    def _calls_job_setup(self, fn) -> bool:
-        return any(self.facts.call_name(c) in ("ray.init", "torch.distributed.init_process_group") for c in fn.calls)
-
-    def _sigint_handled_in(self, handler: cst.ExceptHandler) -> bool:
-        """The handler's function installs its own SIGINT handler: Ctrl+C never raises
-        KeyboardInterrupt there."""
-        fn = self.facts.enclosing_function(handler)
-        calls = fn.calls if fn is not None else self.facts.module_calls
-        for call in calls:
-            if self.facts.call_name(call) in ("signal.signal", "asyncio.AbstractEventLoop.add_signal_handler") \
-                    or (isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_signal_handler"):
-                if "SIGINT" in cst.Module([]).code_for_node(call) or "for sig" in cst.Module([]).code_for_node(
-                        self.facts.enclosing_statement(call) or call):
-                    return True
-        return False
-
-    def _raises_interrupt_itself(self, handler: cst.ExceptHandler) -> bool:
-        """The ``try`` body raises ``KeyboardInterrupt`` itself (an idle timeout that shuts a
-        server down): the handler is also the normal way out, where status 0 is meant."""
-        tr = self.facts.parent(handler)
-        found = [False]
-        facts = self.facts
-
-        class _Scan(cst.CSTVisitor):
-            def visit_Raise(self, n: cst.Raise) -> None:
-                exc = n.exc.func if isinstance(n.exc, cst.Call) else n.exc
-                if exc is not None and facts.qualified_name(exc, n) == "builtins.KeyboardInterrupt":
-                    found[0] = True
-
-        if isinstance(tr, cst.Try):
-            walk(tr.body, _Scan())  # read-only: libcst's visit would rebuild every node
-        return found[0]
-
-    def _where(self, node: cst.CSTNode) -> Optional[tuple[str, cst.BaseExpression]]:
-        """Where an exit 0 is a hazard, and the status the fix writes: an interrupt handler
-        (the ``exit_code`` option) or a SIGINT/SIGTERM handler (130, 143 or ``128 + signum``)."""
-        if self._interrupt_handler(node) is not None:
-            return "`except KeyboardInterrupt`", cst.Integer(str(self.config["exit_code"]))
-        found = self.facts.signal_handler_of(node)
-        if found is None:
-            return None
-        handler, signals = found
-        if not self._shuts_down(handler, node):
-            return None  # a handler that only exits (an interactive tool's Ctrl+C = quit)
-        if "SIGTERM" in signals and not self._batch_job(handler):
-            return None  # a service: exit 0 after SIGTERM is its conventional graceful shutdown
-        names = " and ".join(sorted(signals))
-        what = f"a {names} handler"
-        if signals == {"SIGINT"}:
-            return what, cst.Integer(str(self.config["exit_code"]))
-        if signals == {"SIGTERM"}:
-            return what, cst.Integer(str(_TERM_EXIT_CODE))
-        params = handler.params.params
-        if params:
-            return what, cst.BinaryOperation(cst.Integer("128"), cst.Add(), cst.Name(params[0].name.value))
-        return None
-
-    def _exit_fix(self, handler: cst.ExceptHandler) -> Optional[Fix]:
+    def _exit_fix(self, handler: cst.ExceptHandler) -> Fix:
         """End the handler with ``sys.exit(<exit_code>)`` (replacing a trailing ``pass`` or bare
-        ``return``) when that is its only normal way out."""
-        paths = self.facts.exit_paths(handler)
+        ``return``) when that is its only normal way out (``_exit_fix_fits``)."""
         body = handler.body
-        if not isinstance(body, cst.IndentedBlock) or (RETURN in paths.ways and _returns(body) != 1):
-            return None
         stmts = list(body.body)
         last = stmts[-1]
         last_small = last.body[0] if isinstance(last, cst.SimpleStatementLine) and len(last.body) == 1 else None
-        if RETURN in paths.ways and not (isinstance(last_small, cst.Return) and last_small.value is None):
-            return None
         alias = self.facts.module_alias("sys")
         exit_call = cst.parse_statement(f"{alias or 'sys'}.exit({self.config['exit_code']})")
         edits: list = []
@@ -836,34 +1045,124 @@ class InterruptExitZero(Rule):
         # entrypoint) ran after Ctrl+C and no longer does (docs/fix-safety.md).
         return Fix.unsafe(*edits, message=f"End the handler with `sys.exit({self.config['exit_code']})`")
 
-    # ------------------------------------------------------------------ helpers
-    def _interrupt_handler(self, node: cst.CSTNode) -> Optional[_Handler]:
-        """The innermost `except` handler whose body holds ``node`` (same function), if it
-        catches KeyboardInterrupt."""
+    @staticmethod
+    def _types(handler: _Handler) -> Optional[list]:
+        t = handler.type
+        if t is None:
+            return None
+        return [el.value for el in t.elements] if isinstance(t, cst.Tuple) else [t]
+
+    @staticmethod
+    def _only_pass_or_strings(handler: cst.ExceptHandler) -> bool:
+        body = handler.body
+        stmts = body.body if isinstance(body, cst.IndentedBlock) else [body]
+        smalls: list = []
+        for st in stmts:
+            if isinstance(st, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+                smalls += st.body
+            else:
+                smalls.append(st)  # a compound statement does something
+        return all(isinstance(sm, cst.Pass) or (isinstance(sm, cst.Expr) and isinstance(sm.value, (cst.SimpleString, cst.Ellipsis)))
+                   for sm in smalls)
+
+    @staticmethod
+    def _bound_name(handler: cst.ExceptHandler) -> Optional[str]:
+        if handler.name is None or not isinstance(handler.name.name, cst.Name):
+            return None
+        return handler.name.name.value
+
+    def _calls_in_body(self, handler: cst.ExceptHandler) -> list:
+        return [c for c in self.facts.calls if self.facts.is_ancestor(handler.body, c)]
+
+    @staticmethod
+    def _argument_values(call: cst.Call) -> list:
+        return [a.value for a in call.args]
+
+    @staticmethod
+    def _name_id(expr: cst.CSTNode) -> Optional[str]:
+        return expr.value if isinstance(expr, cst.Name) else None
+
+    def _plain_try(self, handler: cst.ExceptHandler) -> Optional[cst.Try]:
+        tr = self.facts.parent(handler)
+        return tr if isinstance(tr, cst.Try) else None
+
+    def _calls_in_try_body(self, tr: cst.Try) -> list:
+        return [c for c in self.facts.calls if self.facts.is_ancestor(tr.body, c)]
+
+    @staticmethod
+    def _ends_in_endless_loop(tr: cst.Try) -> bool:
+        stmts = tr.body.body if isinstance(tr.body, cst.IndentedBlock) else []
+        return bool(stmts) and isinstance(stmts[-1], cst.While) and _endless(stmts[-1])
+
+    @staticmethod
+    def _raised_in_try_body(tr: cst.Try) -> list:
+        found: list = []
+
+        class _Scan(cst.CSTVisitor):
+            def visit_Raise(self, n: cst.Raise) -> None:
+                exc = n.exc.func if isinstance(n.exc, cst.Call) else n.exc
+                if exc is not None:
+                    found.append((n, exc))
+
+        walk(tr.body, _Scan())  # read-only: libcst's visit would rebuild every node
+        return found
+
+    @staticmethod
+    def _attribute_name(func: cst.CSTNode) -> Optional[str]:
+        return func.attr.value if isinstance(func, cst.Attribute) else None
+
+    def _statement_code(self, call: cst.Call) -> str:
+        return _code(self.facts.enclosing_statement(call) or call)
+
+    @staticmethod
+    def _first_parameter(handler: Union[cst.FunctionDef, cst.Lambda]) -> Optional[str]:
+        params = handler.params.params
+        return params[0].name.value if params else None
+
+    @staticmethod
+    def _body_on_header_line(handler: cst.ExceptHandler) -> bool:
+        return not isinstance(handler.body, cst.IndentedBlock)
+
+    @staticmethod
+    def _return_count(handler: cst.ExceptHandler) -> int:
+        return _returns(handler.body)
+
+    @staticmethod
+    def _ends_in_bare_return(handler: cst.ExceptHandler) -> bool:
+        last = handler.body.body[-1]
+        last_small = last.body[0] if isinstance(last, cst.SimpleStatementLine) and len(last.body) == 1 else None
+        return isinstance(last_small, cst.Return) and last_small.value is None
+
+    def _handler_around(self, node: cst.CSTNode) -> Optional[_Handler]:
         child = node
         for anc in self.facts.ancestors(node):
             if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
                 return None
             if isinstance(anc, (cst.ExceptHandler, cst.ExceptStarHandler)) and child is anc.body:
-                return anc if self._catches_interrupt(anc) else None
+                return anc
             child = anc
         return None
-
-    def _catches(self, handler: _Handler, names: frozenset[str]) -> bool:
-        t = handler.type
-        exprs = [] if t is None else [el.value for el in t.elements] if isinstance(t, cst.Tuple) else [t]
-        return any(self.facts.qualified_name(e, handler) in names for e in exprs)
-
-    def _catches_interrupt(self, handler: _Handler) -> bool:
-        t = handler.type
-        if t is None:
-            return False  # a bare except: too broad to say the author meant Ctrl+C
-        exprs = [el.value for el in t.elements] if isinstance(t, cst.Tuple) else [t]
-        return any(self.facts.qualified_name(e, handler) == "builtins.KeyboardInterrupt" for e in exprs)
 
 
 _SERVE_CALLS = frozenset({"uvicorn.run", "aiohttp.web.run_app", "asyncio.AbstractEventLoop.run_forever"})
 _SERVE_METHODS = frozenset({"serve_forever", "run_forever", "wait_for_termination"})
+
+
+def _ast_endless(loop: ast.While) -> bool:
+    """``_endless`` on ``ast``: ``True`` and a non-zero int are constants."""
+    test = loop.test
+    if not (type(test) is ast.Constant and (test.value is True or (type(test.value) is int and test.value != 0))):
+        return False
+    todo: list = [*loop.body, *loop.orelse]
+    while todo:
+        n = todo.pop()
+        t = type(n)
+        if t in (ast.Break, ast.Return):
+            return False
+        if t in (ast.For, ast.AsyncFor, ast.While, *DEFS):
+            continue
+        todo.extend(children(n))
+    return True
 
 
 def _endless(loop: cst.While) -> bool:
