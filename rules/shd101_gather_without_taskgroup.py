@@ -1,8 +1,6 @@
 from __future__ import annotations
 
 import ast
-import io
-import tokenize
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Sequence
 
@@ -1689,11 +1687,7 @@ class _Ast(_Decide, AstCheck):
         if type(value) is ast.Constant:
             return type(value.value) in (str, bytes) or value.value is Ellipsis
         if type(value) is ast.JoinedStr:
-            try:
-                tokens = tokenize.generate_tokens(io.StringIO(f"({self.facts.segment(value)})").readline)
-                return sum(1 for tok in tokens if tok.type == tokenize.STRING) > 1
-            except (tokenize.TokenError, SyntaxError, IndentationError):
-                return False
+            return self.facts.string_tokens(value) > 1
         return False
 
     def _overrides(self, fn: FunctionInfo) -> list:

@@ -1,9 +1,7 @@
 from __future__ import annotations
 
 import ast
-import io
 import re
-import tokenize
 from typing import Optional
 
 import libcst as cst
@@ -337,11 +335,7 @@ class _Ast(_Decide, AstCheck):
 
     def _one_string(self, node: ast.Constant) -> bool:
         """libcst's ``SimpleString``: one string token (not ``"a" "b"``, whose value ``ast`` joins)."""
-        try:
-            toks = list(tokenize.generate_tokens(io.StringIO("(" + self.facts.segment(node) + ")").readline))
-        except (tokenize.TokenError, SyntaxError):
-            return False
-        return sum(tok.type == tokenize.STRING for tok in toks) == 1
+        return self.facts.string_tokens(node) == 1
 
     @staticmethod
     def _bases(node: ast.ClassDef) -> list:

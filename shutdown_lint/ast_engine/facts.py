@@ -375,6 +375,16 @@ class AstFacts(TreeShape, Names, AstExecutionQueries):
         tail = lines[last].encode("utf-8")[:node.end_col_offset].decode("utf-8", errors="replace")  # type: ignore
         return "".join([head, *lines[first + 1:last], tail])
 
+    def string_tokens(self, node: ast.AST) -> int:
+        """How many string tokens the node's source holds (libcst: 1 a ``SimpleString``, more a ``ConcatenatedString``).
+
+        0 where its source, in parentheses, does not tokenize."""
+        try:
+            toks = list(tokenize.generate_tokens(io.StringIO("(" + self.segment(node) + ")").readline))
+        except (tokenize.TokenError, SyntaxError):
+            return 0
+        return sum(tok.type == tokenize.STRING for tok in toks)
+
     def code_without_module(self, node: ast.AST) -> str:
         """libcst's ``cst.Module([]).code_for_node(node)``: a line ending in brackets written ``\\n``.
 

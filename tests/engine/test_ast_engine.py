@@ -470,6 +470,32 @@ def test_cst_names_are_libcsts():
     assert compared > 5000
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_string_tokens_tell_libcsts_strings(newline):
+    """``AstFacts.string_tokens``: a string constant with one token is libcst's ``SimpleString``,
+    an f-string with more than one is a ``ConcatenatedString`` (SHD101's and SHD404's test), over
+    the rule examples, the example project and the ast engine's sources."""
+    files = sorted(EXAMPLES.rglob("*.py")) + sorted((REPO / "shutdown_lint" / "ast_engine").glob("*.py"))
+    sources = [p.values[0] for p in _example_sources()] + [f.read_text() for f in files]
+    compared = 0
+    for source in sources:
+        source = source.replace("\r\n", "\n").replace("\n", newline)
+        if not _parses_here(source):
+            continue
+        both = _Both(source)
+        strings = {both.cst_span(n): n for n in both.cst_nodes((cst.BaseString,))}
+        in_fstrings = {id(v) for j in ast.walk(both.tree) if type(j) is ast.JoinedStr for v in j.values}
+        for n in ast.walk(both.tree):
+            if type(n) is ast.Constant and type(n.value) in (str, bytes) and id(n) not in in_fstrings:
+                assert (both.ast.string_tokens(n) == 1) == isinstance(strings[both.ast.span(n)], cst.SimpleString)
+            elif type(n) is ast.JoinedStr and both.ast.span(n) in strings:  # not a format spec
+                assert (both.ast.string_tokens(n) > 1) == isinstance(strings[both.ast.span(n)], cst.ConcatenatedString)
+            else:
+                continue
+            compared += 1
+    assert compared > 500
+
+
 def test_code_for_node_of_expressions_and_top_level_statements():
     source = textwrap.dedent(
         """\
