@@ -1,17 +1,24 @@
 from __future__ import annotations
 
 import ast
+import io
 import re
 import shlex
+import tokenize
 from typing import Optional
 
 import libcst as cst
 
+from shutdown_lint.ast_engine import AstCheck
+from shutdown_lint.ast_engine.execution import arguments
+from shutdown_lint.ast_engine.facts import first_argument
 from shutdown_lint.prefilter.words import Word
 from shutdown_lint.rule import Invalid, Rule
 from shutdown_lint.prefilter.ast_tree import COMPREHENSIONS, DEFS, positional_args
 from shutdown_lint.prefilter.ast_tree import walk as ast_walk
 from shutdown_lint.traversal import walk
+
+from .shd402_asyncio_run_without_sigterm import _IDENTIFIER_FIELDS, _IDENTIFIER_LISTS
 
 #: Calls that run a command: the command is the first positional argument or ``args=``.
 COMMAND_CALLS = frozenset({
@@ -29,7 +36,229 @@ _NAME_ACCESSORS = frozenset({"name", "cmdline", "exe"})
 _OWN_TREE_WORDS = frozenset({"ppid", "getpid"})
 
 
-class KillByName(Rule):
+class _Decide:
+    """What SHD601 decides, on either tree (``KillByName``: libcst; ``_Ast``: ``ast``): which
+    calls run a command or iterate processes, the command's words and whether they kill by
+    name. The tree answers ``_command`` (the command argument), ``_elements`` (a list or
+    tuple's element values), ``_split_argument`` (``shlex.split``'s first argument),
+    ``_literal`` (a string's text as libcst reads it) and ``_check_process_iter``."""
+
+    def visit_Call(self, node) -> None:
+        name = self.facts.call_name(node)
+        if name in COMMAND_CALLS:
+            self._check_command(node)
+        elif name is not None and name.endswith("psutil.process_iter"):
+            self._check_process_iter(node)
+
+    def _check_command(self, node) -> None:
+        cmd = self._command(node)
+        if cmd is None:
+            return
+        words = self._command_words(cmd)
+        if words is None:
+            return
+        found = _kill_by_name(words)
+        if found is None:
+            return
+        tool, sigkill = found
+        severity = " with SIGKILL," if sigkill else ","
+        self.report(
+            node,
+            f"`{tool}` ends every process whose name or command line matches{severity} other users' and other "
+            f"runs' processes on the node included, with no chance to clean up: keep the `Popen` objects you "
+            f"start (`start_new_session=True`) and end their process groups "
+            f"(`runtime_guard.terminate_process_groups`)",
+        )
+
+    def _command_words(self, expr) -> Optional[list[str]]:
+        """The command as shell words, or None when it is not written out."""
+        elements = self._elements(expr)
+        if elements is not None:
+            words = []
+            for value in elements:
+                text = self._literal(value)
+                words.append(text if text is not None else "{}")
+            if len(words) >= 3 and words[0].rsplit("/", 1)[-1] in _SHELLS and words[1] in ("-c", "-lc"):
+                return _shell_words(words[2])
+            return words
+        inner = self._split_argument(expr)
+        if inner is not None:
+            return self._command_words(inner)
+        text = self._literal(expr)
+        return _shell_words(text) if text is not None else None
+
+
+def _kill_message(sigkill: bool) -> str:
+    return ("process killed on a name or command-line match from `psutil.process_iter()`"
+            + (" with SIGKILL" if sigkill else "")
+            + ": other users' and other runs' processes match too and get no chance to clean up; "
+              "keep the `Popen` objects you start and end their process groups "
+              "(`runtime_guard.terminate_process_groups`)")
+
+
+# ------------------------------------------------------------------ detection on ast
+class _Ast(_Decide, AstCheck):
+    """SHD601 on ``ast`` (``ast_engine``): the same decisions (``_Decide``); the tree's answers
+    read from ``ast``: libcst's argument order (``*a``/``**k`` positional, ``f(k=1, *a)``), a
+    string's text where ``ast`` merges implicit concatenations into one node (an f-string piece:
+    libcst keeps its text raw, read back through libcst from the node's source), the wrappers
+    of a ``process_iter()`` call (libcst's ``Arg``: a positional, starred or keyword argument;
+    ``CompFor``: the first ``for`` of a comprehension), ``if`` tests over the loop's body but
+    nested defs, and libcst's ``Name`` and ``SimpleString`` nodes (``_ast_mentions``)."""
+
+    @staticmethod
+    def _command(node: ast.Call) -> Optional[ast.AST]:
+        args = arguments(node)
+        cmd = next((a.value for a in args if a.keyword is None), None)
+        if cmd is None:
+            cmd = next((a.value for a in args if a.keyword == "args"), None)
+        return cmd
+
+    @staticmethod
+    def _elements(expr: ast.AST) -> Optional[list]:
+        if type(expr) in (ast.List, ast.Tuple):
+            return [el.value if type(el) is ast.Starred else el for el in expr.elts]
+        return None
+
+    def _split_argument(self, expr: ast.AST) -> Optional[ast.AST]:
+        if type(expr) is ast.Call and self.facts.call_name(expr) == "shlex.split":
+            return first_argument(expr)  # None without arguments
+        return None
+
+    def _literal(self, expr: ast.AST) -> Optional[str]:
+        t = type(expr)
+        if t is ast.Constant:
+            # the pieces of ``"a" "b"`` evaluated and joined, as libcst's ``ConcatenatedString``
+            return expr.value if type(expr.value) is str else None
+        if t is ast.JoinedStr:
+            # libcst keeps an f-string piece's text raw (escapes, ``{{``): read it with libcst
+            try:
+                parsed = cst.parse_expression("(" + self.facts.segment(expr) + ")")
+            except Exception:
+                return None
+            return _literal(parsed)
+        return None
+
+    # ------------------------------------------------------------------ psutil (ast)
+    def _check_process_iter(self, node: ast.Call) -> None:
+        f = self.facts
+        parent = f.parent(node)
+        t = type(parent)
+        # (libcst's ``outer.iter is ...`` tests: an expression under a ``for`` is its iterator,
+        # as a call is never a target)
+        wrapper = None  # what libcst's ``Arg`` holding the call hangs under
+        if t is ast.Starred or t is ast.keyword:
+            # ``f(*process_iter())``, ``f(k=process_iter())``; in a list or a class's bases the
+            # holder is no call, so nothing follows (libcst: a StarredElement or a ClassDef's Arg)
+            wrapper = f.parent(parent)
+        elif t is ast.Call and parent.func is not node:
+            wrapper = parent
+        if wrapper is not None:  # for p in list(psutil.process_iter()) / sorted(...)
+            outer = f.parent(wrapper) if type(wrapper) is ast.Call else None
+            if type(outer) in _AST_FORS and not self._mentions(outer.body, _OWN_TREE_WORDS):
+                self._report_kills(outer.body, require_match=True)
+            return
+        if t is ast.comprehension and parent.iter is node:  # [p for p in process_iter() if <name match>]
+            holder = f.parent(parent)
+            if holder is None or holder.generators[0] is not parent:
+                return  # libcst's CompFor of a later ``for`` hangs under the previous one
+            outer = f.parent(holder)
+            if type(outer) in _AST_FORS and any(
+                    self._mentions([cond], _NAME_ACCESSORS) for cond in parent.ifs):
+                self._report_kills(outer.body, require_match=False)
+            return
+        if t in _AST_FORS:
+            if not self._mentions(parent.body, _OWN_TREE_WORDS):
+                self._report_kills(parent.body, require_match=True)
+
+    def _report_kills(self, body: list, *, require_match: bool) -> None:
+        """The kill calls under ``body`` (not in a nested def), each under the ``if`` tests
+        around it (an ``elif``'s and an ``else``'s included, as libcst's ``If`` holds them)."""
+        todo: list = [(s, False) for s in reversed(body)]
+        matched: list[bool] = [False]  # stack: some ``if`` test around names a process's name
+        while todo:
+            node, leaving = todo.pop()
+            if leaving:
+                matched.pop()
+                continue
+            t = type(node)
+            if t in _AST_DEFS:
+                continue
+            if t is ast.If:
+                matched.append(matched[-1] or self._mentions([node.test], _NAME_ACCESSORS))
+                todo.append((node, True))
+            elif t is ast.Call and self._is_kill(node) and (not require_match or matched[-1]):
+                self.report(node, _kill_message(self._is_sigkill(node)))
+            todo.extend((c, False) for c in reversed(list(ast.iter_child_nodes(node))))
+
+    def _is_kill(self, call: ast.Call) -> bool:
+        if self.facts.call_name(call) in ("os.kill", "os.killpg"):
+            return True
+        return type(call.func) is ast.Attribute and call.func.attr in _KILL_METHODS
+
+    def _is_sigkill(self, call: ast.Call) -> bool:
+        func = call.func
+        if type(func) is ast.Attribute and func.attr == "kill" and self.facts.call_name(call) != "os.kill":
+            return True
+        # libcst's ``Integer`` ``9``: the text ``9`` (``0x9``, ``9.0`` are not)
+        return any("SIGKILL" in self.facts.segment(a.value) or self.facts.segment(a.value) == "9"
+                   for a in arguments(call))
+
+    def _mentions(self, nodes: list, words: frozenset[str]) -> bool:
+        """libcst's ``_mentions``: an identifier libcst holds in a ``Name`` equal to one of
+        ``words``, or a ``SimpleString`` (one piece of an implicit concatenation) whose source,
+        quotes stripped, is one: read from the string tokens of a string node's source (an
+        f-string's text and format spec are no ``STRING`` token, or one with its ``f`` prefix,
+        which, as any prefix, never strips to a word; bytes have their ``b``)."""
+        for root in nodes:
+            for n in ast_walk(root):
+                t = type(n)
+                if t is ast.Constant:
+                    if type(n.value) is str and self._spells_piece(n, words):
+                        return True
+                elif t is ast.JoinedStr:
+                    if self._spells_piece(n, words):
+                        return True
+                elif _identifier_in(n, t, words):
+                    return True
+        return False
+
+    def _spells_piece(self, node: ast.AST, words: frozenset[str]) -> bool:
+        """One of libcst's ``SimpleString`` pieces of ``node``'s source (its string tokens),
+        quotes stripped, is one of ``words``."""
+        text = self.facts.segment(node)
+        if not any(w in text for w in words):
+            return False
+        source = "(" + text.replace("\r\n", "\n").replace("\r", "\n") + ")"
+        try:
+            tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+        except (tokenize.TokenError, SyntaxError):
+            return False
+        for tok in tokens:
+            if tok.type == tokenize.STRING and tok.string.strip("'\"") in words:
+                return True
+        return False
+
+
+def _identifier_in(n: ast.AST, t: type, words: frozenset[str]) -> bool:
+    """An identifier of ``n`` that libcst holds in a ``Name`` is one of ``words`` (a dotted
+    import name: each part is a ``Name``)."""
+    fields = _IDENTIFIER_FIELDS.get(t)
+    if fields is not None:
+        for field in fields:
+            ident = getattr(n, field)
+            if ident and (ident in words or (t in _DOTTED and any(part in words for part in ident.split(".")))):
+                return True
+    listed = _IDENTIFIER_LISTS.get(t)
+    return listed is not None and any(ident in words for ident in getattr(n, listed))
+
+
+_AST_FORS = (ast.For, ast.AsyncFor)
+_AST_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_DOTTED = (ast.alias, ast.ImportFrom)
+
+
+class KillByName(_Decide, Rule):
     """
     ## What it does
     Flags code that ends processes chosen by name or command-line pattern:
@@ -104,6 +333,7 @@ class KillByName(Rule):
     # process_iter() call and a call that may kill
     candidate_tree = staticmethod(lambda tree: _may_kill_by_name(tree))
     facts_needed = ("imports", "calls", "parents")
+    ast_check = _Ast
 
     valid = [
         # by parent PID: only the caller's own children
@@ -201,52 +431,30 @@ class KillByName(Rule):
         ),
     ]
 
-    # ------------------------------------------------------------------ commands
-    def visit_Call(self, node: cst.Call) -> None:
-        name = self.facts.call_name(node)
-        if name in COMMAND_CALLS:
-            self._check_command(node)
-        elif name is not None and name.endswith("psutil.process_iter"):
-            self._check_process_iter(node)
-
-    def _check_command(self, node: cst.Call) -> None:
+    # ------------------------------------------------------------------ commands (libcst)
+    @staticmethod
+    def _command(node: cst.Call) -> Optional[cst.BaseExpression]:
         cmd = next((a.value for a in node.args if a.keyword is None), None)
         if cmd is None:
             cmd = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "args"), None)
-        if cmd is None:
-            return
-        words = self._command_words(cmd, node)
-        if words is None:
-            return
-        found = _kill_by_name(words)
-        if found is None:
-            return
-        tool, sigkill = found
-        severity = " with SIGKILL," if sigkill else ","
-        self.report(
-            node,
-            f"`{tool}` ends every process whose name or command line matches{severity} other users' and other "
-            f"runs' processes on the node included, with no chance to clean up: keep the `Popen` objects you "
-            f"start (`start_new_session=True`) and end their process groups "
-            f"(`runtime_guard.terminate_process_groups`)",
-        )
+        return cmd
 
-    def _command_words(self, expr: cst.BaseExpression, at: cst.CSTNode) -> Optional[list[str]]:
-        """The command as shell words, or None when it is not written out."""
+    @staticmethod
+    def _elements(expr: cst.BaseExpression) -> Optional[list]:
         if isinstance(expr, (cst.List, cst.Tuple)):
-            words = []
-            for el in expr.elements:
-                text = _literal(el.value)
-                words.append(text if text is not None else "{}")
-            if len(words) >= 3 and words[0].rsplit("/", 1)[-1] in _SHELLS and words[1] in ("-c", "-lc"):
-                return _shell_words(words[2])
-            return words
-        if isinstance(expr, cst.Call) and self.facts.call_name(expr) == "shlex.split" and expr.args:
-            return self._command_words(expr.args[0].value, at)
-        text = _literal(expr)
-        return _shell_words(text) if text is not None else None
+            return [el.value for el in expr.elements]
+        return None
 
-    # ------------------------------------------------------------------ psutil
+    def _split_argument(self, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        if isinstance(expr, cst.Call) and self.facts.call_name(expr) == "shlex.split" and expr.args:
+            return expr.args[0].value
+        return None
+
+    @staticmethod
+    def _literal(expr: cst.BaseExpression) -> Optional[str]:
+        return _literal(expr)
+
+    # ------------------------------------------------------------------ psutil (libcst)
     def _check_process_iter(self, node: cst.Call) -> None:
         loop = self.facts.parent(node)
         if isinstance(loop, cst.Arg):  # for p in list(psutil.process_iter()) / sorted(...)
@@ -288,15 +496,7 @@ class KillByName(Rule):
                     return
                 if require_match and not any(_matches_name(c) for c in self.conditions):
                     return
-                sigkill = _is_sigkill(rule, n)
-                rule.report(
-                    n,
-                    "process killed on a name or command-line match from `psutil.process_iter()`"
-                    + (" with SIGKILL" if sigkill else "")
-                    + ": other users' and other runs' processes match too and get no chance to clean up; "
-                      "keep the `Popen` objects you start and end their process groups "
-                      "(`runtime_guard.terminate_process_groups`)",
-                )
+                rule.report(n, _kill_message(_is_sigkill(rule, n)))
 
         walk(body, _Kills())
 
