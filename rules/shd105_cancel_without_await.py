@@ -7,7 +7,8 @@ import libcst as cst
 
 from shutdown_lint.ast_engine import AstCheck, FixPlan
 from shutdown_lint.ast_engine.execution import arguments
-from shutdown_lint.ast_engine.walk import children
+from shutdown_lint.ast_engine.facts import cst_names
+from shutdown_lint.ast_engine.walk import children, source_order
 from shutdown_lint.facts.vocabulary import _canonical
 from shutdown_lint.prefilter.words import All, AnyOf, Word
 from shutdown_lint.rule import Fix, InsertAfter, Invalid, Option, Replace, Rule
@@ -16,7 +17,6 @@ from shutdown_lint.traversal import LEAVES, TRIVIA, walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
 from .shd102_unobserved_task_exception import _LOOP_NAMES, _SPAWNERS, is_task_spawn, may_spawn
-from .shd403_ray_get_orphans_on_interrupt import source_order
 
 #: what ``_reaped_after``'s walk skips: layout, names and literals (nothing it acts on)
 _NOT_ACTED_ON = TRIVIA | LEAVES
@@ -403,7 +403,7 @@ class _Ast(_Decide, AstCheck):
                 return True
             if t is ast.Try:
                 for h in n.handlers:
-                    if h.type is None or _CANCEL_WORDS & _cst_names(h.type):
+                    if h.type is None or _CANCEL_WORDS & cst_names(h.type):
                         return True
         return False
 
@@ -416,7 +416,7 @@ class _Ast(_Decide, AstCheck):
         return [n for n in ast.walk(region) if type(n) is ast.Await]
 
     def _references(self, node) -> set[str]:
-        return _cst_names(node) | {self._code(n) for n in ast.walk(node) if type(n) is ast.Attribute}
+        return cst_names(node) | {self._code(n) for n in ast.walk(node) if type(n) is ast.Attribute}
 
     def _fstring_nodes(self, node: ast.JoinedStr) -> dict:
         """libcst's reading of an f-string's text, written at its statement's indentation (libcst
@@ -481,7 +481,7 @@ class _Ast(_Decide, AstCheck):
         identifier, so only the names are read when every watched code is one."""
         wanted = set(watched)
         if all(w.isidentifier() for w in wanted):
-            return lambda node: not wanted.isdisjoint(_cst_names(node))
+            return lambda node: not wanted.isdisjoint(cst_names(node))
         return lambda node: not wanted.isdisjoint(self._references(node))
 
     def _reaped_after(self, region, cancel: ast.Call, watched: list[str], loop) -> bool:
@@ -1081,26 +1081,6 @@ def _outer_fstring(facts, node) -> Optional[ast.JoinedStr]:
 _AST_FORS = (ast.For, ast.AsyncFor)
 _AST_LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _AST_YIELDS = (ast.Await, ast.Return, ast.Yield, ast.YieldFrom)
-
-
-def _cst_names(node: ast.AST) -> set[str]:
-    """The values of libcst's ``Name`` nodes under ``node`` (an expression): names, attributes'
-    names, keyword arguments, a lambda's parameters, ``None``/``True``/``False``."""
-    out: set[str] = set()
-    for n in ast.walk(node):
-        t = type(n)
-        if t is ast.Name:
-            out.add(n.id)
-        elif t is ast.Attribute:
-            out.add(n.attr)
-        elif t is ast.keyword:
-            if n.arg is not None:
-                out.add(n.arg)
-        elif t is ast.arg:
-            out.add(n.arg)
-        elif t is ast.Constant and (n.value is None or n.value is True or n.value is False):
-            out.add(str(n.value))
-    return out
 
 
 def _qualified_uncached(facts, expr, at) -> Optional[str]:

@@ -1,8 +1,6 @@
 from __future__ import annotations
 
 import ast
-import io
-import tokenize
 from typing import Optional, Union
 
 import libcst as cst
@@ -10,7 +8,7 @@ import libcst as cst
 from shutdown_lint.ast_engine import AstCheck, FixPlan
 from shutdown_lint.ast_engine.execution import arguments, positional
 from shutdown_lint.ast_engine.exit_paths import _same_line, _shares_its_line, exit_paths_of
-from shutdown_lint.ast_engine.facts import _blank_or_comment, _body_holding
+from shutdown_lint.ast_engine.facts import blank_or_comment, body_holding
 from shutdown_lint.prefilter import words as C
 from shutdown_lint.facts import DRIVER, RETURN, STATUS_ZERO, TORCH_WORKER
 from shutdown_lint.facts.exit_paths import EXIT_FUNCTIONS, FALL_THROUGH
@@ -319,16 +317,8 @@ class _Ast(_Decide, AstCheck):
 
     def _only_pass_or_strings(self, handler: ast.ExceptHandler) -> bool:
         return all(type(st) is ast.Pass or (type(st) is ast.Expr and type(st.value) is ast.Constant and (
-            st.value.value is Ellipsis or (type(st.value.value) in (str, bytes) and self._one_string(st.value))))
+            st.value.value is Ellipsis or (type(st.value.value) in (str, bytes) and self.facts.string_tokens(st.value) == 1)))
             for st in handler.body)
-
-    def _one_string(self, node: ast.Constant) -> bool:
-        """libcst's ``SimpleString``: one string token (not an implicit concatenation)."""
-        try:
-            toks = list(tokenize.generate_tokens(io.StringIO("(" + self.facts.segment(node) + ")").readline))
-        except (tokenize.TokenError, SyntaxError):
-            return False
-        return sum(tok.type == tokenize.STRING for tok in toks) == 1
 
     @staticmethod
     def _bound_name(handler: ast.ExceptHandler) -> Optional[str]:
@@ -385,7 +375,7 @@ class _Ast(_Decide, AstCheck):
         if not _shares_its_line(facts, stmt):
             return self._code(stmt)
         parent = facts.parent(stmt)
-        body = _body_holding(parent, stmt)[0]
+        body = body_holding(parent, stmt)[0]
         first = last = next(k for k, s in enumerate(body) if s is stmt)
         while first > 0 and _same_line(facts, body[first - 1], body[first]):
             first -= 1
@@ -394,7 +384,7 @@ class _Ast(_Decide, AstCheck):
         lines = facts.lines
         top = body[first].lineno - 1
         floor = facts._claimed_end(body[first - 1]) if first > 0 else top if type(parent) is ast.Module else 0
-        while top > floor and _blank_or_comment(lines[top - 1]):
+        while top > floor and blank_or_comment(lines[top - 1]):
             top -= 1
         return "".join(lines[top:body[last].end_lineno])
 

@@ -712,10 +712,6 @@ def _text_between(lines: list[str], line: int, col: int, end_line: int, end_col:
                     lines[end_line - 1].encode("utf-8")[:end_col].decode("utf-8", errors="replace")])
 
 
-#: the old private names (rules/shd202 imports them until it switches to the public ones)
-_body_holding = body_holding
-_blank_or_comment = blank_or_comment
-
 
 def _physical_lines(text: str) -> list[str]:
     out: list[str] = []
