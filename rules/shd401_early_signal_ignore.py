@@ -1,16 +1,22 @@
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 import libcst as cst
 
+from shutdown_lint.ast_engine import AstCheck, FixPlan
+from shutdown_lint.ast_engine.execution import positional
+from shutdown_lint.ast_engine.facts import same_logical_line as _same_logical_line
+from shutdown_lint.ast_engine.walk import source_order
 from shutdown_lint.prefilter import words as C
 from shutdown_lint.facts import names_in
 from shutdown_lint.rule import Fix, InsertBefore, Invalid, Option, Replace, Rule, Valid
 from shutdown_lint.traversal import walk
 
 from ._vocabulary import identifier_words
+from .shd402_asyncio_run_without_sigterm import _IDENTIFIER_FIELDS, _IDENTIFIER_LISTS
 
 _WATCHED = {"signal.SIGINT": "SIGINT", "signal.SIGTERM": "SIGTERM"}
 _IGNORE = "signal.SIG_IGN"
@@ -47,7 +53,266 @@ class _Window:
     protected_name: str = ""
 
 
-class EarlySignalIgnore(Rule):
+class _Decide:
+    """What SHD401 decides, on either tree (``EarlySignalIgnore``: libcst; ``_Ast``: ``ast``):
+    the windows of a block (an ignore, setup work, the protected call) and the message. A
+    statement is libcst's: on ``ast`` a list of the statements of one libcst line (``a; b``)
+    or a compound statement alone. The tree answers ``_ignored``, ``_restores``,
+    ``_protected_call``, ``_is_work``, ``_first_line``, ``_fix`` and ``_report_at``."""
+
+    def _scan(self, body: Sequence) -> None:
+        i = 0
+        while i < len(body):
+            ignored = self._ignored(body[i])
+            if not ignored:
+                i += 1
+                continue
+            window = _Window(ignores=[body[i]])
+            j = i + 1
+            guarded = False
+            while j < len(body):
+                stmt = body[j]
+                name = self._protected_call(stmt)
+                if name is not None:
+                    window.protected, window.protected_name = stmt, name
+                    break
+                if self._restores(stmt, ignored):
+                    guarded = True
+                    break
+                more = self._ignored(stmt)
+                if more:
+                    ignored |= more
+                    window.ignores.append(stmt)
+                else:
+                    window.work.append(stmt)
+                j += 1
+            if window.protected is not None and not guarded:
+                work = [w for w in window.work if self._is_work(w)]
+                if work:
+                    self._report(window, ignored, work)
+            i = j + 1 if window.protected is not None or guarded else i + 1
+
+    def _report(self, window: _Window, ignored: set[str], work: list) -> None:
+        sigs = " and ".join(sorted(ignored))
+        first = self._first_line(work[0])
+        more = f" and {len(work) - 1} more statement(s)" if len(work) > 1 else ""
+        message = (f"{sigs} ignored before setup work (`{first}`{more}) that runs ahead of "
+                   f"`{window.protected_name}()`: Ctrl+C/SIGTERM cannot stop the program during it")
+        self._report_at(window.ignores[0], message, self._fix(window))
+
+
+_STOPS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.AsyncFor, ast.While,
+             ast.With, ast.AsyncWith, ast.Try, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()),
+             *((ast.Match,) if hasattr(ast, "Match") else ()))
+_BLOCK_FIELDS = ("body", "orelse", "finalbody")
+
+
+# ------------------------------------------------------------------ detection on ast
+class _Ast(_Decide, AstCheck):
+    """SHD401 on ``ast`` (``ast_engine``): the same decisions (``_Decide``); the tree's answers
+    read from ``ast``: libcst's blocks (``IndentedBlock``: not a body on its header's line), its
+    statements (``a; b`` and a backslash between them: one ``SimpleStatementLine``), calls in
+    libcst's order but in defs, classes and lambdas, positional arguments as libcst's (``*a``,
+    ``**k``), ``async for`` as libcst's ``For``, the statement's first line, libcst's ``Name``
+    identifiers for the fix's saved names, the anchor's span over a whole line."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._protected = {*PROTECTED_CALLS, *self.config["protected-calls"]}
+        self._quick = {*QUICK_CALLS, *self.config["quick-calls"]}
+
+    def visit_Module(self, node: ast.Module) -> None:
+        self._scan(self._lines(node.body))
+
+    def _visit_blocks(self, node: ast.AST) -> None:
+        for name in _BLOCK_FIELDS:
+            body = getattr(node, name, None)
+            if body:
+                self._block(body)
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = visit_If = _visit_blocks
+    visit_For = visit_AsyncFor = visit_While = visit_With = visit_AsyncWith = _visit_blocks
+    visit_Try = visit_ExceptHandler = visit_match_case = _visit_blocks
+    if hasattr(ast, "TryStar"):
+        visit_TryStar = _visit_blocks
+
+    def _block(self, body: list) -> None:
+        # (a body on its header's line is libcst's SimpleStatementSuite, no IndentedBlock: its
+        # statements are one line here, and one statement never makes a window)
+        self._scan(self._lines(body))
+
+    def _lines(self, body: list) -> list[list]:
+        out: list[list] = []
+        for stmt in body:
+            if out and _same_logical_line(self.facts, out[-1][-1], stmt):  # ``a; b``: simple ones
+                out[-1].append(stmt)
+            else:
+                out.append([stmt])
+        return out
+
+    def _report_at(self, line: list, message: str, fix) -> None:
+        first, last = self.facts.span(line[0]), self.facts.span(line[-1])
+        self.report(line[0], message, fix=fix, span=(first[0], first[1], last[2], last[3]))
+
+    def _first_line(self, line: list) -> str:
+        stmt = line[0]
+        text = self.facts.lines[stmt.lineno - 1].encode("utf-8")[stmt.col_offset:].decode("utf-8", "replace")
+        first = text.strip().splitlines()[0] if text.strip() else ""
+        return first if len(first) <= 60 else first[:57] + "..."
+
+    # ------------------------------------------------------------------ recognisers (ast)
+    @staticmethod
+    def _calls(nodes) -> list[ast.Call]:
+        return [n for n in source_order(nodes, _STOPS) if type(n) is ast.Call]
+
+    def _signal_name(self, expr: ast.AST, at: ast.AST) -> Optional[str]:
+        q = self.facts.qualified_name(expr, at)
+        if q is None:
+            return None
+        return q.replace("signal.Signals.", "signal.").replace("signal.Handlers.", "signal.")
+
+    def _ignore_call(self, call: ast.Call, loop_signals: Optional[dict[str, set[str]]] = None) -> set[str]:
+        if self.facts.call_name(call) != "signal.signal":
+            return set()
+        args = positional(call)
+        if len(args) != 2 or self._signal_name(args[1], call) != _IGNORE:
+            return set()
+        if loop_signals and type(args[0]) is ast.Name and args[0].id in loop_signals:
+            return set(loop_signals[args[0].id])
+        sig = self._signal_name(args[0], call)
+        return {_WATCHED[sig]} if sig in _WATCHED else set()
+
+    def _ignored(self, line: list) -> set[str]:
+        stmt = line[0]
+        t = type(stmt)
+        if t not in _COMPOUND:
+            out: set[str] = set()
+            for small in line:
+                value = small.value if type(small) in (ast.Expr, ast.Assign) else None
+                if type(value) is ast.Call:
+                    out |= self._ignore_call(value)
+            return out
+        if t in (ast.For, ast.AsyncFor) and type(stmt.target) is ast.Name and not stmt.orelse:
+            if type(stmt.iter) not in (ast.Tuple, ast.List):
+                return set()
+            sigs = {self._signal_name(el.value if type(el) is ast.Starred else el, stmt) for el in stmt.iter.elts}
+            watched = {_WATCHED[s] for s in sigs if s in _WATCHED}
+            if not watched:
+                return set()
+            loop = {stmt.target.id: watched}
+            out = set()
+            for call in self._calls(stmt.body):
+                out |= self._ignore_call(call, loop)
+            return out
+        return set()
+
+    def _restores(self, line: list, ignored: set[str]) -> bool:
+        for call in self._calls(line):
+            if self.facts.call_name(call) != "signal.signal":
+                continue
+            args = positional(call)
+            if len(args) != 2:
+                continue
+            sig = self._signal_name(args[0], call)
+            if _WATCHED.get(sig or "") in ignored and self._signal_name(args[1], call) != _IGNORE:
+                return True
+        return False
+
+    def _protected_call(self, line: list) -> Optional[str]:
+        for call in self._calls(line):
+            q = self.facts.call_name(call)
+            if q in self._protected:
+                return q.rsplit(".", 1)[-1] if q.startswith("asyncio.AbstractEventLoop.") else q
+            func = call.func
+            if type(func) is ast.Attribute:
+                attr = func.attr
+                if attr in _PROTECTED_METHODS:
+                    return attr
+                if attr == "run" and type(func.value) is ast.Name and "runner" in identifier_words(func.value.id):
+                    return f"{func.value.id}.run"
+        return None
+
+    def _is_work(self, line: list) -> bool:
+        t = type(line[0])
+        if t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            return False
+        if t in (ast.For, ast.AsyncFor, ast.While):
+            return True
+        if t not in _COMPOUND and any(type(s) in (ast.Import, ast.ImportFrom) for s in line):
+            return True
+        for call in self._calls(line):
+            q = self.facts.call_name(call)
+            if q is not None and (q in self._quick or q.startswith("signal.") or q.startswith("logging.")):
+                continue
+            if _ast_logger_call(call):
+                continue
+            return True
+        return False
+
+    def _touches_signals(self, line: list) -> bool:
+        for call in self._calls(line):
+            q = self.facts.call_name(call) or ""
+            if q.startswith("signal.") or q.endswith(".add_signal_handler") or q.endswith(".remove_signal_handler"):
+                return True
+            if type(call.func) is ast.Attribute and call.func.attr in ("add_signal_handler", "remove_signal_handler"):
+                return True
+        return False
+
+    def _spawns(self, line: list) -> bool:
+        return any((self.facts.call_name(call) or "").startswith(_SPAWN_PREFIXES) for call in self._calls(line))
+
+    def _fix(self, window: _Window) -> Optional[FixPlan]:
+        if any(self._touches_signals(w) for w in window.work):
+            return None
+        saved: set[str] = set()
+        for ig in window.ignores:
+            if type(ig[0]) in _COMPOUND:
+                continue
+            if len(ig) != 1:
+                return None
+            if type(ig[0]) is ast.Assign:
+                saved |= _ast_names(ig[0].targets)
+        if saved and any(saved & _ast_names(w) for w in window.work):
+            return None
+        message = "Move the SIG_IGN just before the call it protects"
+        if any(self._spawns(w) for w in window.work):
+            return FixPlan.unsafe(message + " (child processes started in between no longer inherit it)")
+        return FixPlan.unsafe(message)
+
+
+def _ast_logger_call(call: ast.Call) -> bool:
+    func = call.func
+    if type(func) is not ast.Attribute or func.attr not in (
+            "debug", "info", "warning", "warn", "error", "exception", "critical", "log"):
+        return False
+    recv = func.value
+    name = recv.attr if type(recv) is ast.Attribute else recv.id if type(recv) is ast.Name else ""
+    return any(w in ("log", "logger", "logging") for w in identifier_words(name))
+
+
+def _ast_names(nodes) -> set[str]:
+    """libcst's ``names_in``: the identifiers it holds in ``Name`` nodes (``True``/``False``/
+    ``None`` too; a dotted import name's parts)."""
+    found: set[str] = set()
+    for root in nodes:
+        for n in ast.walk(root):
+            t = type(n)
+            fields = _IDENTIFIER_FIELDS.get(t)
+            if fields is not None:
+                for name in fields:
+                    ident = getattr(n, name)
+                    if ident:
+                        found.update(ident.split(".") if t in (ast.alias, ast.ImportFrom) else (ident,))
+            listed = _IDENTIFIER_LISTS.get(t)
+            if listed is not None:
+                found.update(getattr(n, listed))
+            if t is ast.Constant and (n.value is None or n.value is True or n.value is False):
+                found.add(repr(n.value))
+    return found
+
+
+class EarlySignalIgnore(_Decide, Rule):
     """
     ## What it does
     Flags `signal.signal(SIGINT or SIGTERM, SIG_IGN)` that is followed, in the same
@@ -136,6 +401,7 @@ class EarlySignalIgnore(Rule):
     # tier 1: SIG_IGN before long work
     candidate = C.All(C.Word("SIG_IGN"), C.Word("signal"))
     facts_needed = ("imports", "parents")
+    ast_check = _Ast
     options = {
         "protected-calls": Option((), (list, tuple), "Qualified names of calls a SIG_IGN protects", item_kind=str),
         "quick-calls": Option((), (list, tuple), "Qualified names of calls that are not setup work",
@@ -358,47 +624,12 @@ class EarlySignalIgnore(Rule):
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self._scan(node.body)
 
-    def _scan(self, body: Sequence[cst.BaseStatement]) -> None:
-        i = 0
-        while i < len(body):
-            ignored = self._ignored(body[i])
-            if not ignored:
-                i += 1
-                continue
-            window = _Window(ignores=[body[i]])
-            j = i + 1
-            guarded = False
-            while j < len(body):
-                stmt = body[j]
-                name = self._protected_call(stmt)
-                if name is not None:
-                    window.protected, window.protected_name = stmt, name
-                    break
-                if self._restores(stmt, ignored):
-                    guarded = True
-                    break
-                more = self._ignored(stmt)
-                if more:
-                    ignored |= more
-                    window.ignores.append(stmt)
-                else:
-                    window.work.append(stmt)
-                j += 1
-            if window.protected is not None and not guarded:
-                work = [w for w in window.work if self._is_work(w)]
-                if work:
-                    self._report(window, ignored, work)
-            i = j + 1 if window.protected is not None or guarded else i + 1
+    def _report_at(self, anchor: cst.CSTNode, message: str, fix: Optional[Fix]) -> None:
+        self.report(anchor, message, fix=fix)
 
-    def _report(self, window: _Window, ignored: set[str], work: list[cst.BaseStatement]) -> None:
-        sigs = " and ".join(sorted(ignored))
-        first = _first_line(work[0])
-        more = f" and {len(work) - 1} more statement(s)" if len(work) > 1 else ""
-        message = (f"{sigs} ignored before setup work (`{first}`{more}) that runs ahead of "
-                   f"`{window.protected_name}()`: Ctrl+C/SIGTERM cannot stop the program during it")
-        first_ignore = window.ignores[0]
-        anchor: cst.CSTNode = first_ignore
-        self.report(anchor, message, fix=self._fix(window))
+    @staticmethod
+    def _first_line(stmt: cst.BaseStatement) -> str:
+        return _first_line(stmt)
 
     # ------------------------------------------------------------------ recognisers
     def _calls(self, node: cst.CSTNode) -> list[cst.Call]:
