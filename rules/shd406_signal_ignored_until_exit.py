@@ -1,15 +1,20 @@
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import libcst as cst
 
+from shutdown_lint.ast_engine import AstCheck, FixPlan
+from shutdown_lint.ast_engine.execution import positional
+from shutdown_lint.ast_engine.facts import same_logical_line
 from shutdown_lint.prefilter.words import All, Word
 from shutdown_lint.facts import FunctionInfo, names_in
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
 
 from ._vocabulary import identifier_words
+from .shd101_gather_without_taskgroup import _Ast as _GatherAst
 
 _WATCHED = {"signal.SIGINT": "SIGINT", "signal.SIGTERM": "SIGTERM"}
 _IGNORE = "signal.SIG_IGN"
@@ -37,10 +42,223 @@ _PROTECTED_METHODS = frozenset({"run_until_complete", "run_forever"})
 class _Ignore:
     call: cst.Call
     signals: tuple[str, ...]
-    stmt: Optional[cst.SimpleStatementLine]  # the statement when it is only this call
+    stmt: Any  # the statement when it is only this call (libcst's SimpleStatementLine; on ast the Expr)
 
 
-class SignalIgnoredUntilExit(Rule):
+class _Decide:
+    """What SHD406 decides, on either tree (``SignalIgnoredUntilExit``: libcst; ``_Ast``:
+    ``ast``): an ignore never restored before a call that can hang, one report per run of
+    ignores, the message. The tree answers ``_ignore``, ``_restored``, ``_protected``,
+    ``_can_hang``, ``_run_of``, ``_fix`` and ``_callee_text``."""
+
+    def _signal_name(self, expr, at) -> Optional[str]:
+        q = self.facts.qualified_name(expr, at)
+        if q is None:
+            return None
+        return q.replace("signal.Signals.", "signal.").replace("signal.Handlers.", "signal.")
+
+    def _check(self, fn: Optional[FunctionInfo], calls: Sequence) -> None:
+        flagged: set[int] = set()  # statements already covered by a report
+        for i, call in enumerate(calls):
+            ignore = self._ignore(call)
+            if ignore is None:
+                continue
+            rest = calls[i + 1:]
+            if self._restored(rest, ignore.signals) or self._protected(rest):
+                continue
+            hang = next((c for c in rest if self._can_hang(c)), None)
+            if hang is None:
+                continue
+            run = self._run_of(ignore, calls, i)
+            if any(id(r.call) in flagged for r in run):
+                continue
+            flagged.update(id(r.call) for r in run)
+            signals = sorted({s for r in run for s in r.signals})
+            text = _truncated(self._callee_text(hang))
+            self.report(
+                call,
+                f"{' and '.join(signals)} ignored and never restored before `{text}()`, which can hang: "
+                f"then only SIGKILL ends the process (Ctrl+C and a scheduler's SIGTERM are lost, and no "
+                f"cleanup runs); restore the previous handler in a `finally` before it, or bound it",
+                fix=self._fix(run, hang),
+            )
+
+
+# ------------------------------------------------------------------ detection on ast
+class _Ast(_Decide, AstCheck):
+    """SHD406 on ``ast`` (``ast_engine``): the same decisions (``_Decide``); the tree's answers
+    read from ``ast``: positional arguments as libcst's (``*a``, ``**k``), ``False`` as a
+    constant, string receivers (bytes and f-strings too), ``async def``/``async for`` as libcst's
+    ``FunctionDef``/``For``, libcst's statements (an ignore alone on its line: not ``a; b``, not
+    a body on its header's line; the hang's statement from the start of its line), the
+    callee's text as ``cst.Module([]).code_for_node``."""
+
+    def visit_Module(self, node: ast.Module) -> None:
+        self._check(None, self.facts.module_calls)
+
+    def visit_FunctionDef(self, node: ast.AST) -> None:
+        fn = self.facts.function_of(node)
+        if fn is not None:
+            self._check(fn, fn.calls)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def _callee_text(self, call: ast.Call) -> str:
+        return _GatherAst._code(self, call.func)
+
+    def _alone(self, stmt: ast.stmt) -> Optional[list]:
+        """The body holding ``stmt`` when ``stmt`` is a libcst line of its own (a
+        ``SimpleStatementLine`` of one statement), else None."""
+        if not self.facts.simple_statement_line(stmt):
+            return None
+        body = _body_of(self.facts.parent(stmt), stmt)
+        if body is None:
+            return None
+        k = next(i for i, s in enumerate(body) if s is stmt)
+        if k > 0 and same_logical_line(self.facts, body[k - 1], stmt):
+            return None
+        if k + 1 < len(body) and same_logical_line(self.facts, stmt, body[k + 1]):
+            return None
+        return body
+
+    def _ignore(self, call: ast.Call) -> Optional[_Ignore]:
+        if self.facts.call_name(call) != "signal.signal":
+            return None
+        args = positional(call)
+        if len(args) != 2 or self._signal_name(args[1], call) != _IGNORE:
+            return None
+        sig = self._signal_name(args[0], call)
+        if sig in _WATCHED:
+            signals: tuple[str, ...] = (_WATCHED[sig],)
+        elif type(args[0]) is ast.Name:
+            signals = self._loop_signals(call, args[0].id)
+            if not signals:
+                return None
+        else:
+            return None
+        parent = self.facts.parent(call)
+        stmt = parent if type(parent) is ast.Expr and self._alone(parent) is not None else None
+        return _Ignore(call, signals, stmt)
+
+    def _loop_signals(self, call: ast.Call, var: str) -> tuple[str, ...]:
+        for anc in self.facts.ancestors(call):
+            t = type(anc)
+            if t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
+                return ()
+            if t in (ast.For, ast.AsyncFor) and type(anc.target) is ast.Name and anc.target.id == var:
+                if type(anc.iter) not in (ast.Tuple, ast.List):
+                    return ()
+                names = {self._signal_name(el.value if type(el) is ast.Starred else el, anc) for el in anc.iter.elts}
+                return tuple(sorted(_WATCHED[n] for n in names if n in _WATCHED))
+        return ()
+
+    def _restored(self, calls: Sequence[ast.Call], signals: tuple[str, ...]) -> bool:
+        for call in calls:
+            name = self.facts.call_name(call) or ""
+            func = call.func
+            is_loop_handler = name.endswith("add_signal_handler") or (
+                type(func) is ast.Attribute and func.attr == "add_signal_handler")
+            if name != "signal.signal" and not is_loop_handler:
+                continue
+            args = positional(call)
+            if len(args) < 2:
+                continue
+            if not is_loop_handler and self._signal_name(args[1], call) == _IGNORE:
+                continue
+            sig = self._signal_name(args[0], call)
+            if sig in _WATCHED and _WATCHED[sig] in signals:
+                return True
+            if sig is None or not sig.startswith("signal."):
+                return True
+        return False
+
+    def _protected(self, calls: Sequence[ast.Call]) -> bool:
+        for call in calls:
+            if self.facts.call_name(call) in PROTECTED_CALLS:
+                return True
+            func = call.func
+            if type(func) is ast.Attribute and func.attr in _PROTECTED_METHODS:
+                return True
+        return False
+
+    def _can_hang(self, call: ast.Call) -> bool:
+        if any(k.arg == "timeout" for k in call.keywords):
+            return False
+        if self.facts.in_lambda(call):
+            return False
+        name = self.facts.call_name(call)
+        func = call.func
+        if name in BLOCKING_CALLS:
+            if name == "ray.get" and len(positional(call)) > 1:
+                return False
+            return True
+        if type(func) is not ast.Attribute:
+            return False
+        attr = func.attr
+        if self.facts.is_awaited(call):
+            if name and name.startswith("asyncio.") and name.rsplit(".", 1)[-1] in ("wait_for", "sleep", "timeout"):
+                return False
+            return any(w in HANG_WORDS for w in identifier_words(attr))
+        if attr in BLOCKING_METHODS:
+            if attr == "shutdown" and any(k.arg == "wait" and type(k.value) is ast.Constant and k.value.value is False
+                                          for k in call.keywords):
+                return False
+            if attr in ("join", "wait") and positional(call):
+                return False
+            receiver = func.value
+            if attr == "join" and (type(receiver) is ast.JoinedStr or (
+                    type(receiver) is ast.Constant and type(receiver.value) in (str, bytes))):
+                return False
+            return True
+        return False
+
+    def _run_of(self, ignore: _Ignore, calls: Sequence[ast.Call], i: int) -> list[_Ignore]:
+        run = [ignore]
+        if ignore.stmt is None:
+            return run
+        body = self._alone(ignore.stmt)
+        idx = next(k for k, s in enumerate(body) if s is ignore.stmt)  # type: ignore[arg-type]
+        for stmt in body[idx + 1:]:  # type: ignore[index]
+            nxt = None
+            if type(stmt) is ast.Expr and type(stmt.value) is ast.Call and self._alone(stmt) is not None:
+                nxt = self._ignore(stmt.value)
+            if nxt is None:
+                break
+            run.append(nxt)
+        return run
+
+    def _fix(self, run: list[_Ignore], hang: ast.Call) -> Optional[FixPlan]:
+        if any(r.stmt is None or len(r.signals) != 1 for r in run):
+            return None
+        last = run[-1].stmt
+        body = self._alone(last)
+        start = next(k for k, s in enumerate(body) if s is last)  # type: ignore[arg-type]
+        cur: Optional[ast.AST] = hang
+        while cur is not None and not any(s is cur for s in body):  # type: ignore[union-attr]
+            cur = self.facts.parent(cur)
+        if cur is None:
+            return None
+        end = next(k for k, s in enumerate(body) if s is cur)  # type: ignore[arg-type]
+        while end > 0 and same_logical_line(self.facts, body[end - 1], body[end]):  # libcst's line starts there
+            end -= 1
+        if end <= start + 1:
+            return None
+        return FixPlan.unsafe("Restore the previous handler in a `finally` before the call that can hang")
+
+
+def _body_of(parent: Optional[ast.AST], stmt: ast.stmt) -> Optional[list]:
+    for name in ("body", "orelse", "finalbody"):
+        body = getattr(parent, name, None)
+        if type(body) is list and any(s is stmt for s in body):
+            return body
+    return None
+
+
+def _truncated(text: str) -> str:
+    return text if len(text) <= 50 else text[:47] + "..."
+
+
+class SignalIgnoredUntilExit(_Decide, Rule):
     """
     ## What it does
     Flags `signal.signal(SIGINT or SIGTERM, SIG_IGN)` that no later code of the same
@@ -133,6 +351,7 @@ class SignalIgnoredUntilExit(Rule):
     triggers = ("SIG_IGN",)
     candidate = All(Word("SIG_IGN"), Word("signal"))
     facts_needed = ("imports", "functions", "calls", "parents")
+    ast_check = _Ast
 
     valid = [
         # the guarded window: restored in a finally
@@ -283,38 +502,10 @@ class SignalIgnoredUntilExit(Rule):
         if fn is not None:
             self._check(fn, fn.calls)
 
-    def _check(self, fn: Optional[FunctionInfo], calls: Sequence[cst.Call]) -> None:
-        flagged: set[int] = set()  # statements already covered by a report
-        for i, call in enumerate(calls):
-            ignore = self._ignore(call)
-            if ignore is None:
-                continue
-            rest = calls[i + 1:]
-            if self._restored(rest, ignore.signals) or self._protected(rest):
-                continue
-            hang = next((c for c in rest if self._can_hang(c)), None)
-            if hang is None:
-                continue
-            run = self._run_of(ignore, calls, i)
-            if any(id(r.call) in flagged for r in run):
-                continue
-            flagged.update(id(r.call) for r in run)
-            signals = sorted({s for r in run for s in r.signals})
-            text = _code(hang.func)
-            self.report(
-                call,
-                f"{' and '.join(signals)} ignored and never restored before `{text}()`, which can hang: "
-                f"then only SIGKILL ends the process (Ctrl+C and a scheduler's SIGTERM are lost, and no "
-                f"cleanup runs); restore the previous handler in a `finally` before it, or bound it",
-                fix=self._fix(run, hang),
-            )
-
     # ------------------------------------------------------------------ recognisers
-    def _signal_name(self, expr: cst.BaseExpression, at: cst.CSTNode) -> Optional[str]:
-        q = self.facts.qualified_name(expr, at)
-        if q is None:
-            return None
-        return q.replace("signal.Signals.", "signal.").replace("signal.Handlers.", "signal.")
+    @staticmethod
+    def _callee_text(call: cst.Call) -> str:
+        return cst.Module([]).code_for_node(call.func)
 
     def _ignore(self, call: cst.Call) -> Optional[_Ignore]:
         if self.facts.call_name(call) != "signal.signal":
@@ -492,8 +683,3 @@ def _fresh(base: str, taken: set[str]) -> str:
         n += 1
         name = f"{base}_{n}"
     return name
-
-
-def _code(node: cst.CSTNode) -> str:
-    text = cst.Module([]).code_for_node(node)
-    return text if len(text) <= 50 else text[:47] + "..."
