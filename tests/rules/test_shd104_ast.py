@@ -24,6 +24,8 @@ from shutdown_lint import analyzer
 from shutdown_lint.analyzer import STAGE_AST, STAGE_TEXT, STAGE_TREE, lint_source
 from shutdown_lint.settings import Settings
 
+from ast_both_ways import key
+
 _PY311 = Settings(selected=("SHD104",), target_version="py311")
 _PY310 = Settings(selected=("SHD104",))
 
@@ -948,14 +950,7 @@ CASES = {
 }
 
 
-def _key(result):
-    rows = []
-    for d in result.diagnostics:
-        row = d.to_dict()
-        if row.get("fix"):
-            row["fix"] = {**row["fix"], "edits": []}
-        rows.append(row)
-    return (result.error, rows, result.warnings, result.deps, result.parsed)
+_key = key
 
 
 def _both_ways(source: bytes, monkeypatch, settings: Settings):

@@ -20,6 +20,8 @@ from shutdown_lint import analyzer
 from shutdown_lint.analyzer import STAGE_AST, lint_source
 from shutdown_lint.settings import Settings
 
+from ast_both_ways import every_file_a_candidate, key
+
 _SETTINGS = Settings(selected=("SHD202",))
 _WITH_204 = Settings(selected=("SHD202", "SHD204"))
 
@@ -785,22 +787,10 @@ CASES = {
 }
 
 
-def _every_file_a_candidate(monkeypatch) -> None:
-    """The candidate tiers pass every rule through (the tree is still parsed for the ast path)."""
-    monkeypatch.setattr(analyzer, "prefilter", lambda source, rules: list(rules))
-    monkeypatch.setattr(analyzer.candidate_stage, "filter_rules", lambda source, rules, settings: list(rules))
-    monkeypatch.setattr(analyzer.candidate_stage, "filter_rules_by_tree",
-                        lambda tree, rules, settings, project: list(rules))
+_every_file_a_candidate = every_file_a_candidate
 
 
-def _key(result):
-    rows = []
-    for d in result.diagnostics:
-        row = d.to_dict()
-        if row.get("fix"):
-            row["fix"] = {**row["fix"], "edits": []}
-        rows.append(row)
-    return (result.error, rows, result.warnings, result.deps, result.parsed)
+_key = key
 
 
 def _both(source: str, monkeypatch, settings: Settings = _SETTINGS, newline: str = "\n"):

@@ -22,6 +22,8 @@ from shutdown_lint import analyzer
 from shutdown_lint.analyzer import STAGE_AST, lint_source
 from shutdown_lint.settings import Settings
 
+from ast_both_ways import every_file_a_candidate
+
 HEAD = ("import asyncio, functools, io, os, queue, threading, time, typing\n"
         "from typing import IO, Optional, Union\nfrom pathlib import Path\n"
         "import concurrent.futures\nimport httpx, ray, requests, torch\n")
@@ -359,12 +361,7 @@ LIBRARIES = {
 }
 
 
-def _every_file_a_candidate(monkeypatch) -> None:
-    """The candidate tiers pass every rule through (the tree is still parsed for the ast path)."""
-    monkeypatch.setattr(analyzer, "prefilter", lambda source, rules: list(rules))
-    monkeypatch.setattr(analyzer.candidate_stage, "filter_rules", lambda source, rules, settings: list(rules))
-    monkeypatch.setattr(analyzer.candidate_stage, "filter_rules_by_tree",
-                        lambda tree, rules, settings, project: list(rules))
+_every_file_a_candidate = every_file_a_candidate
 
 
 def _rows(result) -> tuple:

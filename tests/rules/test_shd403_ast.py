@@ -24,6 +24,8 @@ from shutdown_lint import analyzer
 from shutdown_lint.analyzer import STAGE_AST, lint_source
 from shutdown_lint.settings import Settings
 
+from ast_both_ways import both_ways, key
+
 _SETTINGS = Settings(selected=("SHD403",), target_version="py311",
                      rule_options={"SHD403": {"cleanup_calls": ["jobs.stop_all"]}})
 _TIERS = Settings(selected=("SHD403",), target_version="py311")
@@ -710,25 +712,11 @@ CASES = {
 }
 
 
-def _key(result):
-    rows = []
-    for d in result.diagnostics:
-        row = d.to_dict()
-        if row.get("fix"):
-            row["fix"] = {**row["fix"], "edits": []}
-        rows.append(row)
-    return (result.error, rows, result.warnings, result.deps, result.parsed)
+_key = key
 
 
 def _both_ways(source: bytes, path: str, monkeypatch, settings: Settings = _SETTINGS, ast_path: bool = True):
-    monkeypatch.setattr(analyzer, "AST_MODE", "on")
-    on = lint_source(source, path, settings, fix_edits=False)
-    monkeypatch.setattr(analyzer, "AST_MODE", "off")
-    off = lint_source(source, path, settings, fix_edits=False)
-    if ast_path:
-        assert on.stage == STAGE_AST and off.stage != STAGE_AST
-    assert _key(on) == _key(off)
-    return on
+    return both_ways(source, monkeypatch, settings, path, ast_path=ast_path)
 
 
 def _answer(result):

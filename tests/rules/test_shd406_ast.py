@@ -21,6 +21,8 @@ from shutdown_lint import analyzer
 from shutdown_lint.analyzer import STAGE_AST, lint_source
 from shutdown_lint.settings import Settings
 
+from ast_both_ways import both_ways, every_file_a_candidate, key
+
 _SETTINGS = Settings(selected=("SHD406",))
 FIX = "fix"
 NOFIX = "nofix"
@@ -412,32 +414,12 @@ CASES = {
 }
 
 
-def _every_file_a_candidate(monkeypatch) -> None:
-    monkeypatch.setattr(analyzer, "prefilter", lambda source, rules: list(rules))
-    monkeypatch.setattr(analyzer.candidate_stage, "filter_rules", lambda source, rules, settings: list(rules))
-    monkeypatch.setattr(analyzer.candidate_stage, "filter_rules_by_tree",
-                        lambda tree, rules, settings, project: list(rules))
-
-
-def _key(result):
-    rows = []
-    for d in result.diagnostics:
-        row = d.to_dict()
-        if row.get("fix"):
-            row["fix"] = {**row["fix"], "edits": []}
-        rows.append(row)
-    return (result.error, rows, result.warnings, result.deps, result.parsed)
+_every_file_a_candidate = every_file_a_candidate
+_key = key
 
 
 def _both_ways(source: bytes, monkeypatch, ast_path: bool = True):
-    monkeypatch.setattr(analyzer, "AST_MODE", "on")
-    on = lint_source(source, "m.py", _SETTINGS, fix_edits=False)
-    monkeypatch.setattr(analyzer, "AST_MODE", "off")
-    off = lint_source(source, "m.py", _SETTINGS, fix_edits=False)
-    if ast_path:
-        assert on.stage == STAGE_AST and off.stage != STAGE_AST
-    assert _key(on) == _key(off)
-    return on
+    return both_ways(source, monkeypatch, _SETTINGS, ast_path=ast_path)
 
 
 def _answer(result) -> list:

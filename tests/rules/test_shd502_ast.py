@@ -31,6 +31,8 @@ from shutdown_lint.index.project import ProjectIndex
 from shutdown_lint.positions import positions_of
 from shutdown_lint.settings import Settings
 
+from ast_both_ways import both_ways, key
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 _INIT = {"SHD502": {"init_calls": ["torch.distributed.init_process_group"]}}
@@ -420,24 +422,11 @@ CASES = {
 }
 
 
-def _key(result):
-    rows = []
-    for d in result.diagnostics:
-        row = d.to_dict()
-        if row.get("fix"):
-            row["fix"] = {**row["fix"], "edits": []}
-        rows.append(row)
-    return (result.error, rows, result.warnings, result.deps, result.parsed)
+_key = key
 
 
 def _both_ways(source: bytes, path: str, monkeypatch, settings: Settings = _SETTINGS):
-    monkeypatch.setattr(analyzer, "AST_MODE", "on")
-    on = lint_source(source, path, settings, fix_edits=False)
-    monkeypatch.setattr(analyzer, "AST_MODE", "off")
-    off = lint_source(source, path, settings, fix_edits=False)
-    assert on.stage == STAGE_AST and off.stage != STAGE_AST
-    assert _key(on) == _key(off)
-    return on
+    return both_ways(source, monkeypatch, settings, path)
 
 
 def _answer(result):
