@@ -18,8 +18,6 @@ import textwrap
 
 import pytest
 
-from shutdown_lint import analyzer
-from shutdown_lint.analyzer import STAGE_AST, lint_source
 from shutdown_lint.settings import Settings
 
 from ast_both_ways import both_ways, every_file_a_candidate, key

@@ -18,8 +18,6 @@ import textwrap
 
 import pytest
 
-from shutdown_lint import analyzer
-from shutdown_lint.analyzer import STAGE_AST, lint_source
 from shutdown_lint.rules.shd402_asyncio_run_without_sigterm import AsyncioRunWithoutSigterm
 from shutdown_lint.settings import Settings
 

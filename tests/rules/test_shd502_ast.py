@@ -21,8 +21,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from shutdown_lint import analyzer, registry
-from shutdown_lint.analyzer import STAGE_AST, lint_source
+from shutdown_lint import registry
 from shutdown_lint.ast_engine import AstFacts
 from shutdown_lint.ast_engine.execution import execution_of
 from shutdown_lint.facts import ModuleFacts
