@@ -51,8 +51,6 @@ def stages_line(stages: dict[str, int]) -> str:
             f"(not syntax-checked), {full} analysed in full")
     if st("newer-syntax"):
         text += f" ({st('newer-syntax')} of them in syntax newer than Python {here})"
-    if st("ast"):  # every rule that looked detects on Python's ast: no libcst parse (SHUTDOWN_LINT_AST)
-        text += f" ({st('ast')} of them on Python's ast alone)"
     text += f", {st('error', 0)} could not be analysed"
     if st("unknown"):
         text += f", {st('unknown')} from an older cache that did not record how"
