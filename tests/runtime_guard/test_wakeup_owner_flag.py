@@ -42,7 +42,7 @@ async def main():
     if sys.argv[1] == "probe":
         rs.on_delivery(signal.SIGTERM, lambda: None)  # inside the running loop: the slot is the loop's
     print("ready", flush=True)
-    time.sleep(4)  # the loop reads nothing meanwhile: its self-pipe fills under the signals
+    time.sleep(7)  # the loop reads nothing meanwhile: its self-pipe fills under the signals
     print("done", flush=True)
 
 if sys.argv[2] == "uvloop":
@@ -59,7 +59,7 @@ def _warnings(mode: str, loop: str) -> int:
     try:
         assert "ready" in p.stdout.readline()
         t0 = time.monotonic()
-        while time.monotonic() - t0 < 1.5 and p.poll() is None:
+        while time.monotonic() - t0 < 4.0 and p.poll() is None:
             os.kill(p.pid, signal.SIGUSR1)
         out, err = p.communicate(timeout=60)
     finally:
