@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import ast
+from typing import Optional
 
 import libcst as cst
 
@@ -15,7 +16,54 @@ from .shd102_unobserved_task_exception import (_BROAD_HANDLERS, handles_own_erro
                                                supervise_call)
 
 
-class TaskNotRetained(Rule):
+#: ``_statement_use``'s answers: the spawn is an expression statement, or the value of a one-name assignment
+DISCARDED = "discarded"
+BOUND = "bound"
+FIX_MESSAGE = 'Keep a reference: `runtime_guard.supervise(..., on_error="log")`'
+
+
+class _Decide:
+    """What SHD106 decides, on either tree (the libcst rule and ``_Ast``). The tree's answers are each
+    class's own: ``_spawn`` (``is_task_spawn``), ``_first`` (libcst's first ``Arg``'s value),
+    ``_own_errors`` (``handles_own_errors``), ``_only_sleeps`` (every ``await`` of the target's own body
+    is ``asyncio.sleep(...)``), ``_statement_use`` (``DISCARDED``, or ``BOUND`` and the name),
+    ``_reads(region, name)`` (a libcst ``Name`` spelled ``name`` in ``region`` that is read, see
+    ``_reads``) and ``_report_dropped`` (the report, with the fix or its plan)."""
+
+    def _judge(self, node) -> None:
+        """``node`` is a call with an argument: report it when it spawns a task whose coroutine handles
+        its own errors and the task is dropped."""
+        if not self._spawn(node):
+            return
+        first = self._first(node)
+        if not self._own_errors(node, first):
+            return  # SHD102's call
+        target = self.facts.coroutine_target(first, node)
+        if target is not None and self._only_sleeps(target):
+            return  # always referenced by the loop: its ready queue while it runs, a timer while it sleeps
+        where = self._dropped(node)
+        if where is None:
+            return
+        self._report_dropped(
+            node,
+            f"task is {where}: the event loop keeps only a weak reference, so the pending task can be "
+            "garbage-collected mid-run and its coroutine silently stops (it handles its own errors, "
+            "so nothing is ever reported)")
+
+    def _dropped(self, node) -> Optional[str]:
+        use, name = self._statement_use(node)
+        if use == DISCARDED:
+            return "discarded"
+        if use == BOUND:
+            fn = self.facts.enclosing_function(node)
+            if fn is None or name in fn.bindings and len(fn.bindings[name]) > 1:
+                return None
+            if not self._reads(fn.node, name):
+                return f"bound to `{name}`, which is never read"
+        return None
+
+
+class TaskNotRetained(_Decide, Rule):
     """
     ## What it does
     Flags `asyncio.create_task(...)`, `loop.create_task(...)` or `asyncio.ensure_future(...)`
@@ -300,43 +348,40 @@ class TaskNotRetained(Rule):
         ),
     ]
 
+    # ------------------------------------------------------------------ the tree's answers (libcst)
     def visit_Call(self, node: cst.Call) -> None:
-        if not node.args or not is_task_spawn(self.facts, node):
-            return
-        if not handles_own_errors(self.facts, node):
-            return  # SHD102's call
-        target = self.facts.coroutine_target(node.args[0].value, node)
-        if target is not None and _only_sleeps(self.facts, target.node.body):
-            return  # always referenced by the loop: its ready queue while it runs, a timer while it sleeps
-        where = self._dropped(node)
-        if where is None:
-            return
-        fix = Fix.safe(
-            Replace(node, supervise_call(node, "log")),
-            IMPORT_RUNTIME_GUARD,
-            message='Keep a reference: `runtime_guard.supervise(..., on_error="log")`',
-        )
-        self.report(
-            node,
-            f"task is {where}: the event loop keeps only a weak reference, so the pending task can be "
-            "garbage-collected mid-run and its coroutine silently stops (it handles its own errors, "
-            "so nothing is ever reported)",
-            fix=fix,
-        )
+        if node.args:
+            self._judge(node)
 
-    def _dropped(self, node: cst.Call) -> str | None:
+    def _spawn(self, node: cst.Call) -> bool:
+        return is_task_spawn(self.facts, node)
+
+    @staticmethod
+    def _first(node: cst.Call) -> cst.BaseExpression:
+        return node.args[0].value
+
+    def _own_errors(self, node: cst.Call, first: cst.BaseExpression) -> bool:
+        return handles_own_errors(self.facts, node)
+
+    def _only_sleeps(self, target) -> bool:
+        return _only_sleeps(self.facts, target.node.body)
+
+    def _statement_use(self, node: cst.Call) -> tuple[Optional[str], Optional[str]]:
         parent = self.facts.parent(node)
         if isinstance(parent, cst.Expr):
-            return "discarded"
+            return DISCARDED, None
         if (isinstance(parent, cst.Assign) and len(parent.targets) == 1
                 and isinstance(parent.targets[0].target, cst.Name)):
-            name = parent.targets[0].target.value
-            fn = self.facts.enclosing_function(node)
-            if fn is None or name in fn.bindings and len(fn.bindings[name]) > 1:
-                return None
-            if not _reads(fn.node, name):
-                return f"bound to `{name}`, which is never read"
-        return None
+            return BOUND, parent.targets[0].target.value
+        return None, None
+
+    @staticmethod
+    def _reads(region: cst.CSTNode, name: str) -> bool:
+        return _reads(region, name)
+
+    def _report_dropped(self, node: cst.Call, message: str) -> None:
+        self.report(node, message, fix=Fix.safe(Replace(node, supervise_call(node, "log")), IMPORT_RUNTIME_GUARD,
+                                                message=FIX_MESSAGE))
 
 
 def _only_sleeps(facts, body: cst.CSTNode) -> bool:
