@@ -57,7 +57,180 @@ _HANDOFF, _PLAIN, _WITH, _REGISTER, _DAEMON, _START, _STOP, _POLL, _STORED = (
 _FULL, _ERRORS, _NORMAL = "full", "errors", "normal"
 
 
-class ChildProcessNeverStopped(Rule):
+
+class _Decide:
+    """SHD602's decisions, shared by the libcst rule and its ``ast`` check (``_Ast``): which
+    call starts a child, where it is kept, which uses stop it and on which paths, and what is
+    reported. The tree reads they call are written once per tree: ``_kind``, ``_placement``
+    (dropped, kept in a target, or neither), ``_name_of``/``_self_attr`` (the target),
+    ``_names`` (libcst's ``Name`` nodes spelled like the child in the region, in source
+    order), ``_starts_another``, ``_in_loop``, ``_classify``, ``_declared_shared``,
+    ``_protection``, ``_code_between``, ``_new_session``, ``_piped``, ``_daemon_kw``,
+    ``_is_wait``, ``_timed``, ``_timeout_handled``, ``_code``, ``_fix`` (edits or a plan),
+    and for a child kept on ``self``: ``_attribute_refs``, ``_receiver_is_self``,
+    ``_base_words``, ``_type_of``, ``_attr_use``."""
+
+    # ------------------------------------------------------------------ visitors
+    def visit_Call(self, node) -> None:
+        kind = self._kind(node)
+        if kind is not None:
+            self._check(node, kind)
+
+    # ------------------------------------------------------------------ logic
+    def _check(self, call, kind: str) -> None:
+        f = self.facts
+        awaited, place = self._placement(call)
+        if kind == "asyncio" and not awaited:
+            return  # the coroutine is not awaited here: whoever awaits it gets the child
+        session = self._new_session(call)
+        piped = self._piped(call)
+        if place == "expr":
+            if kind != "mp" and not session and piped:
+                self.report(call, f"the child process started here is dropped with a pipe to this process "
+                                  f"(`{piped}=PIPE`): it is never waited for, terminated or killed, so an exception "
+                                  f"or Ctrl+C in the code that follows (and the parent's exit) leaves it running; "
+                                  f"{_advice()}")
+            return
+        if place is None:
+            return
+        target = place
+        fn = f.enclosing_function(call)
+        var = self._name_of(target)
+        if var is None:
+            attr = self._self_attr(target)
+            if attr is not None and fn is not None and fn.cls is not None:
+                self._check_attr(call, kind, attr, fn.cls, session, piped)
+            return
+        region = fn.node if fn is not None else f.module
+        names = self._names(region, var)
+        at = next((i for i, n in enumerate(names) if n is target), 0)
+        rebound = [i for i, n in enumerate(names) if i != at and self._starts_another(n)]
+        # the uses after the start up to the next child started under the same name (source
+        # order), then, in a loop, the ones before it back to the previous one (a later
+        # iteration's)
+        end = next((i for i in rebound if i > at), len(names))
+        begin = max((i + 1 for i in rebound if i < at), default=0) if self._in_loop(call, fn) else at
+        uses = [(n, self._classify(n, fn)) for n in names[at + 1:end] + names[begin:at]]
+        kinds = {k for _, (k, _) in uses}
+        if kinds & {_HANDOFF, _WITH, _REGISTER} or (fn is not None and self._declared_shared(fn.node, var)):
+            return
+        stops = [(site, self._protection(site, fn, kind)) for _, (k, site) in uses if k in (_STOP, _POLL)]
+        if _STORED in kinds:
+            # ``self.proc = p``: the object holds the child; stopped here or in the class, or not at all
+            if not stops and fn is not None and fn.cls is not None:
+                for attr in {site for _, (k, site) in uses if k == _STORED}:
+                    self._check_attr(call, kind, attr, fn.cls, session, piped)
+            return
+        protections = {p for _, p in stops}
+        if _FULL in protections:
+            return
+        normal = [s for s, p in stops if p == _NORMAL]
+        stmt = f.enclosing_statement(call)
+        if kind == "mp":
+            starts = [s for _, (k, s) in uses if k == _START]
+            if not starts or _DAEMON in kinds or self._daemon_kw(call) or _ERRORS in protections or not normal:
+                return
+            first = normal[0]
+            if not self._code_between(f.enclosing_statement(starts[0]), first, var, fn):
+                return
+            self.report(call, f"an exception between `{var}.start()` and `{self._code(first)}` leaves the child "
+                              f"running, and at exit `multiprocessing` joins every non-daemon child: the process "
+                              f"stays alive until `{var}`'s work ends by itself (on SIGTERM the child is orphaned); "
+                              f"stop it in a `finally` (`{var}.terminate()` then `{var}.join()`), or make it a daemon")
+            return
+        interrupt = "a cancellation" if kind == "asyncio" else "Ctrl+C"
+        if _ERRORS in protections:
+            if session:
+                self.report(call, f"`{var}` runs in its own session (`{session}`), so the terminal's Ctrl+C does "
+                                  f"not reach it, and only error paths (an `except` that does not catch "
+                                  f"`KeyboardInterrupt`, a kill before a `raise`) stop it: after Ctrl+C the child "
+                                  f"keeps running; stop it in a `finally`")
+            return
+        if not normal:
+            if not session and piped:
+                self.report(call, f"`{var}` (a child process) is never waited for, terminated or killed: an "
+                                  f"exception or {interrupt} in the code that follows (and the parent's exit) "
+                                  f"leaves it running; {_advice(var)}")
+            return
+        first = normal[0]
+        fix = self._fix(stmt, var, kind)
+        if self._code_between(stmt, first, var, fn):
+            self.report(call, f"`{var}` is stopped only on the normal path (`{self._code(first)}`): an exception or "
+                              f"{interrupt} between its start and that call leaves the child running after the "
+                              f"parent is gone; {_advice(var)}", fix=fix)
+        elif session and any(not self._is_wait(s) for s in normal):
+            self.report(call, f"`{var}` runs in its own session (`{session}`), so the terminal's Ctrl+C does not "
+                              f"reach it, and when Ctrl+C interrupts `{self._code(first)}` nothing stops it; "
+                              f"{_advice(var)}", fix=fix)
+        elif self._timed(first) and kind == "popen" and not self._timeout_handled(first):
+            self.report(call, f"`{self._code(first)}` raises `TimeoutExpired` with the child still running, and "
+                              f"nothing kills it (the child is not killed when the timeout expires); {_advice(var)}",
+                        fix=fix)
+
+    # ------------------------------------------------------------------ a child held on ``self``
+    def _check_attr(self, call, kind: str, attr: str, cls, session: Optional[str], piped: Optional[str]) -> None:
+        """``self.<attr> = <child>`` (or ``p = <child>`` ... ``self.<attr> = p``): reported when
+        nothing in the class, its bases and subclasses in this module, any ``<obj>.<attr>`` of
+        this module, or a module that imports this one (the project index) waits for, stops or
+        hands on ``<attr>``. Not a ``multiprocessing`` child (its exit handler joins or terminates
+        it) nor one in its own session (detached on purpose). Unlike a local name, a child with
+        no pipe is reported: the object keeps it as its own (a launched router or server), where
+        a local one with no pipe is usually launched to live on (an editor, a browser)."""
+        if kind == "mp" or session:
+            return
+        if self._attr_released(attr, cls):
+            return
+        found, looked = self._attr_released_elsewhere(attr)
+        if found:
+            return
+        self.report(call, f"`self.{attr}` (a child process) is never waited for, terminated or killed in "
+                          f"`{cls.name}` (nor handed on): an exception or Ctrl+C, and the parent's exit, leave it "
+                          f"running; add a `close()` (or `__exit__`) that calls "
+                          f"`runtime_guard.terminate_process_groups([self.{attr}])` and call it from a `finally`"
+                    + F.looked_in(looked, "stop"))
+
+    def _attr_released(self, attr: str, cls) -> bool:
+        """Some ``<x>.<attr>`` of this module is stopped, waited for or handed on: ``self.<attr>``
+        in ``cls``, a class it derives from or one deriving from it; any other receiver anywhere
+        (the first such use in source order decides; the typing fact is asked in that order)."""
+        f = self.facts
+        related = {cls.name} | set(self._base_words(cls))
+        for n, value in self._attribute_refs(attr):
+            if self._receiver_is_self(value):
+                owner = f.enclosing_class(n)
+                if owner is None or not (owner.name in related or cls.name in self._base_words(owner)):
+                    continue
+            else:
+                # another object's ``.<attr>``: counts unless the typing fact says it is of
+                # an unrelated class of this module (``holder: Other``)
+                typed = self._type_of(value, n)
+                if typed is not None and typed.rsplit(".", 1)[-1] not in related | {
+                        o.name for o in f.classes if cls.name in self._base_words(o)}:
+                    continue
+            if self._attr_use(n) in (_STOP, _HANDOFF, _WITH, _REGISTER):
+                return True
+        return False
+
+    def _attr_released_elsewhere(self, attr: str) -> tuple[Optional[str], Optional[list[str]]]:
+        """A module that imports this one (the project index) stops ``<obj>.<attr>`` in any
+        function (a subclass's ``close()``, the owner's ``server.proc.kill()``), or hands it to
+        a callee whose name says it stops it."""
+        view = self.facts.project
+        if view is None:
+            return None, None
+
+        def matches(written: str, args: list[str]) -> bool:
+            parts = written.split(".")
+            if len(parts) >= 3 and parts[-2] == attr and parts[-1] in _STOP_METHODS:
+                return True
+            return bool(set(identifier_words(parts[-1])) & _STOP_WORDS) and any(
+                a.split(".")[-1] == attr and "." in a for a in args)
+
+        found, looked = F.teardown_elsewhere(view, matches, lambda name: True, words=(attr,))
+        return found, [F.display_path(p) for p in looked]
+
+
+class ChildProcessNeverStopped(_Decide, Rule):
     """
     ## What it does
     Flags a child process started in a function (or a script's module code) and kept in a
@@ -629,12 +802,7 @@ class ChildProcessNeverStopped(Rule):
         ),
     ]
 
-    # ------------------------------------------------------------------ visitors
-    def visit_Call(self, node: cst.Call) -> None:
-        kind = self._kind(node)
-        if kind is not None:
-            self._check(node, kind)
-
+    # ------------------------------------------------------------------ libcst's reads (``_Decide``'s)
     def _kind(self, call: cst.Call) -> Optional[str]:
         """The kind of child ``call`` starts, or None: a factory of ``_KIND``, or ``Process`` of
         a ``multiprocessing`` context (``ctx.Process(...)``, ``mp.get_context("spawn").Process(...)``)."""
@@ -644,154 +812,63 @@ class ChildProcessNeverStopped(Rule):
             return "mp"
         return kind
 
-    # ------------------------------------------------------------------ logic
-    def _check(self, call: cst.Call, kind: str) -> None:
+    def _placement(self, call: cst.Call) -> tuple[bool, object]:
+        """(awaited, place): ``"expr"`` for the whole value of an expression statement, the target
+        of a one-target assignment (``p = ...``, ``p: T = ...``) whose whole value it is, or None."""
         f = self.facts
         expr: cst.BaseExpression = call
         holder = f.parent(call)
         if isinstance(holder, cst.Await):
             expr, holder = holder, f.parent(holder)
-        if kind == "asyncio" and expr is call:
-            return  # the coroutine is not awaited here: whoever awaits it gets the child
-        session = _new_session(f, call)
-        piped = _piped(call)
         if isinstance(holder, cst.Expr):
-            if kind != "mp" and not session and piped:
-                self.report(call, f"the child process started here is dropped with a pipe to this process "
-                                  f"(`{piped}=PIPE`): it is never waited for, terminated or killed, so an exception "
-                                  f"or Ctrl+C in the code that follows (and the parent's exit) leaves it running; "
-                                  f"{_advice()}")
-            return
+            return expr is not call, "expr"
         if isinstance(holder, cst.Assign) and len(holder.targets) == 1 and holder.value is expr:
-            target = holder.targets[0].target
-        elif isinstance(holder, cst.AnnAssign) and holder.value is expr:
-            target = holder.target
-        else:
-            return
-        fn = f.enclosing_function(call)
-        if not isinstance(target, cst.Name):
-            attr = _self_attr(target)
-            if attr is not None and fn is not None and fn.cls is not None:
-                self._check_attr(call, kind, attr, fn.cls, session, piped)
-            return
-        var = target.value
-        region = fn.node if fn is not None else f.module
-        names = f.name_nodes(region, var)
-        at = next((i for i, n in enumerate(names) if n is target), 0)
-        rebound = [i for i, n in enumerate(names) if i != at and self._starts_another(n)]
-        # the uses after the start up to the next child started under the same name (source
-        # order), then, in a loop, the ones before it back to the previous one (a later
-        # iteration's)
-        end = next((i for i in rebound if i > at), len(names))
-        begin = max((i + 1 for i in rebound if i < at), default=0) if self._in_loop(call, fn) else at
-        uses = [(n, self._classify(n, fn)) for n in names[at + 1:end] + names[begin:at]]
-        kinds = {k for _, (k, _) in uses}
-        if kinds & {_HANDOFF, _WITH, _REGISTER} or (fn is not None and _declared_shared(fn.node, var)):
-            return
-        stops = [(site, self._protection(site, fn, kind)) for _, (k, site) in uses if k in (_STOP, _POLL)]
-        if _STORED in kinds:
-            # ``self.proc = p``: the object holds the child; stopped here or in the class, or not at all
-            if not stops and fn is not None and fn.cls is not None:
-                for attr in {site for _, (k, site) in uses if k == _STORED}:
-                    self._check_attr(call, kind, attr, fn.cls, session, piped)
-            return
-        protections = {p for _, p in stops}
-        if _FULL in protections:
-            return
-        normal = [s for s, p in stops if p == _NORMAL]
-        stmt = f.enclosing_statement(call)
-        if kind == "mp":
-            starts = [s for _, (k, s) in uses if k == _START]
-            if not starts or _DAEMON in kinds or _daemon_kw(call) or _ERRORS in protections or not normal:
-                return
-            first = normal[0]
-            if not self._code_between(f.enclosing_statement(starts[0]), first, var, fn):
-                return
-            self.report(call, f"an exception between `{var}.start()` and `{_code(first)}` leaves the child running, "
-                              f"and at exit `multiprocessing` joins every non-daemon child: the process stays alive "
-                              f"until `{var}`'s work ends by itself (on SIGTERM the child is orphaned); stop it in a "
-                              f"`finally` (`{var}.terminate()` then `{var}.join()`), or make it a daemon")
-            return
-        interrupt = "a cancellation" if kind == "asyncio" else "Ctrl+C"
-        if _ERRORS in protections:
-            if session:
-                self.report(call, f"`{var}` runs in its own session (`{session}`), so the terminal's Ctrl+C does "
-                                  f"not reach it, and only error paths (an `except` that does not catch "
-                                  f"`KeyboardInterrupt`, a kill before a `raise`) stop it: after Ctrl+C the child "
-                                  f"keeps running; stop it in a `finally`")
-            return
-        if not normal:
-            if not session and piped:
-                self.report(call, f"`{var}` (a child process) is never waited for, terminated or killed: an "
-                                  f"exception or {interrupt} in the code that follows (and the parent's exit) "
-                                  f"leaves it running; {_advice(var)}")
-            return
-        first = normal[0]
-        fix = self._fix(stmt, var, kind)
-        if self._code_between(stmt, first, var, fn):
-            self.report(call, f"`{var}` is stopped only on the normal path (`{_code(first)}`): an exception or "
-                              f"{interrupt} between its start and that call leaves the child running after the "
-                              f"parent is gone; {_advice(var)}", fix=fix)
-        elif session and any(not _is_wait(s) for s in normal):
-            self.report(call, f"`{var}` runs in its own session (`{session}`), so the terminal's Ctrl+C does not "
-                              f"reach it, and when Ctrl+C interrupts `{_code(first)}` nothing stops it; {_advice(var)}",
-                        fix=fix)
-        elif _timed(first) and kind == "popen" and not self._timeout_handled(first):
-            self.report(call, f"`{_code(first)}` raises `TimeoutExpired` with the child still running, and nothing "
-                              f"kills it (the child is not killed when the timeout expires); {_advice(var)}", fix=fix)
+            return expr is not call, holder.targets[0].target
+        if isinstance(holder, cst.AnnAssign) and holder.value is expr:
+            return expr is not call, holder.target
+        return expr is not call, None
 
-    # ------------------------------------------------------------------ a child held on ``self``
-    def _check_attr(self, call: cst.Call, kind: str, attr: str, cls, session: Optional[str],
-                    piped: Optional[str]) -> None:
-        """``self.<attr> = <child>`` (or ``p = <child>`` ... ``self.<attr> = p``): reported when
-        nothing in the class, its bases and subclasses in this module, any ``<obj>.<attr>`` of
-        this module, or a module that imports this one (the project index) waits for, stops or
-        hands on ``<attr>``. Not a ``multiprocessing`` child (its exit handler joins or terminates
-        it) nor one in its own session (detached on purpose). Unlike a local name, a child with
-        no pipe is reported: the object keeps it as its own (a launched router or server), where
-        a local one with no pipe is usually launched to live on (an editor, a browser)."""
-        if kind == "mp" or session:
-            return
-        if self._attr_released(attr, cls):
-            return
-        found, looked = self._attr_released_elsewhere(attr)
-        if found:
-            return
-        self.report(call, f"`self.{attr}` (a child process) is never waited for, terminated or killed in "
-                          f"`{cls.name}` (nor handed on): an exception or Ctrl+C, and the parent's exit, leave it "
-                          f"running; add a `close()` (or `__exit__`) that calls "
-                          f"`runtime_guard.terminate_process_groups([self.{attr}])` and call it from a `finally`"
-                    + F.looked_in(looked, "stop"))
+    @staticmethod
+    def _name_of(target: cst.BaseExpression) -> Optional[str]:
+        return target.value if isinstance(target, cst.Name) else None
 
-    def _attr_released(self, attr: str, cls) -> bool:
-        """Some ``<x>.<attr>`` of this module is stopped, waited for or handed on: ``self.<attr>``
-        in ``cls``, a class it derives from or one deriving from it; any other receiver anywhere."""
-        f = self.facts
-        related = {cls.name} | {_code(b.value).rsplit(".", 1)[-1] for b in cls.node.bases}
-        found = [False]
-        rule = self
+    _self_attr = staticmethod(lambda target: _self_attr(target))
+    _code = staticmethod(lambda node: _code(node))
+    _piped = staticmethod(lambda call: _piped(call))
+    _daemon_kw = staticmethod(lambda call: _daemon_kw(call))
+    _is_wait = staticmethod(lambda site: _is_wait(site))
+    _timed = staticmethod(lambda call: _timed(call))
+    _declared_shared = staticmethod(lambda fn_node, var: _declared_shared(fn_node, var))
+
+    def _new_session(self, call: cst.Call) -> Optional[str]:
+        return _new_session(self.facts, call)
+
+    def _names(self, region: cst.CSTNode, var: str) -> list:
+        return self.facts.name_nodes(region, var)
+
+    def _attribute_refs(self, attr: str) -> list:
+        """(``<x>.<attr>``, ``<x>``) for every attribute spelled ``attr`` in the module, in source order."""
+        found: list = []
 
         class _Scan(cst.CSTVisitor):
             def visit_Attribute(self, n: cst.Attribute) -> None:
-                if found[0] or n.attr.value != attr:
-                    return
-                if isinstance(n.value, cst.Name) and n.value.value in ("self", "cls"):
-                    owner = f.enclosing_class(n)
-                    if owner is None or not (owner.name in related or any(
-                            _code(b.value).rsplit(".", 1)[-1] == cls.name for b in owner.node.bases)):
-                        return
-                else:
-                    # another object's ``.<attr>``: counts unless the typing fact says it is of
-                    # an unrelated class of this module (``holder: Other``)
-                    typed = f.type_of(n.value, n)
-                    if typed is not None and typed.rsplit(".", 1)[-1] not in related | {
-                            o.name for o in f.classes if any(
-                                _code(b.value).rsplit(".", 1)[-1] == cls.name for b in o.node.bases)}:
-                        return
-                found[0] = rule._attr_use(n) in (_STOP, _HANDOFF, _WITH, _REGISTER)
+                if n.attr.value == attr:
+                    found.append((n, n.value))
 
-        walk(f.module, _Scan())
-        return found[0]
+        walk(self.facts.module, _Scan())
+        return found
+
+    @staticmethod
+    def _receiver_is_self(value: cst.BaseExpression) -> bool:
+        return isinstance(value, cst.Name) and value.value in ("self", "cls")
+
+    @staticmethod
+    def _base_words(cls) -> list[str]:
+        """The last dotted word of each base class's code (``_code``: cut at 50 characters)."""
+        return [_code(b.value).rsplit(".", 1)[-1] for b in cls.node.bases]
+
+    def _type_of(self, expr: cst.BaseExpression, at: cst.CSTNode) -> Optional[str]:
+        return self.facts.type_of(expr, at)
 
     def _attr_use(self, ref: cst.Attribute) -> str:
         """What a use of ``<x>.<attr>`` does with the child (``_classify``'s kinds)."""
@@ -820,23 +897,6 @@ class ChildProcessNeverStopped(Rule):
         kind = self._handed(ref)[0]
         return _HANDOFF if kind == _STORED else kind
 
-    def _attr_released_elsewhere(self, attr: str) -> tuple[Optional[str], Optional[list[str]]]:
-        """A module that imports this one (the project index) stops ``<obj>.<attr>`` in any
-        function (a subclass's ``close()``, the owner's ``server.proc.kill()``), or hands it to
-        a callee whose name says it stops it."""
-        view = self.facts.project
-        if view is None:
-            return None, None
-
-        def matches(written: str, args: list[str]) -> bool:
-            parts = written.split(".")
-            if len(parts) >= 3 and parts[-2] == attr and parts[-1] in _STOP_METHODS:
-                return True
-            return bool(set(identifier_words(parts[-1])) & _STOP_WORDS) and any(
-                a.split(".")[-1] == attr and "." in a for a in args)
-
-        found, looked = F.teardown_elsewhere(view, matches, lambda name: True, words=(attr,))
-        return found, [F.display_path(p) for p in looked]
 
     def _starts_another(self, n: cst.Name) -> bool:
         """``n`` is bound to another child here (``p = subprocess.Popen(...)`` again)."""
@@ -1916,3 +1976,4 @@ def _attr_surely_released(ref: ast.Attribute, parent, parents: dict) -> bool:
         words = set(identifier_words(word))
         return bool(words & _STOP_WORDS) or not (words and word in _OBSERVERS)
     return _surely_handed(ref, parents)
+
