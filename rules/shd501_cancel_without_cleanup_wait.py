@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import Iterator, Optional
 
 import libcst as cst
 
@@ -13,12 +13,185 @@ from shutdown_lint.rule import Fix, InsertAfter, InsertBefore, Invalid, Option, 
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
 from ._vocabulary import RAY_BOUNDED_WAIT_CALLS, RAY_GUARD_WAIT_CALLS
-from .shd403_ray_get_orphans_on_interrupt import calls_in, is_interrupt_handler
+from .shd403_ray_get_orphans_on_interrupt import _OnCst, calls_in, is_interrupt_handler
 
 _BROAD = frozenset({"builtins.Exception", "builtins.BaseException"})
 
 
-class CancelWithoutCleanupWait(Rule):
+_WAIT_MESSAGE = "Wait for the cancelled work with `runtime_guard.ray.wait_for_cleanup()`"
+_REPLACE_MESSAGE = "Replace with `runtime_guard.ray.cancel_and_wait()`"
+
+
+class _Decide:
+    """What SHD501 decides about a call, on either tree (the rule: libcst; ``_Ast``: ``ast``).
+    Only the reads of the tree are written twice (below ``# the tree's answers`` in each
+    subclass): ``forced``, ``ref_args``, ``statement_line`` (the cancel's simple statement line,
+    or None), ``anchor`` (a node of a line to ask the facts about), ``later_lines`` (the lines
+    and compound statements after one in its block; None: not in a block), ``step_out`` (the
+    owner of a line's block and its kind), ``chain_top``, ``try_of``, ``finally_block``,
+    ``loop_body``, ``calls_of`` (a line's or block's calls, nested defs and lambdas left out),
+    ``small_statements``, ``is_raise``, ``is_return``, ``exit_call``, ``is_exit``,
+    ``handlers_around``, ``is_interrupt_handler``, ``handler_types``, and for the fix
+    ``loop_over``, ``is_statement``, ``extra_options``."""
+
+    def _check(self, node) -> None:
+        f = self.facts
+        if f.call_name(node) != "ray.cancel" or self.forced(node) or f.in_lambda(node):
+            return
+        ref_args = self.ref_args(node)
+        if not ref_args:
+            return
+        fn = f.enclosing_function(node)
+        remote_entry = None
+        if fn is not None and f.runs_in_ray_worker(fn):
+            # in a Ray task or actor only an exception raised out of the remote method matters:
+            # the driver waiting on it gets the error and exits (verl's TaskRunner pattern)
+            remote_entry = self._remote_entry(fn)
+            if remote_entry is None:
+                return
+        stmt = self.statement_line(node)
+        if stmt is None:
+            return
+        outcome = self._after(stmt, in_worker=remote_entry is not None)
+        if outcome is None:
+            return
+        what, exit_stmt = outcome
+        if remote_entry is not None:
+            message = (f"`ray.cancel()` is followed by {what} out of the Ray remote method `{remote_entry.name}()` "
+                       "without waiting: the driver waiting on it gets the error and exits while the cancelled "
+                       "work is still running its cleanup, which is then killed half-way")
+        else:
+            message = (f"`ray.cancel()` is followed by {what} without waiting: the driver exits while the "
+                       "worker is still running its cleanup, which is then killed half-way")
+        self.report(node, message, fix=self._fix(node, stmt, exit_stmt, ref_args[0]))
+
+    def _remote_entry(self, fn, depth: int = 0):
+        """The remote method/function an exception raised in ``fn`` leaves through: the
+        outermost of ``fn`` and its same-module callers (calls not inside a ``try``) that is
+        remote (``run()`` for ``run() -> self._loop()``)."""
+        if depth <= 3:
+            for node, kind in self.facts.references(fn):
+                if kind not in ("call", "await") or any(t.handlers for t in self.facts.enclosing_trys(node)):
+                    continue
+                caller = self.facts.enclosing_function(node)
+                if caller is not None and caller is not fn:
+                    found = self._remote_entry(caller, depth + 1)
+                    if found is not None:
+                        return found
+        return fn if RAY_REMOTE in self.facts.contexts(fn) else None
+
+    # ------------------------------------------------------------------ control flow
+    def _after(self, stmt, in_worker: bool = False):
+        """What runs after the line ``stmt``: None (a wait, or code that carries on) or
+        (description, exit statement or None for the end of the driver). ``in_worker``: only a
+        ``raise`` that leaves the function counts."""
+        start = self.anchor(stmt)
+        in_handler = self._in_handler(start)
+        # `raise`/`return` end the process only on an interrupt path or in driver code; in a
+        # server coroutine (`except CancelledError: ray.cancel(ref); raise`) the process lives on
+        ends_process = in_worker or self._in_interrupt_handler(start) or self.facts.runs_in_driver(start)
+        cur = stmt
+        while True:
+            later = self.later_lines(cur)
+            if later is None:
+                return None  # a one-line suite such as `if x: ray.cancel(r)`
+            for s in later:
+                if self._waits(s):
+                    return None
+                exit_kind = self._exit_kind(s, in_handler, ends_process, in_worker)
+                if exit_kind is not None:
+                    if exit_kind == "`raise`" and self._caught_in_function(s):
+                        return None  # an outer `except Exception:` of this function handles it
+                    return exit_kind, s
+            kind, owner = self.step_out(cur)
+            if kind == "module":
+                return ("the end of the driver", None) if self.facts.runs_in_driver(start) else None
+            if kind == "def":
+                if in_worker:
+                    return None
+                fn = self.facts.function_of(owner)
+                if in_handler and fn is not None and self._is_entry(fn):
+                    return "the end of the driver", None
+                return None
+            if kind in ("handler", "finally"):
+                try_stmt = self.try_of(owner)
+                finalbody = self.finally_block(try_stmt)
+                if kind == "handler" and finalbody is not None and self._waits(finalbody):
+                    return None
+                cur = try_stmt
+            elif kind == "loop":
+                if self._waits(self.loop_body(owner)):
+                    return None  # a polling loop comes back to its wait
+                cur = owner
+            elif kind == "compound":
+                # climb an if/elif/else chain (and a loop's or try's else) to its statement
+                cur = self.chain_top(owner)
+            else:
+                return None
+            if cur is None:
+                return None
+
+    def _in_interrupt_handler(self, node) -> bool:
+        return any(h is None or self.is_interrupt_handler(h) for h in self.handlers_around(node))
+
+    def _in_handler(self, node) -> bool:
+        return any(True for _ in self.handlers_around(node))
+
+    def _waits(self, node) -> bool:
+        for call in self.calls_of(node):
+            name = self.facts.call_name(call)
+            if name in RAY_BOUNDED_WAIT_CALLS or name in RAY_GUARD_WAIT_CALLS:
+                return True
+        return False
+
+    def _caught_in_function(self, stmt) -> bool:
+        """A ``raise`` at ``stmt`` is caught by a broad handler of an enclosing ``try`` of the
+        same function (it does not leave here)."""
+        for t in self.facts.enclosing_trys(self.anchor(stmt)):
+            for h in t.handlers:
+                names = self.handler_types(h)
+                if names is None or any(self.facts.qualified_name(n, h) in _BROAD for n in names):
+                    return True
+        return False
+
+    def _exit_kind(self, stmt, in_handler: bool, ends_process: bool, in_worker: bool = False) -> Optional[str]:
+        smalls = self.small_statements(stmt)
+        if smalls is None:
+            return None
+        for small in smalls:
+            if self.is_raise(small) and ends_process:
+                return "`raise`"
+            if in_worker:
+                continue
+            if self.is_return(small) and in_handler and ends_process:
+                return "`return`"
+            call = self.exit_call(small)
+            if call is not None:
+                name = self.facts.call_name(call)
+                if self.is_exit(call):  # the shared exit-path vocabulary
+                    return f"`{name.split('.')[-1] if name.startswith('builtins.') else name}()`"
+        return None
+
+    def _is_entry(self, fn) -> bool:
+        if fn.scope is None and fn.cls is None and fn.name == "main":
+            return True
+        return any(self.facts.in_main_guard(n) for n, kind in self.facts.references(fn) if kind in ("call", "await"))
+
+    # ------------------------------------------------------------------ the fix's shape
+    def _fix_kind(self, call, stmt, ref):
+        """Which fix the cancel gets: ("loop", (the ``for``, the refs it walks)): wait for all
+        of them before the exit; ("replace", None): ``cancel_and_wait``; ("after", None): a wait
+        right after the cancel (it has other options); (None, None): no fix."""
+        found = self.loop_over(stmt, ref)
+        if found is not None:
+            # `for ref in refs: ray.cancel(ref)`: wait for all of them once, before the exit
+            return ("loop", found) if found[1] is not None else (None, None)
+        if not self.is_statement(call, stmt):
+            return None, None
+        return ("after", None) if self.extra_options(call) else ("replace", None)
+
+
+class CancelWithoutCleanupWait(_Decide, Rule):
     """
     ## What it does
     Flags `ray.cancel(ref)` (cooperative: not `force=True`) that is followed, in the same
@@ -512,200 +685,144 @@ class CancelWithoutCleanupWait(Rule):
 
     # ------------------------------------------------------------------ visitors
     def visit_Call(self, node: cst.Call) -> None:
-        if self.facts.call_name(node) != "ray.cancel" or _forced(node) or self.facts.in_lambda(node):
-            return
-        ref_args = [a for a in node.args if a.keyword is None]
-        if not ref_args:
-            return
-        fn = self.facts.enclosing_function(node)
-        remote_entry = None
-        if fn is not None and self.facts.runs_in_ray_worker(fn):
-            # in a Ray task or actor only an exception raised out of the remote method matters:
-            # the driver waiting on it gets the error and exits (verl's TaskRunner pattern)
-            remote_entry = self._remote_entry(fn)
-            if remote_entry is None:
-                return
+        self._check(node)
+
+    # the tree's answers (libcst)
+    @staticmethod
+    def forced(call: cst.Call) -> bool:
+        return _forced(call)
+
+    @staticmethod
+    def ref_args(call: cst.Call) -> list:
+        return [a.value for a in call.args if a.keyword is None]
+
+    def statement_line(self, node: cst.Call) -> Optional[cst.SimpleStatementLine]:
         stmt = self.facts.enclosing_statement(node)
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            return
-        outcome = self._after(stmt, in_worker=remote_entry is not None)
-        if outcome is None:
-            return
-        what, exit_stmt = outcome
-        if remote_entry is not None:
-            message = (f"`ray.cancel()` is followed by {what} out of the Ray remote method `{remote_entry.name}()` "
-                       "without waiting: the driver waiting on it gets the error and exits while the cancelled "
-                       "work is still running its cleanup, which is then killed half-way")
-        else:
-            message = (f"`ray.cancel()` is followed by {what} without waiting: the driver exits while the "
-                       "worker is still running its cleanup, which is then killed half-way")
-        self.report(node, message, fix=self._fix(node, stmt, exit_stmt, ref_args[0].value))
+        return stmt if isinstance(stmt, cst.SimpleStatementLine) else None
 
-    def _remote_entry(self, fn, depth: int = 0):
-        """The remote method/function an exception raised in ``fn`` leaves through: the
-        outermost of ``fn`` and its same-module callers (calls not inside a ``try``) that is
-        remote (``run()`` for ``run() -> self._loop()``)."""
-        if depth <= 3:
-            for node, kind in self.facts.references(fn):
-                if kind not in ("call", "await") or any(t.handlers for t in self.facts.enclosing_trys(node)):
-                    continue
-                caller = self.facts.enclosing_function(node)
-                if caller is not None and caller is not fn:
-                    found = self._remote_entry(caller, depth + 1)
-                    if found is not None:
-                        return found
-        return fn if RAY_REMOTE in self.facts.contexts(fn) else None
+    @staticmethod
+    def anchor(stmt: cst.CSTNode) -> cst.CSTNode:
+        return stmt
 
-    # ------------------------------------------------------------------ control flow
-    def _after(self, stmt: cst.BaseStatement, in_worker: bool = False
-               ) -> Optional[tuple[str, Optional[cst.BaseStatement]]]:
-        """What runs after ``stmt``: None (a wait, or code that carries on) or
-        (description, exit statement or None for the end of the driver). ``in_worker``: only a
-        ``raise`` that leaves the function counts."""
-        in_handler = self._in_handler(stmt)
-        # `raise`/`return` end the process only on an interrupt path or in driver code; in a
-        # server coroutine (`except CancelledError: ray.cancel(ref); raise`) the process lives on
-        ends_process = in_worker or self._in_interrupt_handler(stmt) or self.facts.runs_in_driver(stmt)
-        cur: cst.CSTNode = stmt
-        while True:
-            block = self.facts.parent(cur)
-            if not isinstance(block, (cst.IndentedBlock, cst.Module)):
-                return None  # a one-line suite such as `if x: ray.cancel(r)`
-            siblings = list(block.body)
-            idx = next(i for i, s in enumerate(siblings) if s is cur)
-            for s in siblings[idx + 1:]:
-                if self._waits(s):
-                    return None
-                exit_kind = self._exit_kind(s, in_handler, ends_process, in_worker)
-                if exit_kind is not None:
-                    if exit_kind == "`raise`" and self._caught_in_function(s):
-                        return None  # an outer `except Exception:` of this function handles it
-                    return exit_kind, s
-            if isinstance(block, cst.Module):
-                return ("the end of the driver", None) if self.facts.runs_in_driver(stmt) else None
-            owner = self.facts.parent(block)
-            if isinstance(owner, cst.FunctionDef):
-                if in_worker:
-                    return None
-                fn = self.facts.function_of(owner)
-                if in_handler and fn is not None and self._is_entry(fn):
-                    return "the end of the driver", None
-                return None
-            if isinstance(owner, (cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally)):
-                try_stmt = self.facts.parent(owner)
-                finalbody = getattr(try_stmt, "finalbody", None)
-                if not isinstance(owner, cst.Finally) and finalbody is not None and self._waits(finalbody):
-                    return None
-                cur = try_stmt  # type: ignore[assignment]
-            elif isinstance(owner, (cst.For, cst.While)):
-                if self._waits(owner.body):
-                    return None  # a polling loop comes back to its wait
-                cur = owner
-            elif isinstance(owner, (cst.If, cst.Else, cst.With, cst.Try, cst.TryStar)):
-                cur = owner
-                # climb an if/elif/else chain (and a loop's or try's else) to its statement
-                while isinstance(cur, (cst.If, cst.Else)) and isinstance(
-                    self.facts.parent(cur), (cst.If, cst.Else, cst.For, cst.While, cst.Try)
-                ):
-                    cur = self.facts.parent(cur)  # type: ignore[assignment]
-            else:
-                return None
-            if cur is None:
-                return None
-
-    def _in_interrupt_handler(self, stmt: cst.CSTNode) -> bool:
-        for anc in self.facts.ancestors(stmt):
-            if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-                return False
-            if isinstance(anc, cst.Finally) or (
-                isinstance(anc, (cst.ExceptHandler, cst.ExceptStarHandler)) and is_interrupt_handler(self.facts, anc)
-            ):
-                return True
-        return False
-
-    def _in_handler(self, stmt: cst.CSTNode) -> bool:
-        for anc in self.facts.ancestors(stmt):
-            if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-                return False
-            if isinstance(anc, (cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally)):
-                return True
-        return False
-
-    def _waits(self, node: cst.CSTNode) -> bool:
-        for call in calls_in(node):
-            name = self.facts.call_name(call)
-            if name in RAY_BOUNDED_WAIT_CALLS or name in RAY_GUARD_WAIT_CALLS:
-                return True
-        return False
-
-    def _caught_in_function(self, stmt: cst.CSTNode) -> bool:
-        """A ``raise`` at ``stmt`` is caught by a broad handler of an enclosing ``try`` of the
-        same function (it does not leave here)."""
-        for t in self.facts.enclosing_trys(stmt):
-            for h in t.handlers:
-                names = [] if h.type is None else (
-                    [el.value for el in h.type.elements] if isinstance(h.type, cst.Tuple) else [h.type])
-                if h.type is None or any(self.facts.qualified_name(n, h) in _BROAD for n in names):
-                    return True
-        return False
-
-    def _exit_kind(self, stmt: cst.BaseStatement, in_handler: bool, ends_process: bool,
-                   in_worker: bool = False) -> Optional[str]:
-        if not isinstance(stmt, cst.SimpleStatementLine):
+    def later_lines(self, cur: cst.CSTNode) -> Optional[list]:
+        block = self.facts.parent(cur)
+        if not isinstance(block, (cst.IndentedBlock, cst.Module)):
             return None
-        for small in stmt.body:
-            if isinstance(small, cst.Raise) and ends_process:
-                return "`raise`"
-            if in_worker:
-                continue
-            if isinstance(small, cst.Return) and in_handler and ends_process:
-                return "`return`"
-            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
-                name = self.facts.call_name(small.value)
-                if self.facts.is_exit(small.value):  # the shared exit-path vocabulary
-                    return f"`{name.split('.')[-1] if name.startswith('builtins.') else name}()`"
-        return None
+        siblings = list(block.body)
+        idx = next(i for i, s in enumerate(siblings) if s is cur)
+        return siblings[idx + 1:]
 
-    def _is_entry(self, fn) -> bool:
-        if fn.scope is None and fn.cls is None and fn.name == "main":
-            return True
-        return any(self.facts.in_main_guard(n) for n, kind in self.facts.references(fn) if kind in ("call", "await"))
+    def step_out(self, cur: cst.CSTNode) -> tuple[str, Optional[cst.CSTNode]]:
+        block = self.facts.parent(cur)
+        if isinstance(block, cst.Module):
+            return "module", None
+        owner = self.facts.parent(block)
+        if isinstance(owner, cst.FunctionDef):
+            return "def", owner
+        if isinstance(owner, (cst.ExceptHandler, cst.ExceptStarHandler)):
+            return "handler", owner
+        if isinstance(owner, cst.Finally):
+            return "finally", owner
+        if isinstance(owner, (cst.For, cst.While)):
+            return "loop", owner
+        if isinstance(owner, (cst.If, cst.Else, cst.With, cst.Try, cst.TryStar)):
+            return "compound", owner
+        return "other", owner
+
+    def chain_top(self, owner: cst.CSTNode) -> Optional[cst.CSTNode]:
+        cur = owner
+        while isinstance(cur, (cst.If, cst.Else)) and isinstance(
+            self.facts.parent(cur), (cst.If, cst.Else, cst.For, cst.While, cst.Try)
+        ):
+            cur = self.facts.parent(cur)  # type: ignore[assignment]
+        return cur
+
+    def try_of(self, owner: cst.CSTNode) -> Optional[cst.CSTNode]:
+        return self.facts.parent(owner)
+
+    @staticmethod
+    def finally_block(try_stmt: cst.CSTNode) -> Optional[cst.CSTNode]:
+        return getattr(try_stmt, "finalbody", None)
+
+    @staticmethod
+    def loop_body(loop: cst.CSTNode) -> cst.CSTNode:
+        return loop.body  # type: ignore[attr-defined]
+
+    @staticmethod
+    def calls_of(node: cst.CSTNode) -> list[cst.Call]:
+        return calls_in(node)
+
+    @staticmethod
+    def small_statements(stmt: cst.CSTNode) -> Optional[list]:
+        return list(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else None
+
+    @staticmethod
+    def is_raise(small: cst.CSTNode) -> bool:
+        return isinstance(small, cst.Raise)
+
+    @staticmethod
+    def is_return(small: cst.CSTNode) -> bool:
+        return isinstance(small, cst.Return)
+
+    @staticmethod
+    def exit_call(small: cst.CSTNode) -> Optional[cst.Call]:
+        return small.value if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) else None
+
+    def is_exit(self, call: cst.Call) -> bool:
+        return self.facts.is_exit(call)
+
+    def handlers_around(self, node: cst.CSTNode) -> Iterator[Optional[cst.CSTNode]]:
+        """The ``except`` handlers (and, as None, the ``finally`` blocks) around ``node`` in its
+        function or class body, innermost first."""
+        for anc in self.facts.ancestors(node):
+            if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                return
+            if isinstance(anc, cst.Finally):
+                yield None
+            elif isinstance(anc, (cst.ExceptHandler, cst.ExceptStarHandler)):
+                yield anc
+
+    def is_interrupt_handler(self, handler: cst.CSTNode) -> bool:
+        return is_interrupt_handler(self.facts, handler)
+
+    @staticmethod
+    def handler_types(handler: cst.CSTNode) -> Optional[list]:
+        return _OnCst.handler_types(handler)
+
+    @staticmethod
+    def is_statement(call: cst.Call, stmt: cst.SimpleStatementLine) -> bool:
+        return len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr) and stmt.body[0].value is call
+
+    @staticmethod
+    def extra_options(call: cst.Call) -> bool:
+        return any(a.keyword is not None and a.keyword.value != "force" for a in call.args)
 
     # ------------------------------------------------------------------ fix
     def _fix(self, call: cst.Call, stmt: cst.SimpleStatementLine, exit_stmt: Optional[cst.BaseStatement],
              ref: cst.BaseExpression) -> Optional[Fix]:
+        kind, found = self._fix_kind(call, stmt, ref)
+        if kind is None:
+            return None
         timeout = self.config["cleanup_timeout"]
         timeout_arg = cst.Arg(
             keyword=cst.Name("timeout"),
             equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
             value=cst.Integer(str(int(timeout))) if float(timeout).is_integer() else cst.Float(repr(float(timeout))),
         )
-        is_statement = (
-            len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr) and stmt.body[0].value is call
-        )
-        message = "Wait for the cancelled work with `runtime_guard.ray.wait_for_cleanup()`"
-        found = self._loop_over(stmt, ref)
-        if found is not None:
-            # `for ref in refs: ray.cancel(ref)`: wait for all of them once, before the exit
+        if kind == "loop":
             loop, refs = found
-            if refs is None:
-                return None
             wait = _wait_statement(refs, timeout_arg)
             edit = InsertBefore(exit_stmt, (wait,)) if exit_stmt is not None else InsertAfter(loop, (wait,))
-            return Fix.unsafe(edit, IMPORT_RUNTIME_GUARD, message=message)
-        if not is_statement:
-            return None
-        extra = [a for a in call.args if a.keyword is not None and a.keyword.value != "force"]
-        if not extra:
+            return Fix.unsafe(edit, IMPORT_RUNTIME_GUARD, message=_WAIT_MESSAGE)
+        if kind == "replace":
             new = guard_call("ray.cancel_and_wait", [_first_arg(ref), timeout_arg])
-            return Fix.unsafe(Replace(call, new), IMPORT_RUNTIME_GUARD,
-                            message="Replace with `runtime_guard.ray.cancel_and_wait()`")
+            return Fix.unsafe(Replace(call, new), IMPORT_RUNTIME_GUARD, message=_REPLACE_MESSAGE)
         # keep options such as recursive=True on the cancel; wait right after it
         return Fix.unsafe(InsertAfter(stmt, (_wait_statement(ref, timeout_arg),)), IMPORT_RUNTIME_GUARD,
-                        message=message)
+                          message=_WAIT_MESSAGE)
 
-    def _loop_over(self, stmt: cst.BaseStatement, ref: cst.BaseExpression
-                   ) -> Optional[tuple[cst.For, Optional[cst.BaseExpression]]]:
+    def loop_over(self, stmt: cst.BaseStatement, ref: cst.BaseExpression
+                  ) -> Optional[tuple[cst.For, Optional[cst.BaseExpression]]]:
         """The ``for`` loop whose body holds ``stmt`` directly and binds ``ref``, with the
         collection of refs it walks: ``for ref in refs`` -> ``refs``, ``for i, ref in
         enumerate(refs)`` -> ``refs``, ``for k, ref in d.items()`` -> ``d.values()`` (None when
