@@ -116,3 +116,39 @@ def signal_when_ready(code: str, ready: str, signum: int, timeout: float = 60) -
             proc.kill()
             proc.wait()
     return proc.returncode, out
+
+
+def storm(code: str, signum: int, *, storm_s: float, liveness_s: float) -> "tuple[Optional[int], float, int, str]":
+    """Start ``code`` in a child (it prints ``ready``), then send it ``signum`` back to back until it
+    exits or ``storm_s`` runs out, and wait for its exit until ``liveness_s`` after the storm's
+    start (killed past it: status -9). Returns its exit status, the seconds from the storm's start
+    to its exit, the number of signals sent, and everything it printed (stdout and stderr)."""
+    import threading
+    import time
+
+    p = popen_code(code)
+    chunks: List[str] = []
+    reader = threading.Thread(target=lambda: chunks.append(p.stdout.read()), daemon=True)  # type: ignore[union-attr]
+    try:
+        head = "".join(wait_for_line(p, "ready"))
+        reader.start()  # the child's output is read while it runs: a full pipe would block it
+        t0 = time.monotonic()
+        sent = 0
+        while p.poll() is None and time.monotonic() - t0 < storm_s:
+            try:
+                os.kill(p.pid, signum)
+            except ProcessLookupError:
+                break
+            sent += 1
+        try:
+            p.wait(timeout=max(0.1, liveness_s - (time.monotonic() - t0)))
+        except subprocess.TimeoutExpired:
+            pass  # killed below: the caller sees status -9 and took >= liveness_s
+        took = time.monotonic() - t0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    if reader.ident is not None:
+        reader.join(10)
+    return p.returncode, took, sent, head + "".join(chunks)

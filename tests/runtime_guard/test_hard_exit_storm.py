@@ -18,13 +18,9 @@ atexit handler). With 5 processes the old code passes only if all 5 escape nesti
 """
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import threading
-import time
 
-from rg_testutil import popen_code, run_code, wait_for_line
+from rg_testutil import popen_code, run_code, storm, wait_for_line
 
 CHILD = """
     import logging, os, signal, threading, time
@@ -65,31 +61,7 @@ ONE_CALL_FLUSHES = 3  # flush, logging.shutdown (an atexit handler), flush again
 
 
 def _storm_one() -> tuple:
-    p = popen_code(CHILD)
-    try:
-        head = "".join(wait_for_line(p, "ready"))
-        chunks: list = []
-        reader = threading.Thread(target=lambda: chunks.append(p.stdout.read()), daemon=True)
-        reader.start()
-        t0 = time.monotonic()
-        sent = 0
-        while p.poll() is None and time.monotonic() - t0 < STORM_S:
-            try:
-                os.kill(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                break
-            sent += 1
-        try:
-            p.wait(timeout=max(0.1, LIVENESS_S - (time.monotonic() - t0)))
-        except subprocess.TimeoutExpired:
-            pass  # killed below, counted as a failure
-        took = time.monotonic() - t0
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    reader.join(10)
-    return p.returncode, took, sent, head + "".join(chunks)
+    return storm(CHILD, signal.SIGTERM, storm_s=STORM_S, liveness_s=LIVENESS_S)
 
 
 def test_hard_exit_from_the_handler_under_a_sigterm_storm_flushes_once_and_exits() -> None:

@@ -11,13 +11,9 @@ returns before it logs).
 """
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import threading
-import time
 
-from rg_testutil import popen_code, wait_for_line
+from rg_testutil import popen_code, storm, wait_for_line
 
 CHILD = """
     import logging, sys, threading, time
@@ -54,31 +50,7 @@ LIVENESS_S = 20.0  # generous: with the fix each child exits well under a second
 
 
 def _storm_one() -> tuple:
-    p = popen_code(CHILD)
-    try:
-        head = "".join(wait_for_line(p, "ready"))
-        chunks: list = []
-        reader = threading.Thread(target=lambda: chunks.append(p.stdout.read()), daemon=True)
-        reader.start()
-        t0 = time.monotonic()
-        sent = 0
-        while p.poll() is None and time.monotonic() - t0 < STORM_S:
-            try:
-                os.kill(p.pid, signal.SIGINT)
-            except ProcessLookupError:
-                break
-            sent += 1
-        try:
-            p.wait(timeout=max(0.1, LIVENESS_S - (time.monotonic() - t0)))
-        except subprocess.TimeoutExpired:
-            pass  # killed below, counted as a failure
-        took = time.monotonic() - t0
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    reader.join(10)
-    return p.returncode, took, sent, head + "".join(chunks)
+    return storm(CHILD, signal.SIGINT, storm_s=STORM_S, liveness_s=LIVENESS_S)
 
 
 def test_on_interrupt_sigint_storm_exits_with_exit_code() -> None:
