@@ -177,21 +177,31 @@ class AstFacts(TreeShape, Names, AstExecutionQueries):
         return prefix.endswith(b":")
 
     def simple_statement_line(self, node: ast.AST) -> bool:
-        """libcst's enclosing statement of ``node`` is a ``SimpleStatementLine``: ``node`` is in a
-        simple statement on a line of its own (``a; b`` counts), not in a body on its header's
-        line (``if x: f()``) nor in a compound statement's header."""
+        """libcst's enclosing statement of ``node`` is a ``SimpleStatementLine`` (whose parent is
+        always an ``IndentedBlock`` or the module): ``node`` is in a simple statement on a line of
+        its own (``a; b`` counts), not in a body on its header's line (``if x: f()``, ``if x: a(); \\``
+        + newline + ``f()``) nor in a compound statement's header. The question of statements;
+        ``body_on_header_line`` is the same one asked of a block."""
         stmt = self.enclosing_statement(node)
         return stmt is not None and type(stmt) not in _COMPOUND
 
+    def body_on_header_line(self, body: list) -> bool:
+        """The block ``body`` (a def's, a class's, a clause's statements) is written on its
+        header's line: libcst's ``SimpleStatementSuite`` (``def f(self): pass``, also after a
+        backslash), not an ``IndentedBlock``."""
+        return bool(body) and self._on_header_line(body[0])
+
     def _first_on_line(self, stmt: ast.stmt) -> ast.stmt:
-        """The first statement of the ``a; b; c`` run ``stmt`` is in (``stmt`` when alone)."""
+        """The first statement of the ``a; b; c`` run ``stmt`` is in (``stmt`` when alone; a
+        backslash may stand after a ``;``)."""
         parent = self._parents.get(stmt)
         for name in _BODIES:
             body = getattr(parent, name, None)
             if type(body) is list:
                 for i, s in enumerate(body):
                     if s is stmt:
-                        while i > 0 and body[i - 1].end_lineno == body[i].lineno:
+                        while i > 0 and (body[i - 1].end_lineno == body[i].lineno
+                                         or same_logical_line(self, body[i - 1], body[i])):
                             i -= 1
                         return body[i]
         return stmt
