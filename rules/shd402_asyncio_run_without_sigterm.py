@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 import libcst as cst
 
@@ -125,14 +124,13 @@ class _Ast(_Decide, AstCheck):
     """SHD402 on ``ast`` (``ast_engine``): the same decisions (``_Decide``), the tree's answers
     read from ``ast``: every identifier libcst holds in a ``Name`` (``_identifiers_handle``),
     module-level statements grouped into libcst's lines (``a; b``), the fix only where libcst's
-    statement is a ``SimpleStatementLine`` (``_simple_line``)."""
+    statement is a ``SimpleStatementLine`` (``AstFacts.simple_statement_line``)."""
 
     def visit_Call(self, node: ast.Call) -> None:
         self._check(node)
 
     def _report_runner(self, node: ast.Call) -> None:
-        stmt = self.facts.enclosing_statement(node)
-        fix = FixPlan(Applicability.UNSAFE, _FIX_MESSAGE) if _simple_line(self.facts, stmt) else None
+        fix = FixPlan(Applicability.UNSAFE, _FIX_MESSAGE) if self.facts.simple_statement_line(node) else None
         self.report(node, self._message(self.facts.code_for_node(node.func)), fix=fix)
 
     @staticmethod
@@ -574,34 +572,6 @@ def _identifiers_handle(node: ast.AST) -> bool:
         if listed is not None and any(w in ident for ident in getattr(n, listed) for w in _HANDLED_WORDS):
             return True
     return False
-
-
-def _simple_line(facts, stmt: Optional[ast.stmt]) -> bool:
-    """libcst's ``enclosing_statement`` of the call is a ``SimpleStatementLine``: ``stmt`` (the
-    ``ast`` statement ``AstFacts.enclosing_statement`` gives) is a simple statement whose logical
-    line starts a line of its block (not a body after its compound statement's ``:``, where
-    ``enclosing_statement`` gives the compound statement, or after ``:`` and a backslash)."""
-    if stmt is None or isinstance(stmt, _COMPOUND):
-        return False
-    parent = facts.parent(stmt)
-    if parent is None or type(parent) is ast.Module:
-        return True
-    block = next((b for b in (getattr(parent, f, None) for f in ("body", "orelse", "finalbody"))
-                  if type(b) is list and any(s is stmt for s in b)), None)
-    if block is None:
-        return False
-    first = block[0]
-    line = facts.lines[first.lineno - 1]
-    indent = len(line.encode("utf-8")) - len(line.lstrip(" \t\x0c").encode("utf-8"))
-    if first.col_offset != indent:
-        return False  # ``if x: f()``
-    prev = facts.lines[first.lineno - 2].rstrip("\r\n") if first.lineno > 1 else ""
-    # ``if x: \`` and the body on the next line: a suite on the header's logical line
-    return not (prev.endswith("\\") and prev[:-1].rstrip().endswith(":"))
-
-
-_COMPOUND = (*T.DEFS, ast.ClassDef, ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, *T.TRYS,
-             *((ast.Match,) if hasattr(ast, "Match") else ()))
 
 
 # ------------------------------------------------------------------ candidate tier 2 (ast)

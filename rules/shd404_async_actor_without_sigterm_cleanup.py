@@ -350,17 +350,12 @@ class _Ast(_Decide, AstCheck):
     def _fix(self, cls: ClassInfo) -> Optional[FixPlan]:
         init = cls.methods.get("__init__")
         if init is not None:
-            if init.is_async or self._on_header_line(init.node):
+            if init.is_async or self.facts.body_on_header_line(init.node.body):
                 return None
             return FixPlan.safe(_CALL_IN_INIT)
-        if self._on_header_line(cls.node):
+        if self.facts.body_on_header_line(cls.node.body):
             return None
         return FixPlan.safe(_ADD_INIT)
-
-    def _on_header_line(self, node) -> bool:
-        """libcst's body is a ``SimpleStatementSuite`` (``def f(self): x = 1``, also after a backslash)."""
-        first = node.body[0]
-        return self.facts.enclosing_statement(first) is not first
 
 
 #: spaces between ``class`` and its name (a backslash continuation is followed by ``_name_span``)

@@ -166,8 +166,7 @@ class _Ast(_Teardown, AstCheck):
             return
         fix = None
         # libcst's fix needs a ``SimpleStatementLine``: a simple statement on its own line(s)
-        stmt = self.facts.enclosing_statement(node)
-        if stmt is not None and not isinstance(stmt, _COMPOUND) and _in_indented_block(self.facts, stmt):
+        if self.facts.simple_statement_line(node):
             fix = FixPlan(Applicability.UNSAFE if self._installs_sigterm_handler() else Applicability.SAFE,
                           _FIX_MESSAGE)
         self.report(node, message, fix=fix)
@@ -564,15 +563,6 @@ def _block_of(parent: ast.AST, stmt: ast.stmt) -> list:
         if type(block) is list and any(s is stmt for s in block):
             return block
     return [stmt]
-
-
-def _in_indented_block(facts, stmt: ast.stmt) -> bool:
-    """libcst files ``stmt`` under a ``SimpleStatementLine`` of an ``IndentedBlock`` or the module
-    (not a ``SimpleStatementSuite`` on its compound statement's header line)."""
-    parent = facts.parent(stmt)
-    if parent is None or type(parent) is ast.Module:
-        return True
-    return _starts_line(facts.lines, _block_of(parent, stmt)[0])
 
 
 def _last_block(lines: list[str], stmt: ast.stmt) -> Optional[list]:

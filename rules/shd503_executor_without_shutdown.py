@@ -1383,7 +1383,7 @@ class _Ast(AstCheck):
     def _drain_fix(self, node, name: str) -> Optional[FixPlan]:
         if not self.settings.target_at_least("py39"):
             return None
-        if type(node) is ast.AsyncWith or self._on_header_line(node.body):
+        if type(node) is ast.AsyncWith or self.facts.body_on_header_line(node.body):
             return None
         if _ast_rebinds(node.body, name):
             return None
@@ -1391,7 +1391,7 @@ class _Ast(AstCheck):
 
     def _fix(self, cls: ClassInfo, ref: str) -> Optional[FixPlan]:
         method = _fix_method(cls)
-        if method is None or self._on_header_line(method.node.body):
+        if method is None or self.facts.body_on_header_line(method.node.body):
             return None
         return FixPlan.safe(_fix_message(ref, method))
 
@@ -1623,15 +1623,6 @@ class _Ast(AstCheck):
             starts = self.__dict__["_comments"] = _comment_starts(self.facts.lines)
         col = starts.get(line)
         return text if col is None else text[:col]
-
-    def _on_header_line(self, body: list) -> bool:
-        """The block is written on its header's line (libcst's ``SimpleStatementSuite``, not an
-        ``IndentedBlock``): ``def close(self): pass``, also after a ``\\`` continuation."""
-        first = body[0]
-        line = first.lineno
-        if self.facts.lines[line - 1][:self.facts.column(line, first.col_offset)].strip():
-            return True
-        return line > 1 and self._without_comment(line - 1).rstrip(" \t\f\r\n").endswith("\\")
 
 
 def _byte_column(line: str, col: int) -> int:
