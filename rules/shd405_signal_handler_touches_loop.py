@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Iterable, Optional
+from typing import Any, Iterable, Optional
 
 import libcst as cst
 
@@ -34,7 +34,104 @@ _LOOP = "asyncio.AbstractEventLoop."
 _TASK_LISTS = frozenset({"asyncio.all_tasks", "asyncio.current_task"})
 
 
-class SignalHandlerTouchesLoop(Rule):
+class _Decide:
+    """What SHD405 decides, on either tree (``SignalHandlerTouchesLoop``: libcst; ``_Ast``:
+    ``ast``): a ``signal.signal(sig, handler)`` with two positional arguments whose handler
+    (its own calls when a lambda, else the sync functions of this module reachable from it)
+    touches the loop (``_first_touch``), the message, and whether a fix is offered and on which
+    loop (``_fix``, ``_loop_run_after``). The tree answers ``_positional``, ``_lambda_calls``,
+    ``_method``, ``_code``, ``_registration_fixable``, ``_nodes_after``, ``_runner_receiver``,
+    ``_plain_name``, ``_bound_names`` and ``_make_fix``."""
+
+    def _on_call(self, node) -> None:
+        if self.facts.call_name(node) != "signal.signal":
+            return
+        args = self._positional(node)
+        if len(args) != 2:
+            return
+        handler = args[1]
+        touch = self._touch(handler, node)
+        if touch is None:
+            return
+        what, call = touch
+        text = _truncated(self._code(call))
+        self.report(
+            node,
+            f"signal handler {what} (`{text}`): a `signal.signal` handler runs between two bytecodes of the main "
+            f"thread and does not wake an event loop idle in `select()`, so waiting tasks notice only at the "
+            f"next timer or I/O event; use `loop.add_signal_handler()` or hand over with "
+            f"`loop.call_soon_threadsafe()`",
+            fix=self._fix(node, args[0], handler),
+        )
+
+    # ------------------------------------------------------------------ analysis
+    def _touch(self, handler, at) -> Optional[tuple[str, Any]]:
+        direct = self._lambda_calls(handler)
+        if direct is not None:
+            roots = {t for c in direct if (t := self.facts.resolve_call(c)) is not None}
+        else:
+            target = self.facts.resolve_function(handler, at)
+            if target is None:
+                return None
+            direct, roots = [], {target}
+        # calling a coroutine function only makes a coroutine: do not follow into ``async def``
+        roots = {r for r in roots if not r.is_async}
+        closure = reachable(roots, lambda fn: (c for _, c in self.facts.callees(fn) if not c.is_async))
+        calls = list(direct)
+        for fn in sorted(closure, key=lambda f: f.qualname):
+            calls.extend(c for c in fn.calls if not self.facts.in_lambda(c))  # a lambda there runs later
+        return self._first_touch(calls)
+
+    def _first_touch(self, calls: Iterable) -> Optional[tuple[str, Any]]:
+        calls = list(calls)
+        lists_tasks = any(self.facts.call_name(c) in _TASK_LISTS for c in calls)
+        for call in calls:
+            name = self.facts.call_name(call)
+            if name in LOOP_TOUCHING_METHODS:
+                return LOOP_TOUCHING_METHODS[name], call
+            if name and name.startswith(_LOOP):
+                method = name[len(_LOOP):]
+                if method not in LOOP_SAFE_METHODS and "." not in method:
+                    return f"calls the event loop's `{method}()`", call
+            if lists_tasks and self._method(call) == "cancel":
+                return "cancels the tasks of `asyncio.all_tasks()`", call
+        return None
+
+    # ------------------------------------------------------------------ fix
+    def _fix(self, call, sig, handler):
+        if not self._registration_fixable(call, sig):
+            return None
+        fn = self.facts.enclosing_function(call)
+        if fn is not None and fn.is_async:
+            # the loop that runs this coroutine is the one that runs the handler
+            return self._make_fix(call, sig, handler, None)
+        name = self._loop_run_after(call, fn)
+        if name is None:
+            return None  # which loop will run (if any) is not known here
+        return self._make_fix(call, sig, handler, name)
+
+    def _loop_run_after(self, call, fn) -> Optional[str]:
+        """In sync code (a function or the module body): the plain name of the event loop that
+        the first ``X.run_until_complete(...)``/``X.run_forever()`` after the registration (in
+        its block or an enclosing one, same function) runs, when nothing rebinds it in between;
+        else None. A loop merely held in a variable may never run (a helper loop, the legacy
+        ``loop = asyncio.get_event_loop()`` before ``asyncio.run``): its wake-up fd would take
+        the signal and nothing would ever handle it."""
+        rebound: set[str] = set()
+        for node in self._nodes_after(call, fn):
+            receiver = self._runner_receiver(node)
+            if receiver is not None:
+                name = self._plain_name(receiver)
+                if name is None or name in rebound:
+                    return None
+                if self.facts.qualified_name(receiver, node) != "asyncio.AbstractEventLoop":
+                    return None
+                return name
+            rebound |= self._bound_names(node)
+        return None
+
+
+class SignalHandlerTouchesLoop(_Decide, Rule):
     """
     ## What it does
     Flags `signal.signal(sig, handler)` whose handler (a function, method, `functools.partial`
@@ -370,113 +467,78 @@ class SignalHandlerTouchesLoop(Rule):
         ),
     ]
 
-    # ------------------------------------------------------------------ visitors
+    # ------------------------------------------------------------------ libcst reads
     def visit_Call(self, node: cst.Call) -> None:
-        if self.facts.call_name(node) != "signal.signal":
-            return
-        args = [a.value for a in node.args if a.keyword is None]
-        if len(args) != 2:
-            return
-        handler = args[1]
-        touch = self._touch(handler, node)
-        if touch is None:
-            return
-        what, call = touch
-        text = _code(call)
-        self.report(
-            node,
-            f"signal handler {what} (`{text}`): a `signal.signal` handler runs between two bytecodes of the main "
-            f"thread and does not wake an event loop idle in `select()`, so waiting tasks notice only at the "
-            f"next timer or I/O event; use `loop.add_signal_handler()` or hand over with "
-            f"`loop.call_soon_threadsafe()`",
-            fix=self._fix(node, args[0], handler),
-        )
+        self._on_call(node)
 
-    # ------------------------------------------------------------------ analysis
-    def _touch(self, handler: cst.BaseExpression, at: cst.Call) -> Optional[tuple[str, cst.Call]]:
-        if isinstance(handler, cst.Lambda):
-            direct = list(_calls_in(handler.body))
-            roots = {t for c in direct if (t := self.facts.resolve_call(c)) is not None}
-        else:
-            target = self.facts.resolve_function(handler, at)
-            if target is None:
-                return None
-            direct, roots = [], {target}
-        # calling a coroutine function only makes a coroutine: do not follow into ``async def``
-        roots = {r for r in roots if not r.is_async}
-        closure = reachable(roots, lambda fn: (c for _, c in self.facts.callees(fn) if not c.is_async))
-        calls = list(direct)
-        for fn in sorted(closure, key=lambda f: f.qualname):
-            calls.extend(c for c in fn.calls if not self.facts.in_lambda(c))  # a lambda there runs later
-        return self._first_touch(calls)
+    @staticmethod
+    def _positional(call: cst.Call) -> list:
+        return [a.value for a in call.args if a.keyword is None]
 
-    def _first_touch(self, calls: Iterable[cst.Call]) -> Optional[tuple[str, cst.Call]]:
-        calls = list(calls)
-        lists_tasks = any(self.facts.call_name(c) in _TASK_LISTS for c in calls)
-        for call in calls:
-            name = self.facts.call_name(call)
-            if name in LOOP_TOUCHING_METHODS:
-                return LOOP_TOUCHING_METHODS[name], call
-            if name and name.startswith(_LOOP):
-                method = name[len(_LOOP):]
-                if method not in LOOP_SAFE_METHODS and "." not in method:
-                    return f"calls the event loop's `{method}()`", call
-            if lists_tasks and isinstance(call.func, cst.Attribute) and call.func.attr.value == "cancel":
-                return "cancels the tasks of `asyncio.all_tasks()`", call
+    @staticmethod
+    def _lambda_calls(handler: cst.BaseExpression) -> Optional[list]:
+        """A lambda handler's own calls (not those of lambdas in it), in source order; None for another handler."""
+        return list(_calls_in(handler.body)) if isinstance(handler, cst.Lambda) else None
+
+    @staticmethod
+    def _method(call: cst.Call) -> Optional[str]:
+        return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+
+    @staticmethod
+    def _code(node: cst.CSTNode) -> str:
+        return cst.Module([]).code_for_node(node)
+
+    def _registration_fixable(self, call: cst.Call, sig: cst.BaseExpression) -> bool:
+        """A statement of its own (its value unused), the signal a name or attribute, no keyword or
+        starred argument, not in a lambda."""
+        if not isinstance(self.facts.parent(call), cst.Expr) or not isinstance(sig, (cst.Name, cst.Attribute)):
+            return False
+        return not (any(a.keyword is not None or a.star for a in call.args) or self.facts.in_lambda(call))
+
+    def _nodes_after(self, call: cst.Call, fn) -> Iterable[cst.CSTNode]:
+        stmt = self.facts.enclosing_statement(call)
+        stop = fn.node if fn is not None else None
+        for later in _statements_after(self.facts, stmt, stop):
+            yield from _own_nodes(later)
+
+    @staticmethod
+    def _runner_receiver(node: cst.CSTNode) -> Optional[cst.BaseExpression]:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value in _LOOP_RUNNERS:
+            return node.func.value
         return None
 
-    # ------------------------------------------------------------------ fix
-    def _fix(self, call: cst.Call, sig: cst.BaseExpression, handler: cst.BaseExpression) -> Optional[Fix]:
-        parent = self.facts.parent(call)
-        if not isinstance(parent, cst.Expr) or not isinstance(sig, (cst.Name, cst.Attribute)):
-            return None
-        if any(a.keyword is not None or a.star for a in call.args) or self.facts.in_lambda(call):
-            return None
+    @staticmethod
+    def _plain_name(expr: cst.BaseExpression) -> Optional[str]:
+        return expr.value if isinstance(expr, cst.Name) else None
+
+    @staticmethod
+    def _bound_names(node: cst.CSTNode) -> set[str]:
+        if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.AsName, cst.NamedExpr)):
+            return _target_names(node)
+        return set()
+
+    def _make_fix(self, call: cst.Call, sig: cst.BaseExpression, handler: cst.BaseExpression,
+                  loop_name: Optional[str]) -> Fix:
+        """``loop.add_signal_handler(sig, handler, sig, None)`` on ``loop_name``, or on
+        ``asyncio.get_running_loop()`` (None: in a coroutine)."""
         edits = []
-        fn = self.facts.enclosing_function(call)
-        if fn is not None and fn.is_async:
-            # the loop that runs this coroutine is the one that runs the handler
+        if loop_name is None:
             alias = self.facts.module_import_name("asyncio")
             if alias is None:
                 alias = "asyncio"
                 edits.append(AddImport("asyncio"))
             loop: cst.BaseExpression = cst.Call(func=dotted(f"{alias}.get_running_loop"))
         else:
-            name = self._loop_run_after(call, fn)
-            if name is None:
-                return None  # which loop will run (if any) is not known here
-            loop = cst.Name(name)
+            loop = cst.Name(loop_name)
         new = cst.Call(
             func=cst.Attribute(value=loop, attr=cst.Name("add_signal_handler")),
             args=[cst.Arg(sig), cst.Arg(handler), cst.Arg(sig), cst.Arg(cst.Name("None"))],
         )
-        return Fix.unsafe(Replace(call, new), *edits,
-                          message="Install the handler with `loop.add_signal_handler()`")
+        return Fix.unsafe(Replace(call, new), *edits, message=_FIX_MESSAGE)
 
-    def _loop_run_after(self, call: cst.Call, fn) -> Optional[str]:
-        """In sync code (a function or the module body): the plain name of the event loop that
-        the first ``X.run_until_complete(...)``/``X.run_forever()`` after the registration (in
-        its block or an enclosing one, same function) runs, when nothing rebinds it in between;
-        else None. A loop merely held in a variable may never run (a helper loop, the legacy
-        ``loop = asyncio.get_event_loop()`` before ``asyncio.run``): its wake-up fd would take
-        the signal and nothing would ever handle it."""
-        stmt = self.facts.enclosing_statement(call)
-        stop = fn.node if fn is not None else None
-        rebound: set[str] = set()
-        for later in _statements_after(self.facts, stmt, stop):
-            for node in _own_nodes(later):
-                if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
-                        and node.func.attr.value in _LOOP_RUNNERS:
-                    target = node.func.value
-                    if not isinstance(target, cst.Name) or target.value in rebound:
-                        return None
-                    if self.facts.qualified_name(target, node) != "asyncio.AbstractEventLoop":
-                        return None
-                    return target.value
-                if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.AsName,
-                                     cst.NamedExpr)):
-                    rebound |= _target_names(node)
-        return None
+
+_FIX_MESSAGE = "Install the handler with `loop.add_signal_handler()`"
 
 
 #: Event-loop methods that run the loop in the calling thread.
@@ -541,8 +603,7 @@ def _calls_in(node: cst.CSTNode) -> Iterable[cst.Call]:
     return found
 
 
-def _code(node: cst.CSTNode) -> str:
-    text = cst.Module([]).code_for_node(node)
+def _truncated(text: str) -> str:
     return text if len(text) <= 50 else text[:47] + "..."
 
 
