@@ -5,6 +5,8 @@ from typing import Optional
 
 import libcst as cst
 
+from shutdown_lint.ast_engine import AstCheck, FixPlan
+from shutdown_lint.ast_engine.facts import first_argument
 from shutdown_lint.prefilter.words import All, AnyOf, Word, qualified
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
 from shutdown_lint.prefilter.ast_tree import TRYS, callee_name, walk_within
@@ -12,6 +14,7 @@ from shutdown_lint.traversal import walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD
 from ._waits import may_sleep, only_waits
+from .shd102_unobserved_task_exception import _Ast as _Ast102
 from .shd102_unobserved_task_exception import (_BROAD_HANDLERS, handles_own_errors, is_task_spawn, spawns,
                                                supervise_call)
 
@@ -61,6 +64,101 @@ class _Decide:
             if not self._reads(fn.node, name):
                 return f"bound to `{name}`, which is never read"
         return None
+
+
+class _Ast(_Decide, AstCheck):
+    """SHD106 on ``ast`` (``ast_engine``): the same decisions (``_Decide``), the tree's answers read from
+    ``ast`` as libcst's. Whether a call spawns a task and whether its coroutine handles its own errors
+    are SHD102's reads (``_Ast`` there: the split between the two rules has one definition);
+    ``_reads`` counts the identifiers libcst holds in ``Name`` nodes that ``ast`` holds as strings
+    (defs, classes, keyword arguments, imports, ``except ... as``, ``global``, patterns)."""
+
+    _spawn = _Ast102._spawn
+    _own_errors = _Ast102._own_errors
+    # what ``_own_errors`` reads (SHD102's ``_swallows_errors`` and ``_only_waits`` on ``ast``)
+    _swallows = _Ast102._swallows
+    _only_waits = _Ast102._only_waits
+    _bookkeeping = _Ast102._bookkeeping
+    _block = _Ast102._block
+    _string = _Ast102._string
+    _text = _Ast102._text
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if node.args or node.keywords:
+            self._judge(node)
+
+    @staticmethod
+    def _first(node: ast.Call) -> ast.AST:
+        return first_argument(node)
+
+    def _only_sleeps(self, target) -> bool:
+        """``_only_sleeps``: the awaits of the def's body, not in nested defs (f-strings' too)."""
+        call_name = self.facts.call_name
+        return all(type(n.value) is ast.Call and call_name(n.value) == "asyncio.sleep"
+                   for n in walk_within(target.node.body, _DEFS) if type(n) is ast.Await)
+
+    def _statement_use(self, node: ast.Call) -> tuple[Optional[str], Optional[str]]:
+        parent = self.facts.parent(node)
+        t = type(parent)
+        if t is ast.Expr:
+            return DISCARDED, None
+        if t is ast.Assign and len(parent.targets) == 1 and type(parent.targets[0]) is ast.Name:
+            return BOUND, parent.targets[0].id
+        return None, None
+
+    @staticmethod
+    def _reads(region: ast.AST, name: str) -> bool:
+        """``_reads``: a libcst ``Name`` spelled ``name`` in ``region``, not an assignment's own
+        target (``x = ...``'s ``x``), not in parameters (libcst's ``Param``: names, annotations,
+        defaults; ``ast.arguments``), not an attribute's name nor a dotted import's later part."""
+        todo = [region]
+        while todo:
+            n = todo.pop()
+            t = type(n)
+            if t is ast.Name:
+                if n.id == name:
+                    return True
+                continue
+            if t is ast.arguments:
+                continue
+            if t is ast.Assign:
+                todo.extend(x for x in n.targets if type(x) is not ast.Name)
+                todo.append(n.value)
+                continue
+            if name in _identifiers(n, t):
+                return True
+            todo.extend(ast.iter_child_nodes(n))
+        return False
+
+    def _report_dropped(self, node: ast.Call, message: str) -> None:
+        self.report(node, message, fix=FixPlan.safe(FIX_MESSAGE))
+
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _identifiers(n: ast.AST, t: type) -> tuple:
+    """The identifiers ``n`` holds as strings where libcst holds ``Name`` nodes: a def's or class's
+    name, a keyword argument's, an import's first dotted part and its ``as`` name (the later parts
+    are libcst ``Attribute`` names), ``except ... as``'s (``except*`` too), ``global``'s and
+    ``nonlocal``'s, capture patterns' and class patterns' keywords."""
+    if t in _DEFS or t is ast.ClassDef:
+        return (n.name,)
+    if t is ast.keyword:
+        return (n.arg,)
+    if t is ast.alias:
+        return (n.name.split(".")[0], n.asname)
+    if t is ast.ImportFrom:
+        return (n.module.split(".")[0],) if n.module else ()
+    if t is ast.ExceptHandler or t is ast.MatchAs or t is ast.MatchStar:
+        return (n.name,)
+    if t is ast.Global or t is ast.Nonlocal:
+        return tuple(n.names)
+    if t is ast.MatchMapping:
+        return (n.rest,)
+    if t is ast.MatchClass:
+        return tuple(n.kwd_attrs)
+    return ()
 
 
 class TaskNotRetained(_Decide, Rule):
@@ -151,6 +249,7 @@ class TaskNotRetained(_Decide, Rule):
     # tier 2: a dropped spawn of a same-module coroutine that may handle its own errors
     candidate_tree = staticmethod(lambda tree: _may_drop_a_self_handling_task(tree))
     facts_needed = ("functions", "calls")
+    ast_check = _Ast
 
     valid = [
         # near miss from real code (Ray Serve's replica): a periodic loop that only sleeps is
