@@ -25,12 +25,13 @@ from shutdown_lint.analyzer import STAGE_AST, STAGE_LIBCST, lint_source
 from shutdown_lint.ast_engine import AstCheck, AstFacts, FixPlan
 from shutdown_lint.ast_engine import walk as ast_walk
 from shutdown_lint.ast_engine.facts import cst_names, decode
-from shutdown_lint.facts import ModuleFacts
-from shutdown_lint.positions import positions_of
 from shutdown_lint.prefilter import ast_tree
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
 from shutdown_lint.settings import Settings
 from shutdown_lint.traversal import walk as cst_walk
+
+from .both_trees import Both, own_sources
+from .test_ast_exit_paths import compare_exit_paths
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -41,33 +42,7 @@ PORTED = [r for r in RULES if r.ast_check is not None]
 # --------------------------------------------------------------------------- both trees
 
 
-class _Both:
-    """One source parsed both ways, with libcst's positions."""
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-        self.module = cst.parse_module(source)
-        self.cst = ModuleFacts.build(self.module)
-        self.cst.source_text = source
-        self.pos = positions_of(self.module)
-        self.tree = ast.parse(source)
-        self.ast = AstFacts.build(self.tree, source)
-
-    def cst_span(self, node) -> tuple[int, int, int, int]:
-        r = self.pos[node]
-        return (r.start.line, r.start.column, r.end.line, r.end.column)
-
-    def cst_nodes(self, types: tuple) -> list:
-        found = []
-
-        class _V(cst.CSTVisitor):
-            def on_visit(self, node) -> bool:
-                if isinstance(node, types):
-                    found.append(node)
-                return True
-
-        cst_walk(self.module, _V())
-        return found
+_Both = Both
 
 
 def _qual(x) -> object:
@@ -122,9 +97,11 @@ def _module_facts(facts) -> tuple:
             {m: facts.module_alias(m) for m in ("asyncio", "os", "sys", "signal", "ray", "torch", "subprocess")})
 
 
-def compare_facts(source: str) -> int:
-    """Assert that the two facts agree on ``source``; the number of calls compared."""
-    both = _Both(source)
+def compare_facts(source: "str | Both") -> int:
+    """Assert that the two facts agree on ``source`` (a text, or one already parsed both ways); the
+    number of calls compared."""
+    both = source if isinstance(source, Both) else Both(source)
+    source = both.source
     a, c = both.ast, both.cst
     # calls: same count, same (source) order, same spans, same answers
     assert [both.cst_span(n) for n in c.calls] == [a.span(n) for n in a.calls]
@@ -193,15 +170,7 @@ def test_facts_agree_on_rule_examples(source):
     compare_facts(source)
 
 
-def _own_sources() -> list[Path]:
-    files = sorted(EXAMPLES.rglob("*.py"))
-    files += sorted((REPO / "shutdown_lint").rglob("*.py"))
-    files += sorted((REPO / "rules").glob("shd*.py"))
-    files += sorted((REPO / "runtime_guard").rglob("*.py"))
-    return files
-
-
-OWN = _own_sources()
+OWN = own_sources()
 
 
 def test_own_sources_are_found():
@@ -209,8 +178,13 @@ def test_own_sources_are_found():
 
 
 @pytest.mark.parametrize("path", OWN, ids=[str(p.relative_to(REPO)) for p in OWN])
-def test_facts_agree_on_examples_and_own_sources(path):
-    compare_facts(decode(path.read_bytes()))
+def test_facts_and_exit_paths_agree_on_examples_and_own_sources(path):
+    """Both comparisons on one parse of each file: the facts (``compare_facts``) and the exit paths
+    (``test_ast_exit_paths.compare_exit_paths``; the count of blocks is
+    ``test_ast_exit_paths.test_own_sources_hold_over_500_blocks``)."""
+    both = Both(decode(path.read_bytes()))
+    compare_facts(both)
+    compare_exit_paths(both)
 
 
 SCOPING = textwrap.dedent(
