@@ -45,7 +45,6 @@ _FUNCTION_OR_LAMBDA = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lamb
 _SCOPE_LIKE = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef})
 _TRYS = frozenset({ast.Try, getattr(ast, "TryStar", ast.Try)})
 _NAME_OR_ATTRIBUTE = frozenset({ast.Name, ast.Attribute})
-_NOT_RECORDED = object()
 
 
 def decode(source: bytes) -> str:
@@ -59,6 +58,14 @@ def decode(source: bytes) -> str:
 
 class AstFacts(TreeShape, Names, AstExecutionQueries):
     """Facts about one module's ``ast``. Built by ``AstFacts.build(module, source_text)``."""
+
+    # ``TreeShape``'s walks up the tree (``enclosing_function``, ``enclosing_class``, ``in_lambda``,
+    # ``scope_of``) on ``ast``'s classes
+    _DEF_TYPES = _DEF_TYPES
+    _CLASS_TYPE = ast.ClassDef
+    _LAMBDA_TYPE = ast.Lambda
+    _FUNCTION_OR_LAMBDA_TYPES = _FUNCTION_OR_LAMBDA
+    _CALL_TYPE = ast.Call
 
     def __init__(self, module: ast.Module, path: str = "<string>") -> None:
         self.module = module
@@ -117,33 +124,6 @@ class AstFacts(TreeShape, Names, AstExecutionQueries):
     def name_nodes(self, region: ast.AST, value: str) -> list[ast.Name]:
         """The ``ast.Name`` nodes spelled ``value`` in ``region``, in source order."""
         return [n for n in self._names_by_value.get(value, ()) if self._within(region, n)]
-
-    def enclosing_function(self, node: ast.AST) -> Optional[FunctionInfo]:
-        parents = self._parents
-        anc = parents.get(node)
-        while anc is not None:
-            if type(anc) in _DEF_TYPES:
-                return self._function_of.get(anc)
-            anc = parents.get(anc)
-        return None
-
-    def enclosing_class(self, node: ast.AST) -> Optional[ClassInfo]:
-        parents = self._parents
-        anc = parents.get(node)
-        while anc is not None:
-            if type(anc) is ast.ClassDef:
-                return self._class_of.get(anc)
-            anc = parents.get(anc)
-        return None
-
-    def in_lambda(self, node: ast.AST) -> bool:
-        parents = self._parents
-        anc = parents.get(node)
-        while anc is not None:
-            if type(anc) in _FUNCTION_OR_LAMBDA:
-                return type(anc) is ast.Lambda
-            anc = parents.get(anc)
-        return False
 
     def enclosing_statement(self, node: ast.AST) -> Optional[ast.stmt]:
         """The statement that contains ``node``: its ``ast`` statement (``a; b``: two of them,
@@ -233,13 +213,6 @@ class AstFacts(TreeShape, Names, AstExecutionQueries):
                 return True
             child, anc = anc, parents.get(anc)
         return False
-
-    def scope_of(self, node: ast.AST) -> Scope:
-        if type(node) is ast.Call:
-            scope = self._call_scope.get(node, _NOT_RECORDED)
-            if scope is not _NOT_RECORDED:
-                return scope
-        return self.enclosing_function(node)
 
     # ------------------------------------------------------------------ names (ast)
     def _qualified(self, expr: ast.AST, scope: Scope) -> Optional[str]:

@@ -13,7 +13,6 @@ from .model import ClassInfo, FunctionInfo, Scope
 # (a Python call); these queries walk up ~400,000 ancestors on a large corpus. The same
 # answers: none of these classes has a subclass or a registered virtual one
 # (tests/perf/test_walk_replay.py).
-_FUNCTION = cst.FunctionDef
 _FUNCTION_OR_LAMBDA = frozenset({cst.FunctionDef, cst.Lambda})
 _SCOPE_LIKE = frozenset({cst.FunctionDef, cst.Lambda, cst.ClassDef})
 _TRYS = frozenset({cst.Try, cst.TryStar})
@@ -35,7 +34,16 @@ def chain_from_top(module: cst.Module, parent_of, node: cst.CSTNode) -> Optional
 
 
 class TreeShape:
-    """Mixin of ``ModuleFacts``: questions about where a node sits in the tree."""
+    """Mixin of ``ModuleFacts``: questions about where a node sits in the tree.
+
+    The node classes the walks up the tree stop at are class attributes, so that ``AstFacts``
+    (``ast_engine.facts``) asks the same questions of ``ast``'s classes with this code."""
+
+    _DEF_TYPES: frozenset = frozenset({cst.FunctionDef})
+    _CLASS_TYPE: type = cst.ClassDef
+    _LAMBDA_TYPE: type = cst.Lambda
+    _FUNCTION_OR_LAMBDA_TYPES: frozenset = _FUNCTION_OR_LAMBDA
+    _CALL_TYPE: type = cst.Call
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         return self._parents.get(node)
@@ -77,29 +85,29 @@ class TreeShape:
     def enclosing_function(self, node: cst.CSTNode) -> Optional[FunctionInfo]:
         """The innermost ``def``/``async def`` whose body contains ``node`` (a lambda does
         not count; use ``in_lambda``). A function's own node maps to its parent scope."""
-        parents = self._parents
+        parents, defs = self._parents, self._DEF_TYPES
         anc = parents.get(node)
         while anc is not None:
-            if type(anc) is _FUNCTION:
+            if type(anc) in defs:
                 return self._function_of.get(anc)
             anc = parents.get(anc)
         return None
 
     def enclosing_class(self, node: cst.CSTNode) -> Optional[ClassInfo]:
-        parents = self._parents
+        parents, kind = self._parents, self._CLASS_TYPE
         anc = parents.get(node)
         while anc is not None:
-            if type(anc) is cst.ClassDef:
+            if type(anc) is kind:
                 return self._class_of.get(anc)
             anc = parents.get(anc)
         return None
 
     def in_lambda(self, node: cst.CSTNode) -> bool:
-        parents = self._parents
+        parents, kinds = self._parents, self._FUNCTION_OR_LAMBDA_TYPES
         anc = parents.get(node)
         while anc is not None:
-            if type(anc) in _FUNCTION_OR_LAMBDA:
-                return type(anc) is cst.Lambda
+            if type(anc) in kinds:
+                return type(anc) is self._LAMBDA_TYPE
             anc = parents.get(anc)
         return False
 
@@ -147,7 +155,7 @@ class TreeShape:
         return self._class_of.get(node)
 
     def scope_of(self, node: cst.CSTNode) -> Scope:
-        if type(node) is cst.Call:
+        if type(node) is self._CALL_TYPE:
             scope = self._call_scope.get(node, _NOT_RECORDED)
             if scope is not _NOT_RECORDED:
                 return scope
