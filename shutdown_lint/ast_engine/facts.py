@@ -35,7 +35,6 @@ from typing import Iterator, Optional
 from ..facts.model import ClassInfo, FunctionInfo, Scope, _Binding
 from ..facts.names import Names
 from ..facts.tree import TreeShape
-from ..facts.vocabulary import _canonical
 from .execution import AstExecutionQueries
 from .walk import children, children_of
 
@@ -44,7 +43,6 @@ _DEF_TYPES = frozenset(_DEFS)
 _FUNCTION_OR_LAMBDA = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda})
 _SCOPE_LIKE = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef})
 _TRYS = frozenset({ast.Try, getattr(ast, "TryStar", ast.Try)})
-_NAME_OR_ATTRIBUTE = frozenset({ast.Name, ast.Attribute})
 
 
 def decode(source: bytes) -> str:
@@ -215,65 +213,27 @@ class AstFacts(TreeShape, Names, AstExecutionQueries):
         return False
 
     # ------------------------------------------------------------------ names (ast)
-    def _qualified(self, expr: ast.AST, scope: Scope) -> Optional[str]:
-        t = type(expr)
-        if t is ast.Name:
-            from ..facts.vocabulary import _BUILTINS
+    # ``Names``' qualified names (``_qualified``, ``_instance_type``, ``_decorator_name``) on ``ast``
+    _NAME_TYPE = ast.Name
+    _ATTRIBUTE_TYPE = ast.Attribute
+    _AWAIT_TYPE = ast.Await
 
-            b = self.lookup(expr.id, scope)
-            if b is None:
-                return f"builtins.{expr.id}" if expr.id in _BUILTINS else None
-            if b.kind == "import":
-                return b.qualified
-            if b.kind in ("def", "class"):
-                return f"<module>.{b.target.qualname}"  # type: ignore[union-attr]
-            if b.kind == "value":
-                return self._instance_type(b.target, b.scope)  # type: ignore[arg-type]
-            return None
-        if t is ast.Attribute:
-            base = expr.value
-            if type(base) is ast.Name and base.id == "self" and scope is not None:
-                cls = self._method_class(scope)
-                if cls is not None:
-                    attr = expr.attr
-                    if attr in cls.methods:
-                        return f"<module>.{cls.methods[attr].qualname}"
-                    values = cls.attr_values.get(attr)
-                    if values:
-                        return self._instance_type(values[-1][0], values[-1][1])
-                    return None
-            inner = self._qualified(base, scope)
-            if inner is None:
-                return None
-            return f"{_canonical(inner)}.{expr.attr}"
-        if t is ast.Call:
-            return self._call_result_type(expr, scope)
-        if t is ast.Constant:
-            return _keyword_constant(expr)
-        return None
+    @staticmethod
+    def _identifier(name: ast.Name) -> str:
+        return name.id
 
-    def _instance_type(self, value: ast.AST, scope: Scope) -> Optional[str]:
-        if type(value) is ast.Await:
-            value = value.value
-        if type(value) is ast.Call:
-            return self._call_result_type(value, scope)
-        if type(value) in _NAME_OR_ATTRIBUTE:
-            if id(value) in self._typing_stack:
-                return None
-            self._typing_stack.add(id(value))
-            try:
-                return self._qualified(value, scope)
-            finally:
-                self._typing_stack.discard(id(value))
-        if type(value) is ast.Constant:
-            return _keyword_constant(value)
-        return None
+    @staticmethod
+    def _attribute_name(attribute: ast.Attribute) -> str:
+        return attribute.attr
 
-    def _decorator_name(self, expr: ast.AST, scope: Scope) -> Optional[str]:
-        if type(expr) is ast.Call:
-            expr = expr.func
-        q = self._qualified(expr, scope)
-        return _canonical(q) if q else None
+    @staticmethod
+    def _await_operand(node: ast.Await) -> ast.expr:
+        return node.value
+
+    @staticmethod
+    def _constant_qualified(expr: ast.AST) -> Optional[str]:
+        """``None``, ``True``, ``False``: ``builtins.None`` and so on (libcst's ``Name``s)."""
+        return _keyword_constant(expr) if type(expr) is ast.Constant else None
 
     def resolve_function(self, expr: ast.AST, at: ast.AST) -> Optional[FunctionInfo]:
         """The same-module function/method that ``expr`` names (``f``, ``self.m``,

@@ -11,11 +11,10 @@ from .model import ClassInfo, FunctionInfo, Scope, _Binding
 from .vocabulary import FACTORY_TYPES, _BUILTINS, _canonical
 
 
-# ``type(x) is cst.Name`` and the like, not ``isinstance``: libcst's node classes are ABCs, and
-# an ``isinstance`` that fails is a Python call (``ABCMeta.__instancecheck__``); these run ~100,000
-# times on a large corpus. The same answers: these classes have no subclasses
+# ``type(x) is self._NAME_TYPE`` (``cst.Name``) and the like, not ``isinstance``: libcst's node
+# classes are ABCs, and an ``isinstance`` that fails is a Python call (``ABCMeta.__instancecheck__``);
+# these run ~100,000 times on a large corpus. The same answers: these classes have no subclasses
 # (tests/perf/test_walk_replay.py).
-_NAME_OR_ATTRIBUTE = frozenset({cst.Name, cst.Attribute})
 _UNASKED = object()
 
 
@@ -67,25 +66,25 @@ class Names:
         return result
 
     def _qualified(self, expr: cst.BaseExpression, scope: Scope) -> Optional[str]:
-        if type(expr) is cst.Name:
-            b = self.lookup(expr.value, scope)
+        t = type(expr)
+        if t is self._NAME_TYPE:
+            ident = self._identifier(expr)
+            b = self.lookup(ident, scope)
             if b is None:
-                return f"builtins.{expr.value}" if expr.value in _BUILTINS else None
+                return f"builtins.{ident}" if ident in _BUILTINS else None
             if b.kind == "import":
                 return b.qualified
-            if b.kind == "def":
-                return f"<module>.{b.target.qualname}"  # type: ignore[union-attr]
-            if b.kind == "class":
+            if b.kind == "def" or b.kind == "class":
                 return f"<module>.{b.target.qualname}"  # type: ignore[union-attr]
             if b.kind == "value":
                 return self._instance_type(b.target, b.scope)  # type: ignore[arg-type]
             return None
-        if type(expr) is cst.Attribute:
+        if t is self._ATTRIBUTE_TYPE:
             base = expr.value
-            if type(base) is cst.Name and base.value == "self" and scope is not None:
+            if type(base) is self._NAME_TYPE and self._identifier(base) == "self" and scope is not None:
                 cls = self._method_class(scope)
                 if cls is not None:
-                    attr = expr.attr.value
+                    attr = self._attribute_name(expr)
                     if attr in cls.methods:
                         return f"<module>.{cls.methods[attr].qualname}"
                     values = cls.attr_values.get(attr)
@@ -95,10 +94,10 @@ class Names:
             inner = self._qualified(base, scope)
             if inner is None:
                 return None
-            return f"{_canonical(inner)}.{expr.attr.value}"
-        if type(expr) is cst.Call:
+            return f"{_canonical(inner)}.{self._attribute_name(expr)}"
+        if t is self._CALL_TYPE:
             return self._call_result_type(expr, scope)
-        return None
+        return self._constant_qualified(expr)
 
     def _method_class(self, scope: FunctionInfo) -> Optional[ClassInfo]:
         cur: Scope = scope
@@ -109,11 +108,13 @@ class Names:
         return None
 
     def _instance_type(self, value: cst.BaseExpression, scope: Scope) -> Optional[str]:
-        if type(value) is cst.Await:
-            value = value.expression
-        if type(value) is cst.Call:
+        t = type(value)
+        if t is self._AWAIT_TYPE:
+            value = self._await_operand(value)
+            t = type(value)
+        if t is self._CALL_TYPE:
             return self._call_result_type(value, scope)
-        if type(value) in _NAME_OR_ATTRIBUTE:
+        if t is self._NAME_TYPE or t is self._ATTRIBUTE_TYPE:
             if id(value) in self._typing_stack:
                 return None
             self._typing_stack.add(id(value))
@@ -121,6 +122,31 @@ class Names:
                 return self._qualified(value, scope)
             finally:
                 self._typing_stack.discard(id(value))
+        return self._constant_qualified(value)
+
+    # the node reads the code above makes (``AstFacts`` reads them on ``ast``; the node classes it
+    # compares with, ``_NAME_TYPE`` and the like, are class attributes too: ``_CALL_TYPE`` is
+    # ``TreeShape``'s)
+    _NAME_TYPE: type = cst.Name
+    _ATTRIBUTE_TYPE: type = cst.Attribute
+    _AWAIT_TYPE: type = cst.Await
+
+    @staticmethod
+    def _identifier(name: cst.Name) -> str:
+        return name.value
+
+    @staticmethod
+    def _attribute_name(attribute: cst.Attribute) -> str:
+        return attribute.attr.value
+
+    @staticmethod
+    def _await_operand(node: cst.Await) -> cst.BaseExpression:
+        return node.expression
+
+    @staticmethod
+    def _constant_qualified(expr: cst.BaseExpression) -> Optional[str]:
+        """The qualified name of an expression that is no name, attribute or call: none in libcst
+        (``None``, ``True``, ``False`` are ``Name``s)."""
         return None
 
     def _call_result_type(self, call: cst.Call, scope: Scope) -> Optional[str]:
@@ -142,7 +168,7 @@ class Names:
         return None
 
     def _decorator_name(self, expr: cst.BaseExpression, scope: Scope) -> Optional[str]:
-        if type(expr) is cst.Call:
+        if type(expr) is self._CALL_TYPE:
             expr = expr.func
         q = self._qualified(expr, scope)
         return _canonical(q) if q else None
