@@ -4,9 +4,11 @@ What does not depend on the tree is not repeated here: ``AstExecutionQueries`` i
 ``facts.execution.ExecutionQueries`` (contexts, callers, references, runs_in_*, process_tail,
 only_main_task ...) and ``_AstExecution`` is ``facts.execution._Execution`` (``_place``: where
 each function runs from the calls that spawn, submit or decorate it, the closures, the
-main-task coroutines). Only the reads of the tree are written again for ``ast``: the calls'
-arguments (``_compute``), the classes' bases (``_inherit_remote``), ``ray.remote(Cls)`` and
-thread-pool actors, a parser's ``set_defaults(func=...)`` and ``asyncio.run(coro())``.
+main-task coroutines, and the loops of ``_compute`` and ``_inherit_remote``). Only the reads of
+the tree are written again for ``ast``: the calls' scope and arguments, coroutine-making
+expressions, the classes' bases (``_AstExecution``'s overrides of ``_Execution``'s reads),
+``ray.remote(Cls)`` and thread-pool actors, a parser's ``set_defaults(func=...)`` and
+``asyncio.run(coro())``.
 
 libcst's ``Call.args`` is one list in source order: positional arguments, ``*a`` and ``**k``
 (``keyword`` None, ``value`` the expression after the stars) and keyword arguments. ``ast``
@@ -20,12 +22,9 @@ import ast
 from functools import cached_property
 from typing import TYPE_CHECKING, Iterator, NamedTuple, Optional
 
-from ..facts.execution import _WHERE_IT_RUNS_MATTERS, ExecutionQueries, _Execution
+from ..facts.execution import ExecutionQueries, _Execution
 from ..facts.model import ClassInfo, FunctionInfo
-from ..facts.vocabulary import (
-    CALLBACK, CALLBACK_REGISTRARS, EXECUTOR, EXECUTOR_SUBMITTERS, MAIN_RUNNERS, RAY_REMOTE, RAY_WORKER, TASK,
-    TASK_SPAWNERS, THREAD,
-)
+from ..facts.vocabulary import MAIN_RUNNERS, RAY_WORKER
 
 if TYPE_CHECKING:
     from .facts import AstFacts
@@ -94,125 +93,32 @@ class AstExecutionQueries(ExecutionQueries):
 
 
 class _AstExecution(_Execution):
-    """``_Execution`` reading ``ast`` calls and classes."""
+    """``_Execution`` reading ``ast`` calls and classes: its tree's reads, for ``ast`` (the loops
+    over them, ``_compute`` and ``_inherit_remote``, are ``_Execution``'s)."""
 
-    def _compute(self) -> None:
-        f = self.facts
-        for c in f.classes:
-            if any(d in _REMOTE for d in c.decorators):
-                self.ray_classes.add(c)
-        self.ray_classes |= _ray_remote_call_classes(f)
-        self.threaded_classes = {c for c in _threaded_actor_classes(f) if c in self.ray_classes
-                                 and not c.has_async_methods}
+    def _scope(self, call: ast.Call) -> Optional[FunctionInfo]:  # type: ignore[override]
+        return self.facts.scope_of(call)
 
-        spawned: list[tuple[FunctionInfo, str]] = []
+    def _positional(self, call: ast.Call) -> list[ast.expr]:  # type: ignore[override]
+        return positional(call)
 
-        def add(fn: Optional[FunctionInfo], ctx: str) -> None:
-            if fn is not None:
-                spawned.append((fn, ctx))
+    def _arguments(self, call: ast.Call) -> list[Arg]:  # type: ignore[override]
+        return arguments(call)
 
-        entry_calls: list[tuple[ast.Call, FunctionInfo]] = []
-        torch_roots: set[FunctionInfo] = set()
-        driver_roots: set[FunctionInfo] = set()
-        consumed: set[int] = set()  # ids of coroutine calls handed to a spawner or runner
-        for call in f.calls:
-            name = f.call_name(call)
-            scope = f.scope_of(call)
-            target = f.resolve_call(call)
-            if target is not None and scope is not None:
-                self.callers.setdefault(target, set()).add(scope)
-            if name is None:
-                continue
-            if name in TASK_SPAWNERS:
-                for value in positional(call):
-                    for expr in _coroutine_exprs(value):
-                        t = _coroutine_target(f, expr, call)
-                        add(t, TASK)
-                        self.ref(t, call, "task")
-                        if t is not None:
-                            consumed.add(id(expr))
-            elif name in MAIN_RUNNERS and positional(call):
-                first = positional(call)[0]
-                t = _coroutine_target(f, first, call)
-                if t is not None:
-                    entry_calls.append((call, t))
-                    self.ref(t, call, "main")
-                    consumed.add(id(first))
-            elif name in EXECUTOR_SUBMITTERS:
-                idx = EXECUTOR_SUBMITTERS[name]
-                args = positional(call)
-                if len(args) > idx:
-                    t = f.resolve_function(args[idx], call)
-                    add(t, EXECUTOR)
-                    self.ref(t, call, "executor")
-            elif name in ("threading.Thread", "threading.Timer"):
-                every = arguments(call)
-                for a in every:
-                    if a.keyword in ("target", "function") or (
-                        name == "threading.Timer" and a.keyword is None and a is every[min(1, len(every) - 1)]
-                    ):
-                        t = f.resolve_function(a.value, call)
-                        add(t, THREAD)
-                        self.ref(t, call, "thread")
-            elif name in CALLBACK_REGISTRARS or name.endswith(".add_done_callback"):
-                idx = CALLBACK_REGISTRARS.get(name, 0)
-                args = positional(call)
-                if len(args) > idx:
-                    t = f.resolve_function(args[idx], call)
-                    add(t, CALLBACK)
-                    self.ref(t, call, "callback")
-            elif name == "ray.remote" and positional(call):
-                add(f.resolve_function(positional(call)[0], call), RAY_REMOTE)
-            elif name in ("ray.init",):
-                if scope is None:
-                    self.module_calls_ray_init = True
-                else:
-                    driver_roots.add(scope)
-            elif name in ("torch.distributed.init_process_group", "torch.distributed.device_mesh.init_device_mesh"):
-                if scope is not None:
-                    torch_roots.add(scope)
+    def _coroutine_exprs(self, expr: ast.AST) -> Iterator[ast.AST]:  # type: ignore[override]
+        return _coroutine_exprs(expr)
 
-        for call in f.calls:
-            if id(call) in consumed:
-                continue
-            target = f.resolve_call(call)
-            if target is not None:
-                self.ref(target, call, "await" if f.is_awaited(call) else "call")
-        self._spawned = spawned
-        self._roots = (entry_calls, torch_roots, driver_roots)
+    def _coroutine_target(self, expr: ast.AST, at: ast.AST) -> Optional[FunctionInfo]:  # type: ignore[override]
+        return _coroutine_target(self.facts, expr, at)
 
-    def _inherit_remote(self) -> None:
-        f = self.facts
-        self.remote_bases: dict[ClassInfo, tuple[str, bool]] = {}
-        # source order: a base shared by several actors is named after the first, the same in every run
-        # (a set of ClassInfo iterates in id order)
-        for actor in [c for c in f.classes if c in self.ray_classes]:
-            chain = [actor]
-            todo = [actor]
-            while todo:
-                c = todo.pop()
-                for b in same_module_bases(f, c):
-                    if b not in chain:
-                        chain.append(b)
-                        todo.append(b)
-            is_async = any(c.has_async_methods for c in chain)
-            for b in chain[1:]:
-                if b not in self.ray_classes and b not in self.remote_bases:
-                    self.remote_bases[b] = (f"`{actor.name}` is a Ray actor", is_async)
-        view = getattr(f, "project", None)
-        if view is None:
-            return
-        candidates = [c for c in f.classes if c.scope is None and c.outer_class is None
-                      and c not in self.ray_classes and c not in self.remote_bases
-                      and any(f.call_name(call) in _WHERE_IT_RUNS_MATTERS for m in c.methods.values() for call in m.calls)]
-        if not candidates or not view.index.text_has(view.path, ("ray",)):
-            return
-        from ..index.classes import made_remote
+    def _remote_call_classes(self) -> set[ClassInfo]:
+        return _ray_remote_call_classes(self.facts)
 
-        for c in candidates:
-            found = made_remote(view, f.path, c.name)
-            if found is not None:
-                self.remote_bases[c] = found
+    def _threaded_classes(self) -> set[ClassInfo]:
+        return _threaded_actor_classes(self.facts)
+
+    def _bases(self, cls: ClassInfo) -> list[ClassInfo]:
+        return same_module_bases(self.facts, cls)
 
 
 def _coroutine_target(f: "AstFacts", expr: ast.AST, at: ast.AST) -> Optional[FunctionInfo]:

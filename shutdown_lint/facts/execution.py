@@ -171,14 +171,15 @@ class _Execution:
     def _compute(self) -> None:
         """What needs no other module: the actor classes, who calls what, how functions are
         referred to; and what ``_place`` starts from (``_spawned``: the contexts the calls give,
-        in the order they are met)."""
+        in the order they are met). The tree is read through the methods below ``# the tree's
+        reads``, which ``ast_engine.execution._AstExecution`` overrides for ``ast``."""
         f = self.facts
         # decorators: @ray.remote
         for c in f.classes:
             if any(d in ("ray.remote", "ray.actor.remote") for d in c.decorators):
                 self.ray_classes.add(c)
-        self.ray_classes |= _ray_remote_call_classes(f)  # ``ray.remote(Cls)`` / ``ray.remote(**kw)(Cls)``
-        self.threaded_classes = {c for c in _threaded_actor_classes(f) if c in self.ray_classes
+        self.ray_classes |= self._remote_call_classes()  # ``ray.remote(Cls)`` / ``ray.remote(**kw)(Cls)``
+        self.threaded_classes = {c for c in self._threaded_classes() if c in self.ray_classes
                                  and not c.has_async_methods}
 
         spawned: list[tuple[FunctionInfo, str]] = []  # (function, context) from the calls below
@@ -190,52 +191,54 @@ class _Execution:
         entry_calls: list[tuple[cst.Call, FunctionInfo]] = []  # (asyncio.run call, coroutine fn)
         torch_roots: set[FunctionInfo] = set()
         driver_roots: set[FunctionInfo] = set()
-        consumed: set[cst.Call] = set()  # coroutine calls handed to a spawner or runner
+        consumed: set[int] = set()  # ids of coroutine calls handed to a spawner or runner
         for call in f.calls:
             name = f.call_name(call)
-            scope = f._call_scope.get(call)
+            scope = self._scope(call)
             target = f.resolve_call(call)
             if target is not None and scope is not None:
                 self.callers.setdefault(target, set()).add(scope)
             if name is None:
                 continue
-            args = [a for a in call.args if a.keyword is None]
             if name in TASK_SPAWNERS:
-                for a in args:
-                    for expr in _coroutine_exprs(a.value):
-                        t = f.coroutine_target(expr, call)
+                for value in self._positional(call):
+                    for expr in self._coroutine_exprs(value):
+                        t = self._coroutine_target(expr, call)
                         add(t, TASK)
                         self.ref(t, call, "task")
                         if t is not None:
-                            consumed.add(expr)  # type: ignore[arg-type]
-            elif name in MAIN_RUNNERS and args:
-                t = f.coroutine_target(args[0].value, call)
+                            consumed.add(id(expr))
+            elif name in MAIN_RUNNERS and (args := self._positional(call)):
+                t = self._coroutine_target(args[0], call)
                 if t is not None:
                     entry_calls.append((call, t))
                     self.ref(t, call, "main")
-                    consumed.add(args[0].value)  # type: ignore[arg-type]
+                    consumed.add(id(args[0]))
             elif name in EXECUTOR_SUBMITTERS:
                 idx = EXECUTOR_SUBMITTERS[name]
+                args = self._positional(call)
                 if len(args) > idx:
-                    t = f.resolve_function(args[idx].value, call)
+                    t = f.resolve_function(args[idx], call)
                     add(t, EXECUTOR)
                     self.ref(t, call, "executor")
             elif name in ("threading.Thread", "threading.Timer"):
-                for a in call.args:
-                    if (a.keyword is not None and a.keyword.value in ("target", "function")) or (
-                        name == "threading.Timer" and a.keyword is None and a is call.args[min(1, len(call.args) - 1)]
+                every = self._arguments(call)
+                for i, (keyword, value) in enumerate(every):
+                    if keyword in ("target", "function") or (
+                        name == "threading.Timer" and keyword is None and i == min(1, len(every) - 1)
                     ):
-                        t = f.resolve_function(a.value, call)
+                        t = f.resolve_function(value, call)
                         add(t, THREAD)
                         self.ref(t, call, "thread")
             elif name in CALLBACK_REGISTRARS or name.endswith(".add_done_callback"):
                 idx = CALLBACK_REGISTRARS.get(name, 0)
+                args = self._positional(call)
                 if len(args) > idx:
-                    t = f.resolve_function(args[idx].value, call)
+                    t = f.resolve_function(args[idx], call)
                     add(t, CALLBACK)
                     self.ref(t, call, "callback")
-            elif name == "ray.remote" and args:
-                t = f.resolve_function(args[0].value, call)
+            elif name == "ray.remote" and (args := self._positional(call)):
+                t = f.resolve_function(args[0], call)
                 add(t, RAY_REMOTE)
             elif name in ("ray.init",):
                 if scope is None:
@@ -247,13 +250,43 @@ class _Execution:
                     torch_roots.add(scope)
 
         for call in f.calls:
-            if call in consumed:
+            if id(call) in consumed:
                 continue
             target = f.resolve_call(call)
             if target is not None:
                 self.ref(target, call, "await" if f.is_awaited(call) else "call")
         self._spawned = spawned
         self._roots = (entry_calls, torch_roots, driver_roots)
+
+    # ------------------------------------------------------------------ the tree's reads
+    # (libcst's here; ``ast_engine.execution._AstExecution`` reads the same from ``ast``)
+    def _scope(self, call: cst.Call) -> Optional[FunctionInfo]:
+        """The function ``call`` is in (None at module level)."""
+        return self.facts._call_scope.get(call)
+
+    def _positional(self, call: cst.Call) -> list[cst.BaseExpression]:
+        """The values of the arguments without a keyword (``*a`` and ``**k`` among them), in order."""
+        return [a.value for a in call.args if a.keyword is None]
+
+    def _arguments(self, call: cst.Call) -> list[tuple[Optional[str], cst.BaseExpression]]:
+        """Every argument in source order: (its keyword or None, its value)."""
+        return [(a.keyword.value if a.keyword is not None else None, a.value) for a in call.args]
+
+    def _coroutine_exprs(self, expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+        return _coroutine_exprs(expr)
+
+    def _coroutine_target(self, expr: cst.BaseExpression, at: cst.CSTNode) -> Optional[FunctionInfo]:
+        return self.facts.coroutine_target(expr, at)
+
+    def _remote_call_classes(self) -> set[ClassInfo]:
+        return _ray_remote_call_classes(self.facts)
+
+    def _threaded_classes(self) -> set[ClassInfo]:
+        return _threaded_actor_classes(self.facts)
+
+    def _bases(self, cls: ClassInfo) -> list[ClassInfo]:
+        """This module's classes that ``cls`` names as bases."""
+        return _same_module_bases(self.facts, cls)
 
     def _place(self) -> None:
         """Where each function runs (``contexts``), the classes that run in an actor through a
@@ -359,7 +392,7 @@ class _Execution:
             todo = [actor]
             while todo:
                 c = todo.pop()
-                for b in _same_module_bases(f, c):
+                for b in self._bases(c):
                     if b not in chain:
                         chain.append(b)
                         todo.append(b)
