@@ -5,6 +5,10 @@ from typing import Any, Iterable, Optional
 
 import libcst as cst
 
+from shutdown_lint.ast_engine import AstCheck, FixPlan
+from shutdown_lint.ast_engine.execution import positional
+from shutdown_lint.ast_engine.facts import body_holding, same_logical_line
+from shutdown_lint.ast_engine.walk import children, source_order
 from shutdown_lint.prefilter.words import All, Word
 from shutdown_lint.facts import reachable
 from shutdown_lint.rule import AddImport, Fix, Invalid, Replace, Rule, Valid
@@ -131,6 +135,134 @@ class _Decide:
         return None
 
 
+# ------------------------------------------------------------------ detection on ast
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_REBINDERS = frozenset({ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.NamedExpr})
+
+
+class _Ast(_Decide, AstCheck):
+    """SHD405 on ``ast`` (``ast_engine``): the same decisions (``_Decide``); the tree's answers
+    read from ``ast`` as libcst gives them: positional arguments with ``*a``/``**k``, ``None``/
+    ``True``/``False`` as names (a signal, a receiver, a rebound name), a lambda's own calls,
+    libcst's statements (``a; b`` is one line: what follows the registration on its line is not
+    after it; a body on its header's line: after the compound statement), ``async def``/``async
+    for`` as libcst's ``FunctionDef``/``For``, the names libcst rebinds where it meets them
+    (``with ... as x`` after the context expression, ``except E as e`` after the type; attribute
+    and keyword names of a target too; nothing in a lambda), the call's text as
+    ``cst.Module([]).code_for_node``."""
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self._on_call(node)
+
+    @staticmethod
+    def _positional(call: ast.Call) -> list:
+        return positional(call)
+
+    @staticmethod
+    def _lambda_calls(handler: ast.AST) -> Optional[list]:
+        if type(handler) is not ast.Lambda:
+            return None
+        return [n for n in source_order([handler.body], skip=(ast.Lambda,)) if type(n) is ast.Call]
+
+    @staticmethod
+    def _method(call: ast.Call) -> Optional[str]:
+        return call.func.attr if type(call.func) is ast.Attribute else None
+
+    def _code(self, node: ast.AST) -> str:
+        return self.facts.code_without_module(node)
+
+    def _registration_fixable(self, call: ast.Call, sig: ast.AST) -> bool:
+        if type(self.facts.parent(call)) is not ast.Expr:
+            return False
+        if type(sig) not in (ast.Name, ast.Attribute) and _keyword_name(sig) is None:
+            return False
+        return not (call.keywords or any(type(a) is ast.Starred for a in call.args) or self.facts.in_lambda(call))
+
+    def _nodes_after(self, call: ast.Call, fn) -> Iterable[ast.AST]:
+        stmt = self.facts.enclosing_statement(call)
+        stop = fn.node if fn is not None else None
+        for later in self._statements_after(stmt, stop):
+            yield later
+            yield from source_order(children(later), skip=_NESTED)
+
+    def _statements_after(self, stmt: Optional[ast.stmt], stop: Optional[ast.AST]) -> Iterable[ast.stmt]:
+        """libcst's ``_statements_after``: the statements after ``stmt``'s line in its block (not
+        those joined to it by ``;``), then after the compound statement holding that block, and so
+        on up to (not past) the function, a class or the module."""
+        cur: Optional[ast.AST] = stmt
+        first = True
+        while cur is not None and cur is not stop:
+            parent = self.facts.parent(cur)
+            body, i = body_holding(parent, cur)  # type: ignore[arg-type]
+            if body is not None:
+                j = i + 1
+                while first and j < len(body) and same_logical_line(self.facts, body[j - 1], body[j]):
+                    j += 1
+                yield from body[j:]
+            if parent is None or parent is stop or type(parent) in _NESTED:
+                return
+            cur, first = parent, False
+
+    @staticmethod
+    def _runner_receiver(node: ast.AST) -> Optional[ast.AST]:
+        if type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr in _LOOP_RUNNERS:
+            return node.func.value
+        return None
+
+    @staticmethod
+    def _plain_name(expr: ast.AST) -> Optional[str]:
+        return expr.id if type(expr) is ast.Name else _keyword_name(expr)
+
+    def _bound_names(self, node: ast.AST) -> set[str]:
+        """The names libcst's walk rebinds on reaching ``node``: its own target's, and the ``as``
+        name met just before it (``with``: after the context expression; ``except``: after the
+        type, so with the first statement of the handler's body)."""
+        out: set[str] = set()
+        parent = self.facts.parent(node)
+        if type(parent) is ast.withitem and parent.optional_vars is node:
+            out = _names_in_target(node)
+        elif type(parent) is ast.ExceptHandler and parent.name and parent.body[0] is node:
+            out = {parent.name}
+        t = type(node)
+        if t is ast.Assign:
+            return out | {n for target in node.targets for n in _names_in_target(target)}
+        if t in _REBINDERS:
+            return out | _names_in_target(node.target)
+        if t is ast.Import or t is ast.ImportFrom:
+            return out | {a.asname for a in node.names if a.asname}
+        return out
+
+    def _make_fix(self, call: ast.Call, sig: ast.AST, handler: ast.AST, loop_name: Optional[str]) -> FixPlan:
+        return FixPlan.unsafe(_FIX_MESSAGE)
+
+
+def _keyword_name(expr: ast.AST) -> Optional[str]:
+    """``None``, ``True``, ``False``: constants in ``ast``, ``Name`` nodes in libcst."""
+    if type(expr) is ast.Constant and (expr.value is None or expr.value is True or expr.value is False):
+        return str(expr.value)
+    return None
+
+
+def _names_in_target(target: ast.AST) -> set[str]:
+    """The values of libcst's ``Name`` nodes in a target, not in a lambda (``_target_names``):
+    names, attributes' and keywords' names, ``None``/``True``/``False``."""
+    out: set[str] = set()
+    for n in source_order([target], skip=(ast.Lambda,)):
+        t = type(n)
+        if t is ast.Name:
+            out.add(n.id)
+        elif t is ast.Attribute:
+            out.add(n.attr)
+        elif t is ast.keyword:
+            if n.arg is not None:
+                out.add(n.arg)
+        else:
+            name = _keyword_name(n)
+            if name is not None:
+                out.add(name)
+    return out
+
+
 class SignalHandlerTouchesLoop(_Decide, Rule):
     """
     ## What it does
@@ -249,6 +381,7 @@ class SignalHandlerTouchesLoop(_Decide, Rule):
     # tier 2: a signal.signal handler that may reach a call touching the loop
     candidate_tree = staticmethod(lambda tree: _may_touch_loop_in_handler(tree))
     facts_needed = ("imports", "functions", "calls", "parents")
+    ast_check = _Ast
 
     valid = [
         # the loop handles the signal
