@@ -9,6 +9,11 @@ import libcst as cst
 from shutdown_lint.prefilter import words as C
 from shutdown_lint.prefilter.ast_tree import TRYS, nested_statements
 from shutdown_lint import facts as F
+from shutdown_lint.ast_engine.check import AstCheck, FixPlan
+from shutdown_lint.ast_engine.execution import arguments
+from shutdown_lint.ast_engine.facts import same_logical_line
+from shutdown_lint.ast_engine.types import typer as ast_typer
+from shutdown_lint.ast_engine.walk import children, source_order
 from shutdown_lint.facts.types import MP_CONTEXT
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
 from shutdown_lint.traversal import walk
@@ -1977,3 +1982,594 @@ def _attr_surely_released(ref: ast.Attribute, parent, parents: dict) -> bool:
         return bool(words & _STOP_WORDS) or not (words and word in _OBSERVERS)
     return _surely_handed(ref, parents)
 
+
+# ------------------------------------------------------------------ the rule on Python's ast
+_AST_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_AST_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_AST_COMPOUND = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.AsyncFor,
+                           ast.While, ast.With, ast.AsyncWith, *TRYS, getattr(ast, "Match", ast.If)})
+_AST_CONTAINERS = (ast.List, ast.Tuple, ast.Set, ast.Dict)
+_AST_HANDED = (ast.AugAssign, ast.Return, ast.Yield, ast.NamedExpr, ast.Await)
+
+
+class _Mark:
+    """A libcst ``Name`` that is no ``ast.Name``: a keyword argument's name (``kind``
+    ``keyword``, ``node`` the ``ast.keyword``), a parameter (``param``, the ``ast.arg``), a
+    ``def``'s or a class's name (``def``/``class``, the statement), a ``global``/``nonlocal``
+    name (``shared``), an import's, an ``except ... as``'s or a match pattern's name
+    (``plain``; ``node`` the statement, handler or pattern)."""
+
+    __slots__ = ("node", "kind")
+
+    def __init__(self, node: ast.AST, kind: str) -> None:
+        self.node = node
+        self.kind = kind
+
+
+def _ast_word(call: ast.Call) -> str:
+    """``_callee_word`` on ``ast``."""
+    func = call.func
+    return func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else ""
+
+
+def _false_or_none(value: ast.AST) -> bool:
+    """libcst's ``Name`` ``False`` or ``None``."""
+    return type(value) is ast.Constant and (value.value is False or value.value is None)
+
+
+class _Ast(_Decide, AstCheck):
+    """SHD602 on Python's ``ast`` (``ast_engine``): ``_Decide``'s decisions on the tree's reads,
+    each answering as libcst's: libcst's ``Name`` nodes are also keyword arguments', parameters',
+    definitions', imports' and patterns' names (``_Mark``); a statement line (``a; b``) is one
+    libcst statement (``_lines``); a ``Finally`` is a ``Try``'s ``finalbody``; an ``Arg`` is a
+    call's argument (``*a``, ``**k`` and keywords included) or a class's base; a ``try*`` is no
+    ``cst.Try`` (``_code_between``, ``_heads``); ``_code`` is libcst's code of the node, cut at
+    50 characters."""
+
+    # ------------------------------------------------------------------ reads of the start
+    def _kind(self, call: ast.Call) -> Optional[str]:
+        kind = _KIND.get(self.facts.call_name(call) or "")
+        func = call.func
+        if kind is None and type(func) is ast.Attribute and func.attr == "Process" and \
+                self._type_of(func.value, call) in CONTEXT_TYPES:
+            return "mp"
+        return kind
+
+    def _placement(self, call: ast.Call) -> tuple[bool, object]:
+        f = self.facts
+        expr: ast.AST = call
+        holder = f.parent(call)
+        if type(holder) is ast.Await:
+            expr, holder = holder, f.parent(holder)
+        awaited = expr is not call
+        t = type(holder)
+        if t is ast.Expr:
+            return awaited, "expr"
+        if t is ast.Assign and len(holder.targets) == 1 and holder.value is expr:
+            return awaited, holder.targets[0]
+        if t is ast.AnnAssign and holder.value is expr:
+            return awaited, holder.target
+        return awaited, None
+
+    @staticmethod
+    def _name_of(target: ast.AST) -> Optional[str]:
+        return target.id if type(target) is ast.Name else None
+
+    @staticmethod
+    def _self_attr(target: ast.AST) -> Optional[str]:
+        if type(target) is ast.Attribute and type(target.value) is ast.Name and target.value.id == "self":
+            return target.attr
+        return None
+
+    def _code(self, node: ast.AST) -> str:
+        text = self.facts.code_without_module(node)
+        return text if len(text) <= 50 else text[:47] + "..."
+
+    def _new_session(self, call: ast.Call) -> Optional[str]:
+        for k in call.keywords:
+            key, value = k.arg, k.value
+            if key == "start_new_session" and not _false_or_none(value):
+                return "start_new_session=True"
+            if key == "process_group" and not (type(value) is ast.Constant and value.value is None):
+                return "process_group=" + self._code(value)
+            if key == "preexec_fn" and type(value) in (ast.Attribute, ast.Name) and \
+                    self._code(value).rsplit(".", 1)[-1] in ("setsid", "setpgrp"):
+                return "preexec_fn=" + self._code(value)
+        return None
+
+    def _piped(self, call: ast.Call) -> Optional[str]:
+        for k in call.keywords:
+            if k.arg in ("stdin", "stdout", "stderr") and self._code(k.value).rsplit(".", 1)[-1] == "PIPE":
+                return k.arg
+        return None
+
+    @staticmethod
+    def _daemon_kw(call: ast.Call) -> bool:
+        return any(k.arg == "daemon" and not _false_or_none(k.value) for k in call.keywords)
+
+    @staticmethod
+    def _is_wait(site: ast.AST) -> bool:
+        return type(site) is ast.Call and type(site.func) is ast.Attribute and \
+            site.func.attr in ("wait", "communicate", "join", "poll")
+
+    @staticmethod
+    def _timed(call: ast.AST) -> bool:
+        if type(call) is not ast.Call or type(call.func) is not ast.Attribute:
+            return False
+        method = call.func.attr
+        if method not in _WAIT_METHODS:
+            return False
+        for a in arguments(call):
+            if a.keyword == "timeout":
+                return not (type(a.value) is ast.Constant and a.value.value is None)
+            if a.keyword is None and method == "wait":
+                return True
+        return False
+
+    @staticmethod
+    def _declared_shared(fn_node: ast.AST, var: str) -> bool:
+        return any(type(n) in (ast.Global, ast.Nonlocal) and var in n.names
+                   for st in fn_node.body for n in ast.walk(st))
+
+    def _type_of(self, expr: ast.AST, at: ast.AST) -> Optional[str]:
+        return ast_typer(self.facts).type_of(expr, at)
+
+    # ------------------------------------------------------------------ the child's names
+    def _names(self, region: ast.AST, var: str) -> list:
+        """libcst's ``name_nodes(region, var)``: the ``ast.Name``s and the ``_Mark``s, in libcst's
+        walk order (``walk.children``; a definition's name after its decorators)."""
+        out: list = []
+        stack: list = [region]
+        while stack:
+            node = stack.pop()
+            t = type(node)
+            if t is _Mark:
+                out.append(node)
+                continue
+            if t is ast.Name:
+                if node.id == var:
+                    out.append(node)
+                continue
+            kids = children(node)
+            if t is ast.keyword or t is ast.arg:
+                if node.arg == var:
+                    out.append(_Mark(node, "keyword" if t is ast.keyword else "param"))
+            elif t in _AST_DEFS or t is ast.ClassDef:
+                if node.name == var:
+                    k = len(node.decorator_list)
+                    kids = [*kids[:k], _Mark(node, "class" if t is ast.ClassDef else "def"), *kids[k:]]
+            elif t is ast.Global or t is ast.Nonlocal:
+                out += [_Mark(node, "shared") for name in node.names if name == var]
+            elif t is ast.Import or t is ast.ImportFrom:
+                parts = [node.module] if t is ast.ImportFrom and node.module else []
+                for alias in node.names:
+                    parts += [alias.name, alias.asname or ""]
+                out += [_Mark(node, "plain") for p in parts if p.split(".", 1)[0] == var]
+            elif t is ast.ExceptHandler:
+                if node.name == var:
+                    k = 1 if node.type is not None else 0
+                    kids = [*kids[:k], _Mark(node, "plain"), *kids[k:]]
+            elif t.__name__ in ("MatchAs", "MatchStar"):
+                if node.name == var:
+                    kids = [*kids, _Mark(node, "plain")]
+            elif t.__name__ == "MatchMapping":
+                if node.rest == var:
+                    kids = [*kids, _Mark(node, "plain")]
+            elif t.__name__ == "MatchClass":
+                if var in node.kwd_attrs:
+                    kids = [node.cls, *node.patterns]
+                    for name, pattern in zip(node.kwd_attrs, node.kwd_patterns):
+                        if name == var:
+                            kids.append(_Mark(node, "plain"))
+                        kids.append(pattern)
+            stack.extend(reversed(kids))
+        return out
+
+    def _starts_another(self, n) -> bool:
+        if type(n) is not ast.Name:
+            return False
+        assign = self.facts.parent(n)
+        if type(assign) is not ast.Assign or not any(t is n for t in assign.targets):
+            return False
+        value = assign.value.value if type(assign.value) is ast.Await else assign.value
+        return type(value) is ast.Call and self._kind(value) is not None
+
+    def _in_loop(self, node: ast.AST, fn) -> bool:
+        stop = fn.node if fn is not None else None
+        for anc in self.facts.ancestors(node):
+            t = type(anc)
+            if anc is stop or t in _AST_DEFS or t is ast.ClassDef or t is ast.Lambda:
+                return False
+            if t in _AST_LOOPS:
+                return True
+        return False
+
+    def _in_while_test(self, node: ast.AST) -> bool:
+        f = self.facts
+        return any(type(a) is ast.While and f.is_ancestor(a.test, node) for a in f.ancestors(node))
+
+    def _arg_owner(self, node: ast.AST) -> Optional[ast.AST]:
+        """The call (or class) of libcst's ``Arg`` whose value ``node`` is: a positional
+        argument, ``*node``, a keyword's or ``**``'s value, a class's base; else None."""
+        f = self.facts
+        parent = f.parent(node)
+        t = type(parent)
+        if t is ast.Starred:
+            up = f.parent(parent)
+            if (type(up) is ast.Call and any(a is parent for a in up.args)) or \
+                    (type(up) is ast.ClassDef and any(b is parent for b in up.bases)):
+                return up
+            return None
+        if t is ast.keyword:
+            return f.parent(parent)
+        if t is ast.Call:
+            return parent if any(a is node for a in parent.args) else None
+        if t is ast.ClassDef:
+            return parent if any(b is node for b in parent.bases) else None
+        return None
+
+    def _classify(self, n, fn) -> tuple[str, Optional[ast.AST]]:
+        f = self.facts
+        if type(n) is _Mark:
+            return self._classify_mark(n, fn)
+        if f.enclosing_function(n) is not fn or f.in_lambda(n):
+            return _HANDOFF, None
+        parent = f.parent(n)
+        t = type(parent)
+        if t is ast.Attribute:
+            attr = parent.attr
+            up = f.parent(parent)
+            if type(up) is ast.Call and up.func is parent:
+                if attr in _STOP_METHODS:
+                    return _STOP, up
+                if attr == "poll":
+                    return (_POLL, up) if self._in_while_test(up) else (_PLAIN, None)
+                if attr == "start":
+                    return _START, up
+                return _PLAIN, None
+            if attr == "daemon" and type(up) is ast.Assign and any(x is parent for x in up.targets):
+                return _DAEMON, None
+            if attr in _STOP_METHODS and self._arg_owner(parent) is not None:
+                return _REGISTER, None
+            if attr in _IDENTITY_ATTRS:
+                return self._handed(parent)
+            return _PLAIN, None
+        if self._assign_target(n, parent):
+            return _PLAIN, None
+        if t is ast.withitem and parent.context_expr is n:
+            return _WITH, None
+        return self._handed(n)
+
+    def _classify_mark(self, m: _Mark, fn) -> tuple[str, Optional[ast.AST]]:
+        f = self.facts
+        if m.kind == "shared":
+            return _HANDOFF, None  # libcst's ``NameItem``
+        if m.kind == "def":  # the name's enclosing function is the definition itself
+            return (_PLAIN if fn is not None and m.node is fn.node else _HANDOFF), None
+        if f.enclosing_function(m.node) is not fn or f.in_lambda(m.node):
+            return _HANDOFF, None
+        if m.kind == "keyword":
+            call = f.parent(m.node)
+            if type(call) is ast.Call:
+                return self._argument_use(call)
+            return _HANDOFF, None
+        return _PLAIN, None
+
+    @staticmethod
+    def _assign_target(node: ast.AST, parent: Optional[ast.AST]) -> bool:
+        """libcst's ``AssignTarget``/``Del`` parent, or an ``AnnAssign``'s target."""
+        t = type(parent)
+        return (t is ast.Assign and any(x is node for x in parent.targets)) or t is ast.Delete or (
+            t is ast.AnnAssign and parent.target is node)
+
+    @staticmethod
+    def _argument_use(call: ast.Call) -> tuple[str, Optional[ast.AST]]:
+        word = _ast_word(call)
+        words = set(identifier_words(word))
+        if words & _STOP_WORDS:
+            return _STOP, call
+        if words and word in _OBSERVERS:
+            return _PLAIN, None
+        return _HANDOFF, None
+
+    def _handed(self, expr: ast.AST) -> tuple[str, Optional[ast.AST]]:
+        f = self.facts
+        cur = expr
+        parent = f.parent(cur)
+        while type(parent) in _AST_CONTAINERS or (
+                type(parent) is ast.Starred and type(f.parent(parent)) not in (ast.Call, ast.ClassDef)):
+            cur, parent = parent, f.parent(parent)
+        owner = self._arg_owner(cur)
+        if owner is not None:
+            return self._argument_use(owner) if type(owner) is ast.Call else (_HANDOFF, None)
+        t = type(parent)
+        if (t is ast.Assign or t is ast.AnnAssign) and parent.value is cur and cur is expr:
+            targets = parent.targets if t is ast.Assign else [parent.target]
+            attr = self._self_attr(targets[0]) if len(targets) == 1 else None
+            scope = f.enclosing_function(expr)
+            if attr is not None and scope is not None and scope.cls is not None:
+                return _STORED, attr  # type: ignore[return-value]
+        if t is ast.Assign:
+            return (_HANDOFF if parent.value is cur else _PLAIN), None
+        if t is ast.AnnAssign:
+            return (_HANDOFF if parent.value is cur or parent.target is cur else _PLAIN), None
+        if t in _AST_HANDED:
+            return _HANDOFF, None
+        if t is ast.Lambda:
+            return (_HANDOFF if parent.body is cur else _PLAIN), None
+        return _PLAIN, None
+
+    # ------------------------------------------------------------------ a child held on ``self``
+    def _attribute_refs(self, attr: str) -> list:
+        return [(n, n.value) for n in source_order([self.facts.module])
+                if type(n) is ast.Attribute and n.attr == attr]
+
+    @staticmethod
+    def _receiver_is_self(value: ast.AST) -> bool:
+        return type(value) is ast.Name and value.id in ("self", "cls")
+
+    def _base_words(self, cls) -> list[str]:
+        return [self._code(b.value if type(b) is ast.Starred else b).rsplit(".", 1)[-1] for b in cls.node.bases]
+
+    def _attr_use(self, ref: ast.Attribute) -> str:
+        f = self.facts
+        parent = f.parent(ref)
+        if type(parent) is ast.Attribute and parent.value is ref:
+            name = parent.attr
+            up = f.parent(parent)
+            if type(up) is ast.Call and up.func is parent:
+                if name in _STOP_METHODS:
+                    return _STOP
+                if name == "poll" and self._in_while_test(up):
+                    return _STOP
+                return _PLAIN
+            if name in _STOP_METHODS and self._arg_owner(parent) is not None:
+                return _REGISTER
+            if name in _IDENTITY_ATTRS:
+                return self._handed(parent)[0]
+            return _PLAIN
+        if self._assign_target(ref, parent):
+            return _PLAIN
+        if type(parent) is ast.withitem and parent.context_expr is ref:
+            return _WITH
+        kind = self._handed(ref)[0]
+        return _HANDOFF if kind == _STORED else kind
+
+    # ------------------------------------------------------------------ paths
+    def _block(self, stmt: ast.stmt) -> tuple[Optional[ast.AST], Optional[list]]:
+        """(owner, the body list holding ``stmt``): a statement's, a handler's, a case's, the module's."""
+        owner = self.facts.parent(stmt)
+        for name in ("body", "orelse", "finalbody"):
+            body = getattr(owner, name, None)
+            if type(body) is list and any(s is stmt for s in body):
+                return owner, body
+        return owner, None
+
+    def _lines(self, body: list) -> list[list]:
+        """``body`` as libcst's statements: a compound statement alone, simple ones joined by ``;``."""
+        out: list[list] = []
+        for s in body:
+            if out and type(s) not in _AST_COMPOUND and type(out[-1][-1]) not in _AST_COMPOUND and \
+                    same_logical_line(self.facts, out[-1][-1], s):
+                out[-1].append(s)
+            else:
+                out.append([s])
+        return out
+
+    @staticmethod
+    def _index(lines: list[list], stmt: ast.AST) -> int:
+        return next(i for i, ln in enumerate(lines) if any(s is stmt for s in ln))
+
+    def _holds(self, line: list, node: ast.AST) -> bool:
+        f = self.facts
+        return any(s is node or f.is_ancestor(s, node) for s in line)
+
+    def _line_of(self, stmt: ast.stmt) -> list:
+        _, body = self._block(stmt)
+        if body is None or type(stmt) in _AST_COMPOUND:
+            return [stmt]
+        lines = self._lines(body)
+        return lines[self._index(lines, stmt)]
+
+    def _on_header_line(self, body: list) -> bool:
+        """The block is written on its header's line (libcst's ``SimpleStatementSuite``)."""
+        return self.facts.enclosing_statement(body[0]) is not body[0]
+
+    def _protection(self, site: ast.AST, fn, kind: str) -> str:
+        f = self.facts
+        child: ast.AST = site
+        stop = fn.node if fn is not None else None
+        for anc in f.ancestors(site):
+            t = type(anc)
+            if anc is stop or t in _AST_DEFS or t is ast.Lambda:
+                break
+            if t in TRYS and any(s is child for s in anc.finalbody):
+                return _FULL
+            if t is ast.ExceptHandler and any(s is child for s in anc.body):
+                return _FULL if self._broad(anc, kind) else _ERRORS
+            child = anc
+        return _ERRORS if self._before_failing(site) else _NORMAL
+
+    def _before_failing(self, site: ast.AST) -> bool:
+        f = self.facts
+        stmt = f.enclosing_statement(site)
+        if stmt is None:
+            return False
+        _, body = self._block(stmt)
+        if body is None:
+            return False
+        lines = self._lines(body)
+        for line in lines[self._index(lines, stmt) + 1:]:
+            for s in line:
+                t = type(s)
+                if t is ast.Raise:
+                    return True
+                if t is ast.Expr and type(s.value) is ast.Call and (
+                        f.call_name(s.value) in ("pytest.fail", "sys.exit", "pytest.skip", "pytest.exit")):
+                    return True
+        return False
+
+    def _broad(self, handler: ast.ExceptHandler, kind: str) -> bool:
+        if handler.type is None:
+            return True
+        types = handler.type.elts if type(handler.type) is ast.Tuple else [handler.type]
+        for t in types:
+            if type(t) is ast.Starred:
+                t = t.value
+            q = self.facts.qualified_name(t, handler) or ""
+            if q in _BROAD or (kind == "asyncio" and q.endswith("CancelledError")):
+                return True
+        return False
+
+    def _code_between(self, start: Optional[ast.stmt], stop_site: ast.AST, var: str, fn) -> bool:
+        """As the libcst rule's, on ``_lines``: the window climbs from the start's line out of the
+        blocks it ends (a ``try`` body, not a ``try*`` one, goes on in its ``else`` unless that is
+        on its header's line, then takes its ``finally``)."""
+        f = self.facts
+        if start is None:
+            return True
+        line = self._line_of(start)
+        if self._holds(line, stop_site):
+            return False
+        window: list = []
+        holder = None
+        cur = line
+        while holder is None:
+            owner, body = self._block(cur[0])
+            if body is None:
+                return True
+            lines = self._lines(body)
+            rest = lines[self._index(lines, cur[0]) + 1:]
+            at = next((k for k, ln in enumerate(rest) if self._holds(ln, stop_site)), None)
+            if at is not None:
+                holder = rest[at]
+                window += [s for ln in rest[:at] for s in ln]
+                break
+            window += [s for ln in rest for s in ln]
+            t = type(owner)
+            if owner is None or t is ast.Module or t in _AST_DEFS or t is ast.ClassDef:
+                return True  # the stop is not after the start (a loop's earlier iteration)
+            if t is ast.Try and body is owner.body:
+                if owner.orelse:
+                    later = [] if self._on_header_line(owner.orelse) else self._lines(owner.orelse)
+                    at = next((k for k, ln in enumerate(later) if self._holds(ln, stop_site)), None)
+                    if at is not None:
+                        holder = later[at]
+                        window += [s for ln in later[:at] for s in ln]
+                        break
+                    window += [s for ln in later for s in ln]
+                window += owner.finalbody
+            if t is ast.ExceptHandler or t.__name__ == "match_case":
+                owner = f.parent(owner)
+            cur = [owner]
+        if not self._heads(holder, stop_site):
+            window += holder
+        fixture = fn is not None and any(d.rsplit(".", 1)[-1] == "fixture" for d in fn.decorators)
+        return any(self._work(node, var, fixture) for node in window)
+
+    def _heads(self, line: list, site: ast.AST) -> bool:
+        f = self.facts
+        while True:
+            stmt = line[0]
+            t = type(stmt)
+            if t not in _AST_COMPOUND:
+                return len(line) == 1 and f.is_ancestor(stmt, site)
+            if (t is ast.While or t is ast.If) and f.is_ancestor(stmt.test, site):
+                return True
+            if t in (ast.Try, ast.With, ast.AsyncWith) and not self._on_header_line(stmt.body):
+                if t is not ast.Try and any(f.is_ancestor(i, site) for i in stmt.items):
+                    return True
+                line = self._line_of(stmt.body[0])
+                continue
+            return False
+
+    @staticmethod
+    def _work(root: ast.AST, var: str, fixture: bool) -> bool:
+        todo = [root]
+        while todo:
+            n = todo.pop()
+            t = type(n)
+            if t in _AST_DEFS or t is ast.ClassDef or t is ast.Lambda:
+                continue
+            if t is ast.Raise:
+                return True
+            if (t is ast.Yield or t is ast.YieldFrom) and not fixture:
+                return True
+            if t is ast.Call and not _tree_harmless(n, var):
+                return True
+            todo.extend(ast.iter_child_nodes(n))
+        return False
+
+    def _timeout_handled(self, site: ast.AST) -> bool:
+        for tr in self.facts.enclosing_trys(site):
+            for h in tr.handlers:
+                if h.type is not None and "TimeoutExpired" in self._code(h.type):
+                    return True
+        return False
+
+    # ------------------------------------------------------------------ the fix's plan
+    def _fix(self, start: Optional[ast.stmt], var: str, kind: str) -> Optional[FixPlan]:
+        f = self.facts
+        if kind != "popen" or start is None or type(start) in _AST_COMPOUND:
+            return None
+        _, body = self._block(start)
+        if body is None:
+            return None
+        lines = self._lines(body)
+        i = self._index(lines, start)
+        if len(lines[i]) != 1 or type(start) not in (ast.Assign, ast.AnnAssign):
+            return None
+        fn = f.enclosing_function(start)
+        region = fn.node if fn is not None else f.module
+        target = start.targets[0] if type(start) is ast.Assign else start.target
+        holders = []
+        for n in self._names(region, var):
+            if n is target:
+                continue
+            anchor = n.node if type(n) is _Mark else n
+            k = next((k for k in range(i + 1, len(lines)) if self._holds(lines[k], anchor)), None)
+            if k is None:
+                return None  # used before the start or outside the block
+            if type(n) is ast.Name and type(f.parent(n)) is ast.Assign and any(x is n for x in f.parent(n).targets):
+                return None  # rebound in the region
+            holders.append(k)
+        if not holders:
+            return None
+        window = lines[i + 1:max(holders) + 1]
+        stmts = [s for ln in window for s in ln]
+        if any(type(s) in _AST_DEFS or type(s) is ast.ClassDef for s in stmts) or any(
+                type(n) in (ast.Global, ast.Nonlocal) for s in stmts for n in ast.walk(s)):
+            return None
+        wait_at = next((k for k, ln in enumerate(window) if _ast_wait_statement(ln, var)), None)
+        safe = wait_at is not None and not _ast_leaves_early([s for ln in window[:wait_at] for s in ln])
+        message = f"End `{var}` in a `finally` (`runtime_guard.terminate_process_groups`)"
+        return FixPlan.safe(message) if safe else FixPlan.unsafe(message)
+
+
+def _ast_wait_statement(line: list, var: str) -> bool:
+    """``_is_wait_statement`` on a libcst statement line of ``ast`` statements."""
+    if len(line) != 1 or type(line[0]) not in (ast.Expr, ast.Assign, ast.AnnAssign):
+        return False
+    value = line[0].value
+    return (type(value) is ast.Call and type(value.func) is ast.Attribute and value.func.attr in _WAIT_METHODS
+            and type(value.func.value) is ast.Name and value.func.value.id == var)
+
+
+def _ast_leaves_early(stmts: list) -> bool:
+    """``_leaves_early`` on ``ast``."""
+    todo = [(s, 0) for s in stmts]
+    while todo:
+        n, loops = todo.pop()
+        t = type(n)
+        if t in _AST_DEFS or t is ast.Lambda or t is ast.ClassDef:
+            continue
+        if t is ast.Return or t is ast.Yield or t is ast.YieldFrom:
+            return True
+        if (t is ast.Break or t is ast.Continue) and loops == 0:
+            return True
+        inner = loops + 1 if t in _AST_LOOPS else loops
+        todo.extend((c, inner) for c in ast.iter_child_nodes(n))
+    return False
+
+
+ChildProcessNeverStopped.ast_check = _Ast
