@@ -5,6 +5,11 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
+from shutdown_lint.ast_engine import AstCheck, FixPlan
+from shutdown_lint.ast_engine.execution import arguments, positional
+from shutdown_lint.ast_engine.exit_paths import exit_paths_of
+from shutdown_lint.ast_engine.facts import body_holding, same_logical_line
+from shutdown_lint.ast_engine.walk import source_order
 from shutdown_lint.prefilter import words as C
 from shutdown_lint.prefilter import ast_tree as T
 from shutdown_lint.facts import RAY_REMOTE
@@ -13,7 +18,7 @@ from shutdown_lint.rule import Fix, InsertAfter, InsertBefore, Invalid, Option, 
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
 from ._vocabulary import RAY_BOUNDED_WAIT_CALLS, RAY_GUARD_WAIT_CALLS
-from .shd403_ray_get_orphans_on_interrupt import _OnCst, calls_in, is_interrupt_handler
+from .shd403_ray_get_orphans_on_interrupt import _OnAst, _OnCst, calls_in, is_interrupt_handler
 
 _BROAD = frozenset({"builtins.Exception", "builtins.BaseException"})
 
@@ -122,7 +127,7 @@ class _Decide:
             elif kind == "loop":
                 if self._waits(self.loop_body(owner)):
                     return None  # a polling loop comes back to its wait
-                cur = owner
+                cur = self.chain_top(owner)  # the loop itself
             elif kind == "compound":
                 # climb an if/elif/else chain (and a loop's or try's else) to its statement
                 cur = self.chain_top(owner)
@@ -189,6 +194,202 @@ class _Decide:
         if not self.is_statement(call, stmt):
             return None, None
         return ("after", None) if self.extra_options(call) else ("replace", None)
+
+
+_DEFS_AND_LAMBDAS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_TRYS = (ast.Try, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+#: statements with a block: never on a line with another statement
+_COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, *_LOOPS, ast.With, ast.AsyncWith, *_TRYS,
+             *((ast.Match,) if hasattr(ast, "Match") else ()))
+
+
+class _Ast(_Decide, AstCheck):
+    """SHD501 on ``ast`` (``ast_engine``): the same decisions (``_Decide``), the tree's answers
+    read from ``ast``; the fix's plan, never its edits.
+
+    libcst's ``SimpleStatementLine`` (``a; b`` on one logical line) is several ``ast``
+    statements: a *line* here is the list of them (a compound statement: a list of one), so a
+    wait anywhere on a later line stops the search before a ``raise`` earlier on it, and a
+    ``raise`` on the cancel's own line is not after it, as on libcst. libcst's ``Else`` and
+    ``Finally`` are fields here (``orelse``, ``finalbody``): ``step_out`` reads which field
+    holds a line; an ``else`` of a ``try``/``except*`` stops the climb, as libcst's chain climb
+    (which stops at a ``TryStar``) leaves it outside any block."""
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self._check(node)
+
+    def _fix(self, call: ast.Call, stmt: list, exit_stmt, ref) -> Optional[FixPlan]:
+        kind, _ = self._fix_kind(call, stmt, ref)
+        if kind is None:
+            return None
+        return FixPlan.unsafe(_REPLACE_MESSAGE if kind == "replace" else _WAIT_MESSAGE)
+
+    # the tree's answers (ast)
+    @staticmethod
+    def forced(call: ast.Call) -> bool:
+        """The first ``force=`` keyword is there and not the literal ``False`` (libcst: the
+        ``Name`` ``False``; ``**kw`` names no keyword)."""
+        for k in call.keywords:
+            if k.arg == "force":
+                return not (type(k.value) is ast.Constant and k.value.value is False)
+        return False
+
+    @staticmethod
+    def ref_args(call: ast.Call) -> list:
+        return positional(call)
+
+    def statement_line(self, node: ast.Call) -> Optional[list]:
+        """The statements of libcst's ``SimpleStatementLine`` holding ``node`` (``a; b``: both),
+        or None when libcst's enclosing statement is compound (a body on its header's line)."""
+        if not self.facts.simple_statement_line(node):
+            return None
+        stmt = self.facts.enclosing_statement(node)
+        body, i = body_holding(self.facts.parent(stmt), stmt)
+        if body is None:
+            return [stmt]
+        first = last = i
+        while first > 0 and self._joined(body[first - 1], body[first]):
+            first -= 1
+        while last + 1 < len(body) and self._joined(body[last], body[last + 1]):
+            last += 1
+        return body[first:last + 1]
+
+    def _joined(self, a: ast.stmt, b: ast.stmt) -> bool:
+        return type(a) not in _COMPOUND and type(b) not in _COMPOUND and same_logical_line(self.facts, a, b)
+
+    @staticmethod
+    def anchor(line: list) -> ast.stmt:
+        return line[0]
+
+    def later_lines(self, line: list) -> Optional[list]:
+        body, i = body_holding(self.facts.parent(line[-1]), line[-1])
+        if body is None:
+            return None
+        out: list = []
+        for st in body[i + 1:]:
+            if out and self._joined(out[-1][-1], st):
+                out[-1].append(st)
+            else:
+                out.append([st])
+        return out
+
+    def step_out(self, line: list) -> tuple[str, Optional[ast.AST]]:
+        st = line[0]
+        owner = self.facts.parent(st)
+        t = type(owner)
+        if t is ast.Module:
+            return "module", None
+        if t in (ast.FunctionDef, ast.AsyncFunctionDef):
+            return "def", owner
+        if t is ast.ExceptHandler:
+            return "handler", owner
+        if t in _TRYS:
+            if any(s is st for s in owner.finalbody):
+                return "finally", owner
+            if t is not ast.Try and any(s is st for s in owner.orelse):
+                return "other", owner  # libcst's climb stops at the ``Else`` of a ``TryStar``: no block holds it
+            return "compound", owner
+        if t in _LOOPS:
+            return ("loop" if any(s is st for s in owner.body) else "compound"), owner
+        if t in (ast.If, ast.With, ast.AsyncWith):
+            return "compound", owner
+        return "other", owner  # a class body, a ``match`` case
+
+    @staticmethod
+    def chain_top(owner: ast.AST) -> list:
+        return [owner]  # an ``elif`` is the only statement of its ``orelse``: climbed one by one, the same
+
+    def try_of(self, owner: ast.AST) -> list:
+        return [owner if type(owner) in _TRYS else self.facts.parent(owner)]
+
+    @staticmethod
+    def finally_block(try_line: list) -> Optional[list]:
+        return try_line[0].finalbody or None
+
+    @staticmethod
+    def loop_body(loop: ast.AST) -> list:
+        return loop.body  # type: ignore[attr-defined]
+
+    @staticmethod
+    def calls_of(stmts: list) -> list[ast.Call]:
+        return [n for n in source_order(stmts, _DEFS_AND_LAMBDAS) if type(n) is ast.Call]
+
+    @staticmethod
+    def small_statements(line: list) -> Optional[list]:
+        return None if type(line[0]) in _COMPOUND else line
+
+    @staticmethod
+    def is_raise(small: ast.stmt) -> bool:
+        return type(small) is ast.Raise
+
+    @staticmethod
+    def is_return(small: ast.stmt) -> bool:
+        return type(small) is ast.Return
+
+    @staticmethod
+    def exit_call(small: ast.stmt) -> Optional[ast.Call]:
+        return small.value if type(small) is ast.Expr and type(small.value) is ast.Call else None
+
+    def is_exit(self, call: ast.Call) -> bool:
+        return exit_paths_of(self.facts).is_exit(call)
+
+    def handlers_around(self, node: ast.AST) -> Iterator[Optional[ast.AST]]:
+        """As libcst's: the ``except`` handlers whose body holds ``node`` and (None) the
+        ``finally`` blocks, up to its def, class or lambda, innermost first."""
+        child = node
+        for anc in self.facts.ancestors(node):
+            t = type(anc)
+            if t in _SCOPES:
+                return
+            if t is ast.ExceptHandler:
+                yield anc
+            elif t in _TRYS and any(s is child for s in anc.finalbody):
+                yield None
+            child = anc
+
+    def is_interrupt_handler(self, handler: ast.ExceptHandler) -> bool:
+        return _OnAst(self.facts).is_interrupt_handler(handler)
+
+    @staticmethod
+    def handler_types(handler: ast.ExceptHandler) -> Optional[list]:
+        return _OnAst.handler_types(handler)
+
+    @staticmethod
+    def is_statement(call: ast.Call, line: list) -> bool:
+        return len(line) == 1 and type(line[0]) is ast.Expr and line[0].value is call
+
+    @staticmethod
+    def extra_options(call: ast.Call) -> bool:
+        return any(k.arg is not None and k.arg != "force" for k in call.keywords)
+
+    def loop_over(self, line: list, ref: ast.AST) -> Optional[tuple[ast.AST, Optional[ast.AST]]]:
+        """libcst's ``loop_over``: the ``for`` whose body holds the line, binding ``ref``, and the
+        refs it walks (the node to name them by; None when they cannot be named again)."""
+        st = line[0]
+        loop = self.facts.parent(st)
+        if type(loop) not in (ast.For, ast.AsyncFor) or not any(s is st for s in loop.body) \
+                or type(ref) is not ast.Name:
+            return None
+        target, it = loop.target, loop.iter
+        if type(target) is ast.Name and target.id == ref.id:
+            return loop, it if type(it) in (ast.Name, ast.Attribute) else None
+        if type(target) is ast.Tuple and len(target.elts) == 2 and type(it) is ast.Call:
+            second = target.elts[1]
+            if type(second) is ast.Starred:
+                second = second.value  # libcst's ``StarredElement.value``
+            if type(second) is ast.Name and second.id == ref.id:
+                func = it.func
+                args = arguments(it)
+                if type(func) is ast.Name and func.id == "enumerate" and len(args) == 1 \
+                        and type(args[0].value) in (ast.Name, ast.Attribute):
+                    return loop, args[0].value
+                if type(func) is ast.Attribute and func.attr == "items" and not args \
+                        and type(func.value) in (ast.Name, ast.Attribute):
+                    return loop, it
+                return loop, None
+        return None
 
 
 class CancelWithoutCleanupWait(_Decide, Rule):
@@ -682,6 +883,8 @@ class CancelWithoutCleanupWait(_Decide, Rule):
             fixed=None,
         ),
     ]
+
+    ast_check = _Ast
 
     # ------------------------------------------------------------------ visitors
     def visit_Call(self, node: cst.Call) -> None:
