@@ -18,6 +18,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -109,12 +110,17 @@ def _settled(d: Path, seconds: float = 1.5) -> list:
     return last
 
 
-def _ctrl_c_run(script: Path, address: str, work: Path, ready: int, second_after: "float | None" = 15.0) -> dict:
+def _ctrl_c_run(script: Path, address: str, work: Path, ready: int, second_after: "float | None" = 15.0,
+                exited: "threading.Event | None" = None, until: "threading.Event | None" = None) -> dict:
     """Start the driver; once ``work`` holds ``ready`` files, Ctrl+C; if it is still running
     ``second_after`` s later (asyncio.run's first Ctrl+C only cancels the main task), Ctrl+C
     again (``None``: never). Returns how it ended and what its remote work left in ``work``.
     15 s: a fixed driver exits about 1 s after the first Ctrl+C plus its cleanup (CLEANUP), but
-    took over 3 s more than that in a 3-worker run on a loaded 2-core machine."""
+    took over 3 s more than that in a 3-worker run on a loaded 2-core machine.
+    ``exited``: set once this driver has ended. ``until``: the other driver's ``exited`` (the
+    fixed program run side by side): the second Ctrl+C goes as soon as that one has ended on its
+    first Ctrl+C, and not before CLEANUP + 1 s (the fixed driver's time on a calm machine) after
+    this driver's first; still at most ``second_after`` s."""
     work.mkdir()
     p = _start(script, address, [work, N])
     try:
@@ -124,8 +130,13 @@ def _ctrl_c_run(script: Path, address: str, work: Path, ready: int, second_after
         assert _leases(work) >= ready, "the remote work never started: " + "".join(_finish(p))[-3000:]
         time.sleep(0.5)
         p.send_signal(signal.SIGINT)
-        sigints, end = 1, time.monotonic() + (second_after or 0)
-        while second_after is not None and p.poll() is None and time.monotonic() < end:
+        first = time.monotonic()
+        sigints, end = 1, first + (second_after or 0)
+
+        def other_done() -> bool:
+            return until is not None and until.is_set() and time.monotonic() >= first + CLEANUP + 1.0
+
+        while second_after is not None and p.poll() is None and time.monotonic() < end and not other_done():
             time.sleep(0.1)
         if second_after is not None and p.poll() is None:
             p.send_signal(signal.SIGINT)
@@ -134,6 +145,8 @@ def _ctrl_c_run(script: Path, address: str, work: Path, ready: int, second_after
     finally:
         if p.poll() is None:
             _finish(p, 1)
+        if exited is not None:
+            exited.set()
     return {"rc": p.returncode, "out": out, "err": err, "sigints": sigints, "left": _settled(work, CLEANUP + 1.0)}
 
 
@@ -235,10 +248,13 @@ def test_shd403_in_a_coroutine_ctrl_c_leaks_and_the_awaited_fix_cleans_up(tmp_pa
     src = ASYNC_HAZARD.replace("CALL", call)
     fixed = _fix(src, SHD403, ["SHD403"])
     assert fixed_call in fixed
-    before, after = side_by_side(_ctrl_c_run, (_write(tmp_path, "before", src), address, tmp_path / "leases-before", N),
-                          (_write(tmp_path, "after", fixed), address, tmp_path / "leases-after", N))
+    fixed_exited = threading.Event()  # the original gets its second Ctrl+C once the fixed driver has ended
+    before, after = side_by_side(
+        _ctrl_c_run, (_write(tmp_path, "before", src), address, tmp_path / "leases-before", N, 15.0, None, fixed_exited),
+        (_write(tmp_path, "after", fixed), address, tmp_path / "leases-after", N, 15.0, fixed_exited))
     # measured: asyncio.run's first Ctrl+C only cancels the main task, which the blocked call
-    # never sees; the second ends the driver and Ray kills the rollout in the middle of its work
+    # never sees (the original still ran when the fixed driver had ended on its first Ctrl+C); the
+    # second ends the driver and Ray kills the rollout in the middle of its work
     assert before["sigints"] == 2 and before["rc"] != 0, before
     assert len(before["left"]) == N, before
     assert after["sigints"] == 1, after  # the awaited helper sees the first Ctrl+C
