@@ -69,10 +69,13 @@ def test_action_steps_install_lint_annotate_and_write_sarif(tmp_path: Path) -> N
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for pkg in ("shutdown_lint", "rules", "runtime_guard"):
         shutil.copytree(Path(REPO) / pkg, action_path / pkg, ignore=ignore)
-    # a runner's python: a fresh venv that sees this interpreter's packages (libcst, rich...) through
-    # a .pth, so `pip install --no-deps`-free installs resolve without downloading anything
+    # a runner's python: a fresh venv that sees this interpreter's packages (libcst, rich... and pip)
+    # through a .pth, so `pip install --no-deps`-free installs resolve without downloading anything.
+    # --without-pip: ensurepip's own install of pip cost 3.3 of this test's CPU-s; the step's
+    # `python -m pip` (the venv's interpreter) imports this interpreter's pip through the .pth and
+    # installs into the venv (its sys.prefix), as a runner's own pip does
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     purelib = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                              capture_output=True, text=True, check=True, timeout=60).stdout.strip()
     shared = [p for p in sys.path if p.endswith("site-packages") and os.path.isdir(p)]
