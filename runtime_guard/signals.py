@@ -370,7 +370,8 @@ _others: Dict[int, bool] = {}
 #: [fd, st_dev, st_ino] of an owner found by a probe that did not set the slot through our wrapper
 #: (uvloop, ``_signal``): it may give the slot up around the wrapper. Watched by the wakeup reader.
 _foreign: List[int] = []
-#: The ctypes callback and ``Py_AddPendingCall`` (kept alive while a call may be pending).
+#: The ctypes callback and ``Py_AddPendingCall`` (kept alive while a call may be pending), and the
+#: signals the reader blocks around that call (``_retake_in_main``).
 _pending: List[Any] = []
 
 
@@ -577,8 +578,24 @@ def _owner_gone() -> bool:
     return (st.st_dev, st.st_ino) != (owner[1], owner[2])
 
 
+#: Faults the running thread causes itself: never blocked (blocked, the kernel kills the process
+#: with no faulthandler dump).
+_FAULTS = ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGTRAP", "SIGSYS", "SIGABRT")
+
+
 def _retake_in_main() -> None:
-    """From the reader thread: ``_retake`` in the main thread at its next bytecode."""
+    """From the reader thread: ``_retake`` in the main thread at its next bytecode.
+
+    ``Py_AddPendingCall`` holds CPython's pending-calls lock for an instant, and CPython 3.11's C
+    signal handler takes that lock too (``trip_signal`` queues a warning with
+    ``_PyEval_AddPendingCall`` where the wakeup fd is full and set with ``warn_on_full_buffer``
+    True, asyncio's default, or where writing to it fails otherwise, e.g. a closed fd): a signal
+    taken by this thread inside that instant waits for the lock this thread holds, forever, with
+    the GIL held, and the whole process with it (python/cpython#74888). So this thread blocks
+    the signals for the call alone (the kernel hands a process-directed one to another thread, or
+    holds it until the mask is back, right after); it starts nothing meanwhile, so nothing
+    inherits the mask. Measured (tests/runtime_guard/test_pending_call_storm.py): without it the
+    reader hung in that frame under a storm of SIGALRM (a 0.1 ms timer) and of SIGUSR1 (os.kill)."""
     try:
         import ctypes
 
@@ -594,10 +611,23 @@ def _retake_in_main() -> None:
             add = ctypes.pythonapi.Py_AddPendingCall
             add.argtypes = (ctypes.c_void_p, ctypes.c_void_p)
             add.restype = ctypes.c_int
-            _pending[:] = [ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(run), add]
-        _pending[1](ctypes.cast(_pending[0], ctypes.c_void_p), None)
+            _pending[:] = [ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(run), add, _blockable()]
+        func = ctypes.cast(_pending[0], ctypes.c_void_p)
+        mask = _signal.pthread_sigmask(_signal.SIG_BLOCK, _pending[2]) if _pending[2] else None
+        try:
+            _pending[1](func, None)
+        finally:
+            if mask is not None:
+                _signal.pthread_sigmask(_signal.SIG_SETMASK, mask)
     except (ImportError, AttributeError, OSError, TypeError, ValueError):
         pass
+
+
+def _blockable() -> Any:
+    """Every signal but the faults a thread causes itself (empty where signal masks do not exist)."""
+    if not hasattr(_signal, "pthread_sigmask"):
+        return set()
+    return _signal.valid_signals() - {getattr(_signal, name) for name in _FAULTS if hasattr(_signal, name)}
 
 
 def _hide_slot(sig: Any) -> None:
