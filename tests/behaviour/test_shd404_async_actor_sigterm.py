@@ -6,7 +6,8 @@ for as long as the work lasts. When the grace period ends (Kubernetes, a node dr
 SIGKILLed and all 5 leases leak. Fixed by the rule's own autofix (`setup_worker()` in an
 added `__init__`): SIGTERM cancels the loop's tasks, their `finally` blocks run, 0 leak.
 
-Both actors run in ONE subprocess with one `ray.init`.
+Both actors run in ONE subprocess with one `ray.init`, side by side (one SIGTERM each at the same
+moment, one grace period).
 """
 from __future__ import annotations
 
@@ -66,29 +67,37 @@ def alive(pid):
     with open(f"/proc/{pid}/stat") as f:
         return f.read().split(")")[-1].split()[0] != "Z"
 
-ray.init(num_cpus=2, include_dashboard=False)
-results = {}
+# the actors side by side (one CPU each), each in its worker process with its own lease directory:
+# one SIGTERM to each at the same moment, one grace period for all (one after the other, the
+# hazard's full grace periods added up)
+ray.init(num_cpus=len(sys.argv) - 2, include_dashboard=False)
+runs = {}
 for name in sys.argv[2:]:
     mod = importlib.import_module(name)
     lease_dir = os.path.join(sys.argv[1], name)
     os.makedirs(lease_dir)
     actor = mod.Sandboxes.remote()
-    pid = ray.get(actor.pid.remote(), timeout=60)
-    ref = actor.run.remote(lease_dir, N)
-    deadline = time.monotonic() + 30
-    while len(os.listdir(lease_dir)) < N and time.monotonic() < deadline:
-        time.sleep(0.1)
-    held = len(os.listdir(lease_dir))
-    time.sleep(1.0)
+    runs[name] = [actor, lease_dir]
+for name, run in runs.items():
+    actor, lease_dir = run
+    run += [ray.get(actor.pid.remote(), timeout=60), actor.run.remote(lease_dir, N)]
+deadline = time.monotonic() + 60
+while any(len(os.listdir(r[1])) < N for r in runs.values()) and time.monotonic() < deadline:
+    time.sleep(0.1)
+held = {name: len(os.listdir(r[1])) for name, r in runs.items()}
+time.sleep(1.0)
+for _, _, pid, _ in runs.values():
     os.kill(pid, signal.SIGTERM)
-    end = time.monotonic() + GRACE
-    while alive(pid) and time.monotonic() < end:
-        time.sleep(0.1)
-    killed = alive(pid)
-    if killed:
-        os.kill(pid, signal.SIGKILL)
-    time.sleep(1.0)
-    results[name] = {"held": held, "leaked": len(os.listdir(lease_dir)), "sigkilled_after_grace": killed}
+end = time.monotonic() + GRACE
+while any(alive(r[2]) for r in runs.values()) and time.monotonic() < end:
+    time.sleep(0.1)
+killed = {name: alive(r[2]) for name, r in runs.items()}
+for name, r in runs.items():
+    if killed[name]:
+        os.kill(r[2], signal.SIGKILL)
+time.sleep(1.0)
+results = {name: {"held": held[name], "leaked": len(os.listdir(r[1])), "sigkilled_after_grace": killed[name]}
+           for name, r in runs.items()}
 print("RESULTS " + json.dumps(results), flush=True)
 ray.shutdown()
 '''
