@@ -309,10 +309,11 @@ def test_positions_render_the_innermost_statement(parse):
         tree = ast.parse(code)
         facts = ModuleFacts.build(module)
         full = positions_of(module)
-        shared = Positions(module, module.code, tree, facts.parent)
+        text = module.code  # rendered once per source (a render of the whole module per node was half this test's CPU)
+        shared = Positions(module, text, tree, facts.parent)
         for node in reversed(list(facts._parents)):
             assert shared[node] == full[node], (name, type(node).__name__)
-            fresh = Positions(module, module.code, tree, facts.parent)
+            fresh = Positions(module, text, tree, facts.parent)
             assert fresh[node] == full[node], (name, type(node).__name__)
             assert fresh._full is None, (name, type(node).__name__, "fell back to the whole module")
         assert shared._full is None
