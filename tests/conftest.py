@@ -14,7 +14,8 @@ Order: xdist hands out work units (a group, or one test) in the order collected
 before every single test). A long test handed out last leaves the other workers idle while it
 runs, so the end-to-end tests (``slow``: Ray clusters, torch.distributed, long subprocesses) and
 the tests that ask for a longer timeout than the default (the fuzzing) are collected first, then
-the other groups, then the many short tests that fill the workers up at the end. Only the order
+the other groups, then the single tests that set a timeout of their own (they wait on processes
+and signals), then the many short tests that fill the workers up at the end. Only the order
 changes.
 """
 from __future__ import annotations
@@ -56,4 +57,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     slow = {group(item) for item in items if long(item)}
     grouped = {group(item) for item in items if item.get_closest_marker("xdist_group") is not None}
-    items.sort(key=lambda item: 0 if group(item) in slow else 1 if group(item) in grouped else 2)
+    # among the single tests, those that set a timeout of their own (subprocesses, signals, waits:
+    # tests/runtime_guard, robustness...) before the rest (parses and lints of a few lines): in
+    # collected order tests/runtime_guard came after the ~2,900 tests of tests/rules, and the last
+    # test of a CI run was one of its tens-of-seconds waits while the other workers had nothing left
+    items.sort(key=lambda item: 0 if group(item) in slow else 1 if group(item) in grouped
+               else 2 if item.get_closest_marker("timeout") is not None else 3)
