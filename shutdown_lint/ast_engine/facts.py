@@ -32,6 +32,7 @@ import re
 import tokenize
 from typing import Iterator, Optional
 
+from ..facts.collector import _Scopes
 from ..facts.model import ClassInfo, FunctionInfo, Scope, _Binding
 from ..facts.names import Names
 from ..facts.tree import TreeShape
@@ -694,9 +695,9 @@ def first_argument(call: ast.Call) -> Optional[ast.AST]:
 # ---------------------------------------------------------------------------- the walk
 
 
-class _Collector:
+class _Collector(_Scopes):
     """The one walk: parents, scopes, bindings, functions, classes, calls (``facts.collector``
-    on ``ast``), recording the checks' events on the way."""
+    on ``ast``: ``_Scopes`` is its code), recording the checks' events on the way."""
 
     def __init__(self, facts: AstFacts) -> None:
         self.f = facts
@@ -754,70 +755,15 @@ class _Collector:
                 if t in leaves:
                     events.append((node,))
 
-    @property
-    def scope(self) -> Scope:
-        return self.scopes[-1] if self.scopes else None
-
-    def _in_class_body(self) -> Optional[ClassInfo]:
-        return self.classes[-1] if self.kinds and self.kinds[-1] == "class" else None
-
-    def bind(self, name: str, binding: _Binding) -> None:
-        binding.scope = self.scope
-        binding.order = -1 if self._in_comp_for else len(self.f._names_by_value.get(name, ()))
-        table = self.scope.bindings if self.scope is not None else self.f._module_bindings
-        table.setdefault(name, []).append(binding)
-
     # -- definitions
     def visit_FunctionDef(self, node) -> None:
-        cls = self._in_class_body()
-        name = node.name
-        if cls is not None:
-            qual = f"{cls.qualname}.{name}"
-        elif self.scope is not None:
-            qual = f"{self.scope.qualname}.<locals>.{name}"
-        else:
-            qual = name
-        info = FunctionInfo(node=node, name=name, qualname=qual, is_async=type(node) is ast.AsyncFunctionDef,
-                            scope=self.scope, cls=cls)
         a = node.args
-        for param in (*a.posonlyargs, *a.args, *a.kwonlyargs):
-            info.params[param.arg] = param.annotation
-        for star in (a.vararg, a.kwarg):
-            if star is not None:
-                info.params[star.arg] = None
-        self.f._decorator_exprs[info] = list(node.decorator_list)
-        self.f.functions.append(info)
-        self.f._function_of[node] = info
-        if cls is not None:
-            cls.methods.setdefault(name, info)
-        else:
-            if self.scope is not None:
-                self.scope.nested.setdefault(name, info)
-            self.bind(name, _Binding("def", target=info))
-        self.scopes.append(info)
-        self.kinds.append("function")
-
-    def leave_FunctionDef(self, node) -> None:
-        self.scopes.pop()
-        self.kinds.pop()
+        params = [(param.arg, param.annotation) for param in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+        params += [(star.arg, None) for star in (a.vararg, a.kwarg) if star is not None]
+        self._enter_function(node, node.name, type(node) is ast.AsyncFunctionDef, params, list(node.decorator_list))
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        outer = self._in_class_body()
-        name = node.name
-        qual = f"{outer.qualname}.{name}" if outer else (
-            f"{self.scope.qualname}.<locals>.{name}" if self.scope else name)
-        info = ClassInfo(node=node, name=name, qualname=qual, scope=self.scope, outer_class=outer)
-        self.f._class_decorator_exprs[info] = list(node.decorator_list)
-        self.f.classes.append(info)
-        self.f._class_of[node] = info
-        if outer is None:
-            self.bind(name, _Binding("class", target=info))
-        self.classes.append(info)
-        self.kinds.append("class")
-
-    def leave_ClassDef(self, node: ast.ClassDef) -> None:
-        self.classes.pop()
-        self.kinds.pop()
+        self._enter_class(node, node.name, list(node.decorator_list))
 
     # -- imports
     def visit_Import(self, node: ast.Import) -> None:
@@ -903,14 +849,6 @@ class _Collector:
             self.scope.cls.attr_values.setdefault(target.attr, []).append((value, self.scope))
 
     # -- calls, awaits, main guard
-    def visit_Call(self, node: ast.Call) -> None:
-        self.f.calls.append(node)
-        self.f._call_scope[node] = self.scope
-        if self.scope is not None:
-            self.scope.calls.append(node)
-        else:
-            self.f.module_calls.append(node)
-
     def visit_Await(self, node: ast.Await) -> None:
         if type(node.value) is ast.Call:
             self.f._awaited.add(node.value)
@@ -924,11 +862,11 @@ class _Collector:
         ast.Import: visit_Import, ast.ImportFrom: visit_ImportFrom, ast.Assign: visit_Assign,
         ast.AnnAssign: visit_AnnAssign, ast.AugAssign: visit_AugAssign, ast.NamedExpr: visit_NamedExpr,
         ast.For: visit_For, ast.AsyncFor: visit_For, ast.comprehension: visit_comprehension,
-        ast.withitem: visit_withitem, ast.ExceptHandler: visit_ExceptHandler, ast.Call: visit_Call,
+        ast.withitem: visit_withitem, ast.ExceptHandler: visit_ExceptHandler, ast.Call: _Scopes.visit_Call,
         ast.Await: visit_Await, ast.If: visit_If,
     }
-    _leave = {ast.FunctionDef: leave_FunctionDef, ast.AsyncFunctionDef: leave_FunctionDef,
-              ast.ClassDef: leave_ClassDef}
+    _leave = {ast.FunctionDef: _Scopes.leave_FunctionDef, ast.AsyncFunctionDef: _Scopes.leave_FunctionDef,
+              ast.ClassDef: _Scopes.leave_ClassDef}
 
 
 def _elements(value: ast.AST) -> Optional[list[ast.AST]]:

@@ -15,8 +15,92 @@ if TYPE_CHECKING:
 _UNSET = object()
 
 
-class _Collector(cst.CSTVisitor):
-    """The one walk: parents, scopes, bindings, functions, classes, calls."""
+class _Scopes:
+    """What the one walk does the same on libcst (``_Collector``) and on ``ast``
+    (``ast_engine.facts._Collector``): the scope stack, bindings, functions, classes and calls.
+    The walks read the nodes (a def's name, parameters, decorators) and pass what they read."""
+
+    f: "ModuleFacts"
+    scopes: list[FunctionInfo]
+    classes: list[ClassInfo]
+    kinds: list[str]
+    _in_comp_for: bool
+
+    @property
+    def scope(self) -> Scope:
+        return self.scopes[-1] if self.scopes else None
+
+    def _in_class_body(self) -> Optional[ClassInfo]:
+        return self.classes[-1] if self.kinds and self.kinds[-1] == "class" else None
+
+    def bind(self, name: str, binding: _Binding) -> None:
+        binding.scope = self.scope
+        # a comprehension's target comes after the element that uses it: it counts as bound
+        # before every use (it hides an outer binding, as before there were orders)
+        binding.order = -1 if self._in_comp_for else len(self.f._names_by_value.get(name, ()))
+        table = self.scope.bindings if self.scope is not None else self.f._module_bindings
+        table.setdefault(name, []).append(binding)
+
+    def _enter_function(self, node, name: str, is_async: bool, params: list, decorators: list) -> None:
+        """A def: its ``FunctionInfo`` (``params``: (name, annotation) pairs in order; ``decorators``:
+        the decorator expressions, resolved after the walk by ``build``), bound and made the scope."""
+        cls = self._in_class_body()
+        if cls is not None:
+            qual = f"{cls.qualname}.{name}"
+        elif self.scope is not None:
+            qual = f"{self.scope.qualname}.<locals>.{name}"
+        else:
+            qual = name
+        info = FunctionInfo(node=node, name=name, qualname=qual, is_async=is_async, scope=self.scope, cls=cls)
+        for param, annotation in params:
+            info.params[param] = annotation
+        self.f._decorator_exprs[info] = decorators
+        self.f.functions.append(info)
+        self.f._function_of[node] = info
+        if cls is not None:
+            cls.methods.setdefault(name, info)
+        else:
+            if self.scope is not None:
+                self.scope.nested.setdefault(name, info)
+            self.bind(name, _Binding("def", target=info))
+        self.scopes.append(info)
+        self.kinds.append("function")
+
+    def leave_FunctionDef(self, original_node) -> None:
+        self.scopes.pop()
+        self.kinds.pop()
+
+    def _enter_class(self, node, name: str, decorators: list) -> None:
+        """A class: its ``ClassInfo`` (``decorators`` as ``_enter_function``'s), bound and made the
+        innermost definition."""
+        outer = self._in_class_body()
+        qual = f"{outer.qualname}.{name}" if outer else (
+            f"{self.scope.qualname}.<locals>.{name}" if self.scope else name
+        )
+        info = ClassInfo(node=node, name=name, qualname=qual, scope=self.scope, outer_class=outer)
+        self.f._class_decorator_exprs[info] = decorators
+        self.f.classes.append(info)
+        self.f._class_of[node] = info
+        if outer is None:
+            self.bind(name, _Binding("class", target=info))
+        self.classes.append(info)
+        self.kinds.append("class")
+
+    def leave_ClassDef(self, original_node) -> None:
+        self.classes.pop()
+        self.kinds.pop()
+
+    def visit_Call(self, node) -> None:
+        self.f.calls.append(node)
+        self.f._call_scope[node] = self.scope
+        if self.scope is not None:
+            self.scope.calls.append(node)
+        else:
+            self.f.module_calls.append(node)
+
+
+class _Collector(_Scopes, cst.CSTVisitor):
+    """The one walk: parents, scopes, bindings, functions, classes, calls (``_Scopes``)."""
 
     def __init__(self, facts: "ModuleFacts") -> None:
         self.f = facts
@@ -126,80 +210,18 @@ class _Collector(cst.CSTVisitor):
         infos.clear()  # bound methods of this collector
         return None if pruned else events
 
-    @property
-    def scope(self) -> Scope:
-        return self.scopes[-1] if self.scopes else None
-
-    def _in_class_body(self) -> Optional[ClassInfo]:
-        return self.classes[-1] if self.kinds and self.kinds[-1] == "class" else None
-
-    def bind(self, name: str, binding: _Binding) -> None:
-        binding.scope = self.scope
-        # a comprehension's target comes after the element that uses it: it counts as bound
-        # before every use (it hides an outer binding, as before there were orders)
-        binding.order = -1 if self._in_comp_for else len(self.f._names_by_value.get(name, ()))
-        table = self.scope.bindings if self.scope is not None else self.f._module_bindings
-        table.setdefault(name, []).append(binding)
-
     # -- definitions
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        cls = self._in_class_body()
-        name = node.name.value
-        if cls is not None:
-            qual = f"{cls.qualname}.{name}"
-        elif self.scope is not None:
-            qual = f"{self.scope.qualname}.<locals>.{name}"
-        else:
-            qual = name
-        info = FunctionInfo(
-            node=node,
-            name=name,
-            qualname=qual,
-            is_async=node.asynchronous is not None,
-            scope=self.scope,
-            cls=cls,
-        )
         p = node.params
-        for param in (*p.posonly_params, *p.params, *p.kwonly_params):
-            info.params[param.name.value] = param.annotation.annotation if param.annotation is not None else None
-        for star in (p.star_arg, p.star_kwarg):
-            if isinstance(star, cst.Param):
-                info.params[star.name.value] = None  # ``*args: T`` is a tuple of T, ``**kw: T`` a dict
-        info.decorators = [d for d in (self.f._decorator_name(dec.decorator, self.scope) for dec in node.decorators) if d]
-        self.f._decorator_exprs[info] = [dec.decorator for dec in node.decorators]
-        self.f.functions.append(info)
-        self.f._function_of[node] = info
-        if cls is not None:
-            cls.methods.setdefault(name, info)
-        else:
-            if self.scope is not None:
-                self.scope.nested.setdefault(name, info)
-            self.bind(name, _Binding("def", target=info))
-        self.scopes.append(info)
-        self.kinds.append("function")
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self.scopes.pop()
-        self.kinds.pop()
+        params = [(param.name.value, param.annotation.annotation if param.annotation is not None else None)
+                  for param in (*p.posonly_params, *p.params, *p.kwonly_params)]
+        # ``*args: T`` is a tuple of T, ``**kw: T`` a dict
+        params += [(star.name.value, None) for star in (p.star_arg, p.star_kwarg) if isinstance(star, cst.Param)]
+        self._enter_function(node, node.name.value, node.asynchronous is not None, params,
+                             [dec.decorator for dec in node.decorators])
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        outer = self._in_class_body()
-        name = node.name.value
-        qual = f"{outer.qualname}.{name}" if outer else (
-            f"{self.scope.qualname}.<locals>.{name}" if self.scope else name
-        )
-        info = ClassInfo(node=node, name=name, qualname=qual, scope=self.scope, outer_class=outer)
-        self.f._class_decorator_exprs[info] = [dec.decorator for dec in node.decorators]
-        self.f.classes.append(info)
-        self.f._class_of[node] = info
-        if outer is None:
-            self.bind(name, _Binding("class", target=info))
-        self.classes.append(info)
-        self.kinds.append("class")
-
-    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        self.classes.pop()
-        self.kinds.pop()
+        self._enter_class(node, node.name.value, [dec.decorator for dec in node.decorators])
 
     # -- imports
     def visit_Import(self, node: cst.Import) -> None:
@@ -322,14 +344,6 @@ class _Collector(cst.CSTVisitor):
             table[node.attr.value] = [node]
         else:
             found.append(node)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self.f.calls.append(node)
-        self.f._call_scope[node] = self.scope
-        if self.scope is not None:
-            self.scope.calls.append(node)
-        else:
-            self.f.module_calls.append(node)
 
     def visit_Await(self, node: cst.Await) -> None:
         if isinstance(node.expression, cst.Call):
