@@ -164,10 +164,14 @@ def _parses_here(source: str) -> bool:
 
 
 @pytest.mark.parametrize("source", _example_sources())
-def test_facts_agree_on_rule_examples(source):
+def test_facts_and_exit_paths_agree_on_rule_examples(source):
+    """Both comparisons on one parse of each example: the facts and the exit paths
+    (``test_ast_exit_paths.compare_exit_paths``)."""
     if not _parses_here(source):
         pytest.skip("syntax newer than this Python: the ast path is not taken")
-    compare_facts(source)
+    both = Both(source)
+    compare_facts(both)
+    compare_exit_paths(both)
 
 
 OWN = own_sources()

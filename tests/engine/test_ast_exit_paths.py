@@ -4,8 +4,9 @@ the swallowing ``finally``, the bound exception handed on or raised later, the e
 leaving statements and the yields (by span); the entrypoint a handler's normal exit ends; for
 every call and ``raise`` whether it exits and with what status; the signal handlers; and the
 walker's tree reads (``later_code_exits``, ``loop_between``, ``returns_only_none``) at every
-``try``. Over every rule example, the example project, the engine's own sources and the
-walker's unit-test shapes (``test_exit_paths``)."""
+``try``. Over every rule example, the example project and the engine's own sources (in
+``test_ast_engine``, on the parse the facts are compared on) and the walker's unit-test shapes
+(``test_exit_paths``)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from shutdown_lint import registry
 from shutdown_lint.ast_engine import exit_paths as A
 from shutdown_lint.ast_engine.facts import decode
 from shutdown_lint.facts import exit_paths as C
@@ -97,24 +97,6 @@ def _parses_here(source: str) -> bool:
         return True
     except SyntaxError:
         return False
-
-
-def _example_sources() -> list:
-    out = []
-    for rule in registry.all_rules():
-        valid, invalid = rule.examples()
-        for i, ex in enumerate(invalid):
-            out.append(pytest.param(ex.code, id=f"{rule.code}-invalid-{i}"))
-        for i, ex in enumerate(valid):
-            out.append(pytest.param(ex.code, id=f"{rule.code}-valid-{i}"))
-    return out
-
-
-@pytest.mark.parametrize("source", _example_sources())
-def test_exit_paths_agree_on_rule_examples(source):
-    if not _parses_here(source):
-        pytest.skip("syntax newer than this Python: the ast path is not taken")
-    compare_exit_paths(source)
 
 
 def test_own_sources_hold_over_500_blocks():
