@@ -1549,11 +1549,16 @@ def _tree_waited_next(tree, call: ast.Call, var: str) -> bool:
     if i + 1 < len(block):
         after = block[i + 1:]
     elif type(owner) is ast.Try and block is owner.body and owner.orelse and not any(
-            type(n) is ast.Name and n.id == var for h in owner.handlers for n in ast.walk(h)):
+            type(n) is ast.Name and n.id == var for h in owner.handlers for n in ast.walk(h)) and \
+            owner.orelse[0].col_offset < owner.col_offset + len("else:"):
         # ``try: p = <factory>(...)`` / ``except OSError: ...`` / ``else: p.communicate()``: the
         # window goes on in the ``else`` (``_code_between``); no use of ``p`` in a handler,
         # which would come first in source order (``_code_between`` goes on in the ``else`` of a
-        # ``cst.Try`` only: not of an ``except*`` one)
+        # ``cst.Try`` only: not of an ``except*`` one), and an indented ``else`` block:
+        # ``_code_between`` reads no block on the ``else:`` line (libcst's
+        # ``SimpleStatementSuite``), whose first statement starts at least ``len("else:")``
+        # bytes right of the ``try`` (the ``else`` is in the ``try``'s column); an indented
+        # block that deep is left to the rule too
         after = owner.orelse
     else:
         return False
