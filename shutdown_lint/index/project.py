@@ -1318,29 +1318,30 @@ def teardown_elsewhere(view: "ProjectView", matches, is_cleanup_name,
     that spells a word (``ProjectIndex.no_function_in``; the result then depends on that text). A function re-exported through a package ``__init__`` that lacks the word is not
     followed (the finding then stays, as without the index).
 
-    Returns (``path:line`` of the teardown found or None, the files looked in)."""
+    Returns (``path:line`` of the teardown found or None, the files looked in). The importers'
+    text tests run as the search reaches them: a search that finds a teardown stops there, and
+    ``looked`` is then the importers tested so far (the rules read it only when none is found);
+    one that finds none tests importers until it knows whether more than ``_SCAN_WITH_WORDS``
+    pass (the files looked in are then the same as with every importer tested first). The
+    importers past that point change neither answer, so their texts are not dependencies."""
     importers = view.importers()
     if not _is_test(view.path):
         # a test's teardown (a fixture's destroy, a test actor's cleanup) is not the shutdown
         # path of the code it tests
         importers = [p for p in importers if not _is_test(p)]
-    if words:
-        index = view.index
-        # each importer's text is in the dependency on the project's files (``importers``)
-        scan = [p for p in importers if index.text_has(p, words) or index.imports_text_with(p, words, view.deps)]
-        view.deps.pop(view.path, None)
-    else:
-        scan = importers
-    # the importers whose text cannot hold a match count as looked in: they have no teardown
-    looked = importers if len(scan) <= _SCAN_WITH_WORDS else scan[:_SCAN_WITH_WORDS]
-    for path in scan[:_SCAN_WITH_WORDS]:
+    scan = _scanned(view, importers, words)
+    passed: list[str] = []
+    for path in scan:
+        passed.append(path)
+        if len(passed) > _SCAN_WITH_WORDS:
+            break
         if view.index.no_teardown_path(path, is_cleanup_name):
             continue  # nothing there runs on a teardown path: not summarised (its text decides)
         registered = view.registered(path)
         s = view.summary_of(path) or {}
         for written in s.get("registered", []):
             if matches(written, []):
-                return f"{display(path)} (registered handler)", looked
+                return f"{display(path)} (registered handler)", importers[:importers.index(path) + 1]
         for fn in view.functions_in(path):
             for call in fn.info["calls"]:
                 written, line, flags = call[0], call[1], call[2]
@@ -1348,11 +1349,29 @@ def teardown_elsewhere(view: "ProjectView", matches, is_cleanup_name,
                 if not on_teardown_path(fn, flags, registered, is_cleanup_name):
                     continue
                 if matches(written, args):
-                    return f"{display(path)}:{line}", looked
+                    return f"{display(path)}:{line}", importers[:importers.index(path) + 1]
                 callee = view.callee(fn, written, words)
                 if callee is not None and any(matches(c[0], c[3] if len(c) > 3 else []) for c in callee.info["calls"]):
-                    return f"{display(path)}:{line}", looked
-    return None, looked
+                    return f"{display(path)}:{line}", importers[:importers.index(path) + 1]
+    else:
+        # the importers whose text cannot hold a match count as looked in: they have no teardown
+        return None, importers
+    return None, passed[:_SCAN_WITH_WORDS]
+
+
+def _scanned(view: "ProjectView", importers: list[str], words: tuple[str, ...]) -> Iterator[str]:
+    """The importers whose text contains one of ``words`` or that import a module that does, in
+    order, tested as they are asked for (each importer's text is in the dependency on the
+    project's files, ``importers``); every importer without ``words``."""
+    if not words:
+        yield from importers
+        return
+    index = view.index
+    for p in importers:
+        hit = index.text_has(p, words) or index.imports_text_with(p, words, view.deps)
+        view.deps.pop(view.path, None)
+        if hit:
+            yield p
 
 
 def looked_in(looked: Optional[list[str]], missing: str) -> str:
