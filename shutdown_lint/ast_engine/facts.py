@@ -33,7 +33,8 @@ import tokenize
 from typing import Iterator, Optional
 
 from ..facts.collector import _Scopes
-from ..facts.model import ClassInfo, FunctionInfo, Scope, _Binding
+from ..facts.model import ClassInfo, FunctionInfo, _Binding
+from ..facts.module import FactTables
 from ..facts.names import Names
 from ..facts.tree import TreeShape
 from .execution import AstExecutionQueries
@@ -55,7 +56,7 @@ def decode(source: bytes) -> str:
         return source.decode("utf-8", errors="replace")
 
 
-class AstFacts(TreeShape, Names, AstExecutionQueries):
+class AstFacts(FactTables, TreeShape, Names, AstExecutionQueries):
     """Facts about one module's ``ast``. Built by ``AstFacts.build(module, source_text)``."""
 
     # ``TreeShape``'s walks up the tree (``enclosing_function``, ``enclosing_class``, ``in_lambda``,
@@ -67,31 +68,7 @@ class AstFacts(TreeShape, Names, AstExecutionQueries):
     _CALL_TYPE = ast.Call
 
     def __init__(self, module: ast.Module, path: str = "<string>") -> None:
-        self.module = module
-        self.path = path
-        self._parents: dict[ast.AST, ast.AST] = {}
-        self._names_by_value: dict[str, list[ast.Name]] = {}
-        self._attributes_by_name: dict[str, list[ast.Attribute]] = {}
-        self._module_bindings: dict[str, list[_Binding]] = {}
-        self.functions: list[FunctionInfo] = []
-        self.classes: list[ClassInfo] = []
-        self.calls: list[ast.Call] = []
-        self.module_calls: list[ast.Call] = []
-        self.main_guards: list[ast.If] = []
-        self.has_imports = False
-        self._function_of: dict[ast.AST, FunctionInfo] = {}
-        self._class_of: dict[ast.ClassDef, ClassInfo] = {}
-        self._call_scope: dict[ast.Call, Scope] = {}
-        self._awaited: set[ast.Call] = set()
-        self._decorator_exprs: dict[FunctionInfo, list[ast.expr]] = {}
-        self._class_decorator_exprs: dict[ClassInfo, list[ast.expr]] = {}
-        self._qn_cache: dict[tuple[int, int], Optional[str]] = {}
-        self._call_names: dict[ast.Call, Optional[str]] = {}
-        self._typing_stack: set[int] = set()
-        #: the project index seen from this file (``project.ProjectView``), set by the engine
-        self.project = None
-        #: the module's source text (set by ``build``; None: unknown)
-        self.source_text: Optional[str] = None
+        super().__init__(module, path)  # ``FactTables``: the walk's tables, as libcst's
         self._lines: Optional[list[str]] = None
         #: the checks' walk events recorded by the facts' walk (``walk.run``)
         self._events: list = []

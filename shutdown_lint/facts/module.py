@@ -16,32 +16,33 @@ from .tree import TreeShape
 from .types import TypeQueries
 
 
-class ModuleFacts(TreeShape, Names, ExecutionQueries, ExitPathQueries, TypeQueries):
-    """Facts about one parsed module. Built by ``ModuleFacts.build(module)``."""
+class FactTables:
+    """The tables the one walk fills (``collector._Scopes``), empty: the same on libcst
+    (``ModuleFacts``) and on ``ast`` (``ast_engine.facts.AstFacts``), each holding its tree's nodes."""
 
-    def __init__(self, module: cst.Module, path: str = "<string>") -> None:
+    def __init__(self, module, path: str = "<string>") -> None:
         self.module = module
         self.path = path
-        self._parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        self._parents: dict = {}
         #: every ``Name`` by its value and every ``Attribute`` by its attribute, in source order
         #: (``name_nodes``, ``attribute_nodes``: rules looking for uses need no walk of their own)
-        self._names_by_value: dict[str, list[cst.Name]] = {}
-        self._attributes_by_name: dict[str, list[cst.Attribute]] = {}
+        self._names_by_value: dict[str, list] = {}
+        self._attributes_by_name: dict[str, list] = {}
         self._module_bindings: dict[str, list[_Binding]] = {}
         self.functions: list[FunctionInfo] = []
         self.classes: list[ClassInfo] = []
-        self.calls: list[cst.Call] = []
-        self.module_calls: list[cst.Call] = []
-        self.main_guards: list[cst.If] = []
+        self.calls: list = []
+        self.module_calls: list = []
+        self.main_guards: list = []
         self.has_imports = False
-        self._function_of: dict[cst.FunctionDef, FunctionInfo] = {}
-        self._class_of: dict[cst.ClassDef, ClassInfo] = {}
-        self._call_scope: dict[cst.Call, Scope] = {}
-        self._awaited: set[cst.Call] = set()
-        self._decorator_exprs: dict[FunctionInfo, list[cst.BaseExpression]] = {}
-        self._class_decorator_exprs: dict[ClassInfo, list[cst.BaseExpression]] = {}
+        self._function_of: dict[object, FunctionInfo] = {}
+        self._class_of: dict[object, ClassInfo] = {}
+        self._call_scope: dict[object, Scope] = {}
+        self._awaited: set = set()
+        self._decorator_exprs: dict[FunctionInfo, list] = {}
+        self._class_decorator_exprs: dict[ClassInfo, list] = {}
         self._qn_cache: dict[tuple[int, int], Optional[str]] = {}
-        self._call_names: dict[cst.Call, Optional[str]] = {}
+        self._call_names: dict[object, Optional[str]] = {}
         self._typing_stack: set[int] = set()
         #: the project index seen from this file (``project.ProjectView``), set by the engine;
         #: None for a lone snippet or when the run has no index
@@ -49,6 +50,10 @@ class ModuleFacts(TreeShape, Names, ExecutionQueries, ExitPathQueries, TypeQueri
         #: the module's source text, set by the engine (None: unknown); every node's code is made
         #: of pieces of it, so a word it lacks is in no node's code (``spells``)
         self.source_text: Optional[str] = None
+
+
+class ModuleFacts(FactTables, TreeShape, Names, ExecutionQueries, ExitPathQueries, TypeQueries):
+    """Facts about one parsed module. Built by ``ModuleFacts.build(module)``."""
 
     @classmethod
     def build(cls, module: cst.Module, path: str = "<string>") -> "ModuleFacts":
