@@ -9,7 +9,7 @@ from shutdown_lint.prefilter import words as C
 from shutdown_lint import facts as F
 from shutdown_lint.ast_engine import AstCheck, FixPlan
 from shutdown_lint.ast_engine.execution import execution_of
-from shutdown_lint.ast_engine.facts import first_argument
+from shutdown_lint.ast_engine.facts import first_argument, same_logical_line
 from shutdown_lint.prefilter import ast_tree as T
 from shutdown_lint.facts import FunctionInfo, reachable
 from shutdown_lint.facts.elsewhere import resolve_elsewhere
@@ -185,10 +185,10 @@ class _Ast(_Teardown, AstCheck):
         prev_last = None  # the last line of the previous statement line (its footer included)
         while i < len(body):
             j = i
-            while j + 1 < len(body) and _same_line(lines, body[j], body[j + 1]):
+            while j + 1 < len(body) and same_logical_line(f, body[j], body[j + 1]):
                 j += 1
             group = body[i:j + 1]
-            hi = _last_line(lines, group[-1])
+            hi = _last_line(f, group[-1])
             if not (isinstance(group[0], (*_DEFS, ast.ClassDef))
                     or all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in group)):
                 lo = _first_line(lines, group[0])
@@ -547,15 +547,6 @@ def _blank_or_comment(line: str) -> bool:
     return not rest.strip() or rest[0] == "#"
 
 
-def _starts_line(lines: list[str], stmt: ast.stmt) -> bool:
-    """``stmt`` begins a logical line (libcst: a block of its own, not a suite after ``:``)."""
-    line = lines[stmt.lineno - 1]
-    if stmt.col_offset != len(line) - len(line.lstrip(_INDENT)):
-        return False
-    prev = lines[stmt.lineno - 2].rstrip("\r\n") if stmt.lineno > 1 else ""
-    return not (prev.endswith("\\") and "#" not in prev)
-
-
 def _block_of(parent: ast.AST, stmt: ast.stmt) -> list:
     """The statement list of ``parent`` that holds ``stmt``."""
     for name in ("body", "orelse", "finalbody"):
@@ -596,12 +587,13 @@ def _first_line(lines: list[str], stmt: ast.stmt) -> int:
     return n
 
 
-def _last_line(lines: list[str], stmt: ast.stmt) -> int:
+def _last_line(facts, stmt: ast.stmt) -> int:
     """The last line libcst files under ``stmt``: a compound statement's indented last block
     owns the blank and comment lines after it up to the last one that starts with its indent."""
+    lines = facts.lines
     last = stmt.end_lineno
     block = _last_block(lines, stmt)
-    if not block or not _starts_line(lines, block[0]):
+    if not block or facts.body_on_header_line(block):
         return last
     first = lines[block[0].lineno - 1]
     indent = first[:len(first) - len(first.lstrip(_INDENT))]
@@ -620,16 +612,6 @@ def _leading(lines: list[str], first: int, floor: int) -> int:
     return first
 
 
-def _same_line(lines: list[str], a: ast.stmt, b: ast.stmt) -> bool:
-    """``a; b``: one libcst ``SimpleStatementLine``."""
-    if isinstance(a, _COMPOUND) or isinstance(b, _COMPOUND):
-        return False
-    if b.lineno == a.end_lineno:
-        return True
-    rest = lines[a.end_lineno - 1].encode("utf-8")[a.end_col_offset:]
-    return rest.lstrip().startswith(b";")
-
-
 def _owned_lines(facts, stmt: ast.stmt) -> tuple[int, int]:
     """The lines of libcst's ``code_for_node(stmt)`` (a def, a class, a compound statement): the
     blank and comment lines above it that its block does not give the statement before (the
@@ -641,9 +623,9 @@ def _owned_lines(facts, stmt: ast.stmt) -> tuple[int, int]:
     block = _block_of(parent, stmt) if parent is not None else [stmt]
     i = next(k for k, s in enumerate(block) if s is stmt)
     if i == 0 and (parent is None or type(parent) is ast.Module):
-        return first, _last_line(lines, stmt)
-    floor = _last_line(lines, block[i - 1]) if i > 0 else 0
-    return _leading(lines, first, floor), _last_line(lines, stmt)
+        return first, _last_line(facts, stmt)
+    floor = _last_line(facts, block[i - 1]) if i > 0 else 0
+    return _leading(lines, first, floor), _last_line(facts, stmt)
 
 
 def _owned_paren_text(facts, call: ast.Call, value: ast.AST) -> str:

@@ -235,6 +235,15 @@ RULE_CASES = {
             if True: print(1); \\
                 dist.init_process_group("gloo")
         """),
+    # ``a;`` + newline + ``b``: two lines in libcst (SHD502's own ``_same_line`` took them for one,
+    # and so read the import line's words as module-level code's); ``same_logical_line`` now
+    "SHD502 a trailing ';' after an import": ("SHD502", FIX, """
+        import torch.distributed as dist
+        from torch.distributed import destroy_process_group;
+        x = 1
+        def main():
+            dist.init_process_group("gloo")
+        """),
     "SHD404 __init__ on its header line after a backslash": ("SHD404", NOFIX, """
         import ray
         @ray.remote
