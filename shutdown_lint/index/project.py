@@ -124,6 +124,8 @@ class ProjectIndex:
         #: torch.distributed as dist`` recurs in hundreds of files)
         self._statement_names: dict[bytes, list[str]] = {}
         self._relative: dict[str, list[str]] = {}
+        #: last words (encoded, sorted) -> ``_spelling``'s files and statements
+        self._spellings: dict[tuple[bytes, ...], list[list]] = {}
         #: identifier word -> project files with an import statement naming it (built once)
         self._import_words: Optional[dict[bytes, list[str]]] = None
         #: summaries computed here that the store does not have yet (sent back by workers)
@@ -699,18 +701,39 @@ class ProjectIndex:
         # the module's last word and either its parent package (``from pkg.sub import mod``,
         # ``import pkg.sub.mod``) or is relative (``from . import mod``); a bare word such as
         # `base` or `utils` occurs in the imports of most files of a large project
-        pattern = re.compile(rb"\b(" + b"|".join(re.escape(w.encode()) for w in words) + rb")\b")
         parents = [n.rsplit(".", 1)[0].encode() for n in names if "." in n]
         top_level = any("." not in n for n in names)
-        table = self._files_importing_word()
-        candidates = sorted({f for w in words for f in table.get(w.encode(), ())})
-        encoded = [w.encode() for w in words]
         modules = set(names)
         below = tuple(n + "." for n in names)
         out = []
-        for f in candidates:
+        for entry in self._spelling(tuple(sorted(w.encode() for w in words))):
+            f, spelled, absolute = entry
             if f == path:
                 continue
+            if not any(top_level or _RELATIVE.match(st) or any(p in st for p in parents) for st in spelled):
+                continue
+            # an absolute import names the module only if it spells its last word (``import
+            # pkg.mod``, ``from pkg import mod``); a relative one may import it as a parent
+            # package (``from ..x import y`` imports ``pkg``): those two kinds find the same
+            # importers as the file's whole import block, parsed once per statement text
+            if absolute is None:
+                absolute = entry[2] = self._absolute_names(f, spelled)
+            if any(full in modules or full.startswith(below) for full in absolute + self._relative_names(f)):
+                out.append(f)
+        return out
+
+    def _spelling(self, encoded: tuple[bytes, ...]) -> list[list]:
+        """``[file, its import statements that spell one of the words (\\b-bounded), their
+        absolute names or None until asked]`` for each project file with such a statement, in
+        path order: found once per run for a set of words, not per module searched (vLLM and
+        transformers have dozens of ``utils`` modules, and most files import some ``utils``)."""
+        found = self._spellings.get(encoded)
+        if found is not None:
+            return found
+        pattern = re.compile(rb"\b(" + b"|".join(re.escape(w) for w in encoded) + rb")\b")
+        table = self._files_importing_word()
+        found = []
+        for f in sorted({f for w in encoded for f in table.get(w, ())}):
             # statements that spell one of the words (``in`` first: a regex search per
             # statement of every candidate file cost more than the rest of the search)
             stmts = self.import_lines(f)
@@ -719,16 +742,10 @@ class ProjectIndex:
             else:
                 spelled = [st for st in stmts if any(w in st for w in encoded)]
             spelled = [st for st in spelled if pattern.search(st)]
-            if not any(top_level or _RELATIVE.match(st) or any(p in st for p in parents) for st in spelled):
-                continue
-            # an absolute import names the module only if it spells its last word (``import
-            # pkg.mod``, ``from pkg import mod``); a relative one may import it as a parent
-            # package (``from ..x import y`` imports ``pkg``): those two kinds find the same
-            # importers as the file's whole import block, parsed once per statement text
-            if any(full in modules or full.startswith(below)
-                   for full in self._absolute_names(f, spelled) + self._relative_names(f)):
-                out.append(f)
-        return out
+            if spelled:  # (a file none spells is no importer of any module with these last words)
+                found.append([f, spelled, None])
+        self._spellings[encoded] = found
+        return found
 
     def _absolute_names(self, path: str, stmts: list[bytes]) -> list[str]:
         """The absolute names ``stmts`` (import statements of ``path``) import."""
