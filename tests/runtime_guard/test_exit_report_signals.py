@@ -135,6 +135,12 @@ def test_a_second_sigterm_while_the_handler_reports_ends_the_process_at_once() -
             "exit_report._on_sigterm(15, None)  # the second one, nested\n"
             "print('survived', flush=True)\n")
     p = popen_code(code)
-    out = p.communicate(timeout=5)[0]  # liveness bound, below the 10 s a wrong wait would take
+    try:
+        before = "".join(wait_for_line(p, "ready"))  # start-up is not what is bounded
+        out = before + p.communicate(timeout=5)[0]  # liveness bound, below the 10 s a wrong wait would take
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
     assert p.returncode == -signal.SIGTERM, out
     assert "ready" in out and "survived" not in out, out
