@@ -357,7 +357,7 @@ class _Decide:
         return False
 
     def _handler_is_neutral(self, h) -> bool:
-        types = self._handler_types(h)
+        types = self.facts.caught_types(h) or []  # a bare ``except:``: no types
         names = [self.facts.qualified_name(t, h) for t in types]
         if names and all(n in _NOT_CHILD_ERRORS for n in names):
             return True
@@ -843,10 +843,6 @@ class GatherWithoutTaskGroup(_Decide, Rule):
         return None if isinstance(t, cst.TryStar) else t.handlers
 
     @staticmethod
-    def _handler_types(h: cst.ExceptHandler) -> list:
-        return _handler_types(h.type)
-
-    @staticmethod
     def _ends_with_bare_raise(h: cst.ExceptHandler) -> bool:
         return _ends_with_bare_raise(h.body)
 
@@ -1007,14 +1003,6 @@ def _returns_exceptions(call: cst.Call) -> bool:
         if a.star == "**":
             return True  # could carry return_exceptions=True
     return False
-
-
-def _handler_types(t: Optional[cst.BaseExpression]) -> list[cst.BaseExpression]:
-    if t is None:
-        return []
-    if isinstance(t, cst.Tuple):
-        return [el.value for el in t.elements]
-    return [t]
 
 
 def _ends_with_bare_raise(body: cst.BaseSuite) -> bool:
@@ -1741,15 +1729,6 @@ class _Ast(_Decide, AstCheck):
     @staticmethod
     def _try_handlers(t) -> Optional[list]:
         return None if type(t) is ast.TryStar else t.handlers
-
-    @staticmethod
-    def _handler_types(h: ast.ExceptHandler) -> list:
-        t = h.type
-        if t is None:
-            return []
-        if type(t) is ast.Tuple:
-            return [e.value if type(e) is ast.Starred else e for e in t.elts]
-        return [t]
 
     def _ends_with_bare_raise(self, h: ast.ExceptHandler) -> bool:
         """A bare ``raise`` among the statements of the handler's last line (libcst's last

@@ -26,9 +26,9 @@ _Handler = Union[cst.ExceptHandler, cst.ExceptStarHandler]
 
 class _Decide:
     """What SHD104 decides, on either tree (``SwallowedCancellation``: libcst; ``_Ast``: ``ast``).
-    The tree answers: ``_types`` (the handler's types, None when bare), ``_is_tuple``,
-    ``_is_star``, ``_try_of``, ``_try_awaits``, ``_paths`` (the exit-path facts),
-    ``_describe``, ``_names_cancellation_of``, ``_books``, ``_cancel_then_await``,
+    The handler's types come from the facts (``caught_types``: None when bare). The tree
+    answers: ``_is_tuple``, ``_is_star``, ``_try_of``, ``_try_awaits``, ``_paths`` (the
+    exit-path facts), ``_describe``, ``_names_cancellation_of``, ``_books``, ``_cancel_then_await``,
     ``_returns_value_last``, ``_terminal_way_of``, ``_returns_only_none_of``,
     ``_falls_into_raise``, ``_loop_of``, ``_in_loop``, ``_climb``, ``_is_true_loop``,
     ``_has_else``, ``_raises_a_cancellation``, and builds the fixes (``_make_fix``,
@@ -116,7 +116,7 @@ class _Decide:
         """The handler, or for a tuple spread over lines the element that catches the cancellation."""
         if self._is_tuple(handler):
             line = self._line(handler)
-            for e in self._types(handler):
+            for e in self.facts.caught_types(handler):
                 name = self.facts.qualified_name(e, handler)
                 if name in _BROAD or name in _CANCELLED:
                     return e if self._line(e) != line else handler
@@ -135,7 +135,7 @@ class _Decide:
     def _catch_kind(self, handler) -> Optional[str]:
         """'cancelled' (only CancelledError), 'broad' (BaseException or a tuple with
         CancelledError), 'bare' or None (does not catch cancellation)."""
-        exprs = self._types(handler)
+        exprs = self.facts.caught_types(handler)
         if exprs is None:
             return "bare"
         names = [self.facts.qualified_name(e, handler) for e in exprs]
@@ -147,7 +147,7 @@ class _Decide:
 
     def _catches_everything(self, handler) -> bool:
         """Bare ``except:`` or ``BaseException`` (alone or in a tuple)."""
-        exprs = self._types(handler)
+        exprs = self.facts.caught_types(handler)
         if exprs is None:
             return True
         return any(self.facts.qualified_name(e, handler) in _BROAD for e in exprs)
@@ -242,13 +242,6 @@ class _Ast(_Decide, AstCheck):
         return exit_paths_of(self.facts)
 
     @staticmethod
-    def _types(handler: ast.ExceptHandler) -> Optional[list]:
-        t = handler.type
-        if t is None:
-            return None
-        return [e.value if type(e) is ast.Starred else e for e in t.elts] if type(t) is ast.Tuple else [t]
-
-    @staticmethod
     def _is_tuple(handler: ast.ExceptHandler) -> bool:
         return type(handler.type) is ast.Tuple
 
@@ -267,7 +260,7 @@ class _Ast(_Decide, AstCheck):
         return self._exits.exit_paths(handler)
 
     def _describe(self, handler: ast.ExceptHandler) -> str:
-        exprs = self._types(handler)
+        exprs = self.facts.caught_types(handler)
         star = "*" if self._is_star(handler) else ""
         if exprs is None:
             return "bare `except:`"
@@ -279,7 +272,7 @@ class _Ast(_Decide, AstCheck):
         return f"`except{star} {text}`"
 
     def _names_cancellation_of(self, handler: ast.ExceptHandler) -> bool:
-        exprs = self._types(handler)
+        exprs = self.facts.caught_types(handler)
         return exprs is not None and any(_cancel_word(self.facts.code_for_node(e)) for e in exprs)
 
     @staticmethod
@@ -1184,13 +1177,6 @@ class SwallowedCancellation(_Decide, Rule):
 
     # ------------------------------------------------------------------ the tree's answers (libcst)
     @staticmethod
-    def _types(handler: _Handler) -> Optional[list]:
-        t = handler.type
-        if t is None:
-            return None
-        return [el.value for el in t.elements] if isinstance(t, cst.Tuple) else [t]
-
-    @staticmethod
     def _is_tuple(handler: _Handler) -> bool:
         return isinstance(handler.type, cst.Tuple)
 
@@ -1212,19 +1198,23 @@ class SwallowedCancellation(_Decide, Rule):
     def _describe(self, handler: _Handler) -> str:
         """The handler as written: bare `except:`, `except BaseException`, `except (CancelledError,
         KeyboardInterrupt)`."""
-        t = handler.type
+        exprs = self.facts.caught_types(handler)
         star = "*" if isinstance(handler, cst.ExceptStarHandler) else ""
-        if t is None:
+        if exprs is None:
             return "bare `except:`"
-        if isinstance(t, cst.Tuple):
-            text = "(" + ", ".join(cst.Module([]).code_for_node(el.value) for el in t.elements) + ")"
+        code = cst.Module([]).code_for_node
+        if isinstance(handler.type, cst.Tuple):
+            text = "(" + ", ".join(code(e) for e in exprs) + ")"
         else:
-            text = cst.Module([]).code_for_node(t)
+            text = code(handler.type)
         return f"`except{star} {text}`"
 
-    @staticmethod
-    def _names_cancellation_of(handler: _Handler) -> bool:
-        return _names_cancellation(handler.type)
+    def _names_cancellation_of(self, handler: _Handler) -> bool:
+        """A handler type that names a cancellation class this module cannot resolve:
+        ``get_cancelled_exc_class()`` (anyio), ``trio.Cancelled``, a project's own
+        ``RequestCancelledError``."""
+        exprs = self.facts.caught_types(handler)
+        return exprs is not None and any(_cancel_word(cst.Module([]).code_for_node(e)) for e in exprs)
 
     @staticmethod
     def _raises_a_cancellation(node: cst.CSTNode) -> bool:
@@ -1499,16 +1489,6 @@ def _cancel_word(text: str) -> bool:
     return "cancel" in text.lower()
 
 
-def _names_cancellation(t: Optional[cst.BaseExpression]) -> bool:
-    """A handler type that names a cancellation class this module cannot resolve:
-    ``get_cancelled_exc_class()`` (anyio), ``trio.Cancelled``, a project's own
-    ``RequestCancelledError``."""
-    if t is None:
-        return False
-    exprs = [el.value for el in t.elements] if isinstance(t, cst.Tuple) else [t]
-    return any(_cancel_word(cst.Module([]).code_for_node(e)) for e in exprs)
-
-
 def _raises_a_cancellation(node: cst.CSTNode) -> bool:
     """``raise asyncio.CancelledError(...)``, ``raise concurrent.futures.CancelledError``,
     ``raise RequestCancelledError(...)``: a new exception that still says "cancelled" to the
@@ -1664,6 +1644,7 @@ def _books(handler) -> bool:
 
 
 def _types(handler) -> list:
+    # not ``facts.caught_types``: tier 2 has no facts, and a ``*x`` element stays ``Starred`` here
     t = handler.type
     return [] if t is None else list(t.elts) if type(t) is ast.Tuple else [t]
 

@@ -112,7 +112,8 @@ class _Decide:
         SystemExit, ...)`` hands the status to a function that exits (virtualenv)."""
         if self._only_pass_or_strings(handler):
             return False
-        return not any(self._code(e).rsplit(".", 1)[-1].endswith("Exit") for e in self._types(handler) or ())
+        types = self.facts.caught_types(handler) or ()
+        return not any(self._code(e).rsplit(".", 1)[-1].endswith("Exit") for e in types)
 
     def _dispatches_on_type(self, handler) -> bool:
         """``except (KeyboardInterrupt, JobError) as e:`` whose body tests ``isinstance(e, ...)``
@@ -256,10 +257,10 @@ class _Decide:
         return handler if handler is not None and self._catches_interrupt(handler) else None
 
     def _catches(self, handler, names: frozenset[str]) -> bool:
-        return any(self.facts.qualified_name(e, handler) in names for e in self._types(handler) or ())
+        return any(self.facts.qualified_name(e, handler) in names for e in self.facts.caught_types(handler) or ())
 
     def _catches_interrupt(self, handler) -> bool:
-        exprs = self._types(handler)
+        exprs = self.facts.caught_types(handler)
         if exprs is None:
             return False  # a bare except: too broad to say the author meant Ctrl+C
         return any(self.facts.qualified_name(e, handler) == "builtins.KeyboardInterrupt" for e in exprs)
@@ -307,13 +308,6 @@ class _Ast(_Decide, AstCheck):
 
     def _exit_fix(self, handler: ast.ExceptHandler) -> FixPlan:
         return FixPlan.unsafe(f"End the handler with `sys.exit({self.config['exit_code']})`")
-
-    @staticmethod
-    def _types(handler: ast.ExceptHandler) -> Optional[list]:
-        t = handler.type
-        if t is None:
-            return None
-        return [e.value if type(e) is ast.Starred else e for e in t.elts] if type(t) is ast.Tuple else [t]
 
     def _only_pass_or_strings(self, handler: ast.ExceptHandler) -> bool:
         return all(type(st) is ast.Pass or (type(st) is ast.Expr and type(st.value) is ast.Constant and (
@@ -1034,13 +1028,6 @@ class InterruptExitZero(_Decide, Rule):
         # Unsafe: the code after the handler (the rest of the function, its callers up to the
         # entrypoint) ran after Ctrl+C and no longer does (docs/fix-safety.md).
         return Fix.unsafe(*edits, message=f"End the handler with `sys.exit({self.config['exit_code']})`")
-
-    @staticmethod
-    def _types(handler: _Handler) -> Optional[list]:
-        t = handler.type
-        if t is None:
-            return None
-        return [el.value for el in t.elements] if isinstance(t, cst.Tuple) else [t]
 
     @staticmethod
     def _only_pass_or_strings(handler: cst.ExceptHandler) -> bool:

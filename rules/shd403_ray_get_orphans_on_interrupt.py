@@ -99,7 +99,7 @@ class _Decide:
 
     def is_interrupt_handler(self, handler) -> bool:
         """``except:``, ``except KeyboardInterrupt``, ``except BaseException`` (or a tuple with one)."""
-        types = self.handler_types(handler)
+        types = self.facts.caught_types(handler)
         if types is None:
             return True
         return any(self.facts.qualified_name(t, handler) in _INTERRUPT_TYPES for t in types)
@@ -223,13 +223,6 @@ class _OnCst(_Decide):
         return fn.node.body
 
     @staticmethod
-    def handler_types(handler: cst.CSTNode) -> Optional[list]:
-        typ = getattr(handler, "type", None)
-        if typ is None:
-            return None
-        return [el.value for el in typ.elements] if isinstance(typ, cst.Tuple) else [typ]
-
-    @staticmethod
     def is_def(node: cst.CSTNode) -> bool:
         return isinstance(node, cst.FunctionDef)
 
@@ -342,15 +335,6 @@ class _OnAst(_Decide):
     @staticmethod
     def function_block(fn) -> _Block:
         return _Block(fn.node, fn.node.body)
-
-    @staticmethod
-    def handler_types(handler: ast.ExceptHandler) -> Optional[list]:
-        typ = handler.type
-        if typ is None:
-            return None
-        if type(typ) is ast.Tuple:
-            return [el.value if type(el) is ast.Starred else el for el in typ.elts]
-        return [typ]
 
     @staticmethod
     def is_def(node: ast.AST) -> bool:

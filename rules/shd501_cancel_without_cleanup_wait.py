@@ -18,7 +18,7 @@ from shutdown_lint.rule import Fix, InsertAfter, InsertBefore, Invalid, Option, 
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
 from ._vocabulary import RAY_BOUNDED_WAIT_CALLS, RAY_GUARD_WAIT_CALLS
-from .shd403_ray_get_orphans_on_interrupt import _OnAst, _OnCst, calls_in, is_interrupt_handler
+from .shd403_ray_get_orphans_on_interrupt import _OnAst, calls_in, is_interrupt_handler
 
 _BROAD = frozenset({"builtins.Exception", "builtins.BaseException"})
 
@@ -36,8 +36,8 @@ class _Decide:
     owner of a line's block and its kind), ``chain_top``, ``try_of``, ``finally_block``,
     ``loop_body``, ``calls_of`` (a line's or block's calls, nested defs and lambdas left out),
     ``small_statements``, ``is_raise``, ``is_return``, ``exit_call``, ``is_exit``,
-    ``handlers_around``, ``is_interrupt_handler``, ``handler_types``, and for the fix
-    ``loop_over``, ``is_statement``, ``extra_options``."""
+    ``handlers_around``, ``is_interrupt_handler``, and for the fix ``loop_over``,
+    ``is_statement``, ``extra_options``. A handler's types: the facts' ``caught_types``."""
 
     def _check(self, node) -> None:
         f = self.facts
@@ -154,7 +154,7 @@ class _Decide:
         same function (it does not leave here)."""
         for t in self.facts.enclosing_trys(self.anchor(stmt)):
             for h in t.handlers:
-                names = self.handler_types(h)
+                names = self.facts.caught_types(h)
                 if names is None or any(self.facts.qualified_name(n, h) in _BROAD for n in names):
                     return True
         return False
@@ -351,10 +351,6 @@ class _Ast(_Decide, AstCheck):
 
     def is_interrupt_handler(self, handler: ast.ExceptHandler) -> bool:
         return _OnAst(self.facts).is_interrupt_handler(handler)
-
-    @staticmethod
-    def handler_types(handler: ast.ExceptHandler) -> Optional[list]:
-        return _OnAst.handler_types(handler)
 
     @staticmethod
     def is_statement(call: ast.Call, line: list) -> bool:
@@ -987,10 +983,6 @@ class CancelWithoutCleanupWait(_Decide, Rule):
 
     def is_interrupt_handler(self, handler: cst.CSTNode) -> bool:
         return is_interrupt_handler(self.facts, handler)
-
-    @staticmethod
-    def handler_types(handler: cst.CSTNode) -> Optional[list]:
-        return _OnCst.handler_types(handler)
 
     @staticmethod
     def is_statement(call: cst.Call, stmt: cst.SimpleStatementLine) -> bool:

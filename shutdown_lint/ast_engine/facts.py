@@ -213,6 +213,15 @@ class AstFacts(FactTables, TreeShape, Names, AstExecutionQueries):
         """``None``, ``True``, ``False``: ``builtins.None`` and so on (libcst's ``Name``s)."""
         return _keyword_constant(expr) if type(expr) is ast.Constant else None
 
+    @staticmethod
+    def caught_types(handler: ast.ExceptHandler) -> Optional[list]:
+        """As libcst's (``Names.caught_types``): a tuple's elements, ``*x`` by ``x`` (libcst's
+        ``StarredElement.value``), else the expression; None for a bare ``except:``."""
+        t = handler.type
+        if t is None:
+            return None
+        return [e.value if type(e) is ast.Starred else e for e in t.elts] if type(t) is ast.Tuple else [t]
+
     def resolve_function(self, expr: ast.AST, at: ast.AST) -> Optional[FunctionInfo]:
         """The same-module function/method that ``expr`` names (``f``, ``self.m``,
         ``Cls.m``), looking through ``functools.partial(f, ...)``."""

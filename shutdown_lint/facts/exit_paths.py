@@ -503,10 +503,9 @@ class _Walker(_WalkerBase):
         return None
 
     def _catches_everything(self, handler: Union[cst.ExceptHandler, cst.ExceptStarHandler]) -> bool:
-        t = handler.type
-        if t is None:
+        exprs = self.facts.caught_types(handler)
+        if exprs is None:
             return True
-        exprs = [el.value for el in t.elements] if isinstance(t, cst.Tuple) else [t]
         names = []
         for e in exprs:
             name = self.facts.qualified_name(e, handler) or ""

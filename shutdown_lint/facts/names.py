@@ -149,6 +149,16 @@ class Names:
         (``None``, ``True``, ``False`` are ``Name``s)."""
         return None
 
+    @staticmethod
+    def caught_types(handler) -> Optional[list]:
+        """The exception types an ``except``/``except*`` handler names: a tuple's elements (a
+        starred one by its value: ``except (*errors, OSError)``), else the expression itself
+        (``except (E):`` is ``E``; a nested tuple stays one element); None for a bare ``except:``."""
+        t = handler.type
+        if t is None:
+            return None
+        return [el.value for el in t.elements] if type(t) is cst.Tuple else [t]
+
     def _call_result_type(self, call: cst.Call, scope: Scope) -> Optional[str]:
         if id(call) in self._typing_stack:
             return None
