@@ -1522,6 +1522,7 @@ def _coroutine_iterables(tree) -> list:
     todo = [fn.node for fn in tree.functions if fn.is_async]
     seen = set()
     AST, For, comprehension = ast.AST, ast.For, ast.comprehension
+    Name, Constant = ast.Name, ast.Constant  # leaves: no loop below them, not pushed
     while todo:
         node = todo.pop()
         t = type(node)
@@ -1534,9 +1535,14 @@ def _coroutine_iterables(tree) -> list:
         for field in _CHILD_FIELDS(t):
             value = getattr(node, field, None)
             if type(value) is list:
-                todo.extend(v for v in value if isinstance(v, AST))
-            elif isinstance(value, AST):
-                todo.append(value)
+                for v in value:
+                    tv = type(v)
+                    if tv is not Name and tv is not Constant and isinstance(v, AST):
+                        todo.append(v)
+            elif value is not None:
+                tv = type(value)
+                if tv is not Name and tv is not Constant and isinstance(value, AST):
+                    todo.append(value)
     return out
 
 
@@ -1606,6 +1612,39 @@ def _reaching(tree, direct: list, depth: int) -> tuple[set[str], set[str]]:
     return names, methods
 
 
+def _reachable(sync: list, calling: list, classes: set[str]) -> list:
+    """The sync functions whose direct calls can decide ``_may_block_in_coroutine``'s look-through:
+    those a call of ``calling`` may resolve to (``_may_resolve_to``: level 1) and those a call
+    (not in a lambda) of a level-1 function may resolve to (level 2), in ``sync``'s order.
+
+    ``_reaching(tree, direct, 2)`` names the functions of ``direct`` and those calling one; a call
+    of ``calling`` matches a name there only through a function of level 1, whose own membership
+    in ``direct`` or in its callers' set depends only on functions of level 2. Matching is by
+    name (a method, or any function), so a function outside both levels never changes which
+    calls match: ``direct`` is judged on these alone, with the same answer."""
+    def keys(calls) -> tuple[set[str], set[str]]:
+        names: set[str] = set()  # any function so named
+        methods: set[str] = set()  # a method so named
+        for c in calls:
+            name, method = _resolved_names(c)
+            if name is None:
+                continue
+            if not method:
+                names.add(name)
+            elif type(c.func) is ast.Call or c.func.value.id in ("self", "cls") or c.func.value.id in classes:
+                methods.add(name)
+        return names, methods
+
+    def matching(names: set[str], methods: set[str]) -> set[int]:
+        return {id(fn) for fn in sync if fn.name in names or fn.cls is not None and fn.name in methods}
+
+    level1 = matching(*keys(calling))
+    if not level1:
+        return []
+    level2 = matching(*keys(c for fn in sync if id(fn) in level1 for c, _, lam in fn.calls if not lam))
+    return [fn for fn in sync if id(fn) in level1 or id(fn) in level2]
+
+
 def _may_block_in_coroutine(tree, project=None) -> bool:
     """Tier 2 (``candidate_tree``): a coroutine makes a call that may block (``_may_be_blocking``),
     directly or through same-module sync functions (two levels: ``max-depth``'s default), or
@@ -1621,7 +1660,7 @@ def _may_block_in_coroutine(tree, project=None) -> bool:
     sync = [fn for fn in tree.functions if not fn.is_async]
     calling = [c for c in calls if _may_resolve_to(tree, c, {fn.name for fn in sync},
                                                    {fn.name for fn in sync if fn.cls is not None}, classes)]
-    iterables = None
+    iterables = reachable = None
     for values, blocks in ((_Values(tree, None), _may_be_blocking),
                            (_Values(tree, project) if project is not None else None, _elsewhere_may_block)):
         if values is None:
@@ -1637,7 +1676,9 @@ def _may_block_in_coroutine(tree, project=None) -> bool:
         # a coroutine's call of a same-module sync function that may block (at most two levels
         # down); the sync functions are judged only when a coroutine may call one
         if calling:
-            direct = [fn for fn in sync if any(not lam and blocks(values, c) for c, _, lam in fn.calls)]
+            if reachable is None:
+                reachable = _reachable(sync, calling, classes)
+            direct = [fn for fn in reachable if any(not lam and blocks(values, c) for c, _, lam in fn.calls)]
             names, methods = _reaching(tree, direct, depth=2)
             if any(_may_resolve_to(tree, c, names, methods, classes) for c in calling):
                 return True
