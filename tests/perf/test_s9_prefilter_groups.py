@@ -45,4 +45,7 @@ def test_the_rules_triggers_group_as_measured():
     rules = tuple(registry.all_rules())
     _, scans = text_tier._plan(rules)
     assert {b"Pool", b"Popen", b"Process", b"SIG", b"SystemExit"} <= set(scans)
-    assert not {w for w in scans if w[0] not in text_tier._RARE_FIRST}
+    # a rare first byte, or one that two grouped words share and that is not among the commonest
+    shared = {w[0] for w in scans if sum(u[0] == w[0] for u in scans) >= 2}
+    assert not {w for w in scans if w[0] not in text_tier._RARE_FIRST
+                and (w[0] not in shared or w[0] in text_tier._COMMON_FIRST)}
