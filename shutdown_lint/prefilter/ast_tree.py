@@ -33,6 +33,7 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+import operator
 import re
 import warnings
 from collections import OrderedDict
@@ -203,7 +204,8 @@ class Tree:
         # bare nodes, in the state (function, in a lambda, class) of the node popped last; a
         # def, a class or a lambda changes the state for its children and pushes the state to
         # restore first (a tuple), which is popped once they are all done (a tuple per node
-        # cost ~4% of this walk)
+        # cost ~4% of this walk). A ``Name`` or a ``Constant`` is never pushed: a name is noted
+        # where its parent is popped, a constant holds nothing the walk reads.
         stack: list = [self.module]
         fn: Optional[Function] = None
         in_lambda = False
@@ -211,25 +213,67 @@ class Tree:
         awaited: set[int] = set()
         FunctionDef, AsyncFunctionDef, ClassDef, Lambda = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda
         Call, Await, Raise, Name, Constant, Attribute = ast.Call, ast.Await, ast.Raise, ast.Name, ast.Constant, ast.Attribute
+        Arg, Assign, If, Alias = ast.arg, ast.Assign, ast.If, ast.alias
         trys = TRYS
-        AST, mentioned = ast.AST, self.mentioned
+        mentioned = self.mentioned
+        mention = mentioned.add
+        module_calls = self.module_calls
         reacts = _REACTS
-        fields_of = _FIELDS_BACKWARDS
+        children_of = _CHILDREN
         pop, push = stack.pop, stack.append
         while stack:
             node = pop()
-            t = type(node)  # never a Name or a Constant: those are not pushed (below)
+            t = type(node)
+            # the commonest nodes the walk reacts to first, their children pushed here (the same
+            # order as below: the last field first, each list from its end)
+            if t is Attribute:
+                mention(node.attr)
+                value = node.value
+                tv = type(value)
+                if tv is Name:
+                    mention(value.id)
+                elif tv is not Constant:
+                    push(value)
+                continue
+            if t is Call:
+                (fn.calls if fn is not None else module_calls).append((node, id(node) in awaited, in_lambda))
+                for c in reversed(node.keywords):
+                    value = c.value
+                    tv = type(value)
+                    if tv is Name:  # the keyword's only child (a keyword itself is not read)
+                        mention(value.id)
+                    elif tv is not Constant:
+                        push(value)
+                for c in reversed(node.args):
+                    tc = type(c)
+                    if tc is Name:
+                        mention(c.id)
+                    elif tc is not Constant:
+                        push(c)
+                value = node.func
+                tv = type(value)
+                if tv is Name:
+                    mention(value.id)
+                elif tv is not Constant:
+                    push(value)
+                continue
             if t is tuple:  # a def's, class's or lambda's children are done: the state outside it
                 fn, in_lambda, cls = node
                 continue
-            if t is Attribute:  # the commonest nodes the walk reacts to first
-                mentioned.add(node.attr)
-            elif t is Call:
-                entry = (node, id(node) in awaited, in_lambda)
-                (fn.calls if fn is not None else self.module_calls).append(entry)
-            elif t in reacts:  # most nodes (expressions, arguments, keywords) are none of these
-                if t is ast.alias:
-                    mentioned.add(node.name.rsplit(".", 1)[-1])
+            if t in reacts:  # most nodes (expressions, arguments, keywords) are none of these
+                if t is Arg:
+                    if node.annotation is not None:
+                        _mention_string_annotation(node.annotation, mentioned)
+                elif t is Assign:
+                    targets = node.targets
+                    if len(targets) == 1:  # several targets bind no value (``_bind`` of None)
+                        self._bind(targets[0], node.value)
+                        self.assigns.append((targets[0], node.value, fn))
+                elif t is If:
+                    if fn is None and cls is None and is_main_guard(node.test):
+                        self.has_main_guard = True
+                elif t is Alias:
+                    mention(node.name.rsplit(".", 1)[-1])
                 elif t is FunctionDef or t is AsyncFunctionDef:
                     info = Function(node, cls)
                     self.functions.append(info)
@@ -255,19 +299,11 @@ class Tree:
                         fn.trys.append(node)
                 elif t is ast.ExceptHandler:
                     self.handlers.append(node)
-                elif t is ast.Assign:
-                    for target in node.targets:
-                        self._bind(target, node.value if len(node.targets) == 1 else None)
-                    if len(node.targets) == 1:
-                        self.assigns.append((node.targets[0], node.value, fn))
                 elif t is ast.AnnAssign or t is ast.NamedExpr:
                     self._bind(node.target, node.value)
                     if t is ast.AnnAssign and node.value is not None:
                         self.assigns.append((node.target, node.value, fn))
                     if t is ast.AnnAssign:
-                        _mention_string_annotation(node.annotation, mentioned)
-                elif t is ast.arg:
-                    if node.annotation is not None:
                         _mention_string_annotation(node.annotation, mentioned)
                 elif t is ast.withitem:
                     if node.optional_vars is not None:
@@ -280,32 +316,46 @@ class Tree:
                     for alias in node.names:
                         if alias.asname:
                             self._imports.append((alias.asname, alias.name))
-                elif t is ast.If and fn is None and cls is None and is_main_guard(node.test):
-                    self.has_main_guard = True
             # ``cls`` reaches everything under a class body (an ``if`` in it too) until a
             # def resets it, as in the facts' collector. Children are pushed last field
             # first, each list from its end, so that they are popped in source order,
             # without ``ast.iter_child_nodes``' generators: this loop is most of the tier's
-            # cost after the parse.
-            # Only the fields that can hold a node count (``_fields``: not names, numbers, strings,
-            # nor the ``Load``/``Add``/``Eq`` markers that have no fields).
-            fields = fields_of.get(t)
-            if fields is None:
-                fields = fields_of[t] = tuple(reversed(_fields(t)))
-            for field in fields:
-                value = getattr(node, field, None)
+            # cost after the parse. Only the fields that can hold a node count (``_fields``),
+            # read at once (``_CHILDREN``); in those the parser puts nodes or None only.
+            get = children_of.get(t, _UNKNOWN)
+            if get is _UNKNOWN:
+                get = children_of[t] = _children_getter(t)
+            if get is None:
+                continue
+            if type(get) is str:  # one field
+                value = getattr(node, get)
                 if type(value) is list:
                     for c in reversed(value):
                         tc = type(c)
                         if tc is Name:
-                            mentioned.add(c.id)
-                        elif tc is not Constant and isinstance(c, AST):
+                            mention(c.id)
+                        elif tc is not Constant and c is not None:
                             push(c)
                 elif value is not None:
                     tv = type(value)
                     if tv is Name:
-                        mentioned.add(value.id)
-                    elif tv is not Constant and isinstance(value, AST):
+                        mention(value.id)
+                    elif tv is not Constant:
+                        push(value)
+                continue
+            for value in get(node):
+                if type(value) is list:
+                    for c in reversed(value):
+                        tc = type(c)
+                        if tc is Name:
+                            mention(c.id)
+                        elif tc is not Constant and c is not None:
+                            push(c)
+                elif value is not None:
+                    tv = type(value)
+                    if tv is Name:
+                        mention(value.id)
+                    elif tv is not Constant:
                         push(value)
 
     def _bind(self, target: ast.AST, value: Optional[ast.AST]) -> None:
@@ -654,8 +704,23 @@ _WORDY = frozenset({ast.Name, ast.Attribute, ast.Await, ast.Call})
 _REACTS = frozenset({ast.alias, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda,
                      ast.Await, ast.Raise, *TRYS, ast.ExceptHandler, ast.Assign, ast.AnnAssign,
                      ast.NamedExpr, ast.arg, ast.withitem, ast.Import, ast.ImportFrom, ast.If})
-#: node type -> ``_fields`` reversed (``Tree._collect`` pushes the last field first)
+#: node type -> ``_fields`` reversed (the walkers that push the last field first)
 _FIELDS_BACKWARDS: dict[type, tuple[str, ...]] = {}
+#: node type -> ``_children_getter(t)`` (``Tree._collect``)
+_CHILDREN: dict[type, object] = {}
+_UNKNOWN = object()
+
+
+def _children_getter(t: type):
+    """How ``Tree._collect`` reads the children of a node of type ``t``: None when ``_fields``
+    has none, the field's name when it has one, else an ``attrgetter`` of them all, last first
+    (one call gives the tuple of their values)."""
+    fields = tuple(reversed(_fields(t)))
+    if not fields:
+        return None
+    if len(fields) == 1:
+        return fields[0]
+    return operator.attrgetter(*fields)
 
 
 @functools.lru_cache(maxsize=None)
