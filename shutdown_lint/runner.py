@@ -297,13 +297,18 @@ def _malloc_trim() -> Any:
 
 
 def _new_summaries() -> Optional[dict]:
-    """Summaries this worker's project index computed since the last job (sent to the parent)."""
+    """Summaries this worker's project index computed since the last job, sent to the parent
+    for its summary cache; None when that cache has no file to save them in (``--no-cache``,
+    no cache folder): over ray+torch at -j2, 2.5 of the 3.8 MB of pickled outcomes were such
+    summaries, pickled by the workers and unpickled by the parent for nothing."""
     from .index.project import current
 
     index = current()
     if index is None or not index.new_entries:
         return None
     new, index.new_entries = index.new_entries, {}
+    if getattr(index.store, "path", None) is None:
+        return None
     return new
 
 
