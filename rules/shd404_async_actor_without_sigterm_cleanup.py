@@ -43,15 +43,16 @@ _NOT_BASELESS_AT = re.compile(_NOT_BASELESS.encode())
 
 class _MayBeRemoteSubclass(C.Cond):
     """Tier 1, for a file with no ``async`` in code: ``_check_inherited`` reports only a class
-    with bases that the facts make a Ray actor: decorated (``@ray.remote``, an alias of it), or
-    whose name is handed to ``ray.remote(Cls)`` / ``ray.remote(...)(Cls)`` (a ``Name``: the
-    class's name written again in code). Read on the file's code (``FileText.code``): some
-    ``class <name>`` not followed by ``:`` whose name may be a call's first argument
-    (``_first_argument``), or whose previous
-    logical line (blank and comment lines skipped, brackets and backslashes followed back) starts
-    with ``@``. Anything it cannot read for sure counts: a ``class`` not at a line start, a ``\\r``
-    line end, a line with a quote (a formatted string keeps its text in the code), a file whose
-    code cannot be built (``code_only`` None), a name it cannot read."""
+    with bases that the facts make a Ray actor: decorated with ``ray.remote`` (or an alias of it),
+    or whose name is the only positional argument of a call to ``ray.remote`` / the call that
+    ``ray.remote(...)`` returns (``Actor = ray.remote(Cls)``, ``ray.remote(num_cpus=1)(Cls)``: a
+    ``Name``, the class's name written again in code). Read on the file's code
+    (``FileText.code``): some ``class <name>`` not followed by ``:`` whose name may be such an
+    argument (``_remote_argument``), or that follows a decorator that may be ``ray.remote``
+    (``_remote_decorated_class``). Anything it cannot read for sure counts: a ``class`` not at a
+    line start, a ``\\r`` line end, a quote or a comment's text where it reads lines (a formatted
+    string keeps its text in the code), a file whose code cannot be built (``code_only`` None),
+    a name it cannot read."""
 
     reads_code = True
     key = ("MayBeRemoteSubclass",)
@@ -82,51 +83,215 @@ class _MayBeRemoteSubclass(C.Cond):
             m = _CLASS_NAME.match(src, p + 5)
             if m is None:
                 return True
-            if _decorated(src, start) or any(_first_argument(src, q) for q in code.positions(m.group(1))):
+            if any(_remote_argument(code, q) for q in code.positions(m.group(1))):
                 return True
-        return False
+        return _remote_decorated_class(code)
 
 
 _WITH_BASES = C.WordThen("class", _NOT_BASELESS)
 
+#: what a code scan skips between tokens: spaces, line ends, backslash continuations and the ``#``
+#: of a comment whose text the code blanked
+_SKIP = b" \t\f\n\\#"
+#: the same and the brackets that may close around a binding's target (``(word) = ...``), or open
+#: around it (``with x as (word):``)
+_SKIP_OUT, _SKIP_IN = _SKIP + b")", _SKIP + b"("
+#: a decorator's head, a dotted name (spaces around the dots), at its ``@``
+_DECORATOR_HEAD = re.compile(rb"@[ \t\f]*([A-Za-z_][A-Za-z0-9_]*(?:[ \t\f]*\.[ \t\f]*[A-Za-z_][A-Za-z0-9_]*)*)")
+#: a string literal on one line with no prefix, its text blanked (``code_only``); a formatted
+#: string (``f"``) keeps its text (brackets, ``#``, ``@``) in the code, a string over lines its
+#: quotes on two lines: a line with any quote left outside these is not read
+_BLANK_STRING = re.compile(rb"""(?<![A-Za-z0-9_])(\"\"\"|'''|"|')[ ]*\1""")
+_QUOTE = re.compile(rb"""['"]""")
 
-def _first_argument(src: bytes, at: int) -> bool:
-    """The name at ``at`` may be a call's only positional argument (``ray.remote(Cls)``,
-    ``ray.remote(**kw)(Cls)``): the first byte before it other than spaces, line ends and a
-    blanked comment's ``#`` is ``(`` (a ``*`` too: ``f(k=1, *Cls)``)."""
-    k = at - 1
-    while k >= 0 and src[k] in b" \t\f\n#\\":
-        k -= 1
-    return k >= 0 and src[k] in b"(*"
+
+#: a decorator: ``@`` first on its line (a decorator always starts a statement)
+_DECORATOR_AT = re.compile(rb"^[ \t\f]*@", re.M)
 
 
-def _decorated(src: bytes, line_start: int) -> Optional[bool]:
-    """The logical line before the one starting at ``line_start`` starts with ``@`` (or cannot be
-    read for sure: True)."""
-    depth = 0
-    end = line_start - 1  # the "\n" ending the previous line
-    while end > 0:
-        start = src.rfind(b"\n", 0, end) + 1
-        line = src[start:end]
-        if b"'" in line or b'"' in line:
+def _remote_decorated_class(code: "C.FileText") -> bool:
+    """Some class statement with bases may have a decorator that the facts resolve to
+    ``ray.remote``: a decorator whose head (``_decorator_word``) may be ``remote``
+    (``_may_be_remote``), or cannot be read, followed (other decorators, blank and comment lines
+    between) by ``class <name>`` and not ``:``. True where the lines after it cannot be read."""
+    src = code.source
+    for m in _DECORATOR_AT.finditer(src):
+        at = m.end() - 1
+        word = _decorator_word(src, at)
+        if word is not None and not _may_be_remote(code, word):
+            continue
+        stmt = _decorated_statement(src, at)
+        if stmt is None:
             return True
+        if _CLASS_STATEMENT.match(src, stmt):
+            if _NOT_BASELESS_AT.match(src, stmt + 5) is not None:
+                return True  # a class with bases
+        elif not _DEF_STATEMENT.match(src, stmt):
+            return True  # neither a class nor a function: not read
+    return False
+
+
+_CLASS_STATEMENT = re.compile(rb"class[ \t\f]")
+_DEF_STATEMENT = re.compile(rb"(?:async[ \t\f]+)?def[ \t\f]")
+
+
+def _decorated_statement(src: bytes, at: int) -> Optional[int]:
+    """The offset of the first word of the statement that the decorator at ``at`` (and those
+    after it) decorates: its logical line read on (brackets and backslashes followed), then blank
+    and comment lines and other decorators skipped. None when a line cannot be read for sure (a
+    quote that does not close a blanked string on its line: a formatted string keeps its
+    brackets in the code; a comment's text; more closing brackets than opening)."""
+    depth = 0
+    pos = at
+    decorator = True  # the current logical line is a decorator (or blank)
+    while pos < len(src):
+        end = src.find(b"\n", pos)
+        end = len(src) if end < 0 else end
+        line = src[pos:end]
+        if (b'"' in line or b"'" in line) and _QUOTE.search(_BLANK_STRING.sub(b"", line)):
+            return None
         hash_at = line.find(b"#")
         if hash_at >= 0:
             if line[hash_at + 1:].strip():
-                return True  # a comment with its text: not the blanked code
+                return None  # a comment with its text: not the blanked code
             line = line[:hash_at]
         body = line.strip(b" \t\f")
-        end = start - 1
-        if not body and depth == 0:
-            continue  # a blank or comment line between a decorator and its class
-        depth += sum(line.count(c) for c in b")]}") - sum(line.count(c) for c in b"([{")
-        continued = end > 0 and src[src.rfind(b"\n", 0, end) + 1:end].rstrip(b" \t\f").endswith(b"\\")
-        if depth > 0 or continued:
-            continue  # inside brackets, or a backslash joins the line above
+        if depth == 0 and not decorator:
+            if not body:
+                pos = end + 1
+                continue  # a blank or comment line
+            if not body.startswith(b"@"):
+                return pos + len(line) - len(line.lstrip(b" \t\f"))
+        depth += sum(line.count(c) for c in b"([{") - sum(line.count(c) for c in b")]}")
         if depth < 0:
+            return None
+        decorator = depth > 0 or line.rstrip(b" \t\f").endswith(b"\\")  # the logical line goes on
+        pos = end + 1
+    return None
+
+
+def _decorator_word(src: bytes, at: int) -> Optional[bytes]:
+    """The last word of the dotted name a decorator at ``at`` is, or calls (``@ray.remote``,
+    ``@ray.remote(num_cpus=1)``: ``remote``): the word its facts' name ends with (``Tree.words``
+    of the decorator, or of its callee). None for any other shape (``@f(x).remote``, ``@a[0]``,
+    ``@(ray.remote)``, a name over lines): not read."""
+    m = _DECORATOR_HEAD.match(src, at)
+    if m is None:
+        return None
+    word = m.group(1).rsplit(b".", 1)[-1].strip(b" \t\f")
+    k = m.end()
+    while k < len(src) and src[k] in b" \t\f":
+        k += 1
+    if k >= len(src) or src[k] in b"\n#":
+        return word  # the name alone (a comment after it)
+    if src[k] != 40:  # "("
+        return None
+    depth, j = 0, k
+    while j < len(src):  # to the matching ")": the call must be the whole decorator
+        c = src[j]
+        if c in b"([{":
+            depth += 1
+        elif c in b")]}":
+            depth -= 1
+            if depth == 0:
+                break
+        elif c in b"'\"" and j > 0 and src[j - 1] in _IDENT_BYTES:
+            return None  # a prefixed string: brackets in a formatted string's text are code here
+        j += 1
+    else:
+        return None
+    rest = src[j + 1:src.find(b"\n", j) if src.find(b"\n", j) >= 0 else len(src)]
+    return word if not rest.strip(b" \t\f#") else None
+
+
+_IDENT_BYTES = frozenset(b"_0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+
+def _remote_argument(code: "C.FileText", at: int) -> bool:
+    """The name at ``at`` may be the only positional argument of a call that the facts resolve
+    to ``ray.remote``, or of the call ``ray.remote(...)`` returns: the first byte after it (gaps
+    skipped) is ``)`` or ``,``, the first byte before it is ``(`` (``*`` too: libcst counts
+    ``f(k=1, *Cls)`` as an argument ``Cls``), and before that ``)`` (a call's result called), a
+    word that may be ``remote`` (``_may_be_remote``), or anything else but a word (not read); a
+    ``class``/``def`` name before the ``(`` is a statement's, no call."""
+    src = code.source
+    j = at
+    while j < len(src) and src[j] in _IDENT_BYTES:
+        j += 1
+    while j < len(src) and src[j] in _SKIP:
+        j += 1
+    if j < len(src) and src[j] not in b"),":
+        return False  # ``Cls.attr``, ``Cls[...]``, ``Cls(...)``, ``Cls + 1``: not the name alone
+    k = at - 1
+    while k >= 0 and src[k] in _SKIP:
+        k -= 1
+    if k < 0 or src[k] not in b"(*":
+        return False
+    if src[k] == 42:  # "*": ``f(*Cls)``, ``f(k=1, *Cls)``: not read further
+        return True
+    k -= 1
+    while k >= 0 and src[k] in _SKIP:
+        k -= 1
+    if k < 0 or src[k] not in _IDENT_BYTES:
+        return k >= 0  # ``)``, ``]``, ``(``...: a callee not read
+    end = k + 1
+    while k >= 0 and src[k] in _IDENT_BYTES:
+        k -= 1
+    word = src[k + 1:end]
+    if word[:1].isdigit():
+        return True
+    j = k
+    while j >= 0 and src[j] in b" \t\f":
+        j -= 1
+    before = src[max(0, j - 4):j + 1]
+    if (before.endswith(b"class") and (j < 5 or src[j - 5] not in _IDENT_BYTES)) or (
+            before.endswith(b"def") and (j < 3 or src[j - 3] not in _IDENT_BYTES)):
+        return False  # ``class C(Cls)``, ``def f(Cls)``: a base, a parameter
+    return _may_be_remote(code, word)
+
+
+def _may_be_remote(code: "C.FileText", word: bytes) -> bool:
+    """A name or attribute spelled ``word`` may be ``ray.remote`` to the facts: it is ``remote``
+    (or a factory's name whose result is one: ``Tree.words``), or the module binds ``word``
+    somewhere to a value (``word = ...``, ``word: T = ...``, ``(word := ...)``, ``... as word``:
+    an import alias or a ``with`` target; ``x.word = ...`` too), through which an alias of
+    ``ray.remote`` goes. A name only imported as itself (``from ray.util import PublicAPI``) or
+    bound by a ``def``/``class`` is never ``ray.remote``."""
+    if word == b"remote" or word in _remote_factories():
+        return True
+    return code.memo(("MayBeRemote", word), lambda c: _bound(c, word))
+
+
+def _bound(code: "C.FileText", word: bytes) -> bool:
+    src = code.source
+    n = len(word)
+    for q in code.iter_positions(word):
+        j = q + n
+        while j < len(src) and src[j] in _SKIP_OUT:
+            j += 1
+        if j < len(src) and (src[j] == 58 or (src[j] == 61 and src[j + 1:j + 2] != b"=")):  # ":" / "=" not "=="
             return True
-        return body.startswith(b"@")
+        k = q - 1
+        while k >= 0 and src[k] in _SKIP_IN:
+            k -= 1
+        if k >= 1 and src[k - 1:k + 1] == b"as" and (k < 2 or src[k - 2] not in _IDENT_BYTES):
+            return True
     return False
+
+
+_REMOTE_FACTORIES: Optional[frozenset] = None
+
+
+def _remote_factories() -> frozenset:
+    """Last words of the facts' factories whose result's last word is ``remote`` (``Tree.words``
+    of a call adds them): none today."""
+    global _REMOTE_FACTORIES
+    if _REMOTE_FACTORIES is None:
+        from shutdown_lint.facts import FACTORY_TYPES
+
+        _REMOTE_FACTORIES = frozenset(c.rsplit(".", 1)[-1].encode() for c, t in FACTORY_TYPES.items()
+                                      if t.rsplit(".", 1)[-1] == "remote")
+    return _REMOTE_FACTORIES
 
 
 _OWNER_MESSAGE = ("async actor `{cls}` holds resources in `{owner}()` but does not handle SIGTERM: "
@@ -488,8 +653,9 @@ class AsyncActorWithoutSigtermCleanup(_Decide, Rule):
     # inherited, maybe from another module); all in code (``C.InCode``: the facts' actor classes
     # come from qualified names only)
     # with no ``async`` in code, a class with bases must be an actor for ``_check_inherited``:
-    # decorated, or its name a call's first argument (``ray.remote(Cls)``): ``_MayBeRemoteSubclass``,
-    # read on the code only when the code decides (``select.filter_rules``)
+    # decorated by what may be ``ray.remote`` (``remote``, or a word the module binds), or its name
+    # the only argument of a call that may be (``ray.remote(Cls)``): ``_MayBeRemoteSubclass``, read
+    # on the code only when the code decides (``select.filter_rules``)
     candidate = C.All(C.InCode(C.All(C.qualified("ray.remote", "ray.actor.remote"),
                                      C.AnyOf(C.Word("async"), C.WordThen("class", _NOT_BASELESS)))),
                       C.AnyOf(C.InCode(C.Word("async")), _MayBeRemoteSubclass()))
