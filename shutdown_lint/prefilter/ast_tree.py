@@ -762,25 +762,42 @@ _SIGNATURE_FIELD = re.compile(r"(\w+)([*?]?) (\w+)")
 _VALUES = frozenset({"identifier", "string", "int", "constant", "object", "bytes"})
 #: ASDL types of field-less nodes the tier never reads (``Load``, ``Add``, ``Eq``, ``TypeIgnore``)
 _MARKERS = frozenset({"expr_context", "boolop", "operator", "unaryop", "cmpop", "type_ignore"})
-#: node type -> ``_node_fields`` (``_parent_map``, ``walk_within``, ``walk``)
+#: node type -> ``_node_fields`` (``_parent_map``, ``walk_within``)
 _NODE_FIELDS: dict[type, tuple[str, ...]] = {}
+#: node type -> ``_node_getter(t)`` (``walk``, ``children``)
+_NODE_CHILDREN: dict[type, object] = {}
+
+
+def _node_getter(t: type):
+    """How the walks read the children of a node of type ``t`` (all of ``_node_fields``, in
+    order): None when there is no field, the field's name when there is one, else an
+    ``attrgetter`` of them all (one call gives the tuple of their values). The parser fills
+    these fields with nodes, lists of nodes or None (a ``**x`` key of a dict, a keyword-only
+    argument without a default) only."""
+    fields = _node_fields(t)
+    if not fields:
+        return None
+    if len(fields) == 1:
+        return fields[0]
+    return operator.attrgetter(*fields)
 
 
 def children(node: ast.AST) -> list[ast.AST]:
     """``list(ast.iter_child_nodes(node))``, without its generators."""
-    out = []
-    push, AST = out.append, ast.AST
     t = type(node)
-    fields = _NODE_FIELDS.get(t)
-    if fields is None:
-        fields = _NODE_FIELDS[t] = _node_fields(t)
-    for field in fields:
-        value = getattr(node, field, None)
+    get = _NODE_CHILDREN.get(t, _UNKNOWN)
+    if get is _UNKNOWN:
+        get = _NODE_CHILDREN[t] = _node_getter(t)
+    if get is None:
+        return []
+    out: list[ast.AST] = []
+    push = out.append
+    for value in ((getattr(node, get),) if type(get) is str else get(node)):
         if type(value) is list:
             for item in value:
-                if isinstance(item, AST):
+                if item is not None:
                     push(item)
-        elif isinstance(value, AST):
+        elif value is not None:
             push(value)
     return out
 
@@ -790,22 +807,29 @@ def walk(node: ast.AST) -> list[ast.AST]:
     ``ast.iter_child_nodes``' generators."""
     out = [node]
     push = out.append
-    AST, fields_of = ast.AST, _NODE_FIELDS
-    i = 0
-    while i < len(out):
-        n = out[i]
-        i += 1
+    getters = _NODE_CHILDREN
+    for n in out:  # ``out`` grows behind the loop
         t = type(n)
-        fields = fields_of.get(t)
-        if fields is None:
-            fields = fields_of[t] = _node_fields(t)
-        for field in fields:
-            value = getattr(n, field, None)
+        get = getters.get(t, _UNKNOWN)
+        if get is _UNKNOWN:
+            get = getters[t] = _node_getter(t)
+        if get is None:  # ``Load``, ``Add``: a third of the nodes have no field
+            continue
+        if type(get) is str:
+            value = getattr(n, get)
             if type(value) is list:
                 for item in value:
-                    if isinstance(item, AST):
+                    if item is not None:
                         push(item)
-            elif isinstance(value, AST):
+            elif value is not None:
+                push(value)
+            continue
+        for value in get(n):
+            if type(value) is list:
+                for item in value:
+                    if item is not None:
+                        push(item)
+            elif value is not None:
                 push(value)
     return out
 

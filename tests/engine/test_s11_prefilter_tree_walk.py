@@ -27,7 +27,7 @@ class _Before(A.Tree):
         # restore first (a tuple), which is popped once they are all done (a tuple per node
         # cost ~4% of this walk)
         stack: list = [self.module]
-        fn: Optional[Function] = None
+        fn: Optional[A.Function] = None
         in_lambda = False
         cls: Optional[ast.ClassDef] = None
         awaited: set[int] = set()
@@ -203,13 +203,13 @@ def test_snippets_parse_and_exercise_the_reactions():
 
 @pytest.mark.skipif(sys.version_info >= (3, 14), reason="the parser's node types as of 3.8-3.13")
 def test_the_fields_read_are_declared_as_nodes():
-    # ``_collect`` tests a child only for None, Name and Constant: the fields it reads must be
-    # declared (ASDL) as nodes, which the parser fills with nodes or None only
+    # ``_collect``, ``walk`` and ``children`` test a child only for None (and Name, Constant): the
+    # fields they read must be declared (ASDL) as nodes, which the parser fills with nodes or None only
     deprecated = {"Num", "Str", "Bytes", "NameConstant", "Ellipsis", "Index", "ExtSlice", "Suite", "Param",
                   "AugLoad", "AugStore"}
     for t in (c for c in vars(ast).values() if isinstance(c, type) and issubclass(c, ast.AST)):
         if t.__name__ in deprecated:
             continue
         declared = A._declared(t)
-        for field in A._fields(t):
+        for field in (*A._fields(t), *A._node_fields(t)):  # ``Tree._collect``'s; ``walk``'s and ``children``'s
             assert declared.get(field) not in (None, *A._VALUES), (t.__name__, field)
