@@ -1423,8 +1423,15 @@ def _may_be_blocking(values: "_Values", call: ast.Call) -> bool:
             return True
         if isinstance(func.value, _LITERALS):
             return False  # ``" ".join(cmd)``: the facts give a literal neither a type nor a name
-        if func.attr not in _VOCAB_METHODS and func.attr in NON_IO_METHODS:
-            return False  # no type blocks in this method, whatever the receiver is
+        if func.attr not in _VOCAB_METHODS:
+            if func.attr in NON_IO_METHODS:
+                return False  # no type blocks in this method, whatever the receiver is
+            if _spelled(values.tree).isdisjoint(_PREFIX_HINTS):
+                # only a ``TYPE.*`` type (``requests.Session``, ``httpx.Client``) may block in this
+                # method, and neither a qualified name nor a type here can name one in a module that
+                # spells no word of one (``_attr_hints``, below): no need to ask ``qualified``, which
+                # ran out of budget on long rebinding chains (``query = query.where(...)``)
+                return False
         names = values.ask(values.qualified, func)
         if names is None or any(_in_vocabulary(q) for q in names):
             return True
