@@ -204,10 +204,11 @@ class SysExitInTask(_Decide, Rule):
     summary = "`sys.exit()` in a task, executor or thread ends only that task or thread"
     triggers = ("exit", "quit", "SystemExit")
     # tier 1: SystemExit where it ends only a task or thread
-    # (every one of these words the facts read only in code: ``C.InCode``)
+    # (every one of these words the facts read only in code: ``C.InCode``). ``_reason`` reports
+    # in a coroutine (``async``: a task's coroutine too, so no task words) or in a sync function
+    # with the THREAD or EXECUTOR context (a thread target, an executor job)
     candidate = C.InCode(C.All(C.AnyOf(C.qualified("sys.exit"), C.builtin("exit", "quit", "SystemExit")),
-                               C.AnyOf(C.context("coroutine"), C.context("executor"), C.context("thread"),
-                                       C.context("task"))))
+                               C.AnyOf(C.context("coroutine"), C.context("executor"), C.context("thread"))))
     # tier 2: an exit in a coroutine, or in a sync function handed to a thread or executor
     candidate_tree = staticmethod(lambda tree: _may_exit_in_task(tree))
     facts_needed = ("functions", "execution")

@@ -248,7 +248,8 @@ class BareWord(Cond):
     when the ``.`` does not end a number (``1.``) nor an ``...``. A name the facts resolve to
     ``builtins.<name>`` is such a bare name (unbound, or bound to one: ``f = exit``, ``from
     builtins import exit``), unless reached through the module itself (``builtins.exit``:
-    ``builtin``)."""
+    ``builtin``). The name a ``def`` or a ``class`` statement gives (``def exit(self):``, the
+    keyword and spaces before it on its line) is no reference: it does not count."""
 
     def __init__(self, *names: str) -> None:
         if not names:
@@ -268,6 +269,8 @@ class BareWord(Cond):
                 k = p - 1
                 while k >= 0 and src[k] in b" \t\f":
                     k -= 1
+                if k < p - 1 and _DEFINES.search(src, max(0, k - 5), k + 1):
+                    continue  # ``def exit(``, ``class SystemExit(``: a definition's name
                 if k < 0 or src[k] != 46:  # 46: "."
                     return True
                 if k > 0 and (src[k - 1] == 46 or 48 <= src[k - 1] <= 57):
@@ -276,6 +279,54 @@ class BareWord(Cond):
 
     def __repr__(self) -> str:
         return f"BareWord({', '.join(n.decode() for n in self.names)})"
+
+
+#: the keyword of a ``def``/``class`` statement ending where a scan back from a name stopped
+_DEFINES = re.compile(rb"(?<![A-Za-z0-9_])(?:def|class)\Z")
+
+
+class AttrWord(Cond):
+    """At least one of ``names`` may be reached as an attribute or imported by name: it occurs
+    as a whole identifier after a ``.`` (spaces, backslashes and line ends between; a line end
+    after a line with a ``#`` counts too: a comment may be in between), or some ``import`` is
+    followed by a list (``_from_import_names``) that names it or ``*``, or that cannot be read.
+
+    For a method of a type (``concurrent.futures.ThreadPoolExecutor.map``): the facts name a
+    callee so only through an attribute (``pool.map(...)``, ``m = pool.map``,
+    ``ThreadPoolExecutor.map(pool, ...)``) or through a name imported from the type's dotted name
+    (``from ...ThreadPoolExecutor import map``, ``*``); a bare ``map(...)`` is the builtin, or a
+    name bound in the module to one of these (which spells it so)."""
+
+    def __init__(self, *names: str) -> None:
+        if not names:
+            raise ValueError("AttrWord() needs at least one name")
+        self.names = tuple(sorted({n.encode() for n in names}))
+        self.key = ("AttrWord", self.names)
+
+    def holds(self, text: FileText) -> bool:
+        if not any(text.has_word(n) for n in self.names):
+            return False
+        return text.memo(self.key, self._scan)
+
+    def _scan(self, text: FileText) -> bool:
+        src = text.source
+        for name in self.names:
+            for p in text.iter_positions(name):
+                k = p - 1
+                while k >= 0 and src[k] in b" \t\f\r\n\\":
+                    if src[k] in b"\r\n" and src.find(b"#", src.rfind(b"\n", 0, k) + 1, k) >= 0:
+                        return True  # a line with a ``#`` above: not read back past a comment
+                    k -= 1
+                if k >= 0 and src[k] == 46:  # 46: "."
+                    return True
+        for p in text.iter_positions(b"import"):
+            imported = _from_import_names(src, p + 6)
+            if imported is None or b"*" in imported or not imported.isdisjoint(self.names):
+                return True
+        return False
+
+    def __repr__(self) -> str:
+        return f"AttrWord({', '.join(n.decode() for n in self.names)})"
 
 
 def builtin(*names: str) -> Cond:
@@ -486,13 +537,23 @@ def context(name: str) -> Cond:
     return _Context(name)
 
 
+def _callee_words(names: Iterable[str]) -> Cond:
+    """The last words of dotted callees: a module's function by its word (``to_thread``); a
+    type's method (a capitalised part before the last: ``ThreadPoolExecutor.map``) only as an
+    attribute or an imported name (``AttrWord``: the builtin ``map(...)`` is no executor's)."""
+    plain = sorted({n.rsplit(".", 1)[-1] for n in names if not any(p[:1].isupper() for p in n.split(".")[:-1])})
+    typed = sorted({n.rsplit(".", 1)[-1] for n in names if any(p[:1].isupper() for p in n.split(".")[:-1])})
+    parts: list[Cond] = ([Word(*plain)] if plain else []) + ([AttrWord(*typed)] if typed else [])
+    return parts[0] if len(parts) == 1 else AnyOf(*parts)
+
+
 def _context_words() -> dict[str, Cond]:
     from .. import facts as F
 
     return {
         "coroutine": Word("async"),
         "task": last_words(F.TASK_SPAWNERS),
-        "executor": last_words(F.EXECUTOR_SUBMITTERS),
+        "executor": _callee_words(F.EXECUTOR_SUBMITTERS),
         "thread": Word("Thread", "Timer"),
         # driver roots: the __main__ block, main(), functions calling ray.init; main() and ray.init
         # are names in code (``InCode``), "__main__" is a string (``is_main_guard``)
