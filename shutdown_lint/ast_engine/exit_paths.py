@@ -28,7 +28,7 @@ from ..facts.exit_paths import (
     _WalkerBase, catches_everything, paths_of,
 )
 from ..facts.model import FunctionInfo
-from .walk import children
+from .walk import iter_children as _children
 
 if TYPE_CHECKING:
     from .facts import AstFacts
@@ -339,7 +339,7 @@ def _jumps(body: Sequence[ast.stmt], kind: type) -> bool:
             return True
         if isinstance(n, (*_LOOPS, *_DEFS)):
             continue
-        todo.extend(children(n))
+        todo.extend(_children(n))
     return False
 
 
@@ -359,7 +359,7 @@ def _preorder(nodes: Sequence[ast.AST], skip: tuple = ()):
         if isinstance(n, skip):
             continue
         yield n
-        todo.extend(reversed(children(n)))
+        todo.extend(reversed(_children(n)))
 
 
 def _yields(body: Sequence[ast.stmt]) -> list[ast.AST]:
@@ -445,7 +445,7 @@ def _reraised_later(facts: "AstFacts", handler, bound: str) -> bool:
             if any(text == s or text.startswith((s + ".", s + "[", s + "(")) or f"({s}" in text or f" {s}" in text
                    for s in stored):
                 return True
-        todo.extend(children(n))
+        todo.extend(_children(n))
     return False
 
 

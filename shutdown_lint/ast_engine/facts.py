@@ -38,7 +38,7 @@ from ..facts.module import FactTables
 from ..facts.names import Names
 from ..facts.tree import TreeShape
 from .execution import AstExecutionQueries
-from .walk import children, children_of
+from .walk import children, iter_children_of, leaf_type
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _DEF_TYPES = frozenset(_DEFS)
@@ -687,10 +687,13 @@ class _Collector(_Scopes):
         enter, leave_of = self._enter, self._leave
         names, attributes = self.f._names_by_value, self.f._attributes_by_name
         Name, Attribute = ast.Name, ast.Attribute
+        # node type -> its children's reader (``walk.iter_children_of``), or False for a leaf: no
+        # walked child and no hook of the collector's (``Constant``, ``alias``...), visited and left
+        # where it is met, not pushed (as ``Name``)
         table: dict = {}
 
         def kids(t: type):
-            fn = table[t] = children_of(t)
+            fn = table[t] = False if leaf_type(t) and t not in enter and t not in leave_of else iter_children_of(t)
             return fn
 
         if type(root) in visits:
@@ -707,7 +710,21 @@ class _Collector(_Scopes):
                         names[child.id] = [child]
                     else:
                         found.append(child)
-                elif t is Attribute:
+                    if t in visits:
+                        events.append(child)
+                    if t in leaves:
+                        events.append((child,))
+                    continue
+                get = table.get(t)
+                if get is None:
+                    get = kids(t)
+                if get is False:
+                    if t in visits:
+                        events.append(child)
+                    if t in leaves:
+                        events.append((child,))
+                    continue
+                if t is Attribute:
                     found = attributes.get(child.attr)
                     if found is None:
                         attributes[child.attr] = [child]
@@ -719,7 +736,7 @@ class _Collector(_Scopes):
                         hook(self, child)
                 if t in visits:
                     events.append(child)
-                stack.append((child, iter((table.get(t) or kids(t))(child))))
+                stack.append((child, iter(get(child))))
                 break
             else:
                 stack.pop()

@@ -229,13 +229,19 @@ def _identifiers(facts) -> dict[str, list[tuple[int, int, int]]]:
     def add(name: str, line: int, col: int, sub: int = 0) -> None:
         out.setdefault(name, []).append((line, col, sub))
 
-    for n in ast.walk(facts.module):
+    # the facts' walk met every node (``_parents``: each but the module) and indexed the
+    # ``Name``s and attributes by spelling: the same nodes as ``ast.walk(facts.module)``
+    for name, uses in facts._names_by_value.items():
+        out[name] = [(n.lineno, n.col_offset, 0) for n in uses]
+    for attr, uses in facts._attributes_by_name.items():
+        width = len(attr.encode("utf-8"))
+        out.setdefault(attr, []).extend([(n.end_lineno, n.end_col_offset - width, 0) for n in uses])
+    others = _NAMING
+    for n in facts._parents:
         t = type(n)
-        if t is ast.Name:
-            add(n.id, n.lineno, n.col_offset)
-        elif t is ast.Attribute:
-            add(n.attr, n.end_lineno, n.end_col_offset - len(n.attr.encode("utf-8")))
-        elif t is ast.keyword:
+        if t not in others:
+            continue
+        if t is ast.keyword:
             if n.arg is not None:
                 add(n.arg, n.lineno, n.col_offset)
         elif t is ast.arg:
@@ -280,6 +286,9 @@ _CLASS_NAME = re.compile(rb"\bclass\s+([^\s(:\[]+)")
 _CAPTURES = {getattr(ast, k): v for k, v in (
     ("MatchAs", ("name",)), ("MatchStar", ("name",)), ("MatchMapping", ("rest",)), ("MatchClass", ("kwd_attrs",)))
     if hasattr(ast, k)}
+#: the node types other than ``Name`` and ``Attribute`` that hold one of libcst's ``Name``s
+_NAMING = frozenset({ast.keyword, ast.arg, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import,
+                     ast.ImportFrom, ast.ExceptHandler, ast.Global, ast.Nonlocal, *_CAPTURES})
 
 
 def _libcst_orders(facts, scope) -> dict[int, int]:
@@ -312,7 +321,7 @@ def _libcst_orders(facts, scope) -> dict[int, int]:
     def start(node: ast.AST) -> tuple[int, int, int]:
         return (node.lineno, node.col_offset, -1)
 
-    from .walk import children
+    from .walk import iter_children as children
 
     stack = [(c, "function", None) for c in reversed(children(scope.node))]
     while stack:

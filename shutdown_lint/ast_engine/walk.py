@@ -26,6 +26,7 @@ A ``visit_X`` returning False skips the children of that node *for that check on
 from __future__ import annotations
 
 import ast
+import re
 from operator import attrgetter
 from typing import Callable, Iterable, Iterator, Optional, Sequence
 
@@ -156,6 +157,66 @@ def children(node: ast.AST) -> list:
     return children_of(type(node))(node)
 
 
+#: ``type name`` / ``type* name`` / ``type? name`` in an ``ast`` node type's signature (its docstring)
+_SIGNATURE_FIELD = re.compile(r"(\w+)([*?]?) (\w+)")
+#: node type -> ``iter_children_of(t)``
+_ITER_TABLE: dict[type, Callable[[ast.AST], Sequence]] = {}
+
+
+def iter_children_of(t: type) -> Callable[[ast.AST], Sequence]:
+    """As ``children_of(t)``, for walks that only iterate the result: the same nodes in the same
+    order, as a tuple, or the node's own list where one field holds them all (never mutate it).
+    Each node type's reader is compiled from its signature: a ``type*`` field (a list: nodes
+    only, for the types not in ``_SPECIAL``) is spread, a ``type?`` or plain one is taken when not
+    None; a type whose walked fields the signature does not declare keeps ``children_of``'s
+    reader. ``tests/engine/test_s11_engine_walk.py`` checks both readers agree on every node."""
+    fn = _ITER_TABLE.get(t)
+    if fn is None:
+        fn = _ITER_TABLE[t] = _SPECIAL.get(t) or _compiled(t) or children_of(t)
+    return fn
+
+
+def _compiled(t: type) -> Optional[Callable[[ast.AST], Sequence]]:
+    fields = _walked_fields(t)
+    if not fields:
+        return _no_children
+    doc = t.__doc__ or ""
+    if not doc.startswith(t.__name__ + "("):
+        return None
+    kinds = {name: mark for _, mark, name in _SIGNATURE_FIELD.findall(doc[len(t.__name__) + 1:])}
+    if any(f not in kinds for f in fields):
+        return None
+    if len(fields) == 1 and kinds[fields[0]] == "*":
+        return attrgetter(fields[0])  # the node's own list
+    if len(fields) == 1:  # one node or none
+        lines = ["def read(n):", f"    v = n.{fields[0]}", "    return () if v is None else (v,)"]
+    else:
+        lines = ["def read(n):", "    out = []"]
+        for f in fields:
+            if kinds[f] == "*":
+                lines.append(f"    out += n.{f}")
+            else:
+                lines += [f"    v = n.{f}", "    if v is not None:", "        out.append(v)"]
+        lines.append("    return out")
+    scope: dict = {}
+    exec(compile("\n".join(lines), f"<children of {t.__name__}>", "exec"), scope)  # our own text
+    return scope["read"]
+
+
+def _no_children(node: ast.AST) -> tuple:
+    return ()
+
+
+def iter_children(node: ast.AST) -> Sequence:
+    """``children(node)`` to iterate only (``iter_children_of``: never mutate it)."""
+    return iter_children_of(type(node))(node)
+
+
+def leaf_type(t: type) -> bool:
+    """A node of type ``t`` never has a walked child (``Name``, ``Constant``, ``alias``, ``Pass``...)."""
+    return iter_children_of(t) is _no_children
+
+
 def source_order(nodes: Iterable[ast.AST], skip: tuple = ()) -> Iterator[ast.AST]:
     """``nodes`` and the nodes under them in libcst's walk order (each node before its children,
     children in source order), not entering a node of a ``skip`` type (nor giving it). (R403's,
@@ -166,7 +227,7 @@ def source_order(nodes: Iterable[ast.AST], skip: tuple = ()) -> Iterator[ast.AST
             if skip and isinstance(node, skip):
                 continue
             yield node
-            stack.append(iter(children(node)))
+            stack.append(iter(iter_children(node)))
             break
         else:
             stack.pop()
@@ -176,8 +237,8 @@ def record(root: ast.AST, visits: frozenset, leaves: frozenset) -> list:
     """The walk's events for the node types in ``visits`` (a node: its visit) and ``leaves``
     (a 1-tuple: its leave), in source order; the facts' walk records the same (``AstFacts.build``)."""
     events: list = []
-    table = _TABLE
-    stack = [(root, iter(children(root)))]
+    table = _ITER_TABLE
+    stack = [(root, iter(iter_children(root)))]
     if type(root) in visits:
         events.append(root)
     while stack:
@@ -186,7 +247,7 @@ def record(root: ast.AST, visits: frozenset, leaves: frozenset) -> list:
             t = type(child)
             if t in visits:
                 events.append(child)
-            stack.append((child, iter((table.get(t) or children_of(t))(child))))
+            stack.append((child, iter((table.get(t) or iter_children_of(t))(child))))
             break
         else:
             stack.pop()
