@@ -47,6 +47,9 @@ _SCOPE_LIKE = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.
 _TRYS = frozenset({ast.Try, getattr(ast, "TryStar", ast.Try)})
 
 
+_UNASKED = object()
+
+
 def decode(source: bytes) -> str:
     """The source's text, decoded as libcst decodes it (its encoding is ``tokenize``'s)."""
     try:
@@ -72,6 +75,8 @@ class AstFacts(FactTables, TreeShape, Names, AstExecutionQueries):
         self._lines: Optional[list[str]] = None
         #: the checks' walk events recorded by the facts' walk (``walk.run``)
         self._events: list = []
+        #: call -> ``resolve_call``'s answer
+        self._resolved_calls: dict = {}
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -221,6 +226,15 @@ class AstFacts(FactTables, TreeShape, Names, AstExecutionQueries):
         if t is None:
             return None
         return [e.value if type(e) is ast.Starred else e for e in t.elts] if type(t) is ast.Tuple else [t]
+
+    def resolve_call(self, call: ast.Call) -> Optional[FunctionInfo]:
+        """The same-module function that ``call`` calls, if any (``Names.resolve_call``), asked
+        once per call: the answer depends on the tables the walk built only (rt: 32k questions
+        about 12k calls)."""
+        found = self._resolved_calls.get(call, _UNASKED)
+        if found is _UNASKED:
+            found = self._resolved_calls[call] = self.resolve_function(call.func, call)
+        return found
 
     def resolve_function(self, expr: ast.AST, at: ast.AST) -> Optional[FunctionInfo]:
         """The same-module function/method that ``expr`` names (``f``, ``self.m``,
