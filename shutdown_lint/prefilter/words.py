@@ -368,8 +368,9 @@ class ModuleAttr(Cond):
     Looks at each whole-word occurrence of ``pkg``: true when one spells the name out
     (``pkg.mod.func``, whitespace allowed around the dots, or a spelling the facts
     canonicalise to it such as ``asyncio.tasks.gather``), or could bind an alias to it
-    (``from pkg[.mod] import ...``, ``import pkg[.mod] as x``, or a bare ``pkg`` used
-    other than by a plain ``import pkg`` line: ``r = pkg``). Always needs the last word.
+    (``from pkg[.mod] import ...``, ``import pkg[.mod] as x``, or a bare ``pkg`` or
+    ``pkg.mod`` used other than by a plain ``import pkg[.mod]`` line: ``r = pkg``,
+    ``d = pkg.mod``). Always needs the last word.
     """
 
     def __init__(self, name: str, spellings: Sequence[str] = ()) -> None:
@@ -391,7 +392,12 @@ class ModuleAttr(Cond):
                 self.binders.setdefault(".".join(sp_parts[:i]).encode(), set()).add(sp_parts[i].encode())
         self.aliased = re.compile(rb"(?:" + b"|".join(sorted(prefixes)) + rb")\s+(?:import|as)\b")
         self.not_attr = re.compile(re.escape(self.root) + rb"\s*[^.\s]|" + re.escape(self.root) + rb"\s*$")
-        self.plain_import = re.compile(rb"[ \t]*import[ \t]+" + re.escape(self.root) + rb"[ \t]*(?:#.*)?\r?")
+        # a dotted prefix used as a value (``dist = torch.distributed``): the facts follow the
+        # binding, so an alias may follow, as for the bare root
+        inner = sorted(p for p in prefixes if p != re.escape(self.root))
+        self.prefix_value = (re.compile(rb"(?:" + b"|".join(inner) + rb")(?![A-Za-z0-9_])(?!\s*\.)")
+                             if inner else None)
+        self.plain_import = re.compile(rb"[ \t]*import[ \t]+(?:" + b"|".join(sorted(prefixes)) + rb")[ \t]*(?:#.*)?\r?")
         self.key = ("ModuleAttr", name)
 
     def holds(self, text: FileText) -> bool:
@@ -409,9 +415,11 @@ class ModuleAttr(Cond):
                 if self._binds(src, m):
                     return True
                 continue  # ``from pkg import other``: binds other names only
-            if (p == 0 or src[p - 1] != 46) and self.not_attr.match(src, p):  # 46: "."
+            if p != 0 and src[p - 1] == 46:  # 46: "."; ``x.pkg`` is another name
+                continue
+            if self.not_attr.match(src, p) or (self.prefix_value is not None and self.prefix_value.match(src, p)):
                 if not self.plain_import.fullmatch(text.line_at(p)):
-                    return True  # ``r = pkg``, ``import os, pkg``, ``f(pkg)``: an alias may follow
+                    return True  # ``r = pkg``, ``d = pkg.mod``, ``import os, pkg``, ``f(pkg)``: an alias may follow
         return False
 
     def _binds(self, src: bytes, m: "re.Match[bytes]") -> bool:
