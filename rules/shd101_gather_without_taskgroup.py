@@ -1728,7 +1728,7 @@ class _Ast(_Decide, AstCheck):
 
     @staticmethod
     def _try_handlers(t) -> Optional[list]:
-        return None if type(t) is ast.TryStar else t.handlers
+        return None if type(t) is getattr(ast, "TryStar", None) else t.handlers  # (3.10: no TryStar)
 
     def _ends_with_bare_raise(self, h: ast.ExceptHandler) -> bool:
         """A bare ``raise`` among the statements of the handler's last line (libcst's last

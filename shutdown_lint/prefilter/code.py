@@ -37,13 +37,15 @@ from typing import Optional
 #: in code, the next comment (``c``: its text) or string literal (``t1``/``t2``: a triple-quoted
 #: one's text, ``s1``/``s2``: a single-quoted one's), read as a plain string (its prefix is looked
 #: at after); ``u``, or no group: a quote that opens no string that closes
+#: (Loops are unrolled, ``x*(?:y x*)*``, where one alternative never starts another: linear without
+#: the possessive quantifiers of Python 3.11, which 3.10 cannot compile.)
 _TOKEN = re.compile(
     rb"#(?P<c>[^\r\n]*)"
-    rb"|'''(?P<t1>(?:[^'\\]++|\\[\s\S]|'(?!''))*+)'''"
-    rb'|"""(?P<t2>(?:[^"\\]++|\\[\s\S]|"(?!""))*+)"""'
+    rb"|'''(?P<t1>[^'\\]*(?:(?:\\[\s\S]|'(?!''))[^'\\]*)*)'''"
+    rb'|"""(?P<t2>[^"\\]*(?:(?:\\[\s\S]|"(?!""))[^"\\]*)*)"""'
     rb"|(?P<u>'''|\"\"\")"
-    rb"|'(?P<s1>(?:[^'\\\r\n]++|\\(?:\r\n|[\s\S]))*+)'"
-    rb'|"(?P<s2>(?:[^"\\\r\n]++|\\(?:\r\n|[\s\S]))*+)"'
+    rb"|'(?P<s1>[^'\\\r\n]*(?:\\(?:\r\n|[\s\S])[^'\\\r\n]*)*)'"
+    rb'|"(?P<s2>[^"\\\r\n]*(?:\\(?:\r\n|[\s\S])[^"\\\r\n]*)*)"'
     rb"|['\"]")
 #: where the next ``_TOKEN`` starts
 _NEXT = re.compile(rb"[#'\"]")
@@ -53,10 +55,10 @@ _EOL = re.compile(rb"[\r\n]")
 _IDENT_BYTES = frozenset(b"_0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" + bytes(range(128, 256)))
 #: from just after the opening quote(s) of a plain string, its text and closing quote(s)
 _PLAIN_END = {
-    b'"': re.compile(rb'(?:[^"\\\r\n]++|\\(?:\r\n|[\s\S]))*+"'),
-    b"'": re.compile(rb"(?:[^'\\\r\n]++|\\(?:\r\n|[\s\S]))*+'"),
-    b'"""': re.compile(rb'(?:[^"\\]++|\\[\s\S]|"(?!""))*+"""'),
-    b"'''": re.compile(rb"(?:[^'\\]++|\\[\s\S]|'(?!''))*+'''"),
+    b'"': re.compile(rb'[^"\\\r\n]*(?:\\(?:\r\n|[\s\S])[^"\\\r\n]*)*"'),
+    b"'": re.compile(rb"[^'\\\r\n]*(?:\\(?:\r\n|[\s\S])[^'\\\r\n]*)*'"),
+    b'"""': re.compile(rb'[^"\\]*(?:(?:\\[\s\S]|"(?!""))[^"\\]*)*"""'),
+    b"'''": re.compile(rb"[^'\\]*(?:(?:\\[\s\S]|'(?!''))[^'\\]*)*'''"),
 }
 #: in the literal part of a formatted string: what ends a run of plain text
 _F_SPECIAL = {

@@ -182,7 +182,7 @@ _LINE_GAP = rb"(?:[ \t\f]|\\(?:\r\n?|\n))"
 #: Inside brackets, also line ends and comments (``(asyncio.run`` newline ``# c`` newline
 #: ``(main()))``): allowed unless a token of the trigger only starts a statement, never inside
 #: brackets (``def``, ``class``, ``except``).
-_BRACKET_GAP = rb"(?:[ \t\f\r\n]|\\(?:\r\n?|\n)|#[^\r\n]*+)"
+_BRACKET_GAP = rb"(?:[ \t\f\r\n]|\\(?:\r\n?|\n)|#[^\r\n]*(?![^\r\n]))"
 _STATEMENT_ONLY = frozenset((b"def", b"class", b"except"))
 
 
@@ -204,13 +204,14 @@ _WORD_BYTE = re.compile(rb"[A-Za-z0-9_]")
 def _spelled(trigger: bytes) -> re.Pattern[bytes]:
     """``trigger``'s tokens (words and single punctuation bytes; its spaces only part them)
     with any legal gap between two (``_LINE_GAP``, ``_BRACKET_GAP``); two words need one.
-    It matches every spelling Python reads as those tokens, and ``trigger`` itself. The gaps
-    are possessive (no token starts with a gap's byte): a comment is never read back for the
-    next token, and a line of ``#`` after ``run`` costs no backtracking."""
+    It matches every spelling Python reads as those tokens, and ``trigger`` itself. No token
+    starts with a gap's byte and a gap's comment runs to its line's end, so a comment is never
+    read back for the next token; backtracking stays linear (no possessive quantifiers: Python
+    3.10 has none)."""
     tokens = _TOKEN.findall(trigger)
     gap = _LINE_GAP if _STATEMENT_ONLY.intersection(tokens) else _BRACKET_GAP
     out = re.escape(tokens[0])
     for before, token in zip(tokens, tokens[1:]):
         words = before[-1:].isalnum() or before[-1:] == b"_", token[:1].isalnum() or token[:1] == b"_"
-        out += gap + (b"++" if all(words) else b"*+") + re.escape(token)  # possessive: no backtracking
+        out += gap + (b"+" if all(words) else b"*") + re.escape(token)
     return re.compile(out)
