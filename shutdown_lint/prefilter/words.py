@@ -40,6 +40,14 @@ def _is_ident_byte(b: int) -> bool:
     return b == 95 or 48 <= b <= 57 or 65 <= b <= 90 or 97 <= b <= 122  # _ 0-9 A-Z a-z
 
 
+#: what Python lets an author write between two tokens of one statement: whitespace (line breaks
+#: too, as inside brackets), a backslash continuation, a comment (inside brackets). A condition that
+#: reads more than one token spells the gap with this, not ``\s``: ``except \`` + newline + ``:`` is
+#: a bare ``except:``, ``ray.\`` + newline + ``get`` is ``ray.get``. Over-reading (a break outside
+#: brackets) only keeps a file.
+GAP = r"(?:\s|\\(?:\r\n|\r|\n)|#[^\r\n]*)"
+_GAP = GAP.encode()
+
 #: byte value -> 1 for ``_ 0-9 A-Z a-z`` (``_is_ident_byte`` as a table: no call per test)
 _IDENT_BYTES = bytes(_is_ident_byte(b) for b in range(256))
 
@@ -194,7 +202,8 @@ class Word(Cond):
 
 class WordThen(Cond):
     """Some whole-word occurrence of ``word`` is followed by the regex ``tail``
-    (``WordThen("except", r"\\s*:")`` is a bare ``except:``)."""
+    (``WordThen("except", GAP + "*:")`` is a bare ``except:``; spell a gap between tokens with
+    ``GAP``)."""
 
     def __init__(self, word: str, tail: str) -> None:
         self.word = word.encode()
@@ -378,7 +387,7 @@ class ModuleAttr(Cond):
         parts = name.split(".")
         self.last = Word(parts[-1])
         self.root = parts[0].encode()
-        dots = rb"\s*\.\s*"
+        dots = _GAP + rb"*\." + _GAP + rb"*"
         full = [dots.join(re.escape(p.encode()) for p in sp.split(".")) for sp in (name, *spellings)]
         self.literal = re.compile(rb"(?:" + b"|".join(full) + rb")(?![A-Za-z0-9_])")
         prefixes = set()  # module prefixes: pkg, pkg.mod (not the name itself)
@@ -390,12 +399,12 @@ class ModuleAttr(Cond):
             for i in range(1, len(sp_parts)):
                 prefixes.add(dots.join(re.escape(p.encode()) for p in sp_parts[:i]))
                 self.binders.setdefault(".".join(sp_parts[:i]).encode(), set()).add(sp_parts[i].encode())
-        self.aliased = re.compile(rb"(?:" + b"|".join(sorted(prefixes)) + rb")\s+(?:import|as)\b")
+        self.aliased = re.compile(rb"(?:" + b"|".join(sorted(prefixes)) + rb")" + _GAP + rb"+(?:import|as)\b")
         self.not_attr = re.compile(re.escape(self.root) + rb"\s*[^.\s]|" + re.escape(self.root) + rb"\s*$")
         # a dotted prefix used as a value (``dist = torch.distributed``): the facts follow the
         # binding, so an alias may follow, as for the bare root
         inner = sorted(p for p in prefixes if p != re.escape(self.root))
-        self.prefix_value = (re.compile(rb"(?:" + b"|".join(inner) + rb")(?![A-Za-z0-9_])(?!\s*\.)")
+        self.prefix_value = (re.compile(rb"(?:" + b"|".join(inner) + rb")(?![A-Za-z0-9_])(?!" + _GAP + rb"*\.)")
                              if inner else None)
         self.plain_import = re.compile(rb"[ \t]*import[ \t]+(?:" + b"|".join(sorted(prefixes)) + rb")[ \t]*(?:#.*)?\r?")
         self.key = ("ModuleAttr", name)
@@ -430,7 +439,7 @@ class ModuleAttr(Cond):
         matched = m.group()
         if matched.endswith(b"as"):
             return True
-        wanted = self.binders.get(re.sub(rb"\s+", b"", matched[: -len(b"import")]))
+        wanted = self.binders.get(re.sub(_GAP + b"+", b"", matched[: -len(b"import")]))
         if wanted is None:
             return True
         names = _from_import_names(src, m.end())
@@ -565,5 +574,5 @@ def _context_words() -> dict[str, Cond]:
         "thread": Word("Thread", "Timer"),
         # driver roots: the __main__ block, main(), functions calling ray.init; main() and ray.init
         # are names in code (``InCode``), "__main__" is a string (``is_main_guard``)
-        "driver": AnyOf(InCode(AnyOf(WordThen("def", r"\s+main\s*\("), qualified("ray.init"))), Word("__main__")),
+        "driver": AnyOf(InCode(AnyOf(WordThen("def", GAP + "+main" + GAP + r"*\("), qualified("ray.init"))), Word("__main__")),
     }

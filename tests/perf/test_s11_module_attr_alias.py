@@ -63,3 +63,35 @@ def test_finding_kept_with_the_tiers_on():
         off = lint_source(PROJECT.encode(), "train.py", settings)
     assert [d.code for d in off.diagnostics] == ["SHD502"]
     assert [(d.code, d.line) for d in on.diagnostics] == [(d.code, d.line) for d in off.diagnostics]
+
+
+# Tier-1 conditions that read more than one token spell the gap between them with ``words.GAP``:
+# a backslash continuation (or, inside brackets, a comment) is a gap too. Each source has a
+# finding with the tiers off; the tiers on must keep it (found by helper TRIG's property test).
+_CONTINUED = {
+    "SHD402": "import asyncio\n\n\nasync def main():\n    pass\n\n\nif __name__ == '__main__':\n"
+              "    asyncio.\\\n        run(main())\n",
+    "SHD403": "import ray\n\n\n@ray.remote\ndef f():\n    return 1\n\n\ndef main():\n    ray.init()\n"
+              "    print(ray.\\\n        get([f.remote() for _ in range(4)]))\n",
+    "SHD104": "import asyncio\n\n\nasync def worker():\n    while True:\n        try:\n"
+              "            await asyncio.sleep(1)\n        except \\\n            :\n            continue\n",
+}
+
+
+@pytest.mark.parametrize("code", sorted(_CONTINUED))
+def test_continued_spelling_keeps_the_finding(code):
+    src = _CONTINUED[code].encode()
+    settings = Settings(selected=(code,))
+    on = lint_source(src, "job.py", settings)
+    with select.disabled():
+        off = lint_source(src, "job.py", settings)
+    assert [d.code for d in off.diagnostics] == [code], off
+    assert [(d.code, d.line) for d in on.diagnostics] == [(d.code, d.line) for d in off.diagnostics]
+
+
+def test_driver_context_reads_a_continued_def():
+    from shutdown_lint.prefilter.words import context
+
+    for src in ("def \\\n  main():\n    pass\n", "def main \\\n ():\n    pass\n", "def main():\n    pass\n"):
+        assert context("driver").holds(FileText(src.encode())), src
+    assert not context("driver").holds(FileText(b"def mainly():\n    pass\n"))

@@ -109,20 +109,12 @@ def _continued(source: str) -> str:
     return _render(source, " \\\n")
 
 
-#: Tier 1 of SHD104 (its ``candidate``: ``WordThen("except", r"\\s*:")``) does not read a backslash
-#: continuation between ``except`` and ``:``: these bare ``except`` examples lose their finding
-#: with the tiers on. Not the text tier's: reported, to be fixed in the rule's declaration.
-_TIER1_BARE_EXCEPT = {("SHD104", 9, "continued"), ("SHD104", 19, "continued")}
-
-
 def _cases():
     for rule in RULES:
         for i, ex in enumerate(rule.examples()[1]):
             for how in (_respaced, _continued):
                 case = (rule.code, i, how.__name__[1:])
-                marks = [pytest.mark.xfail(strict=True, reason="SHD104 tier 1: except \\ newline :")] \
-                    if case in _TIER1_BARE_EXCEPT else []
-                yield pytest.param(rule, ex, how, id="-".join(map(str, case)), marks=marks)
+                yield pytest.param(rule, ex, how, id="-".join(map(str, case)))
 
 
 @pytest.mark.parametrize("rule, example, how", list(_cases()))
