@@ -17,7 +17,7 @@ _PIECES = sorted({piece for rule in _RULES for t in rule.triggers
 
 
 def _plain(source: bytes) -> list:
-    return [r for r in _RULES if not r.triggers or any(t.encode() in source for t in r.triggers)]
+    return [r for r in _RULES if not r.triggers or any(_written(t.encode(), source) for t in r.triggers)]
 
 
 @settings(max_examples=800, deadline=None)
@@ -56,3 +56,13 @@ def test_a_word_that_ends_in_the_first_byte_is_the_one_searched_alone():
 def test_a_common_or_lone_first_byte_is_searched_with_in():
     scans = text_tier._scans(frozenset({b"exit", b"except:", b"signal", b"async def"}))
     assert scans == {}
+
+
+def _written(trigger: bytes, source: bytes) -> bool:
+    """The trigger occurs in ``source``: as a substring, or, for one that spells more than one
+    token (``run(``), in any spacing Python reads as those tokens (``prefilter.text._spelled``)."""
+    from shutdown_lint.prefilter import text as _text
+
+    if _text._SPELLED.search(trigger) is None:
+        return trigger in source
+    return _text._spelled(trigger).search(source) is not None

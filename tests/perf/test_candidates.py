@@ -291,7 +291,7 @@ def test_prefilter_gates_change_nothing():
              b"torch.distributed.init_process_group()", b"run_forever", b"SIGINT SIGTERM exit _exit"]
     texts += [ex.code.encode() for r in rules for ex in [*r.examples()[0], *r.examples()[1]]]
     for text in texts:
-        naive = [r for r in rules if not r.triggers or any(t.encode() in text for t in r.triggers)]
+        naive = [r for r in rules if not r.triggers or any(_written(t.encode(), text) for t in r.triggers)]
         assert prefilter(text, rules) == naive, text[:80]
 
 
@@ -468,3 +468,13 @@ def test_names_python_normalises_turn_the_tree_tier_off(code, source):
     assert ast_tree.parse(source.encode()).exact_names is False
     assert ast_tree.parse("# café, naïve\nx = 'déjà vu'\n".encode()).exact_names is True  # none changes
     assert _tiers_agree(code, source) == [code]
+
+
+def _written(trigger: bytes, source: bytes) -> bool:
+    """The trigger occurs in ``source``: as a substring, or, for one that spells more than one
+    token (``run(``), in any spacing Python reads as those tokens (``prefilter.text._spelled``)."""
+    from shutdown_lint.prefilter import text as _text
+
+    if _text._SPELLED.search(trigger) is None:
+        return trigger in source
+    return _text._spelled(trigger).search(source) is not None
