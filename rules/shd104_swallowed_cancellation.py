@@ -602,7 +602,7 @@ class SwallowedCancellation(_Decide, Rule):
     triggers = ("CancelledError", "except:", "BaseException")
     # tier 1: except CancelledError / BaseException / bare except: in a coroutine
     candidate = C.All(C.Word("async"), C.AnyOf(C.Word("CancelledError", "BaseException"),
-                                               C.WordThen("except", C.GAP + "*:")))
+                                               C.WordThen("except", C.gap() + ":")))
     # tier 2: in a coroutine, a try whose body suspends and that catches cancellation
     candidate_tree = staticmethod(lambda tree: _may_swallow(tree))
     facts_needed = ("parents", "imports", "functions")

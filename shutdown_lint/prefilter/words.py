@@ -33,6 +33,7 @@ This module must stay cheap to import: no libcst.
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Iterable, Iterator, Optional, Sequence
 
@@ -42,11 +43,22 @@ def _is_ident_byte(b: int) -> bool:
 
 #: what Python lets an author write between two tokens of one statement: whitespace (line breaks
 #: too, as inside brackets), a backslash continuation, a comment (inside brackets). A condition that
-#: reads more than one token spells the gap with this, not ``\s``: ``except \`` + newline + ``:`` is
-#: a bare ``except:``, ``ray.\`` + newline + ``get`` is ``ray.get``. Over-reading (a break outside
-#: brackets) only keeps a file.
-GAP = r"(?:\s|\\(?:\r\n|\r|\n)|#[^\r\n]*)"
-_GAP = GAP.encode()
+#: reads more than one token spells the gap with ``gap()``, not ``\s*``: ``except \`` + newline + ``:``
+#: is a bare ``except:``, ``ray.\`` + newline + ``get`` is ``ray.get``. Over-reading (a break outside
+#: brackets) only keeps a file. (``_GAP``: the same, one piece, for short strings.)
+_GAP = rb"(?:\s|\\(?:\r\n|\r|\n)|#[^\r\n]*)"
+_gaps = itertools.count()
+
+
+def gap() -> str:
+    r"""A regex for a gap between two tokens (``_GAP``, zero or more), matched atomically: each
+    run of whitespace is taken whole (a lookahead and a backreference, as 3.10 has no possessive
+    quantifiers), so a failing match does not give it back a byte at a time. A group of ``_GAP``
+    repeated cost 14x ``\s*`` on the long blank runs of a file's code view (``InCode``)."""
+    i = next(_gaps)
+    return (rf"(?:(?![\s\\#])|(?=(?P<gw{i}>\s*))(?P=gw{i})"  # (no gap: the common case, decided at once)
+            rf"(?:(?:\\(?:\r\n|\r|\n)|#[^\r\n]*)(?=(?P<gv{i}>\s*))(?P=gv{i}))*)")
+
 
 #: byte value -> 1 for ``_ 0-9 A-Z a-z`` (``_is_ident_byte`` as a table: no call per test)
 _IDENT_BYTES = bytes(_is_ident_byte(b) for b in range(256))
@@ -202,8 +214,8 @@ class Word(Cond):
 
 class WordThen(Cond):
     """Some whole-word occurrence of ``word`` is followed by the regex ``tail``
-    (``WordThen("except", GAP + "*:")`` is a bare ``except:``; spell a gap between tokens with
-    ``GAP``)."""
+    (``WordThen("except", gap() + ":")`` is a bare ``except:``; spell a gap between tokens with
+    ``gap()``)."""
 
     def __init__(self, word: str, tail: str) -> None:
         self.word = word.encode()
@@ -387,26 +399,33 @@ class ModuleAttr(Cond):
         parts = name.split(".")
         self.last = Word(parts[-1])
         self.root = parts[0].encode()
-        dots = _GAP + rb"*\." + _GAP + rb"*"
-        full = [dots.join(re.escape(p.encode()) for p in sp.split(".")) for sp in (name, *spellings)]
+        def spelled(dotted: Sequence[str]) -> bytes:
+            # each dot with its own gaps (a gap's groups are named: one name per place)
+            return b"".join((gap().encode() + rb"\." + gap().encode() if i else b"") + re.escape(w.encode())
+                            for i, w in enumerate(dotted))
+
+        full = [spelled(sp.split(".")) for sp in (name, *spellings)]
         self.literal = re.compile(rb"(?:" + b"|".join(full) + rb")(?![A-Za-z0-9_])")
-        prefixes = set()  # module prefixes: pkg, pkg.mod (not the name itself)
+        prefixes: set[str] = set()  # module prefixes: pkg, pkg.mod (not the name itself)
         #: prefix (dotted, no spaces) -> the names a ``from <prefix> import`` must bind to
         #: lead to the name (``from ray import init``; ``from asyncio import tasks``)
         self.binders: dict[bytes, set[bytes]] = {}
         for sp in (name, *spellings):
             sp_parts = sp.split(".")
             for i in range(1, len(sp_parts)):
-                prefixes.add(dots.join(re.escape(p.encode()) for p in sp_parts[:i]))
+                prefixes.add(".".join(sp_parts[:i]))
                 self.binders.setdefault(".".join(sp_parts[:i]).encode(), set()).add(sp_parts[i].encode())
-        self.aliased = re.compile(rb"(?:" + b"|".join(sorted(prefixes)) + rb")" + _GAP + rb"+(?:import|as)\b")
+        ordered = sorted(prefixes)
+        self.aliased = re.compile(rb"(?:" + b"|".join(spelled(p.split(".")) for p in ordered) + rb")(?=[\s\\#])"
+                                  + gap().encode() + rb"(?:import|as)\b")
         self.not_attr = re.compile(re.escape(self.root) + rb"\s*[^.\s]|" + re.escape(self.root) + rb"\s*$")
         # a dotted prefix used as a value (``dist = torch.distributed``): the facts follow the
         # binding, so an alias may follow, as for the bare root
-        inner = sorted(p for p in prefixes if p != re.escape(self.root))
-        self.prefix_value = (re.compile(rb"(?:" + b"|".join(inner) + rb")(?![A-Za-z0-9_])(?!" + _GAP + rb"*\.)")
-                             if inner else None)
-        self.plain_import = re.compile(rb"[ \t]*import[ \t]+(?:" + b"|".join(sorted(prefixes)) + rb")[ \t]*(?:#.*)?\r?")
+        inner = [p for p in ordered if "." in p]
+        self.prefix_value = (re.compile(rb"(?:" + b"|".join(spelled(p.split(".")) for p in inner)
+                                        + rb")(?![A-Za-z0-9_])(?!" + gap().encode() + rb"\.)") if inner else None)
+        self.plain_import = re.compile(rb"[ \t]*import[ \t]+(?:" + b"|".join(spelled(p.split(".")) for p in ordered)
+                                       + rb")[ \t]*(?:#.*)?\r?")
         self.key = ("ModuleAttr", name)
 
     def holds(self, text: FileText) -> bool:
@@ -574,5 +593,5 @@ def _context_words() -> dict[str, Cond]:
         "thread": Word("Thread", "Timer"),
         # driver roots: the __main__ block, main(), functions calling ray.init; main() and ray.init
         # are names in code (``InCode``), "__main__" is a string (``is_main_guard``)
-        "driver": AnyOf(InCode(AnyOf(WordThen("def", GAP + "+main" + GAP + r"*\("), qualified("ray.init"))), Word("__main__")),
+        "driver": AnyOf(InCode(AnyOf(WordThen("def", r"(?=[\s\\])" + gap() + "main" + gap() + r"\("), qualified("ray.init"))), Word("__main__")),
     }
