@@ -263,7 +263,29 @@ class AnyOf(Cond):
         return f"AnyOf({', '.join(map(repr, self.parts))})"
 
 
-class BareWord(Cond):
+class _WordsScanned(Cond):
+    """One of ``names`` occurs as a word and the subclass's ``_scan`` of the text (memoised per
+    file) accepts one of its occurrences."""
+
+    def __init__(self, *names: str) -> None:
+        if not names:
+            raise ValueError(f"{type(self).__name__}() needs at least one name")
+        self.names = tuple(sorted({n.encode() for n in names}))
+        self.key = (type(self).__name__, self.names)
+
+    def holds(self, text: FileText) -> bool:
+        if not any(text.has_word(n) for n in self.names):
+            return False
+        return text.memo(self.key, self._scan)
+
+    def _scan(self, text: FileText) -> bool:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(n.decode() for n in self.names)})"
+
+
+class BareWord(_WordsScanned):
     """At least one of ``names`` occurs as a whole identifier not written as an attribute
     (``x.name``): after a ``.`` on the same line, spaces between, counts as an attribute only
     when the ``.`` does not end a number (``1.``) nor an ``...``. A name the facts resolve to
@@ -271,17 +293,6 @@ class BareWord(Cond):
     builtins import exit``), unless reached through the module itself (``builtins.exit``:
     ``builtin``). The name a ``def`` or a ``class`` statement gives (``def exit(self):``, the
     keyword and spaces before it on its line) is no reference: it does not count."""
-
-    def __init__(self, *names: str) -> None:
-        if not names:
-            raise ValueError("BareWord() needs at least one name")
-        self.names = tuple(sorted({n.encode() for n in names}))
-        self.key = ("BareWord", self.names)
-
-    def holds(self, text: FileText) -> bool:
-        if not any(text.has_word(n) for n in self.names):
-            return False
-        return text.memo(self.key, self._scan)
 
     def _scan(self, text: FileText) -> bool:
         src = text.source
@@ -298,15 +309,12 @@ class BareWord(Cond):
                     return True  # ``1.`` / ``...`` then the name: not surely an attribute
         return False
 
-    def __repr__(self) -> str:
-        return f"BareWord({', '.join(n.decode() for n in self.names)})"
-
 
 #: the keyword of a ``def``/``class`` statement ending where a scan back from a name stopped
 _DEFINES = re.compile(rb"(?<![A-Za-z0-9_])(?:def|class)\Z")
 
 
-class AttrWord(Cond):
+class AttrWord(_WordsScanned):
     """At least one of ``names`` may be reached as an attribute or imported by name: it occurs
     as a whole identifier after a ``.`` (spaces, backslashes and line ends between; a line end
     after a line with a ``#`` counts too: a comment may be in between), or some ``import`` is
@@ -317,17 +325,6 @@ class AttrWord(Cond):
     ``ThreadPoolExecutor.map(pool, ...)``) or through a name imported from the type's dotted name
     (``from ...ThreadPoolExecutor import map``, ``*``); a bare ``map(...)`` is the builtin, or a
     name bound in the module to one of these (which spells it so)."""
-
-    def __init__(self, *names: str) -> None:
-        if not names:
-            raise ValueError("AttrWord() needs at least one name")
-        self.names = tuple(sorted({n.encode() for n in names}))
-        self.key = ("AttrWord", self.names)
-
-    def holds(self, text: FileText) -> bool:
-        if not any(text.has_word(n) for n in self.names):
-            return False
-        return text.memo(self.key, self._scan)
 
     def _scan(self, text: FileText) -> bool:
         src = text.source
@@ -346,8 +343,6 @@ class AttrWord(Cond):
                 return True
         return False
 
-    def __repr__(self) -> str:
-        return f"AttrWord({', '.join(n.decode() for n in self.names)})"
 
 
 def builtin(*names: str) -> Cond:
