@@ -819,11 +819,9 @@ class _Ast(_Flow, AstCheck):
         for h in _walk_all(fn.node.body):
             if type(h) is not ast.ExceptHandler or type(facts.parent(h)) is not ast.Try:
                 continue  # ``except*``: libcst's ExceptStarHandler
-            t = h.type
-            names = [] if t is None else [(e.value if type(e) is ast.Starred else e) for e in t.elts] \
-                if type(t) is ast.Tuple else [t]
-            broad = t is None or any(facts.qualified_name(n, h) in ("builtins.Exception", "builtins.BaseException")
-                                     for n in names)
+            names = facts.caught_types(h)
+            broad = names is None or any(
+                facts.qualified_name(n, h) in ("builtins.Exception", "builtins.BaseException") for n in names)
             if broad and exits.exit_paths(h).hands_on:
                 found = True
         return found
@@ -1985,10 +1983,9 @@ class UnobservedTaskException(_Flow, Rule):
 
         class _Scan(cst.CSTVisitor):
             def visit_ExceptHandler(self, h: cst.ExceptHandler) -> None:
-                t = h.type
-                names = [] if t is None else [el.value for el in t.elements] if isinstance(t, cst.Tuple) else [t]
-                broad = t is None or any(facts.qualified_name(n, h) in ("builtins.Exception", "builtins.BaseException")
-                                         for n in names)
+                names = facts.caught_types(h)
+                broad = names is None or any(
+                    facts.qualified_name(n, h) in ("builtins.Exception", "builtins.BaseException") for n in names)
                 if broad and facts.exit_paths(h).hands_on:
                     found[0] = True
 

@@ -136,11 +136,9 @@ class _Ast(_Decide, AstCheck):
             if t in _SCOPES_AST:
                 return None
             if t is ast.ExceptHandler and any(s is child for s in anc.body):
-                typ = anc.type
-                if typ is None:
+                exprs = facts.caught_types(anc)
+                if exprs is None:
                     return None
-                exprs = ([el.value if type(el) is ast.Starred else el for el in typ.elts] if type(typ) is ast.Tuple
-                         else [typ])
                 ok = any(facts.qualified_name(e, anc) == "builtins.KeyboardInterrupt" for e in exprs)
                 return anc if ok else None
             child = anc
@@ -592,10 +590,9 @@ def _interrupt_handler(facts, node: cst.CSTNode) -> Optional[_Handler]:
         if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             return None
         if isinstance(anc, (cst.ExceptHandler, cst.ExceptStarHandler)) and child is anc.body:
-            t = anc.type
-            if t is None:
+            exprs = facts.caught_types(anc)
+            if exprs is None:
                 return None
-            exprs = [el.value for el in t.elements] if isinstance(t, cst.Tuple) else [t]
             ok = any(facts.qualified_name(e, anc) == "builtins.KeyboardInterrupt" for e in exprs)
             return anc if ok else None
         child = anc

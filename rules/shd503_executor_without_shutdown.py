@@ -480,7 +480,7 @@ class ExecutorWithoutShutdown(Rule):
             if how is None:
                 continue
             fn = self.facts.enclosing_function(node)
-            if _cancelled(fn.node if fn is not None else self.facts.module, name):
+            if _cancelled(self.facts, fn.node if fn is not None else self.facts.module, name):
                 continue
             fix = self._drain_fix(node, name, self.facts.call_name(call) == "concurrent.futures.ThreadPoolExecutor")
             self.report(call, _with_message(_code(call.func), name, how), fix=fix)
@@ -536,7 +536,7 @@ class ExecutorWithoutShutdown(Rule):
         if not waits:
             return
         how = _queues_in_bulk(body, name, call, until=waits[-1])
-        if how is None or _cancelled(fn.node, name):
+        if how is None or _cancelled(self.facts, fn.node, name):
             return
         self.report(call, _local_message(name, how))
 
@@ -880,7 +880,7 @@ def _cst_args(call: cst.Call) -> list[tuple[Optional[str], cst.BaseExpression]]:
     return [(a.keyword.value if a.keyword is not None else None, a.value) for a in call.args]
 
 
-def _cancelled(scope: cst.CSTNode, name: str) -> bool:
+def _cancelled(facts, scope: cst.CSTNode, name: str) -> bool:
     """Some interrupt path in ``scope`` may cancel ``name``'s queued work: a ``<name>.shutdown``
     with ``cancel_futures``; ``<name>`` handed to a call that stops it
     (``runtime_guard.shutdown_executor(ex)``); a ``.cancel()`` in a ``finally`` or in a handler that
@@ -899,11 +899,11 @@ def _cancelled(scope: cst.CSTNode, name: str) -> bool:
             return n is scope
 
         def visit_ExceptHandler(self, n: cst.ExceptHandler) -> None:
-            if _catches_interrupt(n):
+            if _catches_interrupt(facts, n):
                 self.interrupt_blocks += 1
 
         def leave_ExceptHandler(self, n: cst.ExceptHandler) -> None:
-            if _catches_interrupt(n):
+            if _catches_interrupt(facts, n):
                 self.interrupt_blocks -= 1
 
         def visit_Finally(self, n: cst.Finally) -> None:
@@ -926,11 +926,13 @@ def _cancelled(scope: cst.CSTNode, name: str) -> bool:
     return hit
 
 
-def _catches_interrupt(handler: cst.ExceptHandler) -> bool:
-    if handler.type is None:
+def _catches_interrupt(facts, handler: cst.ExceptHandler) -> bool:
+    """Bare, or a type whose last name is KeyboardInterrupt/BaseException; a ``*x`` element
+    never counts (read as written, not unwrapped: as ``_ast_catches_interrupt``)."""
+    types = facts.caught_types(handler)
+    if types is None:
         return True
-    types = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
-    return any(_last_name(t.value if isinstance(t, cst.Element) else t) in _INTERRUPT_TYPES for t in types)
+    return any(_last_name(t) in _INTERRUPT_TYPES and type(facts.parent(t)) is not cst.StarredElement for t in types)
 
 
 def _last_name(node) -> str:
@@ -1512,7 +1514,7 @@ class _Ast(AstCheck):
                 for st in (*node.body, *node.orelse):
                     push((st, blocks))
                 for h in node.handlers:  # libcst counts ``except`` handlers, not ``except*`` ones
-                    push((h, blocks + (1 if t is ast.Try and _ast_catches_interrupt(h) else 0)))
+                    push((h, blocks + (1 if t is ast.Try and _ast_catches_interrupt(self.facts, h) else 0)))
                 for st in node.finalbody:
                     push((st, blocks + 1))
                 continue
@@ -1659,11 +1661,12 @@ def _may_own_parentheses(node: ast.AST, parent: Optional[ast.AST], grandparent: 
     return False
 
 
-def _ast_catches_interrupt(handler: ast.ExceptHandler) -> bool:
-    if handler.type is None:
+def _ast_catches_interrupt(facts, handler: ast.ExceptHandler) -> bool:
+    """``_catches_interrupt`` on ast: a ``*x`` element (``Starred``) never counts."""
+    types = facts.caught_types(handler)
+    if types is None:
         return True
-    types = handler.type.elts if type(handler.type) is ast.Tuple else [handler.type]
-    return any(_last_name(t) in _INTERRUPT_TYPES for t in types)
+    return any(_last_name(t) in _INTERRUPT_TYPES and type(facts.parent(t)) is not ast.Starred for t in types)
 
 
 def _ast_rebinds(body: list, name: str) -> bool:

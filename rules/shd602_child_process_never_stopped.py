@@ -1037,9 +1037,9 @@ class ChildProcessNeverStopped(_Decide, Rule):
         return False
 
     def _broad(self, handler: Union[cst.ExceptHandler, cst.ExceptStarHandler], kind: str) -> bool:
-        if handler.type is None:
+        types = self.facts.caught_types(handler)
+        if types is None:
             return True
-        types = [e.value for e in handler.type.elements] if isinstance(handler.type, cst.Tuple) else [handler.type]
         for t in types:
             q = self.facts.qualified_name(t, handler) or ""
             if q in _BROAD or (kind == "asyncio" and q.endswith("CancelledError")):
@@ -2415,12 +2415,10 @@ class _Ast(_Decide, AstCheck):
         return False
 
     def _broad(self, handler: ast.ExceptHandler, kind: str) -> bool:
-        if handler.type is None:
+        types = self.facts.caught_types(handler)
+        if types is None:
             return True
-        types = handler.type.elts if type(handler.type) is ast.Tuple else [handler.type]
         for t in types:
-            if type(t) is ast.Starred:
-                t = t.value
             q = self.facts.qualified_name(t, handler) or ""
             if q in _BROAD or (kind == "asyncio" and q.endswith("CancelledError")):
                 return True

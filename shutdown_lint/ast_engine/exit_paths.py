@@ -275,10 +275,9 @@ class AstWalker(_WalkerBase):
         return set(), True  # def, class, any other simple statement: control goes on
 
     def _catches_everything(self, handler: ast.ExceptHandler) -> bool:
-        t = handler.type
-        if t is None:
+        exprs = self.facts.caught_types(handler)
+        if exprs is None:
             return True
-        exprs = [e.value if type(e) is ast.Starred else e for e in t.elts] if type(t) is ast.Tuple else [t]
         names = []
         for e in exprs:
             name = self.facts.qualified_name(e, handler) or ""
