@@ -26,11 +26,10 @@ A ``visit_X`` returning False skips the children of that node *for that check on
 from __future__ import annotations
 
 import ast
-import re
 from operator import attrgetter
 from typing import Callable, Iterable, Iterator, Optional, Sequence
 
-from ..prefilter.ast_tree import _fields as _walked_fields
+from ..prefilter.ast_tree import _fields as _walked_fields, signature
 
 _AST = ast.AST
 _pos = attrgetter("lineno", "col_offset")
@@ -157,8 +156,6 @@ def children(node: ast.AST) -> list:
     return children_of(type(node))(node)
 
 
-#: ``type name`` / ``type* name`` / ``type? name`` in an ``ast`` node type's signature (its docstring)
-_SIGNATURE_FIELD = re.compile(r"(\w+)([*?]?) (\w+)")
 #: node type -> ``iter_children_of(t)``
 _ITER_TABLE: dict[type, Callable[[ast.AST], Sequence]] = {}
 
@@ -180,10 +177,7 @@ def _compiled(t: type) -> Optional[Callable[[ast.AST], Sequence]]:
     fields = _walked_fields(t)
     if not fields:
         return _no_children
-    doc = t.__doc__ or ""
-    if not doc.startswith(t.__name__ + "("):
-        return None
-    kinds = {name: mark for _, mark, name in _SIGNATURE_FIELD.findall(doc[len(t.__name__) + 1:])}
+    kinds = {name: mark for name, (_, mark) in signature(t).items()}
     if any(f not in kinds for f in fields):
         return None
     if len(fields) == 1 and kinds[fields[0]] == "*":

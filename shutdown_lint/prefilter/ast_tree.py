@@ -712,10 +712,14 @@ _UNKNOWN = object()
 
 
 def _children_getter(t: type):
-    """How ``Tree._collect`` reads the children of a node of type ``t``: None when ``_fields``
-    has none, the field's name when it has one, else an ``attrgetter`` of them all, last first
-    (one call gives the tuple of their values)."""
-    fields = tuple(reversed(_fields(t)))
+    """How ``Tree._collect`` reads the children of a node of type ``t``: ``_getter`` of
+    ``_fields``, last first."""
+    return _getter(tuple(reversed(_fields(t))))
+
+
+def _getter(fields: tuple[str, ...]):
+    """None when there is no field, the field's name when there is one, else an ``attrgetter``
+    of them all (one call gives the tuple of their values)."""
     if not fields:
         return None
     if len(fields) == 1:
@@ -748,12 +752,19 @@ def _node_fields(t: type) -> tuple[str, ...]:
 
 
 def _declared(t: type) -> dict[str, str]:
-    """Field -> ASDL type, from the node type's docstring (Python's signature of it:
-    ``BinOp(expr left, operator op, expr right)``); empty when it has none."""
+    """Field -> ASDL type (``signature``); empty when the type has no signature."""
+    return {name: typ for name, (typ, _) in signature(t).items()}
+
+
+@functools.lru_cache(maxsize=None)
+def signature(t: type) -> dict[str, tuple[str, str]]:
+    """Field -> (ASDL type, its mark: ``*`` a list, ``?`` optional, "" one), from the node type's
+    docstring (Python's signature of it: ``BinOp(expr left, operator op, expr right)``); empty
+    when it has none. Read by the tier's walks here and the engine's compiled readers."""
     doc = t.__doc__ or ""
     if not doc.startswith(t.__name__ + "("):
         return {}
-    return {name: typ for typ, _, name in _SIGNATURE_FIELD.findall(doc[len(t.__name__) + 1:])}
+    return {name: (typ, mark) for typ, mark, name in _SIGNATURE_FIELD.findall(doc[len(t.__name__) + 1:])}
 
 
 #: ``type name`` / ``type* name`` / ``type? name`` in an ``ast`` node type's docstring
@@ -769,17 +780,10 @@ _NODE_CHILDREN: dict[type, object] = {}
 
 
 def _node_getter(t: type):
-    """How the walks read the children of a node of type ``t`` (all of ``_node_fields``, in
-    order): None when there is no field, the field's name when there is one, else an
-    ``attrgetter`` of them all (one call gives the tuple of their values). The parser fills
-    these fields with nodes, lists of nodes or None (a ``**x`` key of a dict, a keyword-only
-    argument without a default) only."""
-    fields = _node_fields(t)
-    if not fields:
-        return None
-    if len(fields) == 1:
-        return fields[0]
-    return operator.attrgetter(*fields)
+    """How the walks read the children of a node of type ``t``: ``_getter`` of all of
+    ``_node_fields``, in order. The parser fills these fields with nodes, lists of nodes or
+    None (a ``**x`` key of a dict, a keyword-only argument without a default) only."""
+    return _getter(_node_fields(t))
 
 
 def children(node: ast.AST) -> list[ast.AST]:
