@@ -514,11 +514,17 @@ def qualified(*names: str) -> Cond:
     alternatives: list[Cond] = []
     for name in names:
         parts = name.split(".")
-        if len(parts) == 1 or parts[0] == "builtins" or any(p[:1].isupper() for p in parts[:-1]):
+        if len(parts) == 1 or parts[0] == "builtins" or _a_type_member(name):
             alternatives.append(Word(parts[-1]))
         else:
             alternatives.append(ModuleAttr(name, _spellings(name)))
     return alternatives[0] if len(alternatives) == 1 else AnyOf(*alternatives)
+
+
+def _a_type_member(name: str) -> bool:
+    """A part before the last is capitalised: ``name`` is a type's member
+    (``asyncio.AbstractEventLoop.create_task``, ``concurrent.futures.ThreadPoolExecutor.map``)."""
+    return any(p[:1].isupper() for p in name.split(".")[:-1])
 
 
 def _spellings(name: str) -> list[str]:
@@ -572,8 +578,8 @@ def _callee_words(names: Iterable[str]) -> Cond:
     """The last words of dotted callees: a module's function by its word (``to_thread``); a
     type's method (a capitalised part before the last: ``ThreadPoolExecutor.map``) only as an
     attribute or an imported name (``AttrWord``: the builtin ``map(...)`` is no executor's)."""
-    plain = sorted({n.rsplit(".", 1)[-1] for n in names if not any(p[:1].isupper() for p in n.split(".")[:-1])})
-    typed = sorted({n.rsplit(".", 1)[-1] for n in names if any(p[:1].isupper() for p in n.split(".")[:-1])})
+    plain = sorted({n.rsplit(".", 1)[-1] for n in names if not _a_type_member(n)})
+    typed = sorted({n.rsplit(".", 1)[-1] for n in names if _a_type_member(n)})
     parts: list[Cond] = ([Word(*plain)] if plain else []) + ([AttrWord(*typed)] if typed else [])
     return parts[0] if len(parts) == 1 else AnyOf(*parts)
 
