@@ -243,9 +243,7 @@ def _remote_argument(code: "C.FileText", at: int) -> bool:
     j = k
     while j >= 0 and src[j] in b" \t\f":
         j -= 1
-    before = src[max(0, j - 4):j + 1]
-    if (before.endswith(b"class") and (j < 5 or src[j - 5] not in _IDENT_BYTES)) or (
-            before.endswith(b"def") and (j < 3 or src[j - 3] not in _IDENT_BYTES)):
+    if C.ends_with_definition_keyword(src, j):
         return False  # ``class C(Cls)``, ``def f(Cls)``: a base, a parameter
     return _may_be_remote(code, word)
 

@@ -301,7 +301,7 @@ class BareWord(_WordsScanned):
                 k = p - 1
                 while k >= 0 and src[k] in b" \t\f":
                     k -= 1
-                if k < p - 1 and _DEFINES.search(src, max(0, k - 5), k + 1):
+                if k < p - 1 and ends_with_definition_keyword(src, k):
                     continue  # ``def exit(``, ``class SystemExit(``: a definition's name
                 if k < 0 or src[k] != 46:  # 46: "."
                     return True
@@ -312,6 +312,12 @@ class BareWord(_WordsScanned):
 
 #: the keyword of a ``def``/``class`` statement ending where a scan back from a name stopped
 _DEFINES = re.compile(rb"(?<![A-Za-z0-9_])(?:def|class)\Z")
+
+
+def ends_with_definition_keyword(src: bytes, k: int) -> bool:
+    """``src[:k + 1]`` ends with the whole word ``def`` or ``class``: a scan back from a name
+    (over the spaces before it) stopped at the keyword of the statement that gives the name."""
+    return _DEFINES.search(src, max(0, k - 5), k + 1) is not None
 
 
 class AttrWord(_WordsScanned):

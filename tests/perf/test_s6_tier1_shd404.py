@@ -170,3 +170,19 @@ def test_unreadable_text_counts() -> None:
         readable = src.replace("f'{1}'", "'1'").replace("(1).z", "").replace("[0]", "").replace("\r", "")
         assert not RULE.candidate.holds(FileText(readable.encode())), readable
         assert RULE.candidate.holds(FileText(textwrap.dedent(src).encode())), src
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("class W(Base):\n    pass\nV = g()\nclass V(W):\n    pass\n", False),  # a base, not an argument
+    ("class W(Base):\n    pass\nf = g()\ndef f(W):\n    pass\n", False),  # a parameter
+    ("class W(Base):\n    pass\nmyclass = ray.remote\nX = myclass(W)\n", True),  # ends in ``class``: a name
+    ("class W(Base):\n    pass\nremote = ray.remote\nX = remote(W)\n", True),
+])
+def test_a_definitions_parentheses_are_no_call(source: str, expected: bool) -> None:
+    """``_remote_argument``: the class name between the parentheses of a ``class``/``def``
+    statement is a base or a parameter, never a call's argument (the keyword read back by
+    ``words.ends_with_definition_keyword``), even where the statement's name is also bound to a
+    value (which ``_may_be_remote`` alone would admit)."""
+    code = FileText(source.encode()).code()
+    last = code.source.rindex(b"W")
+    assert MODULE._remote_argument(code, last) is expected
