@@ -157,7 +157,11 @@ def _run(path: Path, wait: float) -> tuple[bool, int, str]:
         except subprocess.TimeoutExpired:
             killed = True
             proc.kill()
-        out, _ = proc.communicate(timeout=10)
+            proc.wait(timeout=10)
+        # read through ``proc.stdout``, not ``communicate``: its raw reads skip what ``readline``
+        # already buffered (a child that printed its next line with WAITING lost it under load)
+        out = proc.stdout.read()
+        proc.stderr.read()
         return killed, proc.returncode, out
     finally:
         if proc.poll() is None:
@@ -357,3 +361,12 @@ def test_no_fix_where_hard_exit_would_skip_the_functions_own_cleanup(tmp_path, s
     old_fix.write_text(program.replace("import sys\n", "import sys\nimport runtime_guard\n", 1)
                        .replace("sys.exit(1)", "runtime_guard.hard_exit(1)"))
     assert _run(old_fix, wait=20) == (False, 1, "fatal error, exiting 1\n")
+
+
+def test_run_keeps_the_lines_that_came_with_waiting(tmp_path):
+    """``_run``'s own check: a child whose next line arrives in the same read as WAITING (here
+    one write) still has it in the output. Read with ``communicate`` after ``readline``, it was
+    lost: the executor test above failed in CI so (status 2, no "MAIN FINALLY")."""
+    prog = tmp_path / "both.py"
+    prog.write_text('print("WAITING\\nMAIN FINALLY", flush=True)\n')
+    assert _run(prog, wait=20) == (False, 0, "MAIN FINALLY\n")
