@@ -96,7 +96,7 @@ class PipedChild:
             except subprocess.TimeoutExpired as e:
                 line = f"<no line in {timeout} s; read {_text(e.output)!r}>"
             if line != want:
-                raise AssertionError((line, want, self._stderr_for_message()))
+                raise AssertionError((line, want, self.stderr_for_failure()))
 
     def finish(self, timeout: float) -> Tuple[int, str, str]:
         """Wait up to ``timeout`` s for the child's end, reading both pipes meanwhile: (exit status,
@@ -124,13 +124,15 @@ class PipedChild:
         except ProcessLookupError:
             pass
 
-    def _stderr_for_message(self) -> str:
+    def stderr_for_failure(self) -> str:
+        """For an assertion's message: the child's stderr, all of it (a child still running is
+        killed first; what came, if its pipe does not end within ``REAP_S`` s)."""
         try:
             if self.proc.poll() is None:
                 self.kill()
-            return self.finish(REAP_S)[2][-3000:]
+            return self.finish(REAP_S)[2]
         except subprocess.TimeoutExpired:
-            return _text(bytes(self._err))[-3000:]
+            return _text(bytes(self._err))
 
     def close(self) -> None:
         """Kill the child if it still runs, reap it, close its pipes."""
