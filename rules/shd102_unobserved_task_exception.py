@@ -3,7 +3,6 @@ from __future__ import annotations
 import ast
 import io
 import tokenize
-import weakref
 from typing import Optional, Union
 
 import libcst as cst
@@ -13,7 +12,6 @@ from shutdown_lint.ast_engine.exit_paths import exit_paths_of
 from shutdown_lint.ast_engine.facts import first_argument
 from shutdown_lint.prefilter import words as C
 from shutdown_lint.prefilter.ast_tree import COMPREHENSIONS
-from shutdown_lint.prefilter.ast_tree import walk as ast_walk
 from shutdown_lint.rule import Applicability, Fix, Invalid, Option, Replace, Rule
 from shutdown_lint.traversal import walk
 
@@ -2431,17 +2429,17 @@ def _stored_and_observed(tree, call: ast.AST, fn, parents: dict, collection: boo
                 return True  # someone else's attribute (``_attribute_uses``)
             where = tree.parents(tree.module)
             if any(type(n.ctx) is ast.Load and _collection_use_observes(n, where)
-                   for n in _named_nodes(tree, tree.module)[1].get(holder.attr, ())):
+                   for n in tree.named_nodes(tree.module)[1].get(holder.attr, ())):
                 return True
             continue
         if isinstance(t, ast.Attribute):
             if not (isinstance(t.value, ast.Name) and t.value.id in ("self", "cls")):
                 return True  # someone else's attribute: the rule cannot see its users either
             region = tree.module
-            found = _named_nodes(tree, region)[1].get(t.attr, ())
+            found = tree.named_nodes(region)[1].get(t.attr, ())
         elif isinstance(t, ast.Name):
             region = fn.node if fn is not None else tree.module
-            found = _named_nodes(tree, region)[0].get(t.id, ())
+            found = tree.named_nodes(region)[0].get(t.id, ())
         else:
             continue
         where = tree.parents(region)
@@ -2465,10 +2463,10 @@ def _added_and_observed(tree, adder: ast.Call, fn) -> bool:
     if type(holder) is ast.Attribute:
         if not (type(holder.value) is ast.Name and holder.value.id in ("self", "cls")):
             return True
-        region, found = tree.module, _named_nodes(tree, tree.module)[1].get(holder.attr, ())
+        region, found = tree.module, tree.named_nodes(tree.module)[1].get(holder.attr, ())
     elif type(holder) is ast.Name:
         region = fn.node if fn is not None else tree.module
-        found = _named_nodes(tree, region)[0].get(holder.id, ())
+        found = tree.named_nodes(region)[0].get(holder.id, ())
     else:
         return True  # ``_follow_collection`` of anything else: OBSERVED
     where = tree.parents(region)
@@ -2508,30 +2506,9 @@ def _restored_and_observed(tree, use: ast.AST, parents: dict) -> bool:
         if not (type(t.value) is ast.Name and t.value.id in ("self", "cls")):
             return True
         where = tree.parents(tree.module)
-        if any(type(n.ctx) is ast.Load and _observes(n, where, tree) for n in _named_nodes(tree, tree.module)[1].get(t.attr, ())):
+        if any(type(n.ctx) is ast.Load and _observes(n, where, tree) for n in tree.named_nodes(tree.module)[1].get(t.attr, ())):
             return True
     return False
-
-
-_NAMED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
-def _named_nodes(tree, region: ast.AST) -> tuple[dict, dict]:
-    """(name -> its ``Name`` nodes, attribute -> its ``Attribute`` nodes) under ``region``, in
-    ``ast.walk`` order, built once per tree and region (one walk, not one per spawn)."""
-    per_tree = _NAMED.setdefault(tree, {})
-    found = per_tree.get(id(region))
-    if found is None:
-        names: dict = {}
-        attrs: dict = {}
-        for n in ast_walk(region):
-            t = type(n)
-            if t is ast.Name:
-                names.setdefault(n.id, []).append(n)
-            elif t is ast.Attribute:
-                attrs.setdefault(n.attr, []).append(n)
-        found = per_tree[id(region)] = (names, attrs)
-    return found
 
 
 def _observes(use: ast.AST, parents: dict, tree=None) -> bool:

@@ -195,7 +195,7 @@ class Tree:
         #: the ``ast``'s names are spelled as in the source: False when Python's NFKC
         #: normalisation changed one (``parse``); conditions then decide nothing
         self.exact_names = True
-        self._parent_maps: dict[int, dict[int, ast.AST]] = {}
+        self._parent_maps: dict[int, list] = {}  # ``_region``
         self._collect()
 
     # ------------------------------------------------------------------ the one walk
@@ -575,12 +575,35 @@ class Tree:
 
     def parents(self, root: ast.AST) -> dict[int, ast.AST]:
         """``id(node) -> parent`` for the nodes under ``root`` (a function's node or the
-        module), built once per root: the summary walk keeps no parents, and only a few
-        conditions ask where a value goes (``await create_task(...)``)."""
+        module; not the field-less markers such as ``Load``: ``_parent_map``), built once per
+        root: the summary walk keeps no parents, and only a few conditions ask where a value
+        goes (``await create_task(...)``)."""
+        return self._region(root)[0]
+
+    def named_nodes(self, root: ast.AST) -> tuple[dict[str, list[ast.Name]], dict[str, list[ast.Attribute]]]:
+        """(name -> its ``Name`` nodes, attribute -> its ``Attribute`` nodes) under ``root``, in
+        ``ast.walk`` order, built once per root from the nodes ``parents(root)`` walked (the
+        conditions that ask where a name's uses go ask both: one walk)."""
+        region = self._region(root)
+        if region[2] is None:
+            names: dict[str, list[ast.Name]] = {}
+            attrs: dict[str, list[ast.Attribute]] = {}
+            Name, Attribute = ast.Name, ast.Attribute
+            for n in region[1]:
+                t = type(n)
+                if t is Name:
+                    names.setdefault(n.id, []).append(n)
+                elif t is Attribute:
+                    attrs.setdefault(n.attr, []).append(n)
+            region[2] = (names, attrs)
+        return region[2]
+
+    def _region(self, root: ast.AST) -> list:
+        """[parent map, nodes walked, ``named_nodes`` or None] of ``root``, made once."""
         maps = self._parent_maps
         found = maps.get(id(root))
         if found is None:
-            found = maps[id(root)] = _parent_map(root)
+            found = maps[id(root)] = [*_parents_and_nodes(root), None]
         return found
 
     def all_calls(self) -> Iterator[ast.Call]:
@@ -634,33 +657,41 @@ class Tree:
 
 def _parent_map(root: ast.AST) -> dict[int, ast.AST]:
     """``{id(child): node for node in ast.walk(root) for child in ast.iter_child_nodes(node)}``
-    (the same order, so the same parent for the ``Load``/``Store`` markers that many nodes
-    share), without the generators."""
-    from collections import deque
+    without the markers (``Load``, ``Add``, ``Eq``: nodes of the ASDL types ``_MARKERS``; the
+    parser shares one of each between many nodes, so they have no parent of their own), and
+    without the generators."""
+    return _parents_and_nodes(root)[0]
 
-    AST, fields_of = ast.AST, _NODE_FIELDS
+
+def _parents_and_nodes(root: ast.AST) -> tuple[dict[int, ast.AST], list[ast.AST]]:
+    """(``_parent_map(root)``, ``root`` and every node under it but the markers, in
+    ``ast.walk``'s order): one walk, whose queue is the list. Only the fields ``_fields`` keeps
+    are read (no ``ctx``, no operator: the markers' fields), all at once (``_FORWARD``)."""
     found: dict[int, ast.AST] = {}
-    todo = deque([root])
-    pop, push = todo.popleft, todo.append
-    while todo:
-        node = pop()
+    out = [root]
+    push = out.append
+    getters = _FORWARD
+    for node in out:  # ``out`` grows behind the loop: breadth first
         t = type(node)
-        fields = fields_of.get(t)
-        if fields is None:
-            fields = fields_of[t] = _node_fields(t)
-        for field in fields:
-            value = getattr(node, field, None)
-            if isinstance(value, AST):
-                found[id(value)] = node
-                if value._fields:
-                    push(value)
-            elif type(value) is list:
+        get = getters.get(t, _UNKNOWN)
+        if get is _UNKNOWN:
+            get = getters[t] = _getter(_fields(t))
+        if get is None:  # a ``Name``, a ``Constant``: nothing under it but markers
+            continue
+        for value in ((getattr(node, get),) if type(get) is str else get(node)):
+            if type(value) is list:
                 for item in value:
-                    if isinstance(item, AST):
+                    if item is not None:
                         found[id(item)] = node
-                        if item._fields:
-                            push(item)
-    return found
+                        push(item)
+            elif value is not None:
+                found[id(value)] = node
+                push(value)
+    return found, out
+
+
+#: node type -> ``_getter(_fields(t))`` (``_parents_and_nodes``)
+_FORWARD: dict[type, object] = {}
 
 
 def _mention_string_annotation(annotation: ast.AST, mentioned: set[str]) -> None:
@@ -773,7 +804,7 @@ _SIGNATURE_FIELD = re.compile(r"(\w+)([*?]?) (\w+)")
 _VALUES = frozenset({"identifier", "string", "int", "constant", "object", "bytes"})
 #: ASDL types of field-less nodes the tier never reads (``Load``, ``Add``, ``Eq``, ``TypeIgnore``)
 _MARKERS = frozenset({"expr_context", "boolop", "operator", "unaryop", "cmpop", "type_ignore"})
-#: node type -> ``_node_fields`` (``_parent_map``, ``walk_within``)
+#: node type -> ``_node_fields`` (``walk_within``)
 _NODE_FIELDS: dict[type, tuple[str, ...]] = {}
 #: node type -> ``_node_getter(t)`` (``walk``, ``children``)
 _NODE_CHILDREN: dict[type, object] = {}

@@ -125,8 +125,13 @@ def _old_nested_statements(stmts, enter=lambda st: True):
             todo.extend(case.body)
 
 
+_MARKERS = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop, ast.type_ignore)
+
+
 def _old_parent_map(root):
-    return {id(child): node for node in ast.walk(root) for child in ast.iter_child_nodes(node)}
+    """The markers (``Load``, ``Add``: one shared by many nodes) have no parent there."""
+    return {id(child): node for node in ast.walk(root) for child in ast.iter_child_nodes(node)
+            if not isinstance(child, _MARKERS)}
 
 
 class _OldTree(Tree):
@@ -290,9 +295,32 @@ def test_walks_match_the_generator_versions(name, module):
         assert [id(n) for n in ast_tree.nested_statements(module.body, enter)] == \
             [id(n) for n in _old_nested_statements(module.body, enter)]
     assert ast_tree._parent_map(module) == _old_parent_map(module)
+    _named_nodes_match(module)
     new, old = Tree(module), _OldTree(module)
     assert _summary(new) == _summary(old), name
     assert new._binding_counts == _old_binding_counts(module)
+
+
+def _named_nodes_match(module):
+    """``Tree.parents``/``Tree.named_nodes`` (one walk per root) against the plain walk, for the
+    module and its first functions, asked in either order."""
+    tree = Tree(module)
+    roots = [module, *(fn.node for fn in tree.functions[:4])]
+    for i, root in enumerate(roots):
+        names: dict = {}
+        attrs: dict = {}
+        for n in ast.walk(root):
+            if type(n) is ast.Name:
+                names.setdefault(n.id, []).append(id(n))
+            elif type(n) is ast.Attribute:
+                attrs.setdefault(n.attr, []).append(id(n))
+        if i % 2:
+            assert tree.parents(root) == _old_parent_map(root)
+        got = tree.named_nodes(root)
+        assert {k: [id(n) for n in v] for k, v in got[0].items()} == names
+        assert {k: [id(n) for n in v] for k, v in got[1].items()} == attrs
+        assert tree.named_nodes(root) is got
+        assert tree.parents(root) == _old_parent_map(root)
 
 
 def test_every_module_summary_matches():
