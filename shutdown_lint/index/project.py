@@ -405,7 +405,7 @@ class ProjectIndex:
         facts = self._teardown_text.get(path)
         if facts is None:
             data = _file_bytes(path)  # not kept (``read`` keeps the bytes): only the facts are
-            if _REGISTRATION.search(data) or _indented_clause(data) \
+            if _registers(data) or _indented_clause(data) \
                     or not _plain_names(data):
                 facts = self._teardown_text[path] = ()
             else:
@@ -792,7 +792,10 @@ def _shared_summary(shared, path: str) -> Optional[tuple[Optional[dict], list]]:
 
 
 #: a star import (``from x import *``; the text between may hold a backslash continuation)
-_STAR_IMPORT = re.compile(rb"\bimport[\s\\]*\*")
+#: ``\bimport[\s\\]*\*`` written with the word first: a pattern that starts with a literal lets
+#: the regex engine jump to its occurrences; one that starts with ``\b`` (or a look-behind)
+#: is tried at every byte, 10x slower (0.60 -> 0.06 CPU-s over the 75 MB of ray+torch)
+_STAR_IMPORT = re.compile(rb"import(?<![A-Za-z0-9_]import)[\s\\]*\*")
 _LINE_END = re.compile(rb"\r\n?|\n")
 _IDENT = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _BLANK = b" \t\f\v"
@@ -820,13 +823,23 @@ def _plain_names(data: bytes) -> bool:
 
 
 #: the name after each ``def`` (blanks, line ends and backslashes between)
-_DEF_NAME = re.compile(rb"(?<![A-Za-z0-9_\x80-\xff])def[\s\\]+([A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*)")
-#: an ``except``/``finally`` word (not part of a longer name: non-ASCII bytes continue one)
-_CLAUSE_WORD = re.compile(rb"(?<![A-Za-z0-9_\x80-\xff])(?:except|finally)(?![A-Za-z0-9_\x80-\xff])")
+#: (the word first, its look-behind after it: see ``_STAR_IMPORT``)
+_DEF_NAME = re.compile(rb"def(?<![A-Za-z0-9_\x80-\xff]def)[\s\\]+([A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*)")
+#: an ``except``/``finally`` word (not part of a longer name: non-ASCII bytes continue one),
+#: one pattern per word: an alternation that starts the pattern is tried at every byte
+_CLAUSE_WORDS = tuple(re.compile(w + rb"(?<![A-Za-z0-9_\x80-\xff]" + w + rb")(?![A-Za-z0-9_\x80-\xff])")
+                      for w in (rb"except", rb"finally"))
 #: a name that may be the last of a registration's callee (``summary._registration``: it ends
 #: in ``register``, ``signal.signal``, ``add_signal_handler``; ``ProjectView.registered``: it
-#: is ``register``, ``signal`` or ``add_signal_handler``): a word ending in one of them
+#: is ``register``, ``signal`` or ``add_signal_handler``): a word ending in one of them.
+#: ``_registers`` searches it 9x faster, one word at a time.
 _REGISTRATION = re.compile(rb"(?:register|signal)(?![A-Za-z0-9_\x80-\xff])|add_signal_handler")
+_REGISTER_WORDS = tuple(re.compile(w + rb"(?![A-Za-z0-9_\x80-\xff])") for w in (rb"register", rb"signal"))
+
+
+def _registers(data: bytes) -> bool:
+    """``_REGISTRATION.search(data)`` is not None (0.84 -> 0.09 CPU-s over ray+torch)."""
+    return b"add_signal_handler" in data or any(p.search(data) for p in _REGISTER_WORDS)
 
 
 def _indented_clause(data: bytes) -> bool:
@@ -836,7 +849,7 @@ def _indented_clause(data: bytes) -> bool:
     column 0 after a line that ends in a backslash (``\\`` alone on a line joins the next one
     to its indentation). A word after other text on its line (prose: ``all ranks except``) or
     at column 0 of a line that starts a logical line (a module-level ``try``) is not one."""
-    for m in _CLAUSE_WORD.finditer(data):
+    for m in (m for p in _CLAUSE_WORDS for m in p.finditer(data)):  # (any order: one is enough)
         i = k = m.start()
         while k > 0 and data[k - 1] in _BLANK:
             k -= 1
