@@ -13,13 +13,15 @@ import os
 import subprocess
 import sys
 import textwrap
-import threading
+import time
 
 import pytest
 
 from shutdown_lint.analyzer import lint_source
 from shutdown_lint.fixer import fix_source
 from shutdown_lint.settings import Settings
+
+from piped_child import PipedChild
 
 SETTINGS = Settings(selected=("SHD104",), target_version="py311")
 HANG_S = 3.0
@@ -89,21 +91,17 @@ def _run_until_line(src, tmp_path, name, lines, bound):
     s pass); then kill it. Returns (returncode or None if it was still running, stdout so far)."""
     path = tmp_path / name
     path.write_bytes(src)
-    p = subprocess.Popen([sys.executable, str(path)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                         text=True)
     out = []
-    timer = threading.Timer(bound, p.kill)
-    timer.start()
-    try:
-        for line in p.stdout:
-            out.append(line)
-            if line.startswith(tuple(lines)):
-                break
+    end = time.monotonic() + bound
+    with PipedChild([sys.executable, path], cwd=REPO, stderr=subprocess.DEVNULL) as p:
+        try:
+            while line := p.readline(timeout=end - time.monotonic()):
+                out.append(line)
+                if line.startswith(tuple(lines)):
+                    break
+        except subprocess.TimeoutExpired:
+            pass  # ``bound`` s passed: killed on the way out
         return p.poll(), "".join(out)
-    finally:
-        timer.cancel()
-        p.kill()
-        p.communicate()
 
 
 def _fixed(src: str) -> bytes:
@@ -141,15 +139,10 @@ def test_taskgroup_shutdown_hangs_before_fix(tmp_path):
     # for the heartbeat. 3 s is 12 times what the fixed program needs.
     path = tmp_path / "hazard.py"
     path.write_bytes(TASKGROUP.encode())
-    p = subprocess.Popen([sys.executable, str(path)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                         text=True)
-    try:
-        assert p.stdout.readline() == "ready\n"
+    with PipedChild([sys.executable, path], cwd=REPO, stderr=subprocess.DEVNULL) as p:
+        assert p.readline() == "ready\n"
         with pytest.raises(subprocess.TimeoutExpired):
-            p.wait(timeout=HANG_S)
-    finally:
-        p.kill()
-        p.communicate()
+            p.finish(HANG_S)
 
     fixed = _fixed(TASKGROUP)
     assert b"if asyncio.current_task().cancelling():" in fixed

@@ -17,7 +17,6 @@ Three programs, each flagged by SHD201, each run as a real subprocess before and
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -27,6 +26,8 @@ import pytest
 from shutdown_lint.analyzer import lint_source
 from shutdown_lint.fixer import fix_source
 from shutdown_lint.settings import Settings
+
+from piped_child import PipedChild
 
 REPO = Path(__file__).resolve().parents[2]
 # The fixed programs import runtime_guard from the repo. ``python prog.py`` puts the
@@ -147,26 +148,12 @@ def _fixed(source: str, status: int = 1) -> str:
 def _run(path: Path, wait: float) -> tuple[bool, int, str]:
     """Run ``path`` until it prints WAITING, then give it ``wait`` seconds to exit by
     itself. Returns (had to be killed, exit status, stdout)."""
-    proc = subprocess.Popen([sys.executable, str(path)], cwd=str(REPO), env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "WAITING"
-        try:
-            proc.wait(timeout=wait)
-            killed = False
-        except subprocess.TimeoutExpired:
-            killed = True
-            proc.kill()
-            proc.wait(timeout=10)
-        # read through ``proc.stdout``, not ``communicate``: its raw reads skip what ``readline``
-        # already buffered (a child that printed its next line with WAITING lost it under load)
-        out = proc.stdout.read()
-        proc.stderr.read()
-        return killed, proc.returncode, out
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
+    with PipedChild([sys.executable, path], cwd=str(REPO), env=ENV) as child:
+        child.expect("WAITING")
+        # piped_child reads WAITING without reading past it: a child that printed its next line
+        # with WAITING lost it under load with readline() then communicate() (86981dc)
+        killed, status, out, _ = child.finish_or_kill(wait)
+        return killed, status, out
 
 
 @pytest.mark.timeout(90)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import textwrap
 
@@ -17,6 +16,7 @@ from shutdown_lint.analyzer import lint_source
 from shutdown_lint.fixer import fix_source
 from shutdown_lint.settings import Settings
 
+from piped_child import PipedChild
 from signal_driver import signalled
 
 SETTINGS = Settings(selected=("SHD202",), target_version="py311")
@@ -209,18 +209,12 @@ SHAPES["raise-SystemExit"] = SHAPES["raise-SystemExit"].replace("    while True:
 
 
 def _run_shape(path, steps: int, interrupt: bool) -> tuple[int, str]:
-    proc = subprocess.Popen([sys.executable, str(path), str(steps)], cwd=REPO, env=ENV, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        first = proc.stdout.readline()
+    with PipedChild([sys.executable, path, steps], cwd=REPO, env=ENV) as proc:
+        first = proc.readline()
         if interrupt:
             proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
-    return proc.returncode, first + out
+        status, out, _ = proc.finish(30)
+    return status, first + out
 
 
 @pytest.mark.timeout(120)

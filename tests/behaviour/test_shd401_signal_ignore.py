@@ -21,6 +21,8 @@ from shutdown_lint.analyzer import lint_source
 from shutdown_lint.fixer import fix_source
 from shutdown_lint.settings import Settings
 
+from piped_child import PipedChild
+
 REPO = Path(__file__).resolve().parents[2]
 # The fixed programs import runtime_guard from the repo. ``python prog.py`` puts the
 # program's folder, not the cwd, on sys.path, and outside the repo the editable install
@@ -67,37 +69,19 @@ def _codes(source: str) -> list[str]:
     return [d.code for d in result.diagnostics]
 
 
-def _start(path: Path) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, str(path)],
-        cwd=str(REPO), env=ENV,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+def _start(path: Path) -> PipedChild:
+    return PipedChild([sys.executable, path], cwd=str(REPO), env=ENV)
 
 
 def _interrupt_during_setup(path: Path, wait: float) -> tuple[bool, int, str]:
     """Start ``path``, wait until its setup runs, send one real SIGINT. Returns
     (still alive ``wait`` s after the signal, exit status, stderr)."""
-    proc = _start(path)
-    try:
-        line = proc.stdout.readline()  # blocks until the program reports its setup
+    with _start(path) as proc:
+        line = proc.readline()  # blocks until the program reports its setup
         assert line.strip() == "SETUP STARTED", line
         os.kill(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(timeout=wait)
-            alive = False
-        except subprocess.TimeoutExpired:
-            alive = True
-            proc.kill()
-            proc.wait(timeout=10)
-        _, err = proc.communicate(timeout=10)
-        return alive, proc.returncode, err
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
+        alive, status, _, err = proc.finish_or_kill(wait)
+        return alive, status, err
 
 
 @pytest.mark.timeout(90)
@@ -182,21 +166,16 @@ CHILD_IN_WINDOW = textwrap.dedent(
 def _helper_fate(path: Path, wait: float) -> str:
     """Start ``path``, SIGTERM the process its setup started (not the program itself), and
     report what became of that child within ``wait`` s (the child sleeps 30 s)."""
-    proc = _start(path)
-    try:
-        child = int(proc.stdout.readline())
+    with _start(path) as proc:
+        child = int(proc.readline())
         os.kill(child, signal.SIGTERM)
         try:
-            out, _ = proc.communicate(timeout=wait)
+            _, out, _ = proc.finish(wait)
         except subprocess.TimeoutExpired:
             os.kill(child, signal.SIGKILL)
-            out, _ = proc.communicate(timeout=10)
+            proc.finish(10)
             return "survived SIGTERM"
         return out.splitlines()[0]
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 @pytest.mark.timeout(60)

@@ -18,6 +18,7 @@ from shutdown_lint.analyzer import lint_source
 from shutdown_lint.fixer import fix_source
 from shutdown_lint.settings import Settings
 
+from piped_child import PipedChild
 from signal_driver import signalled
 
 SETTINGS = Settings(selected=("SHD402",), target_version="py311")
@@ -180,24 +181,18 @@ PHASES = textwrap.dedent('''
 
 
 def _run(path, phase, sig):
-    proc = subprocess.Popen([sys.executable, str(path), phase], cwd=REPO, env=ENV, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
+    with PipedChild([sys.executable, path, phase], cwd=REPO, env=ENV) as proc:
         out = ""
         if sig is not None:
             while True:
-                line = proc.stdout.readline()
+                line = proc.readline()
                 assert line, "no ready line"
                 out += line
                 if line.strip() == "ready":
                     break
             proc.send_signal(sig)
-        rest, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
-    return proc.returncode, out + rest, err.strip().splitlines()[-1:] if err.strip() else []
+        status, rest, err = proc.finish(30)
+    return status, out + rest, err.strip().splitlines()[-1:] if err.strip() else []
 
 
 @pytest.mark.timeout(120)

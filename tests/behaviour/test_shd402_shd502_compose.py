@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import subprocess
 import sys
 import textwrap
 import time
@@ -20,6 +19,8 @@ import pytest
 from shutdown_lint.analyzer import lint_source
 from shutdown_lint.fixer import fix_source
 from shutdown_lint.settings import Settings
+
+from piped_child import PipedChild
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
 
@@ -56,18 +57,12 @@ def _free_port() -> int:
 
 
 def _sigterm(path) -> tuple[int, str, str, float]:
-    proc = subprocess.Popen([sys.executable, str(path), str(_free_port())], cwd=REPO, env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "ready"
+    with PipedChild([sys.executable, path, _free_port()], cwd=REPO, env=ENV) as proc:
+        proc.expect("ready")
         t0 = time.monotonic()
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=40)
-        return proc.returncode, out, err, time.monotonic() - t0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
+        status, out, err = proc.finish(40)
+        return status, out, err, time.monotonic() - t0
 
 
 @pytest.mark.timeout(120)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import textwrap
 import time
@@ -29,6 +28,8 @@ import pytest
 from shutdown_lint.analyzer import lint_source
 from shutdown_lint.fixer import fix_source
 from shutdown_lint.settings import Settings
+
+from piped_child import PipedChild
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
@@ -82,21 +83,15 @@ def _codes(source: str) -> list[str]:
 def _wake_delay(tmp_path: Path, source: str) -> float:
     prog = tmp_path / "prog.py"
     prog.write_text(source)
-    proc = subprocess.Popen([sys.executable, str(prog)], env=ENV, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "WAITING"
+    with PipedChild([sys.executable, prog], env=ENV) as child:
+        child.expect("WAITING")
         time.sleep(1.0)  # the loop is in select() by then
         sent = time.monotonic()
-        os.kill(proc.pid, signal.SIGTERM)
-        line = proc.stdout.readline().strip()
-        assert line.startswith("WOKE "), (line, proc.stderr.read())
-        proc.wait(timeout=20)
+        os.kill(child.pid, signal.SIGTERM)
+        line = child.readline().strip()
+        assert line.startswith("WOKE "), (line, child.stderr_for_failure())
+        child.finish(20)
         return float(line.split()[1]) - sent
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 @pytest.mark.timeout(120)
@@ -133,19 +128,12 @@ def _run_with_sigterm(tmp_path: Path, source: str, name: str) -> tuple[str, int]
     """Run ``source``, send SIGTERM once it prints WAITING; its output (after WAITING) and status."""
     prog = tmp_path / name
     prog.write_text(source)
-    proc = subprocess.Popen([sys.executable, str(prog)], env=ENV, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        first = proc.stdout.readline().strip()
-        assert first == "WAITING", (first, proc.stderr.read())
+    with PipedChild([sys.executable, prog], env=ENV) as child:
+        child.expect("WAITING")  # fails with the child's stderr
         time.sleep(0.5)
-        os.kill(proc.pid, signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
-        return out, proc.returncode
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
+        os.kill(child.pid, signal.SIGTERM)
+        status, out, err = child.finish(30)
+        return out, status
 
 
 _WAIT_MAIN = '''
@@ -247,21 +235,15 @@ if __name__ == "__main__":
 def _wake_and_output(tmp_path: Path, source: str, name: str) -> tuple[float, list[str], int]:
     prog = tmp_path / name
     prog.write_text(source)
-    proc = subprocess.Popen([sys.executable, str(prog)], env=ENV, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "WAITING"
+    with PipedChild([sys.executable, prog], env=ENV) as child:
+        child.expect("WAITING")
         time.sleep(1.0)
         sent = time.monotonic()
-        os.kill(proc.pid, signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
+        os.kill(child.pid, signal.SIGTERM)
+        status, out, err = child.finish(30)
         lines = out.splitlines()
         woke = next(float(line.split()[1]) for line in lines if line.startswith("WOKE "))
-        return woke - sent, [line for line in lines if not line.startswith("WOKE ")], proc.returncode
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
+        return woke - sent, [line for line in lines if not line.startswith("WOKE ")], status
 
 
 @pytest.mark.timeout(120)

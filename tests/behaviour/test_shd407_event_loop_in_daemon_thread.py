@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import textwrap
 
@@ -25,6 +24,8 @@ import pytest
 from shutdown_lint.analyzer import lint_source
 from shutdown_lint.fixer import fix_source
 from shutdown_lint.settings import Settings
+
+from piped_child import PipedChild
 
 SETTINGS = Settings(selected=("SHD407",), target_version="py311")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -116,19 +117,13 @@ HAZARD = textwrap.dedent('''
 
 
 def _run(path, lease_dir, mode: str) -> tuple[int, list[str], str, str]:
-    proc = subprocess.Popen([sys.executable, str(path), str(lease_dir), mode], cwd=REPO, env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        first = proc.stdout.readline()
-        assert proc.stdout.readline().strip() == "ready"
+    with PipedChild([sys.executable, path, lease_dir, mode], cwd=REPO, env=ENV) as proc:
+        first = proc.readline()
+        proc.expect("ready")
         if mode == "wait":
             proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
-    return proc.returncode, sorted(os.listdir(lease_dir)), first + "ready\n" + out, err
+        status, out, err = proc.finish(30)
+    return status, sorted(os.listdir(lease_dir)), first + "ready\n" + out, err
 
 
 @pytest.mark.timeout(180)
@@ -223,19 +218,13 @@ def _bridge(daemon: bool, when: str) -> str:
 def _run_to_end(path, timeout: float, after_line: "str | None" = None) -> tuple:
     """(returncode or 'hung', stdout, stderr): ends the child (SIGKILL) if it is still running at `timeout`
     (counted from when it printed ``after_line``, if given)."""
-    proc = subprocess.Popen([sys.executable, str(path)], cwd=REPO, env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     head = ""
-    try:
+    with PipedChild([sys.executable, path], cwd=REPO, env=ENV) as proc:
         if after_line is not None:
-            head = proc.stdout.readline()
+            head = proc.readline()
             assert head == after_line, head
-        out, err = proc.communicate(timeout=timeout)
-        return proc.returncode, head + out, err
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate(timeout=30)
-        return "hung", head + out, err
+        killed, status, out, err = proc.finish_or_kill(timeout, reap=30)
+        return "hung" if killed else status, head + out, err
 
 
 @pytest.mark.timeout(240)

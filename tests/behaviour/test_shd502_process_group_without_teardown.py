@@ -27,6 +27,8 @@ from shutdown_lint.analyzer import lint_source
 from shutdown_lint.fixer import fix_source
 from shutdown_lint.settings import Settings
 
+from piped_child import PipedChild
+
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
 
 SETTINGS = Settings(selected=("SHD502",), target_version="py311")
@@ -77,22 +79,16 @@ def _sigterm_rank1(path, alive_check: float):
     """Start both ranks, SIGTERM rank 1; return (rank 0 alive after ``alive_check`` s?,
     rank 0 exit status, rank 0 stderr)."""
     port = str(_free_port())
-    procs = [subprocess.Popen([sys.executable, str(path), str(r), port], cwd=REPO, env=ENV,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in (0, 1)]
-    try:
-        for p in procs:
-            assert p.stdout.readline().strip() == "ready"
+    with PipedChild([sys.executable, path, 0, port], cwd=REPO, env=ENV) as rank0, \
+            PipedChild([sys.executable, path, 1, port], cwd=REPO, env=ENV) as rank1:
+        for p in (rank0, rank1):
+            p.expect("ready")
         time.sleep(1.0)
-        procs[1].send_signal(signal.SIGTERM)
+        rank1.send_signal(signal.SIGTERM)
         time.sleep(alive_check)
-        alive = procs[0].poll() is None
-        _, err0 = procs[0].communicate(timeout=PG_TIMEOUT + 30)
-        return alive, procs[0].returncode, err0
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-            p.communicate(timeout=10)
+        alive = rank0.poll() is None
+        status, _, err0 = rank0.finish(PG_TIMEOUT + 30)
+        return alive, status, err0
 
 
 @pytest.mark.timeout(120)

@@ -21,6 +21,8 @@ from shutdown_lint.analyzer import lint_source
 from shutdown_lint.fixer import fix_source
 from shutdown_lint.settings import Settings
 
+from piped_child import PipedChild
+
 SETTINGS = Settings(selected=("SHD503",), target_version="py311")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")])))
@@ -61,21 +63,15 @@ HAZARD = textwrap.dedent('''
 
 def _ctrl_c(path, wait: float):
     """SIGINT, then: (exit status or None if still alive after ``wait`` s, stderr)."""
-    proc = subprocess.Popen([sys.executable, str(path)], cwd=REPO, env=ENV, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "ready"
+    with PipedChild([sys.executable, path], cwd=REPO, env=ENV) as proc:
+        proc.expect("ready")
         time.sleep(0.2)
         proc.send_signal(signal.SIGINT)
         try:
-            _, err = proc.communicate(timeout=wait)
-            return proc.returncode, err
+            status, _, err = proc.finish(wait)
+            return status, err
         except subprocess.TimeoutExpired:
             return None, ""
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate(timeout=10)
 
 
 @pytest.mark.timeout(90)

@@ -26,6 +26,8 @@ from shutdown_lint.analyzer import lint_source
 from shutdown_lint.fixer import fix_source
 from shutdown_lint.settings import Settings
 
+from piped_child import PipedChild
+
 SETTINGS = Settings(selected=("SHD503",), target_version="py311")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")])))
@@ -58,19 +60,14 @@ CASES = {
 def _ctrl_c(path, jobs: int, wait: float) -> tuple[float, int]:
     """Ctrl+C (SIGINT to the program's process group) once the work is queued: (seconds from the
     signal to the program's end, exit status)."""
-    proc = subprocess.Popen([sys.executable, str(path), str(jobs)], cwd=REPO, env=ENV, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        assert proc.stdout.readline().strip() == "ready"
+    # start_new_session: a child still running on the way out is killed as a group (SIGKILL)
+    with PipedChild([sys.executable, path, jobs], cwd=REPO, env=ENV, start_new_session=True) as proc:
+        proc.expect("ready")
         time.sleep(0.3)
         sent = time.monotonic()
         os.killpg(proc.pid, signal.SIGINT)
-        proc.communicate(timeout=wait)
-        return time.monotonic() - sent, proc.returncode
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate(timeout=10)
+        status, _, _ = proc.finish(wait)
+        return time.monotonic() - sent, status
 
 
 @pytest.mark.timeout(120)

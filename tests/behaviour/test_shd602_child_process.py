@@ -27,6 +27,8 @@ from shutdown_lint.analyzer import lint_source
 from shutdown_lint.fixer import fix_source
 from shutdown_lint.settings import Settings
 
+from piped_child import PipedChild
+
 SETTINGS = Settings(selected=("SHD602",), target_version="py311")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")])))
@@ -100,27 +102,24 @@ def _run(path, mode, tmp_path, tag):
     1 s after the parent exited, heartbeat file still changing after that)."""
     pidfile, beat = tmp_path / f"{tag}-{mode}.pid", tmp_path / f"{tag}-{mode}.beat"
     group = mode == "ctrl-c-group"
-    proc = subprocess.Popen([sys.executable, str(path), mode, str(pidfile), str(beat)], cwd=REPO, env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=group)
     pid = None
     try:
-        assert proc.stdout.readline().strip() == "started"
-        pid = int(pidfile.read_text())
-        if mode.startswith("ctrl-c"):
-            time.sleep(0.3)
-            if group:
-                os.killpg(proc.pid, signal.SIGINT)  # the terminal's Ctrl+C: the whole foreground group
-            else:
-                os.kill(proc.pid, signal.SIGINT)  # kill -INT <parent>, a scheduler, a supervisor
-        out, err = proc.communicate(timeout=30)  # liveness bound: 10 s grace + kill at most
-        out = "started\n" + out
+        with PipedChild([sys.executable, path, mode, pidfile, beat], cwd=REPO, env=ENV,
+                        start_new_session=group) as proc:
+            proc.expect("started")
+            pid = int(pidfile.read_text())
+            if mode.startswith("ctrl-c"):
+                time.sleep(0.3)
+                if group:
+                    os.killpg(proc.pid, signal.SIGINT)  # the terminal's Ctrl+C: the whole foreground group
+                else:
+                    os.kill(proc.pid, signal.SIGINT)  # kill -INT <parent>, a scheduler, a supervisor
+            status, out, err = proc.finish(30)  # liveness bound: 10 s grace + kill at most
+            out = "started\n" + out
         time.sleep(1.0)
         alive = _alive(pid)
-        return proc.returncode, out, err, pid, alive, _beating(beat, 5.0 if alive else 1.0)
+        return status, out, err, pid, alive, _beating(beat, 5.0 if alive else 1.0)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate(timeout=10)
         if pid is not None and _alive(pid):
             os.kill(pid, signal.SIGKILL)  # what the hazard left behind
 
@@ -282,18 +281,12 @@ def test_multiprocessing_child_holds_the_parent_at_exit(tmp_path, mode):
     diags = lint_source(MP.encode(), str(path), SETTINGS).diagnostics
     assert [d.code for d in diags] == ["SHD602"] and "joins every non-daemon child" in diags[0].message
     assert diags[0].fix is None
-    proc = subprocess.Popen([sys.executable, str(path), mode], cwd=REPO, env=ENV, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "started"
+    with PipedChild([sys.executable, path, mode], cwd=REPO, env=ENV) as proc:
+        proc.expect("started")
         t0 = time.monotonic()
         if mode == "sigint":
             proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=60)
+        status, _, _ = proc.finish(60)
         took = time.monotonic() - t0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate(timeout=10)
-    assert proc.returncode == (1 if mode == "raise" else -signal.SIGINT)
+    assert status == (1 if mode == "raise" else -signal.SIGINT)
     assert took > 4.0, f"the parent exited after {took:.1f} s: it did not wait for the child"
