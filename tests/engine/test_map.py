@@ -16,6 +16,8 @@ import pytest
 
 from shutdown_lint.cli import main
 
+from piped_child import PipedChild
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEMO = os.path.join(REPO, "tests", "data", "projects", "map_demo")
 ROLLOUT = os.path.join(REPO, "examples", "rollout_project")
@@ -434,21 +436,17 @@ def test_against_a_real_exit_report(ending, tmp_path, capsys):
     report = tmp_path / "report.json"
     cmd = [sys.executable, "-m", "runtime_guard", "--exit-report", "--json", str(report), "prog.py"]
     child_pid = None
-    proc = subprocess.Popen(cmd + (["wait"] if ending == "sigterm" else []), cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
     try:
-        line = proc.stdout.readline()
-        child_pid = int(line.split()[1])
-        if ending == "sigterm":
-            assert proc.stdout.readline().strip() == "ready"
-            time.sleep(0.3)
-            proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
-        assert proc.returncode == (0 if ending == "normal" else -signal.SIGTERM), err
+        with PipedChild(cmd + (["wait"] if ending == "sigterm" else []), cwd=tmp_path) as proc:
+            line = proc.readline()
+            child_pid = int(line.split()[1])
+            if ending == "sigterm":
+                proc.expect("ready")
+                time.sleep(0.3)
+                proc.send_signal(signal.SIGTERM)
+            status, out, err = proc.finish(60)
+            assert status == (0 if ending == "normal" else -signal.SIGTERM), err
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
         if child_pid:
             _kill(child_pid)
     cwd = os.getcwd()
