@@ -13,6 +13,8 @@ import time
 
 import pytest
 
+from piped_child import PipedChild
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -106,7 +108,7 @@ def test_watchdog_with_100_loops_in_100_threads_reports_every_stall():
 
 @pytest.mark.timeout(60)
 def test_loop_that_stalls_forever_is_reported_and_the_process_can_still_exit():
-    proc = subprocess.Popen(
+    with PipedChild(
         [sys.executable, "-c", textwrap.dedent(
             """
             import asyncio, sys, time, runtime_guard
@@ -118,9 +120,8 @@ def test_loop_that_stalls_forever_is_reported_and_the_process_can_still_exit():
                     time.sleep(3600)  # never yields
             asyncio.run(main())
             """)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=REPO), cwd=REPO)
-    try:
-        line = proc.stdout.readline()
+        env=dict(os.environ, PYTHONPATH=REPO), cwd=REPO) as proc:
+        line = proc.readline()
         assert line.startswith("STALL main"), line
         time.sleep(1.0)
         assert proc.poll() is None  # still stalled: the watchdog reports, it does not kill
@@ -129,12 +130,8 @@ def test_loop_that_stalls_forever_is_reported_and_the_process_can_still_exit():
         for _ in range(2):
             proc.send_signal(signal.SIGINT)
             time.sleep(0.5)
-        _, err = proc.communicate(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
-    assert proc.returncode != 0 and "KeyboardInterrupt" in err, err[-2000:]
+        status, _, err = proc.finish(20)
+    assert status != 0 and "KeyboardInterrupt" in err, err[-2000:]
 
 
 @pytest.mark.timeout(60)
@@ -207,7 +204,7 @@ def test_signals_arriving_during_cleanup_do_not_skip_or_hang_it():
 
     with tempfile.TemporaryDirectory() as d:
         marker = os.path.join(d, "cleanup-started")
-        proc = subprocess.Popen([sys.executable, "-X", "faulthandler", "-c", textwrap.dedent(
+        with PipedChild([sys.executable, "-X", "faulthandler", "-c", textwrap.dedent(
             f"""
             import time, runtime_guard
             runtime_guard.sigterm_as_keyboard_interrupt(anywhere=True)  # sync code: no event loop
@@ -218,10 +215,8 @@ def test_signals_arriving_during_cleanup_do_not_skip_or_hang_it():
                 print("ready", flush=True)
                 for _ in range(1200):  # short waits: the first SIGTERM must not wait for one long sleep
                     time.sleep(0.05)
-            """)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env=dict(os.environ, PYTHONPATH=REPO), cwd=REPO)
-        try:
-            assert proc.stdout.readline().strip() == "ready"
+            """)], env=dict(os.environ, PYTHONPATH=REPO), cwd=REPO) as proc:
+            proc.expect("ready")
             proc.send_signal(signal.SIGTERM)
             deadline = time.monotonic() + 20
             while not os.path.exists(marker) and time.monotonic() < deadline:
@@ -233,13 +228,9 @@ def test_signals_arriving_during_cleanup_do_not_skip_or_hang_it():
                 except ProcessLookupError:
                     break
             try:
-                _, err = proc.communicate(timeout=30)
+                status, _, err = proc.finish(30)
             except subprocess.TimeoutExpired:
                 proc.send_signal(signal.SIGABRT)  # faulthandler shows where it hangs
-                _, err = proc.communicate(timeout=10)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(10)
-        assert proc.returncode == 130, err[-3000:]
+                status, _, err = proc.finish(10)
+        assert status == 130, err[-3000:]
         _no_escaped_exception(err)
