@@ -24,6 +24,7 @@ import time
 
 import pytest
 
+from piped_child import PipedChild
 from rg_testutil import REPO, child_env
 
 BLOCKABLE = (1 << (signal.SIGINT - 1)) | (1 << (signal.SIGTERM - 1))
@@ -257,11 +258,10 @@ def test_signals_still_reach_a_sleeping_main_thread_promptly(signame: str, targe
     import os
 
     sig = getattr(signal, signame)
-    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(LIVENESS), signame], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=child_env(), cwd=str(REPO),
-                            start_new_session=True)
-    try:
-        assert proc.stdout.readline().strip() == "ready"
+    # start_new_session: a child still running on the way out is killed as a group (SIGKILL)
+    with PipedChild([sys.executable, "-c", textwrap.dedent(LIVENESS), signame], env=child_env(), cwd=str(REPO),
+                    start_new_session=True) as proc:
+        proc.expect("ready")
         deadline = time.monotonic() + 20
         while len(os.listdir(f"/proc/{proc.pid}/task")) < 10 and time.monotonic() < deadline:
             time.sleep(0.01)  # under load the loops may start their pool threads after "ready"
@@ -286,14 +286,10 @@ def test_signals_still_reach_a_sleeping_main_thread_promptly(signame: str, targe
             os.killpg(proc.pid, sig)
         else:
             os.kill(proc.pid, sig)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+        status, out, err = proc.finish(30)
     handled = [ln.split() for ln in out.splitlines() if ln.startswith("handled")]
     assert handled and int(handled[0][1]) == sig, (out, err)
     delay = float(handled[0][2]) - sent
     print(f"{signame} to {target}: handler ran {delay * 1000:.1f} ms after the signal")
     assert delay < 5.0  # liveness bound; bench/signal_delivery.py measures the latency
-    assert proc.returncode == 0
+    assert status == 0

@@ -22,6 +22,7 @@ import time
 
 import pytest
 
+from piped_child import PipedChild
 from rg_testutil import REPO, child_env
 
 import torch  # noqa: E402,F401  (the test extra installs it: a missing torch must fail, not skip)
@@ -51,22 +52,17 @@ while True:
 
 
 def test_sigterm_during_the_handler_is_not_handled_twice(tmp_path) -> None:
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path / "store")], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=child_env(), cwd=str(REPO))
-    try:
+    with PipedChild([sys.executable, "-c", CHILD, tmp_path / "store"], stderr=subprocess.STDOUT, env=child_env(),
+                    cwd=str(REPO)) as proc:
         line = ""
         while "READY" not in line:
-            line = proc.stdout.readline()
-            assert line, proc.communicate()[0]
+            line = proc.readline()
+            assert line, proc.finish(60)[1]
         t0 = time.monotonic()
         proc.send_signal(signal.SIGTERM)
-        out = proc.communicate(timeout=60)[0]
+        status, out, _ = proc.finish(60)
         took = time.monotonic() - t0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 143, out
+    assert status == 143, out
     # Before the fix: two runs of the handler (2 lines), and the exit waited ~5 s on the lock
     # the first run held; after it: one run, exit well under a second (not asserted: timing).
     assert out.count("tearing down") == 1, f"exit {took:.1f} s after SIGTERM\n{out}"
