@@ -1216,7 +1216,10 @@ def _may_exit_zero_on_interrupt(tree) -> bool:
        may leave any function or method normally (the index decides, from other modules, whether
        it is the last thing the process does; a coroutine's handler must catch the cancellation).
     """
-    interrupts = [h for h in tree.handlers if h.type is not None and _names_interrupt(tree, h.type)]
+    # no handler can name ``KeyboardInterrupt`` when the module never spells it (every word
+    # ``Tree.words`` gives is a spelled identifier or a factory's result type, never this one)
+    interrupts = [h for h in tree.handlers if h.type is not None and _names_interrupt(tree, h.type)] \
+        if tree.handlers and tree.mentions(_INTERRUPT_WORD) else []
     # path 1
     for h in interrupts:
         for node in walk_within(h.body, stop=(*DEFS, ast.Lambda, ast.ClassDef)):
@@ -1226,7 +1229,7 @@ def _may_exit_zero_on_interrupt(tree) -> bool:
     if _signal_handler_exits(tree):
         return True
     # path 3
-    if interrupts and tree.has_main_guard and _interrupt_at_entrypoint(tree):
+    if interrupts and tree.has_main_guard and _interrupt_at_entrypoint(tree, interrupts):
         return True
     # path 4: ``process_tail`` (the project index) may make any top-level function or method of a
     # top-level class a process tail, whatever this module holds (it answers None for a def nested
@@ -1234,12 +1237,27 @@ def _may_exit_zero_on_interrupt(tree) -> bool:
     # it normally (a coroutine's must also catch the cancellation) and does something
     # (``_does_something``: a body of ``pass``/``...`` only does not)
     if interrupts:
+        # only a def with such a handler in a ``try`` of its own (``Function.trys``: the ``try``
+        # statements that ``_handler_may_return_to_entry`` meets in its body) can answer True
+        holding = _holding(tree, interrupts)
+        if not holding:
+            return False
         ctx = _Context(tree)
         tails = _tail_candidates(tree)
         return any(_handler_may_return_to_entry(ctx, fn.node.body, needs_cancellation=type(fn.node) is ast.AsyncFunctionDef,
                                                 doing=True)
-                   for fn in tree.functions if id(fn.node) in tails)
+                   for fn in holding if id(fn.node) in tails)
     return False
+
+
+_INTERRUPT_WORD = ("KeyboardInterrupt",)
+
+
+def _holding(tree, handlers: list) -> list:
+    """The functions (in ``Tree.functions`` order) with one of ``handlers`` in one of their own
+    ``try`` statements."""
+    ids = {id(h) for h in handlers}
+    return [fn for fn in tree.functions if fn.trys and any(id(h) in ids for tr in fn.trys for h in tr.handlers)]
 
 
 def _tail_candidates(tree) -> set[int]:
@@ -1312,12 +1330,27 @@ def _names_interrupt(tree, t: ast.AST) -> bool:
 
 # ------------------------------------------------------------------ path 2
 def _signal_handler_exits(tree) -> bool:
+    if not tree.mentions(_SIGNAL_WORDS):
+        return False  # no install can name the signal (``spelled`` below is a spelled identifier)
     names: set[str] = set()
     lambdas: list[ast.Lambda] = []
-    for call, args in tree.signal_handler_installs():
-        first = args[0]
-        spelled = first.attr if type(first) is ast.Attribute else first.id if type(first) is ast.Name else None
-        if spelled not in ("SIGINT", "SIGTERM"):
+    Starred, Attribute, Name = ast.Starred, ast.Attribute, ast.Name
+    # ``Tree.signal_handler_installs`` with its tests in another order: the first positional
+    # argument's spelling first (most calls have none of these), the callee last
+    for call in tree.all_calls():
+        a = call.args
+        if a:
+            first = a[0]
+            if type(first) is Starred:
+                first = first.value
+        else:
+            first = next((k.value for k in call.keywords if k.arg is None), None)
+        t = type(first)
+        spelled = first.attr if t is Attribute else first.id if t is Name else None
+        if spelled != "SIGINT" and spelled != "SIGTERM":
+            continue
+        args = positional_args(call)
+        if len(args) < 2 or not (tree.may_call(call, "signal") or tree.may_call(call, "add_signal_handler")):
             continue
         handler = args[1]
         if type(handler) is ast.Lambda:
@@ -1342,6 +1375,9 @@ def _signal_handler_exits(tree) -> bool:
     return False
 
 
+_SIGNAL_WORDS = ("SIGINT", "SIGTERM")
+
+
 def _other_call(handler: ast.AST, exit_node: ast.AST) -> bool:
     """``_shuts_down`` needs a call in the handler other than the exit (``raise SystemExit(0)``'s
     own ``SystemExit(0)`` is skipped there as ``builtins.SystemExit``)."""
@@ -1349,7 +1385,7 @@ def _other_call(handler: ast.AST, exit_node: ast.AST) -> bool:
 
 
 # ------------------------------------------------------------------ path 3
-def _interrupt_at_entrypoint(tree) -> bool:
+def _interrupt_at_entrypoint(tree, interrupts: list) -> bool:
     guards, top_defs = _module_level(tree.module)
     direct: set[str] = set()  # callees spelled in the __main__ block ("call" references)
     for g in guards:
@@ -1363,7 +1399,7 @@ def _interrupt_at_entrypoint(tree) -> bool:
     for g in guards:  # a handler at module level in the __main__ block
         if _handler_may_return_to_entry(ctx, [g], needs_cancellation=False):
             return True
-    for fn in tree.functions:
+    for fn in _holding(tree, interrupts):
         if id(fn.node) in top_defs and fn.name in entries and _handler_may_return_to_entry(
                 ctx, fn.node.body, needs_cancellation=fn.name not in direct):
             return True
@@ -1430,6 +1466,8 @@ def _handler_may_return_to_entry(ctx, stmts, needs_cancellation: bool, doing: bo
     normally (``normal_return_to_entrypoint``'s ``leaves``) and is not excluded for sure (with
     ``doing``, it must also do something: ``_does_nothing``)."""
     tree = ctx.tree
+    # statements only: a ``try`` is one, and no expression holds a statement. ``in_loop``: under a
+    # loop (its body or ``else``) of the same class body; a handler or ``case`` passes it on
     todo = [(s, False) for s in stmts if type(s) not in DEFS]  # a nested def's handlers are its own
     while todo:
         node, in_loop = todo.pop()
@@ -1439,11 +1477,24 @@ def _handler_may_return_to_entry(ctx, stmts, needs_cancellation: bool, doing: bo
                 if h.type is not None and _names_interrupt(tree, h.type) and not (doing and _does_nothing(h)) \
                         and _may_leave(ctx, node, h, in_loop, needs_cancellation):
                     return True
+        blocks = _STATEMENT_BLOCKS.get(t)
+        if blocks is None:
+            blocks = _STATEMENT_BLOCKS[t] = tuple(f for f in ("body", "orelse", "finalbody", "handlers", "cases")
+                                                  if f in t._fields)
+        if not blocks:
+            continue
         child_loop = (in_loop or t in _LOOPS) and t is not ast.ClassDef
-        for child in children(node):  # ``ast.iter_child_nodes(node)``, without its generators
-            if type(child) not in DEFS:
-                todo.append((child, child_loop))
+        for field in blocks:
+            for st in getattr(node, field):
+                if field == "handlers" or field == "cases":
+                    todo += [(s, child_loop) for s in st.body if type(s) not in DEFS]
+                elif type(st) not in DEFS:
+                    todo.append((st, child_loop))
     return False
+
+
+#: statement type -> its fields that hold statements (``handlers``/``cases``: their bodies)
+_STATEMENT_BLOCKS: dict = {}
 
 
 def _may_leave(ctx, tr, h: ast.ExceptHandler, in_loop: bool, needs_cancellation: bool) -> bool:
@@ -1465,13 +1516,13 @@ def _may_leave(ctx, tr, h: ast.ExceptHandler, in_loop: bool, needs_cancellation:
         if not any(tree.words(e.value if type(e) is ast.Starred else e) & {"CancelledError", "BaseException"}
                    for e in elts):
             return False
-    if not ctx.interrupt_bound():
-        # ``_raises_interrupt_itself``: the try body raises builtins.KeyboardInterrupt
-        for n in walk_within(tr.body, stop=()):
-            if type(n) is ast.Raise and n.exc is not None:
-                exc = n.exc.func if type(n.exc) is ast.Call else n.exc
-                if type(exc) is ast.Name and exc.id == "KeyboardInterrupt":
-                    return False
+    # ``_raises_interrupt_itself``: the try body raises builtins.KeyboardInterrupt (a name no
+    # binding in the module shadows: the whole module's walk, asked only after the body's)
+    for n in walk_within(tr.body, stop=()):
+        if type(n) is ast.Raise and n.exc is not None:
+            exc = n.exc.func if type(n.exc) is ast.Call else n.exc
+            if type(exc) is ast.Name and exc.id == "KeyboardInterrupt":
+                return ctx.interrupt_bound()
     return True
 
 
