@@ -33,8 +33,10 @@ This module must stay cheap to import: no libcst.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
+import weakref
 from typing import Iterable, Iterator, Optional, Sequence
 
 def _is_ident_byte(b: int) -> bool:
@@ -406,7 +408,6 @@ class ModuleAttr(Cond):
                             for i, w in enumerate(dotted))
 
         full = [spelled(sp.split(".")) for sp in (name, *spellings)]
-        self.literal = re.compile(rb"(?:" + b"|".join(full) + rb")(?![A-Za-z0-9_])")
         prefixes: set[str] = set()  # module prefixes: pkg, pkg.mod (not the name itself)
         #: prefix (dotted, no spaces) -> the names a ``from <prefix> import`` must bind to
         #: lead to the name (``from ray import init``; ``from asyncio import tasks``)
@@ -417,17 +418,46 @@ class ModuleAttr(Cond):
                 prefixes.add(".".join(sp_parts[:i]))
                 self.binders.setdefault(".".join(sp_parts[:i]).encode(), set()).add(sp_parts[i].encode())
         ordered = sorted(prefixes)
-        self.aliased = re.compile(rb"(?:" + b"|".join(spelled(p.split(".")) for p in ordered) + rb")(?=[\s\\#])"
-                                  + gap().encode() + rb"(?:import|as)\b")
-        self.not_attr = re.compile(re.escape(self.root) + rb"\s*[^.\s]|" + re.escape(self.root) + rb"\s*$")
         # a dotted prefix used as a value (``dist = torch.distributed``): the facts follow the
         # binding, so an alias may follow, as for the bare root
         inner = [p for p in ordered if "." in p]
-        self.prefix_value = (re.compile(rb"(?:" + b"|".join(spelled(p.split(".")) for p in inner)
-                                        + rb")(?![A-Za-z0-9_])(?!" + gap().encode() + rb"\.)") if inner else None)
-        self.plain_import = re.compile(rb"[ \t]*import[ \t]+(?:" + b"|".join(spelled(p.split(".")) for p in ordered)
-                                       + rb")[ \t]*(?:#.*)?\r?")
+        #: the regexes' sources; each is compiled on its first use (``_pattern``)
+        self._sources: dict[str, Optional[bytes]] = {
+            "literal": rb"(?:" + b"|".join(full) + rb")(?![A-Za-z0-9_])",
+            "aliased": (rb"(?:" + b"|".join(spelled(p.split(".")) for p in ordered) + rb")(?=[\s\\#])"
+                        + gap().encode() + rb"(?:import|as)\b"),
+            "not_attr": re.escape(self.root) + rb"\s*[^.\s]|" + re.escape(self.root) + rb"\s*$",
+            "prefix_value": (rb"(?:" + b"|".join(spelled(p.split(".")) for p in inner) + rb")(?![A-Za-z0-9_])(?!"
+                             + gap().encode() + rb"\.)") if inner else None,
+            "plain_import": (rb"[ \t]*import[ \t]+(?:" + b"|".join(spelled(p.split(".")) for p in ordered)
+                             + rb")[ \t]*(?:#.*)?\r?"),
+        }
+        _MODULE_ATTRS.add(self)
         self.key = ("ModuleAttr", name)
+
+    # Compiled on first use: the five regexes of the 40 conditions cost ~0.15 CPU-s to compile,
+    # a third of the start-up of a run over one file, which uses few of them (a cached property
+    # is a plain instance attribute once set). ``compile_all`` compiles them ahead of a fork.
+    @functools.cached_property
+    def literal(self) -> "re.Pattern[bytes]":
+        return re.compile(self._sources["literal"])
+
+    @functools.cached_property
+    def aliased(self) -> "re.Pattern[bytes]":
+        return re.compile(self._sources["aliased"])
+
+    @functools.cached_property
+    def not_attr(self) -> "re.Pattern[bytes]":
+        return re.compile(self._sources["not_attr"])
+
+    @functools.cached_property
+    def prefix_value(self) -> "Optional[re.Pattern[bytes]]":
+        source = self._sources["prefix_value"]
+        return None if source is None else re.compile(source)
+
+    @functools.cached_property
+    def plain_import(self) -> "re.Pattern[bytes]":
+        return re.compile(self._sources["plain_import"])
 
     def holds(self, text: FileText) -> bool:
         if not text.has_word(self.root) or not self.last.holds(text):  # the root first: qualified names share it
@@ -467,6 +497,18 @@ class ModuleAttr(Cond):
 
     def __repr__(self) -> str:
         return f"ModuleAttr({self.name})"
+
+
+#: every ``ModuleAttr`` alive (the rules' live as long as the process)
+_MODULE_ATTRS: "weakref.WeakSet[ModuleAttr]" = weakref.WeakSet()
+
+
+def compile_all() -> None:
+    """Compile every condition's regexes now: before forking workers, so that each does not
+    compile its own copy of the ones it uses (``runner.run``)."""
+    for cond in list(_MODULE_ATTRS):
+        for name in cond._sources:
+            getattr(cond, name)
 
 
 _IMPORTED_NAME = re.compile(rb"\s*([A-Za-z_][A-Za-z0-9_]*|\*)")
