@@ -120,6 +120,8 @@ class ProjectIndex:
         self._teardown_text: dict[str, tuple] = {}
         #: (path, name, words) -> the text stamp when ``no_function_in`` holds, else None
         self._no_match: dict[tuple[str, str, tuple[str, ...]], Optional[list]] = {}
+        #: path -> its text's names are plain and it has no star import (``_plain_without_star``)
+        self._plain_text: dict[str, bool] = {}
         #: import statement text -> the names it imports as written (``import
         #: torch.distributed as dist`` recurs in hundreds of files)
         self._statement_names: dict[bytes, list[str]] = {}
@@ -375,8 +377,9 @@ class ProjectIndex:
         if key in self._no_match:
             return self._no_match[key]
         found = None
-        st, data = _stat_and_read(path)
-        if data is not None and _plain_names(data) and not _STAR_IMPORT.search(data) \
+        # (a text that is not plain or has a star import decides nothing for any name: not read again)
+        st, data = _stat_and_read(path) if self._plain_text.get(path) is not False else (None, None)
+        if data is not None and self._plain_without_star(path, data) \
                 and not may_import(data, name) \
                 and (not may_define(data, name) or (words and not any(w.encode() in data for w in words))):
             from .store import stamp_text
@@ -430,9 +433,8 @@ class ProjectIndex:
         if key in self._no_match:
             return self._no_match[key]
         found = None
-        st, data = _stat_and_read(path)
-        if data is not None and not self._may_have_submodules(path) and _plain_names(data) \
-                and not _STAR_IMPORT.search(data):
+        st, data = _stat_and_read(path) if self._plain_text.get(path) is not False else (None, None)
+        if data is not None and not self._may_have_submodules(path) and self._plain_without_star(path, data):
             firsts = _chain_firsts(data, word)
             if firsts is not None and not any(
                     may_import(data, f) or _may_hold_instance(data, f) for f in firsts):
@@ -440,6 +442,14 @@ class ProjectIndex:
 
                 found = stamp_text(st, data)
         self._no_match[key] = found
+        return found
+
+    def _plain_without_star(self, path: str, data: bytes) -> bool:
+        """``_plain_names(data)`` and no star import in ``data``, the text of ``path``: asked once
+        per file (``no_function_in`` asks 344 times of 163 files on ray+torch)."""
+        found = self._plain_text.get(path)
+        if found is None:
+            found = self._plain_text[path] = _plain_names(data) and not _STAR_IMPORT.search(data)
         return found
 
     def _may_have_submodules(self, path: str) -> bool:
@@ -1444,18 +1454,45 @@ def view_for(path: str) -> Optional[ProjectView]:
 def _file_bytes(path: str) -> bytes:
     """The file's bytes; empty when it cannot be read (then nothing in it can match)."""
     try:
-        with open(path, "rb") as fh:
-            return fh.read()
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return b""
+    try:
+        return _read_fd(fd, os.fstat(fd).st_size)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
 
 
 def _stat_and_read(path: str) -> tuple:
-    """``(os.stat(path), its bytes)``, the stat taken first so the text stamp is never newer
+    """``(its stat, its bytes)``, the stat taken first so the text stamp is never newer
     than the text; ``(None, None)`` when it cannot be read."""
     try:
-        st = os.stat(path)
-        with open(path, "rb") as fh:
-            return st, fh.read()
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return None, None
+    try:
+        st = os.fstat(fd)
+        return st, _read_fd(fd, st.st_size)
+    except OSError:
+        return None, None
+    finally:
+        os.close(fd)
+
+
+def _read_fd(fd: int, size: int) -> bytes:
+    """The rest of file ``fd``, ``size`` the expected length: ``os.read`` until the end, as
+    ``open(path, "rb").read()`` reads it, without its two file objects (4,864 files of
+    ray+torch: 0.058 -> 0.042 CPU-s)."""
+    data = os.read(fd, size + 1)
+    if not data:
+        return data
+    more = os.read(fd, 65536)
+    if not more:
+        return data  # (the usual case: one read, then the end)
+    parts = [data, more]
+    while more:
+        more = os.read(fd, 65536)
+        parts.append(more)
+    return b"".join(parts)

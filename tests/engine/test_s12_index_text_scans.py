@@ -84,3 +84,22 @@ def test_the_scans_on_written_cases():
     assert not P._indented_clause(b"try:\n    pass\nexcept E:\n    pass\n")
     assert not P._indented_clause(b" except\x80") and not P._indented_clause(b"\tfinally\xc3\xa9 = 1")
     assert not P._indented_clause(b" x\xc3\xa9except:")
+
+
+def test_the_readers_read_what_open_reads(tmp_path):
+    """``_file_bytes`` and ``_stat_and_read`` read with ``os.read``: the whole file, as
+    ``open(path, "rb").read()``, and nothing for what cannot be read."""
+    import os
+
+    for size in (0, 1, 4095, 65536, 300_001):
+        f = tmp_path / f"m{size}.py"
+        f.write_bytes(bytes(range(256)) * (size // 256) + b"x" * (size % 256))
+        assert P._file_bytes(str(f)) == f.read_bytes()
+        st, data = P._stat_and_read(str(f))
+        assert data == f.read_bytes() and st.st_size == size and st.st_mtime_ns == os.stat(f).st_mtime_ns
+    for unreadable in (str(tmp_path), str(tmp_path / "missing.py")):
+        assert P._file_bytes(unreadable) == b""
+        assert P._stat_and_read(unreadable) == (None, None)
+    if os.path.exists("/proc/self/cmdline"):  # a size of 0 and a text: read on to the end
+        with open("/proc/self/cmdline", "rb") as fh:
+            assert P._file_bytes("/proc/self/cmdline") == fh.read() != b""
