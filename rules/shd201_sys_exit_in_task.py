@@ -12,6 +12,7 @@ from shutdown_lint.rule import Fix, Invalid, Replace, Rule
 
 from ._exits import raises_system_exit
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call, strip_trailing_comma
+from ._tree_names import head, may_alias
 from .shd101_gather_without_taskgroup import _Ast as _GatherAst
 
 _EXIT_CALLS = frozenset({"sys.exit", "builtins.exit", "builtins.quit"})
@@ -507,11 +508,45 @@ def _imp():
 
 
 # ------------------------------------------------------------------ candidate tier 2 (ast)
-def _exits(tree, fn) -> bool:
-    if any(not lam and tree.may_call_any(c, _EXIT_CALLS) for c, _, lam in fn.calls):
-        return True
-    return any(raises_system_exit(tree, r) for r in fn.raises)
+def _exits(tree, fn, aliased: tuple[bool, bool]) -> bool:
+    """``fn`` makes a call that may be an exit (``may_call_any(c, _EXIT_CALLS)``, not in a lambda)
+    or raises ``SystemExit`` (``raises_system_exit``). ``aliased``: whether some alias may hold
+    ``exit``/``quit``, ``SystemExit`` (``_tree_names.may_alias``); where none may, a name or an
+    attribute is one only when spelled so, and the module's aliases are not read for it."""
+    names, lasts = _EXIT_CALL_NAMES, _EXIT_LASTS
+    calls_aliased, raise_aliased = aliased
+    Name, Attribute = ast.Name, ast.Attribute
+    for c, _, lam in fn.calls:
+        if lam:
+            continue
+        # ``may_call_any``'s answer without its general reading for the commonest callees: for a
+        # name it is exactly this; for an attribute, a spelling other than these and no
+        # ``x.attr = exit`` binding answer False
+        func = c.func
+        t = type(func)
+        if t is Name:
+            if func.id in lasts or (calls_aliased and not tree.words(func).isdisjoint(lasts)):
+                return True
+            continue
+        if t is Attribute and func.attr not in lasts and (
+                not calls_aliased or tree.aliases_of_attr(func.attr).isdisjoint(lasts)):
+            continue
+        if tree.may_call_any(c, names):
+            return True
+    if raise_aliased:
+        return any(raises_system_exit(tree, r) for r in fn.raises)
+    for r in fn.raises:  # ``raises_system_exit``: ``SystemExit`` in ``tree.words(exc)``, its head here
+        exc = r.exc.func if type(r.exc) is ast.Call else r.exc
+        if exc is not None and head(exc) == "SystemExit":
+            return True
+    return False
 
+
+#: ``_EXIT_CALLS`` as a tuple: ``Tree.may_call_any`` reads a tuple of names once per process
+_EXIT_CALL_NAMES = tuple(sorted(_EXIT_CALLS))
+#: their last words (``exit``, ``quit``)
+_EXIT_LASTS = frozenset(n.rsplit(".", 1)[-1] for n in _EXIT_CALLS)
+_SYSTEM_EXIT = frozenset({"SystemExit"})
 
 #: calls that make a sync function a thread target or an executor job (facts' THREAD and
 #: EXECUTOR contexts are given only to the function such a call is handed)
@@ -525,11 +560,15 @@ def _may_exit_in_task(tree) -> bool:
     submission (``f``, ``self.m``, ``Cls.m``, ``partial(f, ...)``), so its name is spelled
     in the arguments of a call that may be one of those."""
     handed: Optional[set[str]] = None
+    aliased = (may_alias(tree, _EXIT_LASTS), may_alias(tree, _SYSTEM_EXIT))
+    # ``handed`` is a subset of ``Tree.argument_names`` (the identifiers of every call's
+    # arguments), itself a subset of ``Tree.mentioned``: the first test is the free one
+    mentioned = tree.mentioned
     for fn in tree.functions:
         if fn.is_async:
-            if _exits(tree, fn):
+            if _exits(tree, fn, aliased):
                 return True
-        elif fn.name in tree.argument_names and _exits(tree, fn):
+        elif fn.name in mentioned and _exits(tree, fn, aliased):
             if handed is None:
                 handed = tree.names_handed_to(_HANDED_TO)
             if fn.name in handed:
