@@ -576,20 +576,45 @@ def _identifiers_handle(node: ast.AST) -> bool:
 
 # ------------------------------------------------------------------ candidate tier 2 (ast)
 def _may_run_at_entrypoint(tree) -> bool:
-    if _module_level_names_handle(tree):
+    # every name and attribute of the module is in ``Tree.mentioned``: when none of those holds a
+    # handled word, no ``_spells_handled`` walk can find one
+    spelled = "\0".join(tree.mentioned)
+    handled = any(w in spelled for w in _HANDLED_WORDS)
+    if handled and _module_level_names_handle(tree):
         return False  # ``_module_level_handles``: every runner call is handled
-    if any(not lam and tree.may_call_any(c, _RUNNERS) and not _coroutine_handles(tree, c)
+    if any(not lam and _may_run(tree, c) and not (handled and _coroutine_handles(tree, c))
            for c, _, lam in tree.module_calls):
         return True
     holders = {fn.name for fn in tree.functions if any(
-        not lam and tree.may_call_any(c, _RUNNERS) and not _coroutine_handles(tree, c) for c, _, lam in fn.calls)
-        and not _spells_handled(fn.node)}  # the walk of the whole function last: few functions call a runner
+        not lam and _may_run(tree, c) and not (handled and _coroutine_handles(tree, c)) for c, _, lam in fn.calls)
+        and not (handled and _spells_handled(fn.node))}  # the walk of the whole function last: few functions call a runner
     if not holders:
         return False
     cli = {fn.name for fn in tree.functions
            if any(tree.words(d) & {"command", "group"} for d in fn.node.decorator_list)}
+    cli.add("main")  # a root of ``driver_names`` (and so among the names it gives)
+    if not holders.isdisjoint(cli):
+        return True
     cli |= tree.argument_names  # set_defaults(func=handler)
-    return bool(holders & T.driver_names(tree, cli))
+    return not holders.isdisjoint(cli) or bool(holders & T.driver_names(tree, cli))
+
+
+#: ``_RUNNERS`` as a tuple (``Tree.may_call_any`` reads a tuple of names once per process), and
+#: their last words
+_RUNNER_NAMES = tuple(sorted(_RUNNERS))
+_RUNNER_LASTS = frozenset(n.rsplit(".", 1)[-1] for n in _RUNNERS)
+
+
+def _may_run(tree, call: ast.Call) -> bool:
+    """``tree.may_call_any(call, _RUNNERS)``: for a name callee exactly its words meeting the last
+    words; an attribute callee spelled otherwise and bound to none of them answers False."""
+    func = call.func
+    t = type(func)
+    if t is ast.Name:
+        return not tree.words(func).isdisjoint(_RUNNER_LASTS)
+    if t is ast.Attribute and func.attr not in _RUNNER_LASTS and tree.aliases_of_attr(func.attr).isdisjoint(_RUNNER_LASTS):
+        return False
+    return tree.may_call_any(call, _RUNNER_NAMES)
 
 
 def _spells_handled(node) -> bool:
@@ -618,4 +643,4 @@ def _coroutine_handles(tree, call: ast.Call) -> bool:
         return False
     name = call.args[0].func.id
     defs = [st for st in tree.module.body if isinstance(st, T.DEFS) and st.name == name]
-    return len(defs) == 1 and tree.binding_count(name) == 1 and _spells_handled(defs[0])
+    return len(defs) == 1 and _spells_handled(defs[0]) and tree.binding_count(name) == 1  # the module's walk last
