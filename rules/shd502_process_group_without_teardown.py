@@ -17,6 +17,7 @@ from shutdown_lint.facts.vocabulary import _BUILTINS
 from shutdown_lint.rule import Applicability, Fix, InsertAfter, Invalid, Option, Rule
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
+from ._tree_names import binds_name, may_alias
 from ._vocabulary import CLEANUP_WORDS, mentions
 
 _DESTROY = "destroy_process_group"
@@ -686,6 +687,10 @@ def _close_parens(text: str, count: int) -> int:
 _INIT_CALLS = tuple(ProcessGroupWithoutTeardown.options["init_calls"].default)
 
 
+#: the last words of the init calls (``may_call_any`` reads the last word first)
+_INIT_LASTS = frozenset(n.rsplit(".", 1)[-1] for n in _INIT_CALLS)
+
+
 def _written(node: ast.AST) -> str:
     """The identifier of a ``Name`` or the attribute of an ``Attribute``, else ''."""
     t = type(node)
@@ -695,7 +700,7 @@ def _written(node: ast.AST) -> str:
 def _mentions_word(root: ast.AST, words) -> bool:
     """An identifier with one of ``words`` in it anywhere under ``root``:
     then the rule's ``code_for_node`` text of ``root`` holds ``word``."""
-    for n in ast.walk(root):
+    for n in T.walk(root):  # ``ast.walk``'s nodes, without its generators
         written = _written(n)
         if written and any(w in written for w in words):
             return True
@@ -768,7 +773,27 @@ def _guarded_area(tree, fn) -> bool:
     return False
 
 
-def _unnamed(call: ast.Call, bound: set) -> bool:
+def _spelled_inits(tree) -> list:
+    """The ``(call, function or None)`` pairs of the calls that may be an init call (functions'
+    calls first, then the module's), where no alias may hold one of ``_INIT_LASTS`` (``may_alias``):
+    a name callee is one when spelled so, an attribute callee only when it ends so (then
+    ``may_call_any`` reads its receiver)."""
+    lasts, names = _INIT_LASTS, _INIT_CALLS
+    Name, Attribute = ast.Name, ast.Attribute
+    out = []
+    for calls, fn in [*((f.calls, f) for f in tree.functions), (tree.module_calls, None)]:
+        for c, _, _ in calls:
+            func = c.func
+            t = type(func)
+            if t is Name:
+                if func.id in lasts:
+                    out.append((c, fn))
+            elif (t is not Attribute or func.attr in lasts) and tree.may_call_any(c, names):
+                out.append((c, fn))
+    return out
+
+
+def _unnamed(tree, call: ast.Call) -> bool:
     """The facts cannot name the callee: ``<N>.a.b(...)`` whose root ``N`` (not ``self``, not a
     builtin) has no binding of kind import/def/class/value anywhere in the module (only
     tuple-unpacking, ``for``, ``except as``, augmented targets, or none: ``torch, _ =
@@ -781,7 +806,7 @@ def _unnamed(call: ast.Call, bound: set) -> bool:
         func = func.value
     if not isinstance(func, ast.Name) or func.id in ("self",) or func.id in _BUILTINS:
         return False
-    return func.id not in bound
+    return not binds_name(tree, func.id)  # ``func.id not in tree.named_bindings``
 
 
 def _may_init_without_teardown(tree) -> bool:
@@ -802,8 +827,11 @@ def _may_init_without_teardown(tree) -> bool:
       ``except`` body (``_destroys_in_cleanup_block``): ``fn`` is in its own area.
     A module-level init call not covered by the module-level teardown keeps the file.
     """
-    inits = [(c, fn) for fn in tree.functions for c, _, _ in fn.calls if tree.may_call_any(c, _INIT_CALLS)]
-    inits += [(c, None) for c, _, _ in tree.module_calls if tree.may_call_any(c, _INIT_CALLS)]
+    if may_alias(tree, _INIT_LASTS):
+        inits = [(c, fn) for fn in tree.functions for c, _, _ in fn.calls if tree.may_call_any(c, _INIT_CALLS)]
+        inits += [(c, None) for c, _, _ in tree.module_calls if tree.may_call_any(c, _INIT_CALLS)]
+    else:
+        inits = _spelled_inits(tree)
     if not inits:
         return False
     # identifiers holding the words at all (``mentioned`` has every Name and attribute)
@@ -811,14 +839,11 @@ def _may_init_without_teardown(tree) -> bool:
     guard_words = any(g in w for g in _GUARD_WORDS for w in tree.mentioned)
     if (destroy_words or guard_words) and _module_level_teardown(tree):
         return False
-    destroyer = bound = None
+    destroyer = None
     covered: dict[int, bool] = {}
     for c, fn in inits:
-        if isinstance(c.func, ast.Attribute):
-            if bound is None:
-                bound = tree.named_bindings
-            if _unnamed(c, bound):
-                continue
+        if isinstance(c.func, ast.Attribute) and _unnamed(tree, c):
+            continue
         if fn is None:
             return True
         if destroyer is None:
