@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 import hashlib
 import json
+import re
 import warnings
 from typing import Any, Optional
 
@@ -74,8 +76,20 @@ def digest(summary: Optional[dict]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+_Name, _Attribute, _Constant, _Call = ast.Name, ast.Attribute, ast.Constant, ast.Call
+
+
 def dotted(node: ast.AST) -> Optional[str]:
     """``a.b.c`` for a Name/Attribute chain; ``Cls`` for ``Cls(...)``'s func; else None."""
+    t = type(node)
+    if t is _Name:  # the parser's own classes first: most names are one or two words
+        return node.id  # type: ignore[attr-defined]
+    if t is _Attribute:
+        base = node.value  # type: ignore[attr-defined]
+        if type(base) is _Name:
+            return f"{base.id}.{node.attr}"  # type: ignore[attr-defined]
+    elif t is _Constant or t is _Call:
+        return None
     parts: list[str] = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -276,48 +290,95 @@ def _child_fields(t: type) -> tuple[str, ...]:
     return found
 
 
-#: node class -> the walker's ``visit_<Class>`` function, or None (filled as classes are met)
-_HANDLERS: dict[type, Any] = {}
+#: value class -> what the walker's ``visit`` does with a value of it (filled as classes are
+#: met, ``_action``): nothing (False: a leaf, None, a plain value), its ``visit_<Class>``
+#: handler, ``generic_visit``, or, for a class without a handler whose one walked field holds
+#: one node or None (``Attribute``, ``keyword``, ``Expr``, ``Starred``), that field's name: the
+#: walk goes on with its value in the same loop (a chain ``a.b.c`` costs no call per link)
+_ACTIONS: dict[type, Any] = {}
+
+
+def _action(t: type) -> Any:
+    from ..prefilter.ast_tree import signature
+
+    if t in _LEAVES or not issubclass(t, ast.AST):
+        act: Any = False
+    else:
+        act = getattr(_FunctionWalker, "visit_" + t.__name__, None)
+        if act is None:
+            fields = _CHILD_FIELDS[t] if t in _CHILD_FIELDS else _child_fields(t)
+            mark = signature(t).get(fields[0], ("", "*"))[1] if len(fields) == 1 else "*"
+            act = fields[0] if mark != "*" else _FunctionWalker.generic_visit
+    _ACTIONS[t] = act
+    return act
+
+
+#: node class -> its walked children (``_CHILD_FIELDS``) in ``_fields`` order, None included
+#: (``ast_engine.walk._compiled``: one compiled reader per class, where its signature declares
+#: the fields), filled as classes are met
+_READERS: dict[type, Any] = {}
+
+
+def _reader(t: type) -> Any:
+    from ..ast_engine.walk import _compiled
+
+    found = _READERS[t] = _compiled(t) or functools.partial(_read_fields, _CHILD_FIELDS[t] if t in _CHILD_FIELDS
+                                                              else _child_fields(t))
+    return found
+
+
+def _read_fields(fields: tuple[str, ...], node: ast.AST) -> list:
+    out: list = []
+    for field in fields:
+        value = getattr(node, field, None)
+        if type(value) is list:
+            out += value
+        else:
+            out.append(value)
+    return out
 
 
 class _FunctionWalker(ast.NodeVisitor):
     """Walks one function body, not nested defs or classes.
 
-    ``visit``/``generic_visit`` do what ``ast.NodeVisitor``'s do, with the handler looked up
-    once per node class (``_HANDLERS``), leaves (names, constants, contexts, operators) not
-    visited, fields of plain values not read (``_CHILD_FIELDS``), and ``generic_visit``'s loop
-    inlined in ``visit``: the same summaries at less than half ``NodeVisitor``'s cost (summaries
-    are most of the project index's cold cost; tests/engine/test_project_index.py compares)."""
+    ``visit``/``generic_visit`` do what ``ast.NodeVisitor``'s do, with what to do with a node
+    looked up once per node class (``_ACTIONS``): leaves (names, constants, contexts, operators)
+    and None not visited, fields of plain values not read (``_CHILD_FIELDS``), the one field of
+    a node class without a handler followed in the same loop (``Attribute``, ``keyword``,
+    ``Expr``), and the handler of a child called from its parent's loop: the same summaries at
+    less than half ``NodeVisitor``'s cost (summaries are most of the project index's cold cost;
+    tests/engine/test_project_index.py compares)."""
 
     def visit(self, node: ast.AST) -> Any:
-        t = type(node)
-        try:
-            handler = _HANDLERS[t]
-        except KeyError:
-            handler = _HANDLERS[t] = getattr(_FunctionWalker, "visit_" + t.__name__, None)
-        if handler is not None:
-            return handler(self, node)
-        fields = _CHILD_FIELDS.get(t) or _child_fields(t)
-        for field in fields:
-            value = getattr(node, field, None)
-            if type(value) is list:
-                for item in value:
-                    if type(item) not in _LEAVES and isinstance(item, ast.AST):
-                        self.visit(item)
-            elif type(value) not in _LEAVES and isinstance(value, ast.AST):
-                self.visit(value)
-        return None
+        actions = _ACTIONS
+        while True:
+            try:
+                act = actions[type(node)]
+            except KeyError:
+                act = _action(type(node))
+            if type(act) is str:
+                node = getattr(node, act)
+                continue
+            return act(self, node) if act else None
 
     def generic_visit(self, node: ast.AST) -> None:
-        t = type(node)
-        for field in _CHILD_FIELDS.get(t) or _child_fields(t):
-            value = getattr(node, field, None)
-            if type(value) is list:
-                for item in value:
-                    if type(item) not in _LEAVES and isinstance(item, ast.AST):
-                        self.visit(item)
-            elif type(value) not in _LEAVES and isinstance(value, ast.AST):
-                self.visit(value)
+        actions = _ACTIONS
+        try:
+            read = _READERS[type(node)]
+        except KeyError:
+            read = _reader(type(node))
+        for child in read(node):
+            while True:
+                try:
+                    act = actions[type(child)]
+                except KeyError:
+                    act = _action(type(child))
+                if type(act) is str:
+                    child = getattr(child, act)
+                    continue
+                if act:
+                    act(self, child)
+                break
 
     def __init__(self) -> None:
         self.finally_lines: list[int] = []
@@ -407,17 +468,23 @@ class _FunctionWalker(ast.NodeVisitor):
             flags = (IN_CLEANUP if self._cleanup_depth else 0) | (AWAITED if id(node) in self._awaited else 0)
             entry = [name, node.lineno, flags]
             # what the call hands over: `shutdown_executor(self.pool)`, `atexit.register(f)`
-            args = [d for d in (dotted(a) for a in node.args) if d]
+            args = []
+            for a in node.args:
+                if type(a) is _Name:
+                    args.append(a.id)
+                elif type(a) is not _Constant:
+                    d = dotted(a)
+                    if d:
+                        args.append(d)
             if args:
                 entry.append(args)
             self.calls.append(entry)
-            last = name.rsplit(".", 1)[-1]
-            if last in _SPAWN_LAST:
+            if name.endswith(_SPAWN_LAST) and name.rsplit(".", 1)[-1] in _SPAWN_LAST:
                 self.spawns = True
-            if name in _EXIT_CALLS:
-                self.exits = True
             if name in _EXITS_BY_NAME:
                 self.bad_lines.append(node.lineno)
+                if name in _EXIT_CALLS:
+                    self.exits = True
         self.generic_visit(node)
 
 
@@ -498,8 +565,28 @@ def _local_types(node: ast.AST) -> dict[str, str]:
             for item in st.items:
                 if isinstance(item.optional_vars, ast.Name):
                     seen[item.optional_vars.id] = None
-        todo.extend(c for c in ast.iter_child_nodes(st) if isinstance(c, ast.stmt))
+        t = type(st)
+        fields = _STMT_FIELDS[t] if t in _STMT_FIELDS else _stmt_fields(t)
+        if fields is None:
+            todo.extend(c for c in ast.iter_child_nodes(st) if isinstance(c, ast.stmt))
+        else:
+            for field in fields:
+                todo += getattr(st, field)
     return {k: v for k, v in seen.items() if v}
+
+
+#: statement class -> the fields that hold statements (``For``: ``body``, ``orelse``), read from
+#: its signature; None for a class without one (its children are found the slow way)
+_STMT_FIELDS: dict[type, Optional[tuple[str, ...]]] = {}
+
+
+def _stmt_fields(t: type) -> Optional[tuple[str, ...]]:
+    from ..prefilter.ast_tree import signature
+
+    declared = signature(t)
+    found = _STMT_FIELDS[t] = tuple(f for f in t._fields if declared[f][0] == "stmt") \
+        if declared and all(f in declared for f in t._fields) else None if t._fields else ()
+    return found
 
 
 def _callee_written(call: ast.Call, local: dict[str, str]) -> Optional[str]:
@@ -642,11 +729,11 @@ def _remote_targets(tree: ast.Module, source: Optional[bytes] = None) -> list[st
     ray.remote(Sub)``, or decorated there) is recorded by its bases: what it makes remote that
     another module can name.
 
-    With the module's ``source`` (when its lines can be told: ``_lines_spelling``), only the
+    With the module's ``source`` (when its lines can be told: ``_lines_near``), only the
     nodes whose lines spell ``remote`` are walked (a call of ``...remote`` and a class decorated
     with it spell it), and for the classes in functions only those whose lines spell ``class``:
     the same nodes in the same order as the whole walk's, less those that cannot count."""
-    remote_lines = _lines_spelling(source, b"remote") if source is not None else None
+    remote_lines = _lines_near(source, b"remote") if source is not None else None
     nodes = _walk(tree) if remote_lines is None else _walk_near(tree, remote_lines)
     local: dict[str, list[str]] = {}
     top = {id(st) for st in tree.body}
@@ -667,7 +754,7 @@ def _remote_targets(tree: ast.Module, source: Optional[bytes] = None) -> list[st
                 if target:
                     handed.append((callee, target))
     if remote_lines is not None and any("." not in target for _, target in handed):
-        for node in _walk_near(tree, _lines_spelling(source, b"class") or []):  # type: ignore[arg-type]
+        for node in _walk_near(tree, _lines_near(source, b"class") or []):  # type: ignore[arg-type]
             if type(node) is ast.ClassDef and id(node) not in top:
                 local.setdefault(node.name, []).extend(b for b in (dotted(x) for x in node.bases) if b)
     out: list[str] = []
@@ -705,6 +792,35 @@ def _lines_spelling(source: bytes, word: bytes) -> Optional[list[int]]:
     non-ASCII identifiers (NFKC: ``ｒemote`` is ``remote`` in the ``ast``)."""
     if b"\r" in source or not source.isascii():
         return None
+    return _word_lines(source, word)
+
+
+def _lines_near(source: bytes, word: bytes) -> Optional[list[int]]:
+    """The lines a node that spells ``word`` in the ``ast`` must touch (sorted): those where the
+    bytes spell it, and, in a module with non-ASCII bytes, every line with one (an identifier
+    Python normalises to ``word`` has a non-ASCII character on its line: ``ｒemote``); None
+    where lines cannot be told from the bytes (a lone ``\\r`` ends a line too)."""
+    if b"\r" in source and source.count(b"\r") != source.count(b"\r\n"):
+        return None
+    out = _word_lines(source, word)
+    if not source.isascii():
+        wide: list[int] = []
+        line, at = 1, 0
+        for m in _NON_ASCII.finditer(source):
+            i = m.start()
+            line += source.count(b"\n", at, i)
+            at = i
+            if not wide or wide[-1] != line:
+                wide.append(line)
+        out = sorted({*out, *wide})
+    return out
+
+
+_NON_ASCII = re.compile(rb"[\x80-\xff]+")
+
+
+def _word_lines(source: bytes, word: bytes) -> list[int]:
+    """The numbers of the lines (ended by ``\\n``) where ``word`` occurs, sorted."""
     out: list[int] = []
     line, at = 1, 0
     i = source.find(word)
