@@ -513,9 +513,15 @@ class ProjectIndex:
                 table = shared.wait("w")  # another worker is building it: same files, same table
             if table is None:  # (one built by another worker of this run is the same table)
                 table = {}
+                get = table.get
+                known = self._imports_text
                 for f in self.project_files():
-                    for w in {w for stmt in self.import_lines(f) for w in _WORD.findall(stmt)}:
-                        table.setdefault(w, []).append(f)
+                    for w in _import_words(known.get(f) or self.import_lines(f)):
+                        found = get(w)  # (not setdefault: it made a list for each of 129,038 pairs)
+                        if found is None:
+                            table[w] = [f]
+                        else:
+                            found.append(f)
                 if shared is not None:
                     # (not the import statements it read: the other worker reads its candidates'
                     # again, 1,813 files and ~0.15 CPU-s on ray+torch at -j2, but all of them
@@ -1076,6 +1082,23 @@ def _may_bind(data: bytes, i: int, j: int) -> bool:
 _IMPORT_STATEMENT = re.compile(rb"^[ \t]*(?:from|import)[ \t][^\n(]*(?:\([^)]*\))?[^\n]*", re.M)
 _RELATIVE = re.compile(rb"[ \t]*from[ \t]+\.")
 _WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+
+
+#: every byte that is no identifier byte -> a space
+_WORD_BYTES_ONLY = bytes(c if c in _IDENT else 0x20 for c in range(256))
+
+
+def _import_words(statements: list[bytes]) -> set[bytes]:
+    """``{w for st in statements for w in _WORD.findall(st)}`` without a regex: the runs of
+    identifier bytes (``translate``, ``split``), a run's leading digits dropped (``_WORD``
+    starts at its first letter or ``_``). 4,864 rt files: 0.060 -> 0.050 CPU-s."""
+    words = set(b" ".join(statements).translate(_WORD_BYTES_ONLY).split())
+    for w in [w for w in words if w[0] < 0x41]:  # a digit first (every other byte < "A" is a space now)
+        words.discard(w)
+        w = w.lstrip(b"0123456789")
+        if w:
+            words.add(w)
+    return words
 
 
 def import_statements(data: bytes) -> list[bytes]:

@@ -103,3 +103,23 @@ def test_the_readers_read_what_open_reads(tmp_path):
     if os.path.exists("/proc/self/cmdline"):  # a size of 0 and a text: read on to the end
         with open("/proc/self/cmdline", "rb") as fh:
             assert P._file_bytes("/proc/self/cmdline") == fh.read() != b""
+
+
+_STATEMENT = _soup(b"from", b"import", b"as", b"a", b"B", b"_", b"0", b"9", b"x1", b" ", b"\t", b".", b",",
+                   b"(", b")", b"\n", b"\\", b"#", b"*", b"\xc3\xa9", b"\x80", b"\x7f", b"-")
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(_STATEMENT, max_size=6))
+def test_the_import_words_are_the_regex_words(statements):
+    """The importer table's words of a file (``_import_words``: ``translate`` and ``split``)
+    are ``_WORD``'s words of its import statements: a run of identifier bytes without its
+    leading digits."""
+    assert P._import_words(statements) == {w for st in statements for w in P._WORD.findall(st)}
+
+
+def test_the_import_words_on_written_cases():
+    assert P._import_words([b"from a.b import (c as d,\n  e9)  # 3rd x\xc3\xa9y", b"import 12, _1"]) == {
+        b"from", b"a", b"b", b"import", b"c", b"as", b"d", b"e9", b"rd", b"x", b"y", b"_1"}
+    assert P._import_words([]) == set() and P._import_words([b"9 99"]) == set()
+    assert P._import_words([b"3a a"]) == {b"a"}
