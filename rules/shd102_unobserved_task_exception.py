@@ -2340,7 +2340,12 @@ def spawns(tree) -> list[tuple[ast.Call, object]]:
     (``is_task_spawn``: a qualified name in ``_SPAWNERS``, which ``Tree.may_call_any`` over-
     approximates through aliases and the receiver's words; or ``<x>.create_task`` whose
     receiver's last name is a loop's, ``_LOOP_NAMES``. ``tg.create_task``, where ``tg`` is
-    no loop by its words nor its name, is not one)."""
+    no loop by its words nor its name, is not one). Found once per tree (``Tree.once``: SHD106
+    reads them too); the list must not be changed."""
+    return tree.once(_spawns)
+
+
+def _spawns(tree) -> list[tuple[ast.Call, object]]:
     out = []
     for fn, calls in ((None, tree.module_calls), *((fn, fn.calls) for fn in tree.functions)):
         for c, _, _ in calls:
@@ -2366,7 +2371,7 @@ def _method_receiver(tree, c: ast.Call, fn) -> bool:
 
 def may_spawn(tree, c: ast.Call) -> bool:
     """``c`` may be a spawn as ``is_task_spawn`` reads it (see ``spawns``)."""
-    return any(tree.may_call(c, w) for w in _SPAWN_WORDS) and (_loop_receiver(c) or tree.may_call_any(c, _SPAWNERS))
+    return tree.may_call_any(c, _SPAWN_WORDS) and (_loop_receiver(c) or tree.may_call_any(c, _SPAWNERS))
 
 
 def _loop_receiver(call: ast.Call) -> bool:

@@ -196,6 +196,7 @@ class Tree:
         #: normalisation changed one (``parse``); conditions then decide nothing
         self.exact_names = True
         self._parent_maps: dict[int, list] = {}  # ``_region``
+        self._once: dict = {}  # ``once``
         self._collect()
 
     # ------------------------------------------------------------------ the one walk
@@ -597,6 +598,14 @@ class Tree:
                     attrs.setdefault(n.attr, []).append(n)
             region[2] = (names, attrs)
         return region[2]
+
+    def once(self, compute):
+        """``compute(self)``, computed once per tree: what the conditions of several rules read
+        (``compute`` is the key: a module-level function; the value must not be changed)."""
+        found = self._once.get(compute, _UNKNOWN)
+        if found is _UNKNOWN:
+            found = self._once[compute] = compute(self)
+        return found
 
     def _region(self, root: ast.AST) -> list:
         """[parent map, nodes walked, ``named_nodes`` or None] of ``root``, made once."""
