@@ -8,6 +8,7 @@ import libcst as cst
 
 from shutdown_lint.prefilter import words as C
 from shutdown_lint.prefilter.ast_tree import TRYS, nested_statements
+from shutdown_lint.prefilter.ast_tree import children as ast_children, walk as ast_walk
 from shutdown_lint import facts as F
 from shutdown_lint.ast_engine.check import AstCheck, FixPlan
 from shutdown_lint.ast_engine.execution import arguments
@@ -19,6 +20,7 @@ from shutdown_lint.rule import Fix, Invalid, Replace, Rule
 from shutdown_lint.traversal import walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
+from ._tree_names import may_alias, may_call_word
 from ._vocabulary import identifier_words
 
 #: Calls that start a child process, by kind (qualified names as the facts spell them).
@@ -1399,10 +1401,12 @@ def _may_start_child(tree) -> bool:
       is not reported when the next statement only waits for it (``_tree_waited_next``), nor when
       ``_tree_handed_after`` finds what ends ``_check`` before any report (a hand-over after the
       start, a stop in a cleanup block, the first stop after harmless code only)."""
+    aliased = may_alias(tree, _FACTORY_WORDS)
+
     def kinds(value) -> set:
         """The kinds the call may start (``_KIND``; ``mp`` for a context's ``Process``)."""
         process = type(value.func) is ast.Attribute and value.func.attr == "Process"
-        if not process and not _may_be_factory(tree, value):
+        if not process and not _may_be_factory(tree, value, aliased):
             return set()
         out = {k for k, names in _KIND_NAMES if tree.may_call_any(value, names)}
         if process:
@@ -1452,8 +1456,10 @@ def _may_start_child(tree) -> bool:
                                 and type(v) is ast.Name and v.id == target.id for t, v, _ in tree.assigns):
             return True  # ``self.proc = p``
     statements = None
+    if not tree.mentions(_PIPE):
+        return False  # no call is ``_tree_piped``: its keyword's value spells ``PIPE``
     for c in tree.all_calls():
-        if not c.keywords or not _tree_piped(c) or not _may_be_factory(tree, c):
+        if not c.keywords or not _tree_piped(c) or not _may_be_factory(tree, c, aliased):
             continue
         if statements is None:
             statements = _expression_statements(tree)
@@ -1469,16 +1475,14 @@ def _may_start_child(tree) -> bool:
 _FACTORY_WORDS = frozenset(name.rsplit(".", 1)[-1] for name in FACTORIES)
 
 
-def _may_be_factory(tree, call: ast.Call) -> bool:
+_PIPE = ("PIPE",)
+
+
+def _may_be_factory(tree, call: ast.Call, aliased: bool = True) -> bool:
     """``tree.may_call_any(call, FACTORIES)``, its callee's last word checked first (``may_call``
-    needs ``<r>.<last>`` or an alias of ``<x>.<attr>`` / a name with a factory's last word)."""
-    func = call.func
-    if type(func) is ast.Attribute:
-        if func.attr not in _FACTORY_WORDS and _FACTORY_WORDS.isdisjoint(tree.aliases_of_attr(func.attr)):
-            return False
-    elif _FACTORY_WORDS.isdisjoint(tree.words(func)):
-        return False
-    return tree.may_call_any(call, FACTORIES)
+    needs ``<r>.<last>`` or an alias of ``<x>.<attr>`` / a name with a factory's last word:
+    ``may_call_word``; ``aliased``: some alias may hold a factory's last word, ``may_alias``)."""
+    return may_call_word(tree, call, _FACTORY_WORDS, aliased) and tree.may_call_any(call, FACTORIES)
 
 
 _KIND_NAMES = (("popen", POPEN_FACTORIES), ("asyncio", ASYNC_FACTORIES), ("mp", MP_FACTORIES))
@@ -1521,7 +1525,7 @@ def _tree_stopped_names(tree) -> tuple[set, set]:
                 started.add(func.value.id)
         if word and (call.args or call.keywords) and not _STOP_WORDS.isdisjoint(identifier_words(word)):
             for a in [*call.args, *(k.value for k in call.keywords)]:
-                for n in ast.walk(a):
+                for n in ast_walk(a):
                     if type(n) is ast.Name:
                         out.add(n.id)
     return out, started
@@ -1549,7 +1553,7 @@ def _tree_waited_next(tree, call: ast.Call, var: str) -> bool:
     if i + 1 < len(block):
         after = block[i + 1:]
     elif type(owner) is ast.Try and block is owner.body and owner.orelse and not any(
-            type(n) is ast.Name and n.id == var for h in owner.handlers for n in ast.walk(h)) and \
+            type(n) is ast.Name and n.id == var for h in owner.handlers for n in ast_walk(h)) and \
             owner.orelse[0].col_offset < owner.col_offset + len("else:"):
         # ``try: p = <factory>(...)`` / ``except OSError: ...`` / ``else: p.communicate()``: the
         # window goes on in the ``else`` (``_code_between``); no use of ``p`` in a handler,
@@ -1567,12 +1571,12 @@ def _tree_waited_next(tree, call: ast.Call, var: str) -> bool:
         return False
     if nxt.lineno <= stmt.end_lineno or (len(after) > 1 and after[1].lineno <= nxt.end_lineno):
         return False  # ``;``: libcst's line holds more than the stop
-    if any(type(n) is ast.Name and n.id == var for n in ast.walk(call)):
+    if any(type(n) is ast.Name and n.id == var for n in ast_walk(call)):
         return False
-    uses = [n for n in ast.walk(nxt) if type(n) is ast.Name and n.id == var]
-    if len(uses) != 1 or any(type(n) is ast.Lambda for n in ast.walk(nxt)):
+    uses = [n for n in ast_walk(nxt) if type(n) is ast.Name and n.id == var]
+    if len(uses) != 1 or any(type(n) is ast.Lambda for n in ast_walk(nxt)):
         return False
-    parents = {id(child): node for node in ast.walk(nxt) for child in ast.iter_child_nodes(node)}
+    parents = {id(child): node for node in ast_walk(nxt) for child in ast_children(node)}
     attr = parents.get(id(uses[0]))
     if type(attr) is ast.keyword:
         attr = parents.get(id(attr))
@@ -1621,11 +1625,20 @@ def _statements(tree) -> tuple[dict, dict]:
         exprs: dict = {}
         got = _ASSIGNMENTS[tree] = (found, exprs)
         todo: list = [tree.module]
+        shapes = _OWNER_BLOCKS
         while todo:
             owner = todo.pop()
-            blocks = [(owner, getattr(owner, f, None)) for f in ("body", "orelse", "finalbody")]
-            blocks += [(None, h.body) for h in getattr(owner, "handlers", ())]
-            blocks += [(None, c.body) for c in getattr(owner, "cases", ())]
+            t = type(owner)
+            shape = shapes.get(t)
+            if shape is None:
+                shape = shapes[t] = (tuple(f for f in ("body", "orelse", "finalbody") if f in t._fields),
+                                     "handlers" in t._fields, "cases" in t._fields)
+            fields, handlers, cases = shape
+            blocks = [(owner, getattr(owner, f, None)) for f in fields]
+            if handlers:
+                blocks += [(None, h.body) for h in owner.handlers]
+            if cases:
+                blocks += [(None, c.body) for c in owner.cases]
             for holder, block in blocks:
                 if type(block) is not list:
                     continue
@@ -1649,6 +1662,8 @@ def _statements(tree) -> tuple[dict, dict]:
     return got
 
 
+#: statement type -> (its fields of ``body``/``orelse``/``finalbody``, has ``handlers``, has ``cases``)
+_OWNER_BLOCKS: dict = {}
 _COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.AsyncFor, ast.While,
              ast.With, ast.AsyncWith, *TRYS, getattr(ast, "Match", ast.If))
 
@@ -1695,7 +1710,7 @@ def _tree_handed_after(tree, fn, target: ast.Name, call: ast.Call, ks: set) -> b
                         if pos > start and (end is None or pos < end):
                             end = pos
         inner = nested or (node is not region and t in _SCOPES)
-        for child in ast.iter_child_nodes(node):
+        for child in ast_children(node):
             parents[id(child)] = node
             todo.append((child, inner))
     session = any(k.arg in _SESSION_KEYWORDS for k in call.keywords)
@@ -1728,7 +1743,7 @@ def _start_statement(tree, call: ast.Call, var: str) -> Optional[int]:
     stmt, _, block, i = where
     for k in range(i + 1, len(block)):
         st = block[k]
-        if not any(type(n) is ast.Name and n.id == var for n in ast.walk(st)):
+        if not any(type(n) is ast.Name and n.id == var for n in ast_walk(st)):
             continue
         c = st.value if type(st) is ast.Expr else None
         if (type(c) is ast.Call and not c.args and not c.keywords and type(c.func) is ast.Attribute
@@ -1777,7 +1792,7 @@ def _tree_only_harmless_before_stop(tree, call: ast.Call, var: str, end, first: 
     if where is None:
         return False
     stmt, _, block, i = where
-    if any(type(n) is ast.Name and n.id == var for n in ast.walk(stmt.value)):
+    if any(type(n) is ast.Name and n.id == var for n in ast_walk(stmt.value)):
         return False
     if i > 0 and block[i - 1].end_lineno >= stmt.lineno:
         return False
@@ -1805,7 +1820,7 @@ def _tree_only_harmless_before_stop(tree, call: ast.Call, var: str, end, first: 
                 if t is ast.Call and not _tree_harmless(node, var):
                     work = True
             inner = skipped or (t in _SCOPES or t is ast.ClassDef) and node is not st
-            for child in ast.iter_child_nodes(node):
+            for child in ast_children(node):
                 parents[id(child)] = node
                 todo.append((child, inner, fstring or t is ast.JoinedStr))
         if work:
@@ -1965,7 +1980,7 @@ def _tree_attr_handed_in_class(tree, cls, attr: str) -> bool:
         todo: list = [m.node]
         while todo:
             node = todo.pop()
-            for child in ast.iter_child_nodes(node):
+            for child in ast_children(node):
                 if type(child) is ast.ClassDef or type(child) is ast.JoinedStr:
                     continue
                 parents[id(child)] = node
