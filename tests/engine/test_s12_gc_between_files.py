@@ -1,0 +1,71 @@
+"""The serial runner and the pool workers analyse a file and release its memory
+(``runner.after_file``) with the cyclic collector paused, then run the collection that became
+due, if one did, and freeze what survives it (``runner._one_file``): the project index's tables
+and the outcomes are not walked again by every later collection. A serial run unfreezes what it
+froze when it ends; a caller that disabled the collector keeps it disabled."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from shutdown_lint import registry, runner
+from shutdown_lint.settings import Settings
+
+from .conftest import write
+
+SOURCE = "import asyncio\n\n\nasync def go{i}():\n    asyncio.create_task(asyncio.sleep(1))\n"
+
+
+def _jobs(root, n: int) -> list[runner.Job]:
+    jobs = []
+    for i in range(n):
+        path = root / f"m{i}.py"
+        write(path, SOURCE.format(i=i))
+        jobs.append(runner.Job(path.name, str(path)))
+    return jobs
+
+
+def _findings(outcomes) -> list[tuple[str, list]]:
+    return [(o.result.path, [d.code for d in o.result.diagnostics]) for o in outcomes]
+
+
+SETTINGS = Settings(selected=tuple(r.code for r in registry.all_rules()))
+
+
+def test_a_due_collection_freezes_its_survivors_for_the_run_only(tmp_path, monkeypatch):
+    jobs = _jobs(tmp_path, 4)
+    plain = runner.run(jobs, SETTINGS, runner.Mode(), 1)
+    frozen_before = gc.get_freeze_count()
+    seen = []
+    monkeypatch.setattr(runner, "FEW_COLLECTIONS", 1)  # a collection due after every file
+    monkeypatch.setattr(runner, "after_file", lambda f=runner.after_file: (f(), seen.append(gc.get_freeze_count())))
+    collecting = runner.run(jobs, SETTINGS, runner.Mode(), 1)
+    assert _findings(collecting) == _findings(plain)
+    assert any("SHD" in c for _p, codes in _findings(plain) for c in codes)  # something was found
+    assert seen and seen[-1] > frozen_before  # frozen between files
+    assert gc.get_freeze_count() == frozen_before  # and collectable again once the run is over
+    assert gc.isenabled()
+
+
+def test_the_collector_is_paused_through_after_file(tmp_path, monkeypatch):
+    jobs = _jobs(tmp_path, 2)
+    states = []
+    monkeypatch.setattr(runner, "after_file", lambda f=runner.after_file: (states.append(gc.isenabled()), f()))
+    runner.run(jobs, SETTINGS, runner.Mode(), 1)
+    assert states == [False, False]
+    assert gc.isenabled()
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_a_disabled_collector_stays_disabled_and_nothing_is_frozen(tmp_path, n):
+    jobs = _jobs(tmp_path, n)
+    frozen_before = gc.get_freeze_count()
+    gc.disable()
+    try:
+        runner.run(jobs, SETTINGS, runner.Mode(), 1)
+        assert not gc.isenabled()
+        assert gc.get_freeze_count() == frozen_before
+    finally:
+        gc.enable()
