@@ -650,7 +650,7 @@ def _surely_only_sleeps(tree, call: ast.Call, fn) -> bool:
     if type(f) is not ast.Attribute or type(f.value) is not ast.Name or f.value.id != "self":
         return False
     target = next((m for m in tree.methods.get(id(fn.cls), ()) if m.name == f.attr), None)
-    if target is None or not _asyncio_imported_once(tree):
+    if target is None:
         return False
     for n in walk_within(target.node.body, (ast.FunctionDef, ast.AsyncFunctionDef)):
         if type(n) is ast.Await:
@@ -658,16 +658,15 @@ def _surely_only_sleeps(tree, call: ast.Call, fn) -> bool:
             if not (type(c) is ast.Call and type(c.func) is ast.Attribute and c.func.attr == "sleep"
                     and type(c.func.value) is ast.Name and c.func.value.id == "asyncio"):
                 return False
-    return True
+    return _asyncio_imported_once(tree)  # last: ``binding_count`` walks the whole module
 
 
 def _asyncio_imported_once(tree) -> bool:
     """The module binds ``asyncio`` in one place, an ``import asyncio`` among its top-level
-    statements, and has no ``*`` import (``Tree.binding_count``)."""
-    if tree.binding_count("asyncio") != 1:
-        return False
+    statements, and has no ``*`` import (``Tree.binding_count``, asked last: a walk of the
+    whole module)."""
     return any(type(st) is ast.Import and any(a.name == "asyncio" and a.asname is None for a in st.names)
-               for st in tree.module.body)
+               for st in tree.module.body) and tree.binding_count("asyncio") == 1
 
 
 def _guards_broadly(stmts) -> bool:
