@@ -12,7 +12,9 @@ from shutdown_lint.ast_engine.walk import children, source_order
 from shutdown_lint.facts.vocabulary import _canonical
 from shutdown_lint.prefilter.words import All, AnyOf, Word
 from shutdown_lint.rule import Fix, InsertAfter, Invalid, Option, Replace, Rule
-from shutdown_lint.prefilter.ast_tree import DEFS, TRYS, walk_within
+from shutdown_lint.prefilter.ast_tree import DEFS, TRYS, nested_statements, walk_within
+from shutdown_lint.prefilter.ast_tree import children as tree_children
+from shutdown_lint.prefilter.ast_tree import walk as tree_walk
 from shutdown_lint.traversal import LEAVES, TRIVIA, walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
@@ -1358,10 +1360,10 @@ def _local_quiet(tree, name: str, g) -> bool:
     bound in a scope ``facts.lookup`` searches from ``g``: ``g``, a function around it, or the
     module. Then whichever of them ``lookup`` finds (the innermost such scope's last), it is quiet."""
     defs = [fn for fn in tree.functions if fn.name == name]
-    if not defs or tree.binding_count(name) != len(defs):
-        return False
     bound = [fn for fn in defs if fn.cls is None]
     if not bound or any(not fn.is_async or _has_cleanup_ast(fn.node.body) for fn in bound):
+        return False
+    if tree.binding_count(name) != len(defs):  # asked last: a walk of the whole module
         return False
     chain = []
     f = g
@@ -1397,7 +1399,7 @@ def _has_cleanup_ast(body: list) -> bool:
         if t is ast.ExceptHandler:
             if n.type is None:
                 return True
-            for x in ast.walk(n.type):
+            for x in tree_walk(n.type):
                 if (type(x) is ast.Name and x.id in _CANCEL_WORDS) or (
                         type(x) is ast.Attribute and x.attr in _CANCEL_WORDS):
                     return True
@@ -1475,7 +1477,7 @@ def _tree_reaped_after(tree, fn, cancel: ast.Call, name: str, loop) -> bool:
         up = parents.get(id(up))
 
     def mentions(node) -> bool:
-        return any(type(n) is ast.Name and n.id in watched for n in ast.walk(node))
+        return any(type(n) is ast.Name and n.id in watched for n in tree_walk(node))
 
     todo = [(fn.node, False)]
     while todo:
@@ -1484,7 +1486,7 @@ def _tree_reaped_after(tree, fn, cancel: ast.Call, name: str, loop) -> bool:
         if t is ast.JoinedStr or node is cancel:
             continue
         inner = in_loop or id(node) in loops
-        todo.extend((child, inner) for child in ast.iter_child_nodes(node))
+        todo.extend((child, inner) for child in tree_children(node))
         if t not in _REAPERS or not in_loop and (node.lineno, node.col_offset) < end:
             continue
         if t is ast.Await or t is ast.Return or t is ast.Yield or t is ast.YieldFrom:
@@ -1551,7 +1553,7 @@ def _self_reaped(tree, fn, cancel: ast.Call, receiver) -> bool:
         if t is ast.JoinedStr or node is cancel:
             continue
         inner = in_loop or id(node) in loops
-        todo.extend((child, inner) for child in ast.iter_child_nodes(node))
+        todo.extend((child, inner) for child in tree_children(node))
         if t is ast.Await and (in_loop or (node.lineno, node.col_offset) >= end) and _awaits_self(node, attr):
             return True
     if fn.cls is None:
@@ -1570,7 +1572,7 @@ def _self_reaped(tree, fn, cancel: ast.Call, receiver) -> bool:
                 continue
             if type(node) is ast.Await and _awaits_self(node, attr):
                 return True
-            todo.extend(ast.iter_child_nodes(node))
+            todo.extend(tree_children(node))
     return False
 
 
@@ -1615,17 +1617,17 @@ def _fn_names(tree, fn, name: str) -> bool:
     in ``fn``'s scope, so without such a binding ``facts.lookup`` from ``fn`` ends at an "other"
     one: ``_task_spawns`` finds nothing (no value, no qualified name)."""
     others: set[int] = set()
-    for n in ast.walk(fn.node):
+    for n in tree_walk(fn.node):
         t = type(n)
         if t is ast.For or t is ast.AsyncFor or t is ast.comprehension or t is ast.AugAssign:
-            others.update(id(x) for x in ast.walk(n.target))
+            others.update(id(x) for x in tree_walk(n.target))
         elif t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
             if n.name == name and n is not fn.node:
                 return True
         elif t is ast.Import or t is ast.ImportFrom:
             if any((a.asname or a.name.split(".")[0]) == name or a.name == name for a in n.names):
                 return True
-    for n in ast.walk(fn.node):
+    for n in tree_walk(fn.node):
         if type(n) is ast.Name and n.id == name and type(n.ctx) is ast.Store and id(n) not in others:
             return True
     return False
@@ -1674,21 +1676,20 @@ def _tree_may_hold_spawns(tree, fn, loop, name: str) -> bool:
         if any(type(e) is ast.Call and may_spawn(tree, e) for e in elts):
             return True
     if type(holder) is ast.Name:
-        for st in ast.walk(fn.node):
+        for st in tree_walk(fn.node):
             if type(st) is ast.Assign and type(st.value) is ast.Await and any(
                     type(tg) is ast.Tuple and any(same(e) or type(e) is ast.Starred and same(e.value)
                                                   for e in tg.elts)
                     for tg in st.targets):
                 return True
-    for n in ast.walk(tree.module):
-        t = type(n)
-        if t is ast.Call:
-            f = n.func
-            if type(f) is ast.Attribute and f.attr in ("append", "add") and same(f.value) \
-                    and any(type(a) is ast.Call and may_spawn(tree, a) for a in (
-                        *(x.value if type(x) is ast.Starred else x for x in n.args), *(k.value for k in n.keywords))):
-                return True
-        elif t is ast.Assign:
+    for n in tree.all_calls():  # every call of the module (the summary walk's)
+        f = n.func
+        if type(f) is ast.Attribute and f.attr in ("append", "add") and same(f.value) \
+                and any(type(a) is ast.Call and may_spawn(tree, a) for a in (
+                    *(x.value if type(x) is ast.Starred else x for x in n.args), *(k.value for k in n.keywords))):
+            return True
+    for n in nested_statements(tree.module.body):  # every statement of the module
+        if type(n) is ast.Assign:
             if type(n.value) is ast.Call and any(type(tg) is ast.Subscript and same(tg.value) for tg in n.targets) \
                     and may_spawn(tree, n.value):
                 return True
