@@ -1026,7 +1026,7 @@ def _release_sites(root: cst.CSTNode, ref: str) -> list[tuple[cst.CSTNode, bool]
 
 # ------------------------------------------------------------------ candidate tier 2 (ast)
 def _may_store_executor(tree) -> bool:
-    factories = ExecutorWithoutShutdown.options["executor_factories"].default
+    factories = _FACTORIES
     for target, value, fn in tree.assigns:
         if not isinstance(value, ast.Call):
             continue
@@ -1037,6 +1037,12 @@ def _may_store_executor(tree) -> bool:
                                 or target.id in _module_level_releases(tree))):
             return True
     return _may_drain(tree)
+
+
+#: the ``executor_factories`` default, and those of an executor that waits for its queued work
+#: (``_may_drain``), as tuples: ``Tree.may_call_any`` reads a tuple of names once per process
+_FACTORIES = tuple(ExecutorWithoutShutdown.options["executor_factories"].default)
+_DRAINING_FACTORIES = tuple(n for n in _FACTORIES if n not in _TERMINATING_POOLS)
 
 
 def _class_body_targets(tree) -> set[int]:
@@ -1109,30 +1115,53 @@ def _may_drain(tree) -> bool:
     cancelling paths are left to the rule.)"""
     if not tree.mentions(tuple(_QUEUE_METHODS)):
         return False
-    factories = [n for n in ExecutorWithoutShutdown.options["executor_factories"].default
-                 if n not in _TERMINATING_POOLS]
+    factories = _DRAINING_FACTORIES
     # The factory test comes first: it rules out nearly every with item and assignment, and
     # the walks of ``_queues`` are what cost. ``with`` and assignments are statements: the
-    # statement walk finds every one ``ast.walk`` would, without walking the expressions.
-    for node in nested_statements(tree.module.body):
-        if isinstance(node, (ast.With, ast.AsyncWith)):
+    # statement walk finds every one ``ast.walk`` would, without walking the expressions. One
+    # walk of every statement (``nested_statements``' blocks) for both shapes, each statement with
+    # the innermost def it is in (its owner: ``_check_local`` reads the body of the function the
+    # assignment is directly in, its nested defs not entered; a class body passes the owner on)
+    With, AsyncWith, Assign, Name, Call = ast.With, ast.AsyncWith, ast.Assign, ast.Name, ast.Call
+    blocks_of = _STATEMENT_BLOCKS
+    todo: list = [(st, None) for st in tree.module.body]
+    pop, push = todo.pop, todo.append
+    while todo:
+        node, owner = pop()
+        t = type(node)
+        if t is With or t is AsyncWith:
             for item in node.items:
-                if (isinstance(item.optional_vars, ast.Name) and isinstance(item.context_expr, ast.Call)
+                if (type(item.optional_vars) is Name and type(item.context_expr) is Call
                         and tree.may_call_any(item.context_expr, factories)
                         and _queues(node.body, item.optional_vars.id, item.context_expr, whole_block=True)):
                     return True
-    # ``_check_local`` reads the body of the function the assignment is directly in (its nested defs
-    # are not entered): each function is judged with its own statements
-    for fn in tree.functions:
-        for sub in nested_statements(fn.node.body, lambda st: not isinstance(st, DEFS)):
-            if (isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call)
-                    and any(isinstance(t, ast.Name) for t in sub.targets)
-                    and tree.may_call_any(sub.value, factories)):
-                for t in sub.targets:
-                    if (isinstance(t, ast.Name) and _queues(fn.node.body, t.id, sub.value)
-                            and _calls_method(fn.node.body, t.id, frozenset({"shutdown"}), own=True)):
+        elif t is Assign:
+            if owner is not None and type(node.value) is Call and any(type(x) is Name for x in node.targets) \
+                    and tree.may_call_any(node.value, factories):
+                for x in node.targets:
+                    if (type(x) is Name and _queues(owner.body, x.id, node.value)
+                            and _calls_method(owner.body, x.id, frozenset({"shutdown"}), own=True)):
                         return True
+            continue
+        blocks = blocks_of.get(t)
+        if blocks is None:
+            blocks = blocks_of[t] = tuple(f for f in ("body", "orelse", "finalbody", "handlers", "cases")
+                                          if f in t._fields)
+        if not blocks:
+            continue
+        inner = node if t in DEFS else owner
+        for field in blocks:
+            for st in getattr(node, field):
+                if field == "handlers" or field == "cases":
+                    for sub in st.body:
+                        push((sub, inner))
+                else:
+                    push((st, inner))
     return False
+
+
+#: statement type -> its fields that hold statements (``handlers``/``cases``: their bodies)
+_STATEMENT_BLOCKS: dict = {}
 
 
 _NO_LOOP = object()
