@@ -1119,9 +1119,9 @@ def _may_gather(tree, project=None) -> bool:
     has none (a child whose coroutine function lives in another module is judged through it)."""
     owners = None
     for call in tree.all_calls():
-        is_tqdm = tree.may_call_any(call, _TQDM_GATHERS)
-        if not (is_tqdm or tree.may_call_any(call, (_ASYNCIO_GATHER,))):
+        if not tree.may_call_any(call, _TREE_GATHERS):  # the callee read once for every name
             continue
+        is_tqdm = tree.may_call_any(call, _TREE_TQDM_GATHERS)
         if any(k.arg is None or k.arg == "return_exceptions" and not (
                 isinstance(k.value, ast.Constant) and k.value.value is False) for k in call.keywords):
             continue  # returns exceptions (or may, through **kwargs)
@@ -1132,6 +1132,12 @@ def _may_gather(tree, project=None) -> bool:
             if owners.may_own_a_child(call):
                 return True
     return False
+
+
+#: ``_TQDM_GATHERS`` as a tuple (``Tree.may_call_any`` reads a tuple's names once), and with
+#: ``asyncio.gather``: any gather
+_TREE_TQDM_GATHERS = tuple(sorted(_TQDM_GATHERS))
+_TREE_GATHERS = (*_TREE_TQDM_GATHERS, _ASYNCIO_GATHER)
 
 
 def _ast_name_parts(expr: ast.AST) -> list[str]:
@@ -1206,6 +1212,7 @@ class _Owners:
         self._seen: set[tuple[str, int]] = set()
         self._call_owner: Optional[dict] = None  # ``_owners_of_calls``
         self._top: Optional[set] = None  # ``_top_classes``
+        self._imports: Optional[dict] = None  # ``_imported_classes``
 
     # ------------------------------------------------------------------ the children
     def may_own_a_child(self, gather: ast.Call) -> bool:
@@ -1439,16 +1446,24 @@ class _Owners:
         if type(value) is not ast.Call or type(value.func) is not ast.Name:
             return None
         local = value.func.id
-        if self.tree.binding_count(local) != 1:
-            return None
-        for st in nested_statements(self.tree.module.body,
-                                    lambda st: type(st) not in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            if type(st) is ast.ImportFrom and not st.level and st.module:
-                for a in st.names:
-                    if (a.asname or a.name) == local and a.name[:1].isupper():
-                        q = f"{st.module}.{a.name}"
-                        return None if _canonical(q) in FACTORY_TYPES else q
-        return None
+        q = self._imported_classes().get(local)
+        # asked last: ``binding_count`` walks the whole module
+        return q if q is not None and self.tree.binding_count(local) == 1 else None
+
+    def _imported_classes(self) -> dict:
+        """Local name -> ``<m>.<c>`` of the first absolute ``from <m> import <c> [as name]`` with
+        ``c`` capitalised among the module's own statements (None when ``<m>.<c>`` is a factory
+        of ``FACTORY_TYPES``): ``_surely_typed``'s reading, made once."""
+        if self._imports is None:
+            self._imports = {}
+            for st in nested_statements(self.tree.module.body,
+                                        lambda st: type(st) not in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if type(st) is ast.ImportFrom and not st.level and st.module:
+                    for a in st.names:
+                        if a.name[:1].isupper():
+                            q = f"{st.module}.{a.name}"
+                            self._imports.setdefault(a.asname or a.name, None if _canonical(q) in FACTORY_TYPES else q)
+        return self._imports
 
     def _owners_of_calls(self) -> dict:
         """``id(call.func)`` -> the ``Function`` the call is directly in (its scope for the facts)."""
