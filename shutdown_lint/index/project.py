@@ -1105,23 +1105,40 @@ def import_statements(data: bytes) -> list[bytes]:
     """``_IMPORT_STATEMENT.findall(data)``, 4x cheaper: a match starts a line that holds
     ``import`` or ``from``, and ``bytes.find`` reaches those lines faster than the regex
     engine tries every line start (1.5 -> 0.4 CPU-s over 8,670 files; the same matches,
-    tests/engine/test_project_index.py)."""
-    starts = set()
-    for word in (b"import", b"from"):
-        i = data.find(word)
-        while i >= 0:
-            starts.add(data.rfind(b"\n", 0, i) + 1)
-            i = data.find(word, i + len(word))
+    tests/engine/test_project_index.py). The occurrences of both words are walked in order,
+    each line tried once, and those inside the statement found last are skipped (``find``
+    again from its end: a ``from`` line's ``import``, a parenthesised list's lines), not
+    collected and sorted first (4,864 rt files: ~0.19 -> ~0.18 CPU-s)."""
     out: list[bytes] = []
-    end = 0
-    for start in sorted(starts):
-        if start < end:
-            continue  # inside the previous statement's parentheses
-        m = _IMPORT_STATEMENT.match(data, start)
+    find = data.find
+    match = _IMPORT_STATEMENT.match
+    at_from = find(b"from")
+    at_import = find(b"import")
+    tried = -1  # the line start tried last
+    while True:
+        if at_from < 0:
+            if at_import < 0:
+                return out
+            i = at_import
+            at_import = find(b"import", i + 6)
+        elif at_import < 0 or at_from < at_import:
+            i = at_from
+            at_from = find(b"from", i + 4)
+        else:
+            i = at_import
+            at_import = find(b"import", i + 6)
+        start = data.rfind(b"\n", 0, i) + 1
+        if start == tried:
+            continue
+        tried = start
+        m = match(data, start)
         if m:
             out.append(m.group())
             end = m.end()
-    return out
+            if 0 <= at_from < end:
+                at_from = find(b"from", end)
+            if 0 <= at_import < end:
+                at_import = find(b"import", end)
 
 
 def names_of_statements(statements: list[bytes]) -> list[str]:

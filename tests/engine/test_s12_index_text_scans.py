@@ -123,3 +123,47 @@ def test_the_import_words_on_written_cases():
         b"from", b"a", b"b", b"import", b"c", b"as", b"d", b"e9", b"rd", b"x", b"y", b"_1"}
     assert P._import_words([]) == set() and P._import_words([b"9 99"]) == set()
     assert P._import_words([b"3a a"]) == {b"a"}
+
+
+def _old_import_statements(data: bytes) -> list[bytes]:
+    """``import_statements`` before session 12 (one sorted set of line starts), the oracle."""
+    starts = set()
+    for word in (b"import", b"from"):
+        i = data.find(word)
+        while i >= 0:
+            starts.add(data.rfind(b"\n", 0, i) + 1)
+            i = data.find(word, i + len(word))
+    out: list[bytes] = []
+    end = 0
+    for start in sorted(starts):
+        if start < end:
+            continue
+        m = P._IMPORT_STATEMENT.match(data, start)
+        if m:
+            out.append(m.group())
+            end = m.end()
+    return out
+
+
+_SOURCE = _soup(b"from", b"import", b"fromimport", b"importfrom", b" ", b"\t", b"\n", b"\r\n", b"(", b")",
+                b"a", b".", b",", b"#", b"\\", b"'", b'"""', b"*", b"x", b"\xc3\xa9", b"as")
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_SOURCE)
+def test_import_statements_are_the_old_ones(data):
+    """``import_statements`` walks the occurrences of both words in order and skips those
+    inside the statement it found last: the statements of the old reading, which are
+    ``_IMPORT_STATEMENT.findall``'s."""
+    assert P.import_statements(data) == _old_import_statements(data) == P._IMPORT_STATEMENT.findall(data)
+
+
+def test_import_statements_on_written_cases():
+    src = (b"import a\nfrom b import (c,\n  d)  # from e import f\n  from g import h\nx = 'import y'\n"
+           b"    import z.w as v\nfrom the docs\nfromage\nfrom\timport\n")
+    assert P.import_statements(src) == _old_import_statements(src) == [
+        b"import a", b"from b import (c,\n  d)  # from e import f", b"  from g import h",
+        b"    import z.w as v", b"from the docs", b"from\timport"]
+    for inside in (b"from a import (b,\nimport c)\nimport d\n", b"from a import (b,\n  from c)\n",
+                   b"import a  # (\nfrom b import (c\n,import d)"):  # a line inside the parentheses: not its own
+        assert P.import_statements(inside) == _old_import_statements(inside) == P._IMPORT_STATEMENT.findall(inside)
