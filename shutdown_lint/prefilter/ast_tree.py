@@ -380,16 +380,39 @@ class Tree:
         wordy = _WORDY
         bindings = [(names, name, value) for name, value in self._bindings if type(value) in wordy]
         bindings += [(attrs, name, value) for name, value in self._attr_bindings if type(value) in wordy]
-        changed = True
-        while changed:
-            changed = False
-            for table, name, value in bindings:
-                words = self._words(value, names, attrs)
-                if words:
-                    have = table.setdefault(name, set())
-                    if not words <= have:
-                        have |= words
-                        changed = True
+        # A value's words read one entry of a table: its name's, or its attribute's, under any
+        # awaits and calls (``_words``). A binding is read again only when that entry grew after
+        # it was read (a worklist: the same fixpoint as rounds over every binding until none
+        # changes; each entry is made in the first pass, in the same order).
+        readers: dict[tuple[bool, str], list[int]] = {}
+        Await, Call, Name = ast.Await, ast.Call, ast.Name
+        for i, (_, _, value) in enumerate(bindings):
+            while True:
+                t = type(value)
+                if t is Await:
+                    value = value.value
+                elif t is Call:
+                    value = value.func
+                else:
+                    break
+            if t is Name:
+                readers.setdefault((False, value.id), []).append(i)
+            elif t is ast.Attribute:
+                readers.setdefault((True, value.attr), []).append(i)
+        todo = list(range(len(bindings)))
+        waiting = [True] * len(bindings)
+        for i in todo:  # ``todo`` grows behind the loop
+            waiting[i] = False
+            table, name, value = bindings[i]
+            words = self._words(value, names, attrs)
+            if words:
+                have = table.setdefault(name, set())
+                if not words <= have:
+                    have |= words
+                    for j in readers.get((table is attrs, name), ()):
+                        if not waiting[j]:
+                            waiting[j] = True
+                            todo.append(j)
         return names, attrs
 
     @property
@@ -426,29 +449,37 @@ class Tree:
     def _binding_counts(self) -> tuple[dict[str, int], int]:
         counts: dict[str, int] = {}
         stars = 0
+        get = counts.get
+        kinds = _BINDING_KINDS
+        Load = ast.Load
 
         def add(names: Iterable[Optional[str]]) -> None:
             for nm in set(names):
                 if nm is not None:
-                    counts[nm] = counts.get(nm, 0) + 1
+                    counts[nm] = get(nm, 0) + 1
 
-        for n in walk(self.module):  # counts: the order does not matter
-            t = type(n)
-            if t is ast.Name:
-                if type(n.ctx) is not ast.Load:
-                    add((n.id,))
-            elif t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
-                add((n.name,))
-            elif t is ast.alias:
+        for n in _nodes(self.module):  # counts: the order does not matter
+            kind = kinds.get(type(n))
+            if kind is None:  # most nodes
+                continue
+            if kind == 1:  # a name
+                if type(n.ctx) is not Load:
+                    counts[n.id] = get(n.id, 0) + 1
+            elif kind == 2:  # a def, a class
+                counts[n.name] = get(n.name, 0) + 1
+            elif kind == 3:  # an import's name
                 if n.name == "*":
                     stars += 1
                 else:
                     add((n.asname, n.name, n.name.split(".")[0], n.name.rsplit(".", 1)[-1]))
-            elif t is ast.ExceptHandler or t is ast.arg:
-                add((n.name if t is ast.ExceptHandler else n.arg,))
-            elif t is ast.Global or t is ast.Nonlocal:
+            elif kind == 4:  # ``except ... as x``
+                if n.name is not None:
+                    counts[n.name] = get(n.name, 0) + 1
+            elif kind == 5:  # a parameter
+                counts[n.arg] = get(n.arg, 0) + 1
+            elif kind == 6:  # ``global``, ``nonlocal``
                 add(n.names)
-            elif t.__name__ in ("MatchAs", "MatchStar", "MatchMapping"):
+            else:  # ``match`` captures
                 add((getattr(n, "name", None), getattr(n, "rest", None)))
         return counts, stars
 
@@ -458,18 +489,35 @@ class Tree:
         return self._words(expr, names, attrs)
 
     def _words(self, expr: ast.AST, names: dict, attrs: dict) -> set[str]:
+        """A name's own word and its table's; an attribute's the same; an ``await x``'s are
+        ``x``'s; a call's are its callee's and, an instance, the result types of the factories
+        among them (one step per call: ``f()()`` takes two). A new set."""
+        calls = 0
         t = type(expr)
-        if t is ast.Name:
-            return {expr.id} | names.get(expr.id, set())
-        if t is ast.Attribute:
-            return {expr.attr} | attrs.get(expr.attr, set())
-        if t is ast.Await:
-            return self._words(expr.value, names, attrs)
-        if t is ast.Call:  # an instance: the callee's type, or a factory's result type
-            callee = self._words(expr.func, names, attrs)
-            results = _factory_results()
-            return callee | {w for c in callee for w in results.get(c, ())}
-        return set()
+        while t is _Await or t is _Call:  # a loop: a chain may be deeper than the recursion limit
+            if t is _Call:
+                calls += 1
+                expr = expr.func
+            else:
+                expr = expr.value
+            t = type(expr)
+        if t is _Name:
+            out = {expr.id}
+            more = names.get(expr.id)
+        elif t is _Attribute:
+            out = {expr.attr}
+            more = attrs.get(expr.attr)
+        else:
+            return set()
+        if more:
+            out |= more
+        if calls:
+            results = _FACTORY_RESULTS or _factory_results()
+            for _ in range(calls):
+                found = [r for w in out if (r := results.get(w)) is not None]
+                for r in found:
+                    out |= r
+        return out
 
     def mentions(self, words: Iterable[str]) -> bool:
         """The module spells one of ``words`` as a name, an attribute or an imported
@@ -701,6 +749,46 @@ def _parents_and_nodes(root: ast.AST) -> tuple[dict[int, ast.AST], list[ast.AST]
 
 #: node type -> ``_getter(_fields(t))`` (``_parents_and_nodes``)
 _FORWARD: dict[type, object] = {}
+
+
+def _nodes(root: ast.AST) -> list[ast.AST]:
+    """``root`` and every node under it but the markers (``_parents_and_nodes``' list, without
+    the parents)."""
+    out = [root]
+    push = out.append
+    getters = _FORWARD
+    for node in out:
+        t = type(node)
+        get = getters.get(t, _UNKNOWN)
+        if get is _UNKNOWN:
+            get = getters[t] = _getter(_fields(t))
+        if get is None:
+            continue
+        if type(get) is str:
+            value = getattr(node, get)
+            if type(value) is list:
+                for item in value:
+                    if item is not None:
+                        push(item)
+            elif value is not None:
+                push(value)
+            continue
+        for value in get(node):
+            if type(value) is list:
+                for item in value:
+                    if item is not None:
+                        push(item)
+            elif value is not None:
+                push(value)
+    return out
+
+
+#: node type -> what ``Tree._binding_counts`` reads of it
+_BINDING_KINDS: dict[type, int] = {
+    ast.Name: 1, ast.FunctionDef: 2, ast.AsyncFunctionDef: 2, ast.ClassDef: 2, ast.alias: 3,
+    ast.ExceptHandler: 4, ast.arg: 5, ast.Global: 6, ast.Nonlocal: 6,
+    **{getattr(ast, name): 7 for name in ("MatchAs", "MatchStar", "MatchMapping") if hasattr(ast, name)},
+}
 
 
 def _mention_string_annotation(annotation: ast.AST, mentioned: set[str]) -> None:
@@ -1039,14 +1127,14 @@ def is_main_guard(test: ast.AST) -> bool:
             and any(isinstance(s, ast.Name) and s.id == "__name__" for s in (test.left, *test.comparators)))
 
 
-#: names tuple -> ``_pairs(names)``
-_PAIRS: dict[tuple, tuple[tuple[str, frozenset], ...]] = {}
+#: names (a tuple or a frozenset) -> ``_pairs(names)``
+_PAIRS: dict = {}
 
 
 def _pairs(names: Iterable[str]) -> tuple[tuple[str, frozenset], ...]:
     """(last word, receivers as a set) of each dotted name (``_last_and_receivers``), memoised
-    for a tuple of names."""
-    if type(names) is not tuple:
+    for a tuple or a frozenset of names (in its iteration order: a frozenset's is fixed)."""
+    if type(names) is not tuple and type(names) is not frozenset:
         return tuple((last, frozenset(r)) for last, r in map(_last_and_receivers, names))
     found = _PAIRS.get(names)
     if found is None:
@@ -1068,6 +1156,11 @@ def _last_and_receivers(name: str) -> tuple[str, tuple[str, ...]]:
     return parts[-1], tuple(sorted({sp.split(".")[-2] for sp in (name, *_spellings(name))}))
 
 
+_Await, _Call, _Name, _Attribute = ast.Await, ast.Call, ast.Name, ast.Attribute
+#: ``_factory_results()`` once it was read (``Tree._words`` asks it of every call)
+_FACTORY_RESULTS: dict[str, set[str]] = {}
+
+
 @functools.lru_cache(maxsize=None)
 def _factory_results() -> dict[str, set[str]]:
     """Last word of a factory callee -> last words of the types it returns (facts'
@@ -1077,4 +1170,5 @@ def _factory_results() -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for callee, typ in FACTORY_TYPES.items():
         out.setdefault(callee.rsplit(".", 1)[-1], set()).add(typ.rsplit(".", 1)[-1])
+    _FACTORY_RESULTS.update(out)
     return out

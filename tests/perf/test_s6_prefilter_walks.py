@@ -249,6 +249,78 @@ def _summary(tree: Tree):
     )
 
 
+def _old_words(expr, names, attrs):
+    """``Tree._words`` before session 12 (recursive)."""
+    t = type(expr)
+    if t is ast.Name:
+        return {expr.id} | names.get(expr.id, set())
+    if t is ast.Attribute:
+        return {expr.attr} | attrs.get(expr.attr, set())
+    if t is ast.Await:
+        return _old_words(expr.value, names, attrs)
+    if t is ast.Call:
+        callee = _old_words(expr.func, names, attrs)
+        results = ast_tree._factory_results()
+        return callee | {w for c in callee for w in results.get(c, ())}
+    return set()
+
+
+def _old_aliases(tree):
+    """``Tree._aliases`` before session 12: rounds over every binding until none changes."""
+    names: dict = {}
+    attrs: dict = {}
+    for local, word in tree._imports:
+        names.setdefault(local, set()).add(word)
+    bindings = [(names, n, v) for n, v in tree._bindings] + [(attrs, n, v) for n, v in tree._attr_bindings]
+    changed = True
+    while changed:
+        changed = False
+        for table, name, value in bindings:
+            words = _old_words(value, names, attrs)
+            if words:
+                have = table.setdefault(name, set())
+                if not words <= have:
+                    have |= words
+                    changed = True
+    return names, attrs
+
+
+def _aliases_match(tree):
+    """The worklist fixpoint and the iterative ``_words`` against the rounds and the recursion:
+    the same tables (the same keys in the same order), the same words for every expression."""
+    names, attrs = tree._aliases
+    old_names, old_attrs = _old_aliases(tree)
+    assert list(names.items()) == list(old_names.items())
+    assert list(attrs.items()) == list(old_attrs.items())
+    for n in ast.walk(tree.module):
+        if isinstance(n, ast.expr):
+            assert tree.words(n) == _old_words(n, names, attrs)
+
+
+def test_aliases_through_chains_of_bindings():
+    """Bindings read before the one they depend on grows (a later round in the old fixpoint),
+    calls of calls, awaits, factories, attributes."""
+    source = '''
+import asyncio as aio
+a = b
+b = c()
+c = d.e
+d = aio
+self.x = a
+self.y = self.x
+y = self.y()()
+z = await aio.get_running_loop()
+w = z
+loop = aio.get_event_loop
+q = loop()
+'''
+    tree = Tree(ast.parse(source.replace("await", "")))
+    _aliases_match(tree)
+    assert tree._aliases[0]["a"] == {"b", "c", "e"}  # b grows after a = b was first read
+    tree = Tree(ast.parse("async def f():\n" + "".join("    " + line + "\n" for line in source.splitlines() if line)))
+    _aliases_match(tree)
+
+
 def _old_binding_counts(module):
     tree = Tree.__new__(Tree)
     tree.module = module
@@ -299,6 +371,7 @@ def test_walks_match_the_generator_versions(name, module):
     new, old = Tree(module), _OldTree(module)
     assert _summary(new) == _summary(old), name
     assert new._binding_counts == _old_binding_counts(module)
+    _aliases_match(new)
 
 
 def _named_nodes_match(module):
