@@ -17,8 +17,10 @@ from shutdown_lint.index.project import ProjectClass, display as display_path
 from shutdown_lint.rule import Fix, InsertAfter, InsertBefore, Invalid, Option, Replace, Rule
 from shutdown_lint.traversal import walk
 from shutdown_lint.prefilter.ast_tree import TRYS
+from shutdown_lint.prefilter.ast_tree import walk as ast_walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
+from ._tree_names import binds_name
 from ._vocabulary import RESOURCE_WORDS, identifier_words, mentions
 from shutdown_lint.facts.vocabulary import _BUILTINS
 
@@ -1272,12 +1274,15 @@ def _may_be_async_actor(tree) -> bool:
     (``_owns_resource``); or, in a file that sets ``max_concurrency``/``concurrency_groups``
     (a threaded actor), such a class with a method that may call a main runner while the
     module has a coroutine that may own a resource (``_check_threaded``)."""
-    threaded = any(k.arg in _THREADED for c in tree.all_calls() for k in c.keywords)
+    threaded = None  # read from every call's keywords once a class asks
     owning_coroutine = None
     for cls in tree.classes:
         methods = tree.methods.get(id(cls), ())
-        if not threaded and not cls.bases and not any(m.is_async for m in methods):
-            continue  # none of the three shapes below can hold: no need to ask whether it is an actor
+        if not cls.bases and not any(m.is_async for m in methods):
+            if threaded is None:
+                threaded = _threaded(tree)
+            if not threaded:
+                continue  # none of the three shapes below can hold: no need to ask whether it is an actor
         # a name handed to a call is spelled (``mentioned``): that test first, the argument walk last
         if not (any("remote" in tree.words(d) for d in cls.decorator_list)
                 or (cls.name in tree.mentioned and cls.name in tree.argument_names)):
@@ -1287,6 +1292,8 @@ def _may_be_async_actor(tree) -> bool:
         if cls.bases and not any(m.is_async for m in methods) and _may_name_a_base(tree, cls) \
                 and _made_remote(tree, cls) and not _inherits_no_owner(tree, cls):
             return True  # its async methods may be inherited (``_check_inherited``: another module too)
+        if threaded is None:
+            threaded = _threaded(tree)
         if threaded and any(_may_run_loop(tree, m.node) for m in methods):
             if owning_coroutine is None:
                 owning_coroutine = any(f.is_async and _may_own_resource(f.node, tree) for f in tree.functions)
@@ -1295,16 +1302,22 @@ def _may_be_async_actor(tree) -> bool:
     return False
 
 
+def _threaded(tree) -> bool:
+    """Some call sets ``max_concurrency``/``concurrency_groups`` (a threaded actor)."""
+    return any(k.arg in _THREADED for c in tree.all_calls() for k in c.keywords)
+
+
 def _made_remote(tree, cls) -> bool:
     """``is_ray_remote_class`` for a class with no async method of its own: decorated with
     something named ``remote``, or named in the arguments of a call that may be ``ray.remote``
     / ``ray.remote(...)(Cls)`` (``_ray_remote_call_classes``)."""
     if any("remote" in tree.words(d.func if isinstance(d, ast.Call) else d) for d in cls.decorator_list):
         return True
-    for c in tree.all_calls():
-        func = c.func
-        if tree.may_call_any(c, _REMOTE) or (isinstance(func, ast.Call) and tree.may_call_any(func, _REMOTE)):
-            if any(isinstance(a, ast.Name) and a.id == cls.name for a in c.args):
+    name, Name = cls.name, ast.Name
+    for c in tree.all_calls():  # the class named among the arguments first, the callee last
+        if c.args and any(type(a) is Name and a.id == name for a in c.args):
+            func = c.func
+            if tree.may_call_any(c, _REMOTE) or (type(func) is ast.Call and tree.may_call_any(func, _REMOTE)):
                 return True
     return False
 
@@ -1318,12 +1331,12 @@ def _may_name_a_base(tree, cls) -> bool:
     resolves (``qualified_name``: its root name bound by an import, a def, a class or a value, or a
     builtin). A base spelled from a parameter (``class _wrapper(env_cls)`` in a factory) or a name
     bound only by unpacking or a loop has none; any other shape of base is kept."""
-    bound = tree.named_bindings
     for base in cls.bases:
         root = base
         while type(root) in (ast.Attribute, ast.Call, ast.Subscript, ast.Starred):
             root = root.func if type(root) is ast.Call else root.value
-        if type(root) is not ast.Name or root.id in bound or root.id in _BUILTINS:
+        # ``binds_name``: ``root.id in tree.named_bindings`` without building it for one name
+        if type(root) is not ast.Name or root.id in _BUILTINS or binds_name(tree, root.id):
             return True
     return False
 
@@ -1338,7 +1351,7 @@ def _may_own_resource(fn: ast.AST, tree=None) -> bool:
     an ``except`` of a type that may be ``CancelledError``/``BaseException`` whose body cleans
     up, or both a call named with a cleanup verb and one named with a resource word."""
     cleanup = resource = False
-    for n in ast.walk(fn):
+    for n in ast_walk(fn):  # ``ast.walk``'s nodes, without its generators
         t = type(n)
         if t in TRYS and n.finalbody and _may_clean_up(n.finalbody):
             return True
