@@ -24,7 +24,6 @@ import bisect
 import functools
 import hashlib
 import json
-import re
 import warnings
 from typing import Any, Optional
 
@@ -171,6 +170,14 @@ def _value_type(value: ast.AST) -> Optional[str]:
         if name:
             return name if name.rsplit(".", 1)[-1][:1].isupper() else name + "()"
     return None
+
+
+#: the parser's expression classes ``_value_type`` gives None for whatever they hold (not a
+#: ``Call`` or an ``Await``)
+_UNTYPED = frozenset({ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.Tuple, ast.List, ast.Dict, ast.Set,
+                      ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.JoinedStr, ast.IfExp, ast.Lambda,
+                      ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Yield, ast.YieldFrom,
+                      ast.NamedExpr, ast.Starred})
 
 
 def _registration(call: ast.Call, registered: list) -> None:
@@ -455,7 +462,7 @@ class _FunctionWalker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign) -> None:
-        typ = _value_type(node.value)
+        typ = None if type(node.value) in _UNTYPED else _value_type(node.value)
         if typ:
             for t in node.targets:
                 if (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"):
@@ -463,9 +470,17 @@ class _FunctionWalker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
-        name = dotted(node.func)
+        func = node.func
+        if type(func) is _Name:  # ``dotted``'s commonest cases, without the call
+            name: Optional[str] = func.id
+        elif type(func) is _Attribute and type(func.value) is _Name:
+            name = f"{func.value.id}.{func.attr}"
+        else:
+            name = dotted(func)
         if name:
-            flags = (IN_CLEANUP if self._cleanup_depth else 0) | (AWAITED if id(node) in self._awaited else 0)
+            flags = IN_CLEANUP if self._cleanup_depth else 0
+            if self._awaited and id(node) in self._awaited:
+                flags |= AWAITED
             entry = [name, node.lineno, flags]
             # what the call hands over: `shutdown_executor(self.pool)`, `atexit.register(f)`
             args = []
@@ -652,42 +667,7 @@ def _tail_calls(body: list[ast.stmt], node: Optional[ast.AST] = None, bad_lines:
     ``bad_lines`` (sorted; from the function's walk): where it raises, exits or returns a value;
     without them (the ``__main__`` block) each statement is walked."""
     out: list[ast.Call] = []
-
-    def ends_badly(stmts: list[ast.stmt]) -> bool:
-        if bad_lines is None:
-            return _ends_badly(stmts)
-        for st in stmts:
-            i = bisect.bisect_left(bad_lines, st.lineno)
-            if i < len(bad_lines) and bad_lines[i] <= (st.end_lineno or st.lineno):
-                return True
-        return False
-
-    def block(stmts: list[ast.stmt], bad: bool) -> None:
-        for st in reversed(stmts):
-            if bad:
-                return
-            if isinstance(st, ast.If):
-                block(st.body, bad)
-                block(st.orelse, bad)
-            elif isinstance(st, (ast.With, ast.AsyncWith)):
-                block(st.body, bad)
-            elif isinstance(st, TRYS):
-                tail_bad = ends_badly(st.finalbody)
-                if not tail_bad:
-                    block(st.orelse, False)
-                    for h in st.handlers:
-                        block(h.body, False)
-                    block(st.body, ends_badly(st.orelse))
-                block(st.finalbody, False)
-            elif not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
-                                     ast.For, ast.AsyncFor, ast.While)):
-                call = _tail_call(st)
-                if call is not None:
-                    out.append(call)
-            bad = ends_badly([st])
-
-    block(body, False)
-    del block  # it refers to itself: left bound, every call would leave a cycle for the collector
+    _tail_block(body, False, bad_lines, out)
     if not out:
         return []
     local = _local_types(node) if node is not None and any(
@@ -698,6 +678,47 @@ def _tail_calls(body: list[ast.stmt], node: Optional[ast.AST] = None, bad_lines:
         if name and name not in names:
             names.append(name)
     return names
+
+
+def _ends_badly_at(stmts: list[ast.stmt], bad_lines: Optional[list[int]]) -> bool:
+    """``_ends_badly(stmts)``, told by the function's ``bad_lines`` where there are some."""
+    if bad_lines is None:
+        return _ends_badly(stmts)
+    for st in stmts:
+        i = bisect.bisect_left(bad_lines, st.lineno)
+        if i < len(bad_lines) and bad_lines[i] <= (st.end_lineno or st.lineno):
+            return True
+    return False
+
+
+def _tail_block(stmts: list[ast.stmt], bad: bool, bad_lines: Optional[list[int]], out: list[ast.Call]) -> None:
+    """``_tail_calls``' walk of one block, from its end: ``bad`` when what follows the block
+    raises or exits; the tail calls found are added to ``out``."""
+    for st in reversed(stmts):
+        if bad:
+            return
+        if isinstance(st, ast.If):
+            _tail_block(st.body, bad, bad_lines, out)
+            _tail_block(st.orelse, bad, bad_lines, out)
+        elif isinstance(st, (ast.With, ast.AsyncWith)):
+            _tail_block(st.body, bad, bad_lines, out)
+        elif isinstance(st, TRYS):
+            tail_bad = _ends_badly_at(st.finalbody, bad_lines)
+            if not tail_bad:
+                _tail_block(st.orelse, False, bad_lines, out)
+                for h in st.handlers:
+                    _tail_block(h.body, False, bad_lines, out)
+                _tail_block(st.body, _ends_badly_at(st.orelse, bad_lines), bad_lines, out)
+            _tail_block(st.finalbody, False, bad_lines, out)
+        elif isinstance(st, ast.Expr):  # (``_tail_call`` is None for any other statement)
+            call = _tail_call(st)
+            if call is not None:
+                out.append(call)
+        if bad_lines is None:
+            bad = _ends_badly([st])
+        elif bad_lines:  # (none: nothing ends badly)
+            i = bisect.bisect_left(bad_lines, st.lineno)
+            bad = i < len(bad_lines) and bad_lines[i] <= (st.end_lineno or st.lineno)
 
 
 TRYS = (ast.Try,) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
@@ -805,18 +826,23 @@ def _lines_near(source: bytes, word: bytes) -> Optional[list[int]]:
     out = _word_lines(source, word)
     if not source.isascii():
         wide: list[int] = []
+        marked = source.translate(_MARK_HIGH)  # each non-ASCII byte is 0x80: one find, no regex
         line, at = 1, 0
-        for m in _NON_ASCII.finditer(source):
-            i = m.start()
-            line += source.count(b"\n", at, i)
+        i = marked.find(b"\x80")
+        while i >= 0:
+            line += marked.count(b"\n", at, i)
             at = i
-            if not wide or wide[-1] != line:
-                wide.append(line)
+            wide.append(line)
+            i = marked.find(b"\n", i)  # the next line
+            if i < 0:
+                break
+            i = marked.find(b"\x80", i)
         out = sorted({*out, *wide})
     return out
 
 
-_NON_ASCII = re.compile(rb"[\x80-\xff]+")
+#: ``bytes.translate`` table: ASCII bytes stay, the others become 0x80
+_MARK_HIGH = bytes(range(128)) + b"\x80" * 128
 
 
 def _word_lines(source: bytes, word: bytes) -> list[int]:
