@@ -69,3 +69,42 @@ def test_a_disabled_collector_stays_disabled_and_nothing_is_frozen(tmp_path, n):
         assert gc.get_freeze_count() == frozen_before
     finally:
         gc.enable()
+
+
+# ---------------------------------------------------------------- start-up (cli._load_catalogue)
+
+CONSOLE = r"""
+import gc, sys
+counts = []
+gc.callbacks.append(lambda phase, info: phase == "start" and counts.append(info["generation"]))
+from shutdown_lint import cli
+sys.argv = ["shutdown-lint", "--no-cache", "-q", "--exit-zero", sys.argv[1]]
+rc = cli.main()  # argv None: the command line's own run
+print("COLLECTIONS", len(counts), "FROZEN", gc.get_freeze_count() > 0, "ENABLED", gc.isenabled())
+"""
+
+
+def test_the_command_lines_imports_are_not_walked_as_they_are_made(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "t.py"
+    write(path, "x = 1\n")
+    done = subprocess.run([sys.executable, "-c", CONSOLE, str(path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    words = done.stdout.split()
+    # the rules, libcst and the engines imported with the collector paused, then frozen: ~120
+    # collections (110 gen0, 10 gen1, a gen2) as they were made, a few now
+    assert words[words.index("COLLECTIONS") + 1].isdigit() and int(words[words.index("COLLECTIONS") + 1]) < 20
+    assert words[-3:] == ["True", "ENABLED", "True"]
+
+
+def test_an_in_process_main_freezes_nothing(tmp_path):
+    from shutdown_lint import cli
+
+    path = tmp_path / "t.py"
+    write(path, "x = 1\n")
+    frozen_before = gc.get_freeze_count()
+    assert cli.main(["--no-cache", "-q", "--exit-zero", str(path)]) == 0
+    assert gc.get_freeze_count() == frozen_before
+    assert gc.isenabled()
