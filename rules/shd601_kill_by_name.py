@@ -14,10 +14,11 @@ from shutdown_lint.ast_engine.execution import arguments
 from shutdown_lint.ast_engine.facts import first_argument
 from shutdown_lint.prefilter.words import Word
 from shutdown_lint.rule import Invalid, Rule
-from shutdown_lint.prefilter.ast_tree import COMPREHENSIONS, DEFS, positional_args
+from shutdown_lint.prefilter.ast_tree import COMPREHENSIONS, DEFS, nested_statements, positional_args
 from shutdown_lint.prefilter.ast_tree import walk as ast_walk
 from shutdown_lint.traversal import walk
 
+from ._tree_names import may_alias, may_call_word
 from .shd402_asyncio_run_without_sigterm import _IDENTIFIER_FIELDS, _IDENTIFIER_LISTS
 
 #: Calls that run a command: the command is the first positional argument or ``args=``.
@@ -621,17 +622,25 @@ def _may_kill_by_name(tree) -> bool:
        the iterator is a comprehension (the name test is its ``if``), the kill must sit under
        an ``if`` whose test spells ``name``/``cmdline``/``exe`` (``_matches_name``).
     """
-    for call in tree.all_calls():
-        if (call.args or call.keywords) and _command_names_tool(call) and tree.may_call_any(call, COMMAND_CALLS):
+    aliased = may_alias(tree, _COMMAND_LASTS)
+    for call in tree.all_calls():  # the callee's spelling first, the command's walk, then the callee's reading
+        if (call.args or call.keywords) and may_call_word(tree, call, _COMMAND_LASTS, aliased) \
+                and _command_names_tool(call) and tree.may_call_any(call, _COMMAND_NAMES):
             return True
     if not tree.mentions(("process_iter",)):
         return False
-    for node in ast_walk(tree.module):  # ``ast.walk``'s nodes and order, without its generators
+    for node in nested_statements(tree.module.body):  # a loop is a statement: no expression walked
         if type(node) in (ast.For, ast.AsyncFor) and any(
                 type(c) is ast.Call and tree.may_call(c, "process_iter") for c in ast.walk(node.iter)):
             if _kills_in(tree, node.body, matched=type(node.iter) in COMPREHENSIONS):
                 return True
     return False
+
+
+#: ``COMMAND_CALLS`` as a tuple (``Tree.may_call_any`` reads a tuple of names once per process),
+#: and their last words
+_COMMAND_NAMES = tuple(sorted(COMMAND_CALLS))
+_COMMAND_LASTS = frozenset(n.rsplit(".", 1)[-1] for n in COMMAND_CALLS)
 
 
 # ------------------------------------------------------------------ path 1
