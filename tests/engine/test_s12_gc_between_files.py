@@ -108,3 +108,18 @@ def test_an_in_process_main_freezes_nothing(tmp_path):
     assert cli.main(["--no-cache", "-q", "--exit-zero", str(path)]) == 0
     assert gc.get_freeze_count() == frozen_before
     assert gc.isenabled()
+
+
+def test_a_small_serial_run_asks_for_no_trim(tmp_path):
+    """``TRIM_STEP_KB`` counts from the peak at the run's start (``runner._trim_from_here``), as a
+    pool worker counts from its fork's: a serial run counted from 0, so its first file asked for
+    a trim (ctypes imported, ``malloc_trim`` called) of memory that was all in use."""
+    jobs = _jobs(tmp_path, 2)
+    saved = runner._trim_fn, runner._trimmed_at_kb
+    try:
+        runner._trim_fn, runner._trimmed_at_kb = None, 0
+        runner.run(jobs, SETTINGS, runner.Mode(), 1)
+        assert runner._trim_fn is None  # never looked up: no trim was asked for
+        assert 0 < runner._trimmed_at_kb <= runner._peak_rss_kb()
+    finally:
+        runner._trim_fn, runner._trimmed_at_kb = saved
