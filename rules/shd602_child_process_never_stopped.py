@@ -1430,6 +1430,11 @@ def _may_start_child(tree) -> bool:
             attr = target.attr
         else:
             continue
+        if not aliased:  # ``kinds`` without a call: a name or attribute not spelled as a factory is none
+            func = value.func
+            tf = type(func)
+            if (tf is ast.Attribute and func.attr not in _FACTORY_WORDS) or (tf is ast.Name and func.id not in _FACTORY_WORDS):
+                continue
         ks = kinds(value)
         if not awaited:
             ks.discard("asyncio")
