@@ -125,6 +125,8 @@ class ProjectIndex:
         #: import statement text -> the names it imports as written (``import
         #: torch.distributed as dist`` recurs in hundreds of files)
         self._statement_names: dict[bytes, list[str]] = {}
+        #: import statement text -> ``_simple_names`` of it (None: not a simple shape)
+        self._simple: dict[bytes, Optional[list[str]]] = {}
         self._relative: dict[str, list[str]] = {}
         #: last words (encoded, sorted) -> ``_spelling``'s files and statements
         self._spellings: dict[tuple[bytes, ...], list[list]] = {}
@@ -349,7 +351,22 @@ class ProjectIndex:
         (in vLLM two hops from ``parallel_state`` reach 1,900 of 3,231 files)."""
         if path in self._imported:
             return self._imported[path]
-        out = self._imported[path] = names_of_statements(self.import_lines(path))
+        out = self._imported[path] = self._names_of_statements(self.import_lines(path))
+        return out
+
+    def _names_of_statements(self, statements: list[bytes]) -> list[str]:
+        """``names_of_statements(statements)``, each statement text read by ``_simple_names``
+        once per run (the 395 files whose imports ray+torch resolves have 8,780 statements,
+        4,614 texts)."""
+        simple = self._simple
+        out: list[str] = []
+        for st in statements:
+            names = simple.get(st, False)
+            if names is False:
+                names = simple[st] = _simple_names(st)
+            if names is None:
+                return _names_imported(statements)
+            out += names
         return out
 
     def text_has(self, path: str, words: tuple[str, ...]) -> bool:
