@@ -28,8 +28,18 @@ def alias_seeds(tree) -> frozenset:
     found = _SEEDS.get(tree)
     if found is None:
         out = {w for _, w in tree._imports}
-        out.update(head(v) for _, v in tree._bindings)
-        out.update(head(v) for _, v in tree._attr_bindings)
+        Name, Attribute, Call, Await = ast.Name, ast.Attribute, ast.Call, ast.Await
+        add = out.add
+        for bindings in (tree._bindings, tree._attr_bindings):
+            for _, v in bindings:  # ``head(v)``, inline: most values are calls
+                t = type(v)
+                while t is Call or t is Await:
+                    v = v.func if t is Call else v.value
+                    t = type(v)
+                if t is Name:
+                    add(v.id)
+                elif t is Attribute:
+                    add(v.attr)
         for types in T._factory_results().values():
             out |= types
         found = _SEEDS[tree] = frozenset(out)
