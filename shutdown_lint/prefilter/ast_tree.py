@@ -375,44 +375,58 @@ class Tree:
         attrs: dict[str, set[str]] = {}
         for local, word in self._imports:
             names.setdefault(local, set()).add(word)
-        # only these values can give words (``_words``): a constant, a subscript, an operation
-        # never does, so they are not read again on every round
-        wordy = _WORDY
-        bindings = [(names, name, value) for name, value in self._bindings if type(value) in wordy]
-        bindings += [(attrs, name, value) for name, value in self._attr_bindings if type(value) in wordy]
-        # A value's words read one entry of a table: its name's, or its attribute's, under any
-        # awaits and calls (``_words``). A binding is read again only when that entry grew after
-        # it was read (a worklist: the same fixpoint as rounds over every binding until none
-        # changes; each entry is made in the first pass, in the same order).
-        readers: dict[tuple[bool, str], list[int]] = {}
-        Await, Call, Name = ast.Await, ast.Call, ast.Name
-        for i, (_, _, value) in enumerate(bindings):
-            while True:
+        # A value gives words only under any awaits and calls down to a name or an attribute
+        # (``_words``): its own word, the table entry of that word (``names`` for a name,
+        # ``attrs`` for an attribute), and one step of factory results per call. A binding is
+        # read again only when that entry grew after it was read (a worklist, with one pass in
+        # the bindings' order first: the same least fixpoint as rounds over every binding until
+        # none changes, each entry made in the same order).
+        results = _FACTORY_RESULTS or _factory_results()
+        Await, Call, Name, Attribute = _Await, _Call, _Name, _Attribute
+        #: (table bound, its key, the value's word, its table, its calls) of each wordy binding
+        entries: list[tuple[dict, str, str, dict, int]] = []
+        readers: dict[tuple[int, str], list[int]] = {}  # (id of a table, key) -> entries reading it
+        for table, bound in ((names, self._bindings), (attrs, self._attr_bindings)):
+            for name, value in bound:
+                calls = 0
                 t = type(value)
-                if t is Await:
-                    value = value.value
-                elif t is Call:
-                    value = value.func
-                else:
-                    break
-            if t is Name:
-                readers.setdefault((False, value.id), []).append(i)
-            elif t is ast.Attribute:
-                readers.setdefault((True, value.attr), []).append(i)
-        todo = list(range(len(bindings)))
-        waiting = [True] * len(bindings)
+                while t is Await or t is Call:
+                    if t is Call:
+                        calls += 1
+                        value = value.func
+                    else:
+                        value = value.value
+                    t = type(value)
+                if t is Name:
+                    entries.append((table, name, value.id, names, calls))
+                elif t is Attribute:
+                    entries.append((table, name, value.attr, attrs, calls))
+        for i, (_, _, word, source, _) in enumerate(entries):
+            readers.setdefault((id(source), word), []).append(i)
+        todo = list(range(len(entries)))
+        waiting = [True] * len(entries)
         for i in todo:  # ``todo`` grows behind the loop
             waiting[i] = False
-            table, name, value = bindings[i]
-            words = self._words(value, names, attrs)
-            if words:
-                have = table.setdefault(name, set())
-                if not words <= have:
-                    have |= words
-                    for j in readers.get((table is attrs, name), ()):
-                        if not waiting[j]:
-                            waiting[j] = True
-                            todo.append(j)
+            table, name, word, source, calls = entries[i]
+            words = {word}
+            more = source.get(word)
+            if more:
+                words |= more
+            for _ in range(calls):
+                found = [r for w in words if (r := results.get(w)) is not None]
+                for r in found:
+                    words |= r
+            have = table.get(name)
+            if have is None:
+                table[name] = words
+            elif words <= have:
+                continue
+            else:
+                have |= words
+            for j in readers.get((id(table), name), ()):
+                if not waiting[j]:
+                    waiting[j] = True
+                    todo.append(j)
         return names, attrs
 
     @property
@@ -825,8 +839,6 @@ def _mention_string_annotation(annotation: ast.AST, mentioned: set[str]) -> None
 _IDENTIFIER = re.compile(r"\w+")
 
 
-#: the node types ``Tree._words`` gives words for
-_WORDY = frozenset({ast.Name, ast.Attribute, ast.Await, ast.Call})
 #: the node types ``Tree._collect`` does something with besides walking on (``Attribute`` and
 #: ``Call`` are tested before it)
 _REACTS = frozenset({ast.alias, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda,
