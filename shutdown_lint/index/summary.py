@@ -444,9 +444,12 @@ class _FunctionWalker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Return(self, node: ast.Return) -> None:
-        if node.value is not None and not (isinstance(node.value, ast.Constant) and node.value.value is None):
-            self.bad_lines.append(node.lineno)
-        self.generic_visit(node)
+        value = node.value
+        if value is not None:
+            if not (isinstance(value, ast.Constant) and value.value is None):
+                self.bad_lines.append(node.lineno)
+            if type(value) not in _LEAVES:  # ``generic_visit``: its one field
+                self.visit(value)
 
     def visit_AsyncWith(self, node: ast.AsyncWith) -> None:
         for item in node.items:
@@ -467,7 +470,11 @@ class _FunctionWalker(ast.NodeVisitor):
             for t in node.targets:
                 if (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"):
                     self.self_attrs.setdefault(t.attr, typ)
-        self.generic_visit(node)
+        for t in node.targets:  # ``generic_visit``: the targets, then the value
+            if type(t) not in _LEAVES:
+                self.visit(t)
+        if type(node.value) not in _LEAVES:
+            self.visit(node.value)
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
@@ -500,7 +507,15 @@ class _FunctionWalker(ast.NodeVisitor):
                 self.bad_lines.append(node.lineno)
                 if name in _EXIT_CALLS:
                     self.exits = True
-        self.generic_visit(node)
+        else:  # a callee that is no Name/Attribute chain holds nodes to walk: ``f()()``, ``a[0].b()``
+            self.visit(func)
+        # ``generic_visit`` of the rest, without its reader: the arguments, then the keywords' values
+        for a in node.args:
+            if type(a) not in _LEAVES:
+                self.visit(a)
+        for k in node.keywords:
+            if type(k.value) not in _LEAVES:
+                self.visit(k.value)
 
 
 def _swallows_errors(body: list[ast.stmt]) -> bool:
