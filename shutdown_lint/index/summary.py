@@ -223,10 +223,7 @@ def _function(node: ast.FunctionDef | ast.AsyncFunctionDef) -> dict:
     for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
         ann = a.annotation
         if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
-            try:
-                ann = ast.parse(ann.value, mode="eval").body
-            except SyntaxError:
-                ann = None
+            ann = _parse_annotation(ann.value)
         name = dotted(ann) if ann is not None else None
         if name:
             params[a.arg] = name
@@ -257,16 +254,36 @@ def _function(node: ast.FunctionDef | ast.AsyncFunctionDef) -> dict:
     return out
 
 
+#: a string annotation's text -> its expression, None where it does not parse (``_parse_annotation``)
+_ANNOTATIONS: dict[str, Optional[ast.expr]] = {}
+
+
+def _parse_annotation(text: str) -> Optional[ast.expr]:
+    """``ast.parse(text, mode="eval").body``, None on a SyntaxError; parsed once per text (the
+    same quoted types recur across a package: ``"Dataset"``, ``"torch.Tensor"``). The trees are
+    only read."""
+    try:
+        return _ANNOTATIONS[text]
+    except KeyError:
+        pass
+    try:
+        found: Optional[ast.expr] = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        found = None
+    if len(_ANNOTATIONS) >= 4096:
+        _ANNOTATIONS.clear()
+    _ANNOTATIONS[text] = found
+    return found
+
+
 def _returns(ann: Optional[ast.AST], depth: int = 0) -> Optional[str]:
     """A return annotation as written, one type: ``T``, ``"T"``, ``Optional[T]``, ``T | None``;
     a generic is its origin (``queue.Queue[int]`` -> ``queue.Queue``)."""
     if ann is None or depth > 4:
         return None
     if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
-        try:
-            return _returns(ast.parse(ann.value.strip(), mode="eval").body, depth + 1)
-        except SyntaxError:
-            return None
+        parsed = _parse_annotation(ann.value.strip())
+        return None if parsed is None else _returns(parsed, depth + 1)
     if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.BitOr):
         sides = [x for x in (ann.left, ann.right) if not (isinstance(x, ast.Constant) and x.value is None)]
         return _returns(sides[0], depth + 1) if len(sides) == 1 else None
