@@ -7,12 +7,12 @@ import libcst as cst
 
 from shutdown_lint.ast_engine import AstCheck, FixPlan
 from shutdown_lint.prefilter import words as C
+from shutdown_lint.prefilter.ast_tree import head
 from shutdown_lint import facts as F
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
 
 from ._exits import raises_system_exit
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call, strip_trailing_comma
-from ._tree_names import head, may_alias
 from .shd101_gather_without_taskgroup import _Ast as _GatherAst
 
 _EXIT_CALLS = frozenset({"sys.exit", "builtins.exit", "builtins.quit"})
@@ -511,7 +511,7 @@ def _imp():
 def _exits(tree, fn, aliased: tuple[bool, bool]) -> bool:
     """``fn`` makes a call that may be an exit (``may_call_any(c, _EXIT_CALLS)``, not in a lambda)
     or raises ``SystemExit`` (``raises_system_exit``). ``aliased``: whether some alias may hold
-    ``exit``/``quit``, ``SystemExit`` (``_tree_names.may_alias``); where none may, a name or an
+    ``exit``/``quit``, ``SystemExit`` (``Tree.may_alias``); where none may, a name or an
     attribute is one only when spelled so, and the module's aliases are not read for it."""
     names, lasts = _EXIT_CALL_NAMES, _EXIT_LASTS
     calls_aliased, raise_aliased = aliased
@@ -560,7 +560,7 @@ def _may_exit_in_task(tree) -> bool:
     submission (``f``, ``self.m``, ``Cls.m``, ``partial(f, ...)``), so its name is spelled
     in the arguments of a call that may be one of those."""
     handed: Optional[set[str]] = None
-    aliased = (may_alias(tree, _EXIT_LASTS), may_alias(tree, _SYSTEM_EXIT))
+    aliased = (tree.may_alias(_EXIT_LASTS), tree.may_alias(_SYSTEM_EXIT))
     # ``handed`` is a subset of ``Tree.argument_names`` (the identifiers of every call's
     # arguments), itself a subset of ``Tree.mentioned``: the first test is the free one
     mentioned = tree.mentioned

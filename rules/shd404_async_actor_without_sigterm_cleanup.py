@@ -20,7 +20,6 @@ from shutdown_lint.prefilter.ast_tree import TRYS
 from shutdown_lint.prefilter.ast_tree import walk as ast_walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
-from ._tree_names import binds_name
 from ._vocabulary import RESOURCE_WORDS, identifier_words, mentions
 from shutdown_lint.facts.vocabulary import _BUILTINS
 
@@ -1336,7 +1335,7 @@ def _may_name_a_base(tree, cls) -> bool:
         while type(root) in (ast.Attribute, ast.Call, ast.Subscript, ast.Starred):
             root = root.func if type(root) is ast.Call else root.value
         # ``binds_name``: ``root.id in tree.named_bindings`` without building it for one name
-        if type(root) is not ast.Name or root.id in _BUILTINS or binds_name(tree, root.id):
+        if type(root) is not ast.Name or root.id in _BUILTINS or tree.binds_name(root.id):
             return True
     return False
 

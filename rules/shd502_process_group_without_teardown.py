@@ -17,7 +17,6 @@ from shutdown_lint.facts.vocabulary import _BUILTINS
 from shutdown_lint.rule import Applicability, Fix, InsertAfter, Invalid, Option, Rule
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
-from ._tree_names import binds_name, may_alias
 from ._vocabulary import CLEANUP_WORDS, mentions
 
 _DESTROY = "destroy_process_group"
@@ -806,7 +805,7 @@ def _unnamed(tree, call: ast.Call) -> bool:
         func = func.value
     if not isinstance(func, ast.Name) or func.id in ("self",) or func.id in _BUILTINS:
         return False
-    return not binds_name(tree, func.id)  # ``func.id not in tree.named_bindings``
+    return not tree.binds_name(func.id)  # ``func.id not in tree.named_bindings``
 
 
 def _may_init_without_teardown(tree) -> bool:
@@ -827,7 +826,7 @@ def _may_init_without_teardown(tree) -> bool:
       ``except`` body (``_destroys_in_cleanup_block``): ``fn`` is in its own area.
     A module-level init call not covered by the module-level teardown keeps the file.
     """
-    if may_alias(tree, _INIT_LASTS):
+    if tree.may_alias(_INIT_LASTS):
         inits = [(c, fn) for fn in tree.functions for c, _, _ in fn.calls if tree.may_call_any(c, _INIT_CALLS)]
         inits += [(c, None) for c, _, _ in tree.module_calls if tree.may_call_any(c, _INIT_CALLS)]
     else:

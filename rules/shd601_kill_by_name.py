@@ -18,7 +18,6 @@ from shutdown_lint.prefilter.ast_tree import COMPREHENSIONS, DEFS, nested_statem
 from shutdown_lint.prefilter.ast_tree import walk as ast_walk
 from shutdown_lint.traversal import walk
 
-from ._tree_names import may_alias, may_call_word
 from .shd402_asyncio_run_without_sigterm import _IDENTIFIER_FIELDS, _IDENTIFIER_LISTS
 
 #: Calls that run a command: the command is the first positional argument or ``args=``.
@@ -622,9 +621,9 @@ def _may_kill_by_name(tree) -> bool:
        the iterator is a comprehension (the name test is its ``if``), the kill must sit under
        an ``if`` whose test spells ``name``/``cmdline``/``exe`` (``_matches_name``).
     """
-    aliased = may_alias(tree, _COMMAND_LASTS)
+    aliased = tree.may_alias(_COMMAND_LASTS)
     for call in tree.all_calls():  # the callee's spelling first, the command's walk, then the callee's reading
-        if (call.args or call.keywords) and may_call_word(tree, call, _COMMAND_LASTS, aliased) \
+        if (call.args or call.keywords) and tree.may_call_word(call, _COMMAND_LASTS, aliased) \
                 and _command_names_tool(call) and tree.may_call_any(call, _COMMAND_NAMES):
             return True
     if not tree.mentions(("process_iter",)):

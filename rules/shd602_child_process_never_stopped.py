@@ -20,7 +20,6 @@ from shutdown_lint.rule import Fix, Invalid, Replace, Rule
 from shutdown_lint.traversal import walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
-from ._tree_names import may_alias, may_call_word
 from ._vocabulary import identifier_words
 
 #: Calls that start a child process, by kind (qualified names as the facts spell them).
@@ -1401,7 +1400,7 @@ def _may_start_child(tree) -> bool:
       is not reported when the next statement only waits for it (``_tree_waited_next``), nor when
       ``_tree_handed_after`` finds what ends ``_check`` before any report (a hand-over after the
       start, a stop in a cleanup block, the first stop after harmless code only)."""
-    aliased = may_alias(tree, _FACTORY_WORDS)
+    aliased = tree.may_alias(_FACTORY_WORDS)
 
     def kinds(value) -> set:
         """The kinds the call may start (``_KIND``; ``mp`` for a context's ``Process``)."""
@@ -1487,7 +1486,7 @@ def _may_be_factory(tree, call: ast.Call, aliased: bool = True) -> bool:
     """``tree.may_call_any(call, FACTORIES)``, its callee's last word checked first (``may_call``
     needs ``<r>.<last>`` or an alias of ``<x>.<attr>`` / a name with a factory's last word:
     ``may_call_word``; ``aliased``: some alias may hold a factory's last word, ``may_alias``)."""
-    return may_call_word(tree, call, _FACTORY_WORDS, aliased) and tree.may_call_any(call, FACTORIES)
+    return tree.may_call_word(call, _FACTORY_WORDS, aliased) and tree.may_call_any(call, FACTORIES)
 
 
 _KIND_NAMES = (("popen", POPEN_FACTORIES), ("asyncio", ASYNC_FACTORIES), ("mp", MP_FACTORIES))

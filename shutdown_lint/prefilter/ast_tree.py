@@ -538,6 +538,62 @@ class Tree:
         name's last word (``import a.b as c`` spells ``b``)."""
         return not self.mentioned.isdisjoint(words)
 
+    def may_alias(self, words: frozenset) -> bool:
+        """Some set of last words that ``words()`` reads for a name or an attribute through
+        bindings (``_aliases``) may hold one of ``words``, decided without building those sets.
+        Their fixpoint only ever adds an import's last word, the word a bound value spells at its
+        head (``head``), the words of other such sets and a factory's result types
+        (``_alias_seeds``): without one of ``words`` among those, no set holds it, and
+        ``may_call_any(call, names)`` for names whose last words are ``words`` holds only for a
+        callee spelled with one of them (a name, an attribute) or of another shape."""
+        return not words.isdisjoint(self._alias_seeds)
+
+    @cached_property
+    def _alias_seeds(self) -> frozenset:
+        out = {w for _, w in self._imports}
+        add = out.add
+        for bindings in (self._bindings, self._attr_bindings):
+            for _, v in bindings:  # ``head(v)``, inline: most values are calls
+                t = type(v)
+                while t is _Call or t is _Await:
+                    v = v.func if t is _Call else v.value
+                    t = type(v)
+                if t is _Name:
+                    add(v.id)
+                elif t is _Attribute:
+                    add(v.attr)
+        for types in (_FACTORY_RESULTS or _factory_results()).values():
+            out |= types
+        return frozenset(out)
+
+    def may_call_word(self, call: ast.Call, lasts: frozenset, aliased: bool) -> bool:
+        """A necessary condition of ``may_call_any(call, names)`` for dotted ``names`` whose last
+        words are ``lasts``: the callee's words (``words()``) meet ``lasts`` (an attribute callee:
+        its name, or what ``x.attr = ...`` bindings make it). ``aliased``: ``may_alias(lasts)``;
+        without an alias that may hold one, a name or an attribute callee meets them only when
+        spelled with one of them, and the module's aliases are not read. Exact for a name callee."""
+        func = call.func
+        t = type(func)
+        if t is _Attribute:
+            return func.attr in lasts or (aliased and not lasts.isdisjoint(self.aliases_of_attr(func.attr)))
+        if t is _Name:
+            return func.id in lasts or (aliased and not lasts.isdisjoint(self.words(func)))
+        return not lasts.isdisjoint(self.words(func))
+
+    def binds_name(self, name: str) -> bool:
+        """``name in named_bindings``, without building that set when it is not built yet: a def,
+        a class, a ``name = value`` binding, then an import at the top level, then an import
+        anywhere (``nested_statements``, as ``named_bindings`` reads them)."""
+        built = self.__dict__.get("named_bindings")  # a ``cached_property``: there once built
+        if built is not None:
+            return name in built
+        if any(fn.name == name for fn in self.functions) or any(c.name == name for c in self.classes):
+            return True
+        if any(bound == name for bound, _ in self._bindings):
+            return True
+        body = self.module.body
+        return _imports_name(body, name) or _imports_name(nested_statements(body), name)
+
     def aliases_of_attr(self, attr: str) -> set[str]:
         """Last words that ``x.attr`` may stand for through ``x.attr = value`` bindings."""
         return self._aliases[1].get(attr, set())
@@ -985,6 +1041,37 @@ def driver_names(tree: Tree, extra_roots: Iterable[str] = ()) -> set[str]:
     roots |= {fn.name for fn in tree.functions if any(tree.may_call(c, "init", ("ray",)) for c, _, _ in fn.calls)}
     roots |= {n for n in (callee_name(c) for c, _, _ in tree.module_calls) if n is not None}
     return tree.reachable_names(roots)
+
+
+def head(value: ast.AST) -> Optional[str]:
+    """The word ``Tree.words(value)`` starts from (``x`` of ``x``, ``m`` of ``a.m``, ``f`` of
+    ``f(...)`` and of ``await f(...)``; the rest comes from the alias sets and the factory
+    results), None when it gives none."""
+    while True:
+        t = type(value)
+        if t is _Name:
+            return value.id
+        if t is _Attribute:
+            return value.attr
+        if t is _Await:
+            value = value.value
+        elif t is _Call:
+            value = value.func
+        else:
+            return None
+
+
+def _imports_name(stmts: Iterable[ast.stmt], name: str) -> bool:
+    """One of ``stmts`` is an import that binds ``name`` (as ``Tree.named_bindings`` reads it)."""
+    for st in stmts:
+        t = type(st)
+        if t is ast.Import:
+            if any((a.asname or a.name.split(".")[0]) == name for a in st.names):
+                return True
+        elif t is ast.ImportFrom:
+            if any((a.asname or a.name) == name for a in st.names):
+                return True
+    return False
 
 
 def callee_name(call: ast.Call) -> Optional[str]:
