@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-import libcst as cst
+from shutdown_lint.lazy_libcst import libcst as cst
 
 from shutdown_lint.facts import FunctionInfo, ModuleFacts, reachable
 

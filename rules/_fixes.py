@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import libcst as cst
+from shutdown_lint.lazy_libcst import libcst as cst
 
 from shutdown_lint.rule import AddImport
 

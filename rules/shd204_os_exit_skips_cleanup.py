@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 from typing import Optional, Union
 
-import libcst as cst
+from shutdown_lint.lazy_libcst import libcst as cst
 
 from shutdown_lint.ast_engine import AstCheck, FixPlan
 from shutdown_lint.ast_engine.execution import arguments, execution_of, positional
@@ -17,7 +17,7 @@ from ._fixes import IMPORT_RUNTIME_GUARD, guard_call, strip_trailing_comma
 
 _OS_EXIT = "os._exit"
 _SIGNAL_REGISTRARS = frozenset({"signal.signal", "asyncio.AbstractEventLoop.add_signal_handler"})
-_Handler = Union[cst.ExceptHandler, cst.ExceptStarHandler]
+_Handler = Union["cst.ExceptHandler", "cst.ExceptStarHandler"]  # strings: libcst is imported on first use
 
 
 _FIX_MESSAGE = "Replace with `runtime_guard.hard_exit()` (flush, atexit handlers bounded, then `os._exit`)"

@@ -7,7 +7,7 @@ import re
 import tokenize
 from typing import Optional
 
-import libcst as cst
+from shutdown_lint.lazy_libcst import libcst as cst
 
 from shutdown_lint.prefilter import words as C
 from shutdown_lint import facts as F
@@ -39,7 +39,6 @@ _WAIT_FLAGS = frozenset({"WNOHANG"})
 #: Queue types whose ``put`` waits only when a ``maxsize`` was given.
 _QUEUE_TYPES = ("queue.", "multiprocessing.Queue.", "multiprocessing.JoinableQueue.", "multiprocessing.queues.",
                 "multiprocessing.SimpleQueue.")
-_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _THREAD_RUNNERS = {"asyncio": "asyncio.to_thread", "anyio": "anyio.to_thread.run_sync",
                    "trio": "trio.to_thread.run_sync"}
 
@@ -1262,7 +1261,7 @@ class BlockingCallInCoroutine(_Detection, Rule):
 
     def _in_comprehension(self, node: cst.CSTNode) -> bool:
         for anc in self.facts.ancestors(node):
-            if isinstance(anc, _COMPREHENSIONS):
+            if isinstance(anc, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
                 return True
             if isinstance(anc, (cst.FunctionDef, cst.BaseStatement)):
                 return False

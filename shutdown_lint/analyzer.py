@@ -12,10 +12,9 @@ import gc
 import threading
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
-import libcst as cst
-from libcst.metadata import CodeRange
+from .lazy_libcst import libcst as cst
 
 from . import registry, suppression
 from .prefilter import ast_tree
@@ -27,8 +26,11 @@ from .facts import ModuleFacts
 from .index.project import view_for as project_view
 from .rule import Applicability, Finding, Rule
 from .settings import Settings
-from .traversal import MultiRuleVisitor, walk
+from .traversal import walk
 from .unvalidated_parse import parse_module as parse_module_unvalidated
+
+if TYPE_CHECKING:
+    from libcst.metadata import CodeRange
 
 
 class AnalysisError(Exception):
@@ -335,6 +337,8 @@ def analyze(source: bytes, path: str, settings: Settings, rules: Optional[Sequen
     findings: list[Finding] = []
     instances = [r(facts, settings, findings) for r in candidates]
     try:
+        from .rule_visitor import MultiRuleVisitor  # local: it imports libcst (lazy_libcst)
+
         visitor = MultiRuleVisitor(instances)
         walk(module, visitor, visitor.skip)  # same hooks and order as module.visit, no rebuild
     except RecursionError:

@@ -7,8 +7,7 @@ that need a position (files with findings, messages naming a line), once per mod
 
 from __future__ import annotations
 
-import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from .lazy_libcst import libcst as cst
 
 from .facts.tree import chain_from_top
 
@@ -18,6 +17,8 @@ def positions_of(module: cst.Module):
     gives, without what ``resolve`` adds around the provider: a full ``module.visit`` for
     an empty batch of batchable providers (which rebuilds every node) cost as much as the
     render itself, ~0.4 s per 1,000 lines. Falls back to ``resolve`` if libcst changes."""
+    from libcst.metadata import MetadataWrapper, PositionProvider  # local: lazy_libcst
+
     try:
         from libcst.metadata.position_provider import PositionProvidingCodegenState
 
@@ -112,6 +113,8 @@ class Positions:
         offsets = self._offsets()
         if start < 1 or start - 1 >= len(offsets):
             return False
+        from libcst.metadata import PositionProvider  # local: lazy_libcst
+
         try:
             from libcst.metadata.position_provider import PositionProvidingCodegenState
 

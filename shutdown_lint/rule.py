@@ -31,7 +31,7 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence, Union
 
-import libcst as cst
+from .lazy_libcst import libcst as cst
 
 if TYPE_CHECKING:
     from .facts import ModuleFacts
@@ -205,7 +205,7 @@ NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety", "References")
 
 # The libcst visitor methods a rule may define: visit_<Node> and leave_<Node>.
-VisitorMethod = Callable[[cst.CSTNode], Any]
+VisitorMethod = Callable[["cst.CSTNode"], Any]  # a string: libcst is imported on first use
 
 
 class Rule:

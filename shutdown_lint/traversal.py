@@ -2,19 +2,23 @@
 
 Each rule instance contributes its ``visit_<Node>``/``leave_<Node>`` methods; we build a
 dispatch table keyed by node class name once per file, so a node costs one dict lookup
-plus the hooks that actually care about it.
+plus the hooks that actually care about it (``MultiRuleVisitor``, in ``rule_visitor.py``).
+
+Importing this module does not import libcst (``lazy_libcst``: the rules import ``walk`` and
+an ast-only run never needs libcst): the names that read libcst, ``TRIVIA``, ``LEAVES`` and
+``MultiRuleVisitor``, are made on their first read (``__getattr__`` below; in here, ``trivia_types()``
+and ``leaf_types()``).
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
-from collections import defaultdict
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable
 
-import libcst as cst
+from .lazy_libcst import libcst as cst
 
-from .rule import Rule
 
 # ---------------------------------------------------------------------------- walk
 # ``CSTNode.visit`` rebuilds every node it passes (``_visit_and_replace_children``
@@ -132,6 +136,8 @@ def walk(root: cst.CSTNode, visitor: cst.CSTVisitor, skip: frozenset | None = No
     name no layout type, and walked for one that overrides ``on_visit``/``on_leave``."""
     if skip is None:
         skip = _auto_skip(type(visitor))
+    from .rule_visitor import MultiRuleVisitor  # local: it imports libcst (already imported: a tree is here)
+
     if type(visitor) is MultiRuleVisitor and visitor.replay(root, skip):
         return
     if _plain(visitor):
@@ -156,15 +162,11 @@ def walk(root: cst.CSTNode, visitor: cst.CSTVisitor, skip: frozenset | None = No
             on_leave(node)
 
 
-_GENERIC_VISIT = cst.CSTVisitor.on_visit
-_GENERIC_LEAVE = cst.CSTVisitor.on_leave
-
-
 def _plain(visitor: cst.CSTVisitor) -> bool:
     """``visitor`` dispatches as ``CSTVisitor`` does (its class keeps libcst's ``on_visit`` and
     ``on_leave``, and no hook is an attribute of the instance itself)."""
     cls = type(visitor)
-    if cls.on_visit is not _GENERIC_VISIT or cls.on_leave is not _GENERIC_LEAVE:
+    if cls.on_visit is not cst.CSTVisitor.on_visit or cls.on_leave is not cst.CSTVisitor.on_leave:
         return False
     own = getattr(visitor, "__dict__", None)
     return not own or not any(k.startswith(("visit_", "leave_")) for k in own)
@@ -245,7 +247,9 @@ _AUTO: dict[tuple[str, str], frozenset] = {}
 # them (a nested walk looking for comments) walks everything.
 
 
-def _trivia_types() -> frozenset:
+@functools.cache
+def trivia_types() -> frozenset:
+    """``TRIVIA``: the layout node types."""
     names = ("SimpleWhitespace", "ParenthesizedWhitespace", "Newline", "TrailingWhitespace", "EmptyLine",
              "Comment", "Comma", "Dot", "Colon", "Semicolon", "AssignEqual", "LeftParen", "RightParen",
              "LeftSquareBracket", "RightSquareBracket", "LeftCurlyBrace", "RightCurlyBrace")
@@ -259,20 +263,38 @@ def _trivia_types() -> frozenset:
     return frozenset(out)
 
 
-TRIVIA: frozenset = _trivia_types()
-_TRIVIA_NAMES = frozenset(t.__name__ for t in TRIVIA)
+@functools.cache
+def _trivia_names() -> frozenset:
+    return frozenset(t.__name__ for t in trivia_types())
 
 
-#: Node types with nothing under them but layout: a walk may skip one that no hook names.
-LEAVES: frozenset = frozenset(getattr(cst, n) for n in (
-    "Name", "Integer", "Float", "Imaginary", "SimpleString", "FormattedStringText", "Asynchronous", "Ellipsis",
-    "Pass", "Break", "Continue") if isinstance(getattr(cst, n, None), type))
+@functools.cache
+def leaf_types() -> frozenset:
+    """``LEAVES``: node types with nothing under them but layout: a walk may skip one that no hook names."""
+    return frozenset(getattr(cst, n) for n in (
+        "Name", "Integer", "Float", "Imaginary", "SimpleString", "FormattedStringText", "Asynchronous", "Ellipsis",
+        "Pass", "Break", "Continue") if isinstance(getattr(cst, n, None), type))
+
+
+def __getattr__(name: str):
+    """``TRIVIA`` (``trivia_types()``), ``LEAVES`` (``leaf_types()``) and ``MultiRuleVisitor``
+    (``rule_visitor.py``), made on their first read: they read libcst."""
+    if name == "TRIVIA":
+        value = trivia_types()
+    elif name == "LEAVES":
+        value = leaf_types()
+    elif name == "MultiRuleVisitor":
+        from .rule_visitor import MultiRuleVisitor as value
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
 
 def skippable(hooked: Iterable[str]) -> frozenset:
     """``TRIVIA`` when none of the ``hooked`` node type names is a layout type, else nothing
     (``Comma_whitespace_after``, an attribute hook's name, counts as ``Comma``)."""
-    return frozenset() if _TRIVIA_NAMES.intersection(h.split("_", 1)[0] for h in hooked) else TRIVIA
+    return frozenset() if _trivia_names().intersection(h.split("_", 1)[0] for h in hooked) else trivia_types()
 
 
 _BY_NAME: dict[frozenset, frozenset] = {}
@@ -306,72 +328,3 @@ def recorded_types(skip: frozenset) -> tuple[frozenset, frozenset]:
                 (visits if kind == "visit" else leaves).add(name)
         known = _RECORDED[skip] = (_types_named(visits) - skip, _types_named(leaves) - skip)
     return known
-
-
-class MultiRuleVisitor(cst.CSTVisitor):
-    def __init__(self, rules: Sequence[Rule]) -> None:
-        #: the facts all the rules read (their walk's record is replayed: ``replay``), or None
-        shared = {id(getattr(rule, "facts", None)) for rule in rules}
-        self._facts = getattr(rules[0], "facts", None) if rules and len(shared) == 1 else None
-        self._visit: dict[str, list[Callable]] = defaultdict(list)
-        self._leave: dict[str, list[Callable]] = defaultdict(list)
-        for rule in rules:
-            for attr in type(rule).visitor_methods():
-                kind, _, node_type = attr.partition("_")
-                table = self._visit if kind == "visit" else self._leave
-                table[node_type].append(getattr(rule, attr))
-        self._visit = dict(self._visit)
-        self._leave = dict(self._leave)
-        #: what the one traversal may skip (``walk(..., skip=visitor.skip)``): layout, and
-        #: the leaves no rule hooks (names and literals are ~40% of what is left)
-        hooked = {*self._visit, *self._leave}
-        self.skip = skippable(hooked) | frozenset(t for t in LEAVES if t.__name__ not in hooked)
-
-    def replay(self, root: cst.CSTNode, skip: frozenset) -> bool:
-        """``walk(root, self, skip)`` without walking, when the rules' facts were built from
-        ``root``: their walk recorded the nodes this one would call hooks on, in the same order
-        (``ModuleFacts.build``), and calling the hooks on those costs a few percent of a walk.
-        False (nothing done) when the record cannot stand in: other facts, or a hook on a type
-        the facts' walk did not record (a rule from outside the registry, a hook on layout)."""
-        events = self._recorded_events(root, skip)
-        if events is None:
-            return False
-        visit, leave = self._visit, self._leave
-        for event in events:
-            if type(event) is tuple:
-                node = event[0]
-                hooks = leave.get(type(node).__name__)
-            else:
-                node = event
-                hooks = visit.get(type(node).__name__)
-            if hooks:
-                for hook in hooks:
-                    hook(node)
-        return True
-
-    def _recorded_events(self, root: cst.CSTNode, skip: frozenset) -> list | None:
-        record = getattr(self._facts, "_walk_recorded", None)
-        if record is None or record[0] is not root:
-            return None
-        _, skipped, visits, leaves = record
-        # the same nodes: this walk skips what the facts' walk skipped, and besides only
-        # leaves with nothing but layout under them (``LEAVES``)
-        if not (skip >= skipped and skip - skipped <= LEAVES):
-            return None
-        if not (_types_named(self._visit) <= visits and _types_named(self._leave) <= leaves):
-            return None
-        return self._facts._walk_events
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        hooks = self._visit.get(type(node).__name__)
-        if hooks:
-            for hook in hooks:
-                # A rule cannot prune the walk for the others: return values are ignored.
-                hook(node)
-        return True
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        hooks = self._leave.get(type(original_node).__name__)
-        if hooks:
-            for hook in hooks:
-                hook(original_node)

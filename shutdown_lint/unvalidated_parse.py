@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import threading
 from contextvars import ContextVar
+from typing import Callable
 
-import libcst as cst
+from .lazy_libcst import libcst as cst
 
-_original_post_init = cst.CSTNode.__post_init__
+#: libcst's own ``CSTNode.__post_init__``, read when the first parse installs the switch (importing
+#: this module does not import libcst: ``lazy_libcst``)
+_original_post_init: Callable[[cst.CSTNode], None]
 #: True in a thread (context) while it is inside ``parse_module``
 _parsing: ContextVar[bool] = ContextVar("shutdown_lint_parsing", default=False)
 _lock = threading.Lock()
@@ -37,9 +40,10 @@ def _validate_unless_parsing(self: cst.CSTNode) -> None:
 
 def parse_module(source: bytes | str) -> cst.Module:
     """``libcst.parse_module(source)``; the nodes this thread builds meanwhile are not validated."""
-    global _parses
+    global _parses, _original_post_init
     with _lock:
         if _parses == 0:
+            _original_post_init = cst.CSTNode.__post_init__
             cst.CSTNode.__post_init__ = _validate_unless_parsing  # type: ignore[method-assign]
         _parses += 1
     token = _parsing.set(True)

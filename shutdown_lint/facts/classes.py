@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Union
 
-import libcst as cst
+from ..lazy_libcst import libcst as cst
 
 from .execution import _same_module_bases
 from .model import ClassInfo, FunctionInfo

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional
 
-import libcst as cst
+from ..lazy_libcst import libcst as cst
 
 if TYPE_CHECKING:
     from .module import ModuleFacts

@@ -6,7 +6,7 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING, Iterable, Iterator, Optional
 
-import libcst as cst
+from ..lazy_libcst import libcst as cst
 
 from .model import ClassInfo, FunctionInfo
 from .vocabulary import (

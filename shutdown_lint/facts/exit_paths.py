@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Callable, Optional, Sequence, Union
 
-import libcst as cst
+from ..lazy_libcst import libcst as cst
 
 from .model import FunctionInfo
 
@@ -45,7 +45,7 @@ STATUS_ZERO = 0
 STATUS_NONZERO = "nonzero"
 STATUS_UNKNOWN = None
 
-_Block = Union[cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally]
+_Block = Union["cst.ExceptHandler", "cst.ExceptStarHandler", "cst.Finally"]
 
 
 @dataclass(frozen=True)

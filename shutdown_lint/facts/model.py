@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
-import libcst as cst
+from ..lazy_libcst import libcst as cst
 
 Scope = Union["FunctionInfo", None]  # None is the module scope
 

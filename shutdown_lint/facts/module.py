@@ -5,9 +5,8 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Optional
 
-import libcst as cst
+from ..lazy_libcst import libcst as cst
 
-from .collector import _Collector
 from .execution import ExecutionQueries
 from .exit_paths import ExitPathQueries
 from .model import ClassInfo, FunctionInfo, Scope, _Binding
@@ -59,6 +58,7 @@ class ModuleFacts(FactTables, TreeShape, Names, ExecutionQueries, ExitPathQuerie
     def build(cls, module: cst.Module, path: str = "<string>") -> "ModuleFacts":
         facts = cls(module, path)
         from ..traversal import own_hooks, recorded_types, skippable  # local: traversal imports rule, which names facts
+        from .cst_collector import _Collector  # local: it imports libcst (lazy_libcst)
 
         # = module.visit(...) without rebuilding nodes, and without layout nodes (traversal.py);
         # the collector overrides on_visit (parents), so its skip set is named here

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Iterator, Optional
 
-import libcst as cst
+from ..lazy_libcst import libcst as cst, on_first_read
 
 from .model import ClassInfo, FunctionInfo, Scope, _Binding
 from .vocabulary import FACTORY_TYPES, _BUILTINS, _canonical
@@ -127,9 +127,9 @@ class Names:
     # the node reads the code above makes (``AstFacts`` reads them on ``ast``; the node classes it
     # compares with, ``_NAME_TYPE`` and the like, are class attributes too: ``_CALL_TYPE`` is
     # ``TreeShape``'s)
-    _NAME_TYPE: type = cst.Name
-    _ATTRIBUTE_TYPE: type = cst.Attribute
-    _AWAIT_TYPE: type = cst.Await
+    _NAME_TYPE: type = on_first_read(lambda: cst.Name)
+    _ATTRIBUTE_TYPE: type = on_first_read(lambda: cst.Attribute)
+    _AWAIT_TYPE: type = on_first_read(lambda: cst.Await)
 
     @staticmethod
     def _identifier(name: cst.Name) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator, Optional
 
-import libcst as cst
+from ..lazy_libcst import libcst as cst, on_first_read
 
 from .model import ClassInfo, FunctionInfo, Scope
 
@@ -13,10 +13,8 @@ from .model import ClassInfo, FunctionInfo, Scope
 # (a Python call); these queries walk up ~400,000 ancestors on a large corpus. The same
 # answers: none of these classes has a subclass or a registered virtual one
 # (tests/perf/test_walk_replay.py).
-_FUNCTION_OR_LAMBDA = frozenset({cst.FunctionDef, cst.Lambda})
-_SCOPE_LIKE = frozenset({cst.FunctionDef, cst.Lambda, cst.ClassDef})
-_TRYS = frozenset({cst.Try, cst.TryStar})
-_HANDLERS = frozenset({cst.ExceptHandler, cst.ExceptStarHandler})
+# The sets are ``TreeShape``'s class attributes, made on first read (``on_first_read``: importing
+# this module does not import libcst).
 
 
 def chain_from_top(module: cst.Module, parent_of, node: cst.CSTNode) -> Optional[list[cst.CSTNode]]:
@@ -39,11 +37,15 @@ class TreeShape:
     The node classes the walks up the tree stop at are class attributes, so that ``AstFacts``
     (``ast_engine.facts``) asks the same questions of ``ast``'s classes with this code."""
 
-    _DEF_TYPES: frozenset = frozenset({cst.FunctionDef})
-    _CLASS_TYPE: type = cst.ClassDef
-    _LAMBDA_TYPE: type = cst.Lambda
-    _FUNCTION_OR_LAMBDA_TYPES: frozenset = _FUNCTION_OR_LAMBDA
-    _CALL_TYPE: type = cst.Call
+    _DEF_TYPES: frozenset = on_first_read(lambda: frozenset({cst.FunctionDef}))
+    _CLASS_TYPE: type = on_first_read(lambda: cst.ClassDef)
+    _LAMBDA_TYPE: type = on_first_read(lambda: cst.Lambda)
+    _FUNCTION_OR_LAMBDA_TYPES: frozenset = on_first_read(lambda: frozenset({cst.FunctionDef, cst.Lambda}))
+    _CALL_TYPE: type = on_first_read(lambda: cst.Call)
+    # libcst's only: ``AstFacts`` has its own ``enclosing_trys`` and ``in_cleanup_block``
+    _SCOPE_LIKE_TYPES: frozenset = on_first_read(lambda: frozenset({cst.FunctionDef, cst.Lambda, cst.ClassDef}))
+    _TRY_TYPES: frozenset = on_first_read(lambda: frozenset({cst.Try, cst.TryStar}))
+    _HANDLER_TYPES: frozenset = on_first_read(lambda: frozenset({cst.ExceptHandler, cst.ExceptStarHandler}))
 
     def parent(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         return self._parents.get(node)
@@ -122,10 +124,11 @@ class TreeShape:
         """``try`` statements whose *body* contains ``node``, innermost first, within the
         enclosing function."""
         child = node
+        scope_like, trys = self._SCOPE_LIKE_TYPES, self._TRY_TYPES
         for anc in self.ancestors(node):
-            if type(anc) in _SCOPE_LIKE:
+            if type(anc) in scope_like:
                 return
-            if type(anc) in _TRYS and child is anc.body:
+            if type(anc) in trys and child is anc.body:
                 yield anc
             child = anc
 
@@ -133,14 +136,15 @@ class TreeShape:
         """``node`` sits in a ``finally:`` block or an ``except`` handler's body of its own
         function (code that runs when the normal path fails or is interrupted)."""
         parents = self._parents
+        function_or_lambda, finally_type, handlers = self._FUNCTION_OR_LAMBDA_TYPES, cst.Finally, self._HANDLER_TYPES
         child, anc = node, parents.get(node)
         while anc is not None:
             t = type(anc)
-            if t in _FUNCTION_OR_LAMBDA:
+            if t in function_or_lambda:
                 return False
-            if t is cst.Finally:
+            if t is finally_type:
                 return True
-            if t in _HANDLERS and child is anc.body:
+            if t in handlers and child is anc.body:
                 return True
             child, anc = anc, parents.get(anc)
         return False

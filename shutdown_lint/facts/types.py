@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-import libcst as cst
+from ..lazy_libcst import libcst as cst, on_first_read
 
 from .model import ClassInfo, Scope
 
@@ -137,7 +137,7 @@ class Typer:
 
     # the tree's shapes (``ast_engine.types.AstTyper`` reads the same on ``ast``)
     #: member expressions that name a type (``annotation_type``)
-    _NAMED = (cst.Name, cst.Attribute)
+    _NAMED = on_first_read(lambda: (cst.Name, cst.Attribute))
 
     @staticmethod
     def _spelling(use: cst.Name) -> str:
