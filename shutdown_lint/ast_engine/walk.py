@@ -29,7 +29,7 @@ import ast
 from operator import attrgetter
 from typing import Callable, Iterable, Iterator, Optional, Sequence
 
-from ..prefilter.ast_tree import _fields as _walked_fields, signature
+from ..prefilter.ast_tree import _fields as _walked_fields, compiled_reader, no_children as _no_children
 
 _AST = ast.AST
 _pos = attrgetter("lineno", "col_offset")
@@ -169,36 +169,8 @@ def iter_children_of(t: type) -> Callable[[ast.AST], Sequence]:
     reader. ``tests/engine/test_s11_engine_walk.py`` checks both readers agree on every node."""
     fn = _ITER_TABLE.get(t)
     if fn is None:
-        fn = _ITER_TABLE[t] = _SPECIAL.get(t) or _compiled(t) or children_of(t)
+        fn = _ITER_TABLE[t] = _SPECIAL.get(t) or compiled_reader(t) or children_of(t)
     return fn
-
-
-def _compiled(t: type) -> Optional[Callable[[ast.AST], Sequence]]:
-    fields = _walked_fields(t)
-    if not fields:
-        return _no_children
-    kinds = {name: mark for name, (_, mark) in signature(t).items()}
-    if any(f not in kinds for f in fields):
-        return None
-    if len(fields) == 1 and kinds[fields[0]] == "*":
-        return attrgetter(fields[0])  # the node's own list
-    if len(fields) == 1:  # one node or none
-        lines = ["def read(n):", f"    v = n.{fields[0]}", "    return () if v is None else (v,)"]
-    else:
-        lines = ["def read(n):", "    out = []"]
-        for f in fields:
-            if kinds[f] == "*":
-                lines.append(f"    out += n.{f}")
-            else:
-                lines += [f"    v = n.{f}", "    if v is not None:", "        out.append(v)"]
-        lines.append("    return out")
-    scope: dict = {}
-    exec(compile("\n".join(lines), f"<children of {t.__name__}>", "exec"), scope)  # our own text
-    return scope["read"]
-
-
-def _no_children(node: ast.AST) -> tuple:
-    return ()
 
 
 def iter_children(node: ast.AST) -> Sequence:

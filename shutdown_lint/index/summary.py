@@ -338,15 +338,15 @@ def _action(t: type) -> Any:
 
 
 #: node class -> its walked children (``_CHILD_FIELDS``) in ``_fields`` order, None included
-#: (``ast_engine.walk._compiled``: one compiled reader per class, where its signature declares
+#: (``ast_tree.compiled_reader``: one compiled reader per class, where its signature declares
 #: the fields), filled as classes are met
 _READERS: dict[type, Any] = {}
 
 
 def _reader(t: type) -> Any:
-    from ..ast_engine.walk import _compiled
+    from ..prefilter.ast_tree import compiled_reader
 
-    found = _READERS[t] = _compiled(t) or functools.partial(_read_fields, _CHILD_FIELDS[t] if t in _CHILD_FIELDS
+    found = _READERS[t] = compiled_reader(t) or functools.partial(_read_fields, _CHILD_FIELDS[t] if t in _CHILD_FIELDS
                                                               else _child_fields(t))
     return found
 

@@ -38,7 +38,7 @@ import re
 import warnings
 from collections import OrderedDict
 from functools import cached_property
-from typing import Iterable, Iterator, Optional
+from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 #: trees kept per process (a big file's tree is tens of MB: keep few)
 _KEEP = 4
@@ -973,6 +973,39 @@ _MARKERS = frozenset({"expr_context", "boolop", "operator", "unaryop", "cmpop", 
 _NODE_FIELDS: dict[type, tuple[str, ...]] = {}
 #: node type -> ``_node_getter(t)`` (``walk``, ``children``)
 _NODE_CHILDREN: dict[type, object] = {}
+
+
+def compiled_reader(t: type) -> Optional[Callable[[ast.AST], Sequence[ast.AST]]]:
+    """A function giving a node of type ``t`` its walked children (``_fields``) in field order,
+    compiled from the type's ``signature``: a ``type*`` field (a list) is added whole, a ``type``
+    or ``type?`` one when not None. ``no_children`` when none is walked; None when the
+    signature does not declare a walked field (the caller falls back to reading the fields).
+    The engine's walk and the index's summaries read children through it."""
+    fields = _fields(t)
+    if not fields:
+        return no_children
+    kinds = {name: mark for name, (_, mark) in signature(t).items()}
+    if any(f not in kinds for f in fields):
+        return None
+    if len(fields) == 1 and kinds[fields[0]] == "*":
+        return operator.attrgetter(fields[0])  # the node's own list
+    if len(fields) == 1:  # one node or none
+        lines = ["def read(n):", f"    v = n.{fields[0]}", "    return () if v is None else (v,)"]
+    else:
+        lines = ["def read(n):", "    out = []"]
+        for f in fields:
+            if kinds[f] == "*":
+                lines.append(f"    out += n.{f}")
+            else:
+                lines += [f"    v = n.{f}", "    if v is not None:", "        out.append(v)"]
+        lines.append("    return out")
+    scope: dict = {}
+    exec(compile("\n".join(lines), f"<children of {t.__name__}>", "exec"), scope)  # our own text
+    return scope["read"]
+
+
+def no_children(node: ast.AST) -> tuple:
+    return ()
 
 
 def _node_getter(t: type):
