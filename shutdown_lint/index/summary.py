@@ -839,15 +839,6 @@ def _walk(tree: ast.AST) -> list[ast.AST]:
     return out
 
 
-def _lines_spelling(source: bytes, word: bytes) -> Optional[list[int]]:
-    """The numbers of the lines where ``word`` occurs (sorted), or None when they cannot be
-    told from the bytes alone: Python also ends lines at a lone ``\\r``, and it normalises
-    non-ASCII identifiers (NFKC: ``ｒemote`` is ``remote`` in the ``ast``)."""
-    if b"\r" in source or not source.isascii():
-        return None
-    return _word_lines(source, word)
-
-
 def _lines_near(source: bytes, word: bytes) -> Optional[list[int]]:
     """The lines a node that spells ``word`` in the ``ast`` must touch (sorted): those where the
     bytes spell it, and, in a module with non-ASCII bytes, every line with one (an identifier

@@ -50,10 +50,13 @@ def test_pruned_walk_gives_the_whole_walks_targets():
 
 def test_lines_that_cannot_be_told_take_the_whole_walk():
     cr = b"import ray\rdef f():\r    class S(B):\r        pass\r    return ray.remote(S)\r"
-    assert summary._lines_spelling(cr, b"remote") is None
+    assert summary._lines_near(cr, b"remote") is None
     assert _both(cr)[1] == _both(cr)[0] == ["ray.remote:B"]
+
+
+def test_a_name_python_normalises_keeps_its_line():
     wide = "import ray\nclass T(B):\n    pass\nray.\uff52emote(T)\n".encode()  # NFKC: ｒemote is remote
-    assert summary._lines_spelling(wide, b"remote") is None
+    assert summary._lines_near(wide, b"remote") == [4]  # the bytes never spell it: its line is non-ASCII
     assert _both(wide)[1] == _both(wide)[0] == ["ray.remote:T"]
 
 
