@@ -432,6 +432,11 @@ class ModuleAttr(Cond):
             "plain_import": (rb"[ \t]*import[ \t]+(?:" + b"|".join(spelled(p.split(".")) for p in ordered)
                              + rb")[ \t]*(?:#.*)?\r?"),
         }
+        #: the words that may follow ``root.`` in a spelling (``_scan``'s quick test), or None
+        #: (no quick test) when a spelling does not start with the root
+        split = [sp.split(".") for sp in (name, *spellings)]
+        self._seconds: Optional[tuple[bytes, ...]] = (
+            tuple(sorted({sp[1].encode() for sp in split})) if all(sp[0] == parts[0] for sp in split) else None)
         _MODULE_ATTRS.add(self)
         self.key = ("ModuleAttr", name)
 
@@ -466,7 +471,18 @@ class ModuleAttr(Cond):
 
     def _scan(self, text: FileText) -> bool:
         src = text.source
+        n, seconds, ident, end = len(self.root), self._seconds, _IDENT_BYTES, len(text.source)
         for p in text.iter_positions(self.root):
+            q = p + n + 1
+            if seconds is not None and q < end and src[q - 1] == 46 and ident[src[q]]:
+                # ``root.word`` with no gap, ``word`` none of the spellings' next parts: every
+                # pattern below needs a next part there (or a gap, ``import``/``as``, or no ``.``)
+                for second in seconds:
+                    k = q + len(second)
+                    if src.startswith(second, q) and (k >= end or not ident[src[k]]):
+                        break
+                else:
+                    continue
             if self.literal.match(src, p):
                 return True
             m = self.aliased.match(src, p)
