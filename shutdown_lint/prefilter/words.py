@@ -159,8 +159,24 @@ class FileText:
         found = self._positions.get(name)
         if found is not None:
             return bool(found)
-        for _ in self.iter_positions(name):
-            return True
+        part = self._partial.get(name)
+        if part is not None:
+            if part[0]:
+                return True
+            for _ in self.iter_positions(name):
+                return True
+            return False
+        # the first search for ``name``: ``iter_positions``' first step, with no generator
+        src, n, ident = self.source, len(name), _IDENT_BYTES
+        end = len(src)
+        i = src.find(name)
+        while i >= 0:
+            if ((i == 0 or not ident[src[i - 1]]) and (i + n >= end or not ident[src[i + n]])
+                    and not _in_comment(src, i)):
+                self._partial[name] = [[i], i + n]
+                return True
+            i = src.find(name, i + n)
+        self._positions[name] = []
         return False
 
     def memo(self, key: object, compute) -> bool:
@@ -208,7 +224,11 @@ class Word(Cond):
         self.names = tuple(sorted({n.encode() for n in names}))
 
     def holds(self, text: FileText) -> bool:
-        return any(text.has_word(n) for n in self.names)
+        has_word = text.has_word
+        for n in self.names:
+            if has_word(n):
+                return True
+        return False
 
     def __repr__(self) -> str:
         return f"Word({', '.join(sorted(n.decode() for n in self.names))})"
@@ -229,7 +249,10 @@ class WordThen(Cond):
 
     def _scan(self, text: FileText) -> bool:
         n, match, src = len(self.word), self.tail.match, text.source
-        return any(match(src, p + n) for p in text.iter_positions(self.word))
+        for p in text.iter_positions(self.word):
+            if match(src, p + n):
+                return True
+        return False
 
     def __repr__(self) -> str:
         return f"WordThen({self.word.decode()!r}, {self.tail.pattern!r})"
@@ -241,10 +264,16 @@ class All(Cond):
         self.reads_code = any(p.reads_code for p in parts)
 
     def holds(self, text: FileText) -> bool:
-        return all(p.holds(text) for p in self.parts)
+        for p in self.parts:
+            if not p.holds(text):
+                return False
+        return True
 
     def holds_on_text(self, text: FileText) -> bool:
-        return all(p.holds_on_text(text) for p in self.parts)
+        for p in self.parts:
+            if not p.holds_on_text(text):
+                return False
+        return True
 
     def __repr__(self) -> str:
         return f"All({', '.join(map(repr, self.parts))})"
@@ -256,10 +285,16 @@ class AnyOf(Cond):
         self.reads_code = any(p.reads_code for p in parts)
 
     def holds(self, text: FileText) -> bool:
-        return any(p.holds(text) for p in self.parts)
+        for p in self.parts:
+            if p.holds(text):
+                return True
+        return False
 
     def holds_on_text(self, text: FileText) -> bool:
-        return any(p.holds_on_text(text) for p in self.parts)
+        for p in self.parts:
+            if p.holds_on_text(text):
+                return True
+        return False
 
     def __repr__(self) -> str:
         return f"AnyOf({', '.join(map(repr, self.parts))})"
@@ -276,9 +311,11 @@ class _WordsScanned(Cond):
         self.key = (type(self).__name__, self.names)
 
     def holds(self, text: FileText) -> bool:
-        if not any(text.has_word(n) for n in self.names):
-            return False
-        return text.memo(self.key, self._scan)
+        has_word = text.has_word
+        for n in self.names:
+            if has_word(n):
+                return text.memo(self.key, self._scan)
+        return False
 
     def _scan(self, text: FileText) -> bool:  # pragma: no cover - abstract
         raise NotImplementedError
