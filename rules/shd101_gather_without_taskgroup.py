@@ -4,7 +4,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Sequence
 
-import libcst as cst
+from shutdown_lint.lazy_libcst import libcst as cst
 
 from shutdown_lint.ast_engine import AstCheck, FixPlan
 from shutdown_lint.ast_engine.execution import same_module_bases

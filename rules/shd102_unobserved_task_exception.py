@@ -5,7 +5,7 @@ import io
 import tokenize
 from typing import Optional, Union
 
-import libcst as cst
+from shutdown_lint.lazy_libcst import libcst as cst
 
 from shutdown_lint.ast_engine import AstCheck, FixPlan
 from shutdown_lint.ast_engine.exit_paths import exit_paths_of

@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 from typing import Optional, Union
 
-import libcst as cst
+from shutdown_lint.lazy_libcst import libcst as cst
 
 from shutdown_lint.prefilter import words as C
 from shutdown_lint.facts.exit_paths import (
@@ -21,7 +21,7 @@ _BROAD = frozenset({"builtins.BaseException"})
 #: Wrappers whose argument is an existing task/future when it is a plain name.
 _AWAIT_WRAPPERS = frozenset({"asyncio.gather", "asyncio.wait", "asyncio.wait_for", "asyncio.shield"})
 
-_Handler = Union[cst.ExceptHandler, cst.ExceptStarHandler]
+_Handler = Union["cst.ExceptHandler", "cst.ExceptStarHandler"]  # strings: libcst is imported on first use (lazy_libcst)
 
 
 class _Decide:
@@ -1435,9 +1435,6 @@ def _unsemi(small: list) -> list:
     return [*small[:-1], small[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)] if small else small
 
 
-_TERMINAL = (cst.Pass, cst.Return, cst.Break, cst.Continue)
-
-
 def _split_last(line: cst.SimpleStatementLine, check: cst.If) -> Optional[list]:
     """The statements that replace ``line`` (the handler's last): ``check`` before its last
     small statement when that is a bare ``return``/``break``/``continue`` (kept) or ``pass``
@@ -1447,7 +1444,7 @@ def _split_last(line: cst.SimpleStatementLine, check: cst.If) -> Optional[list]:
     last = small[-1]
     if isinstance(last, cst.Return) and last.value is not None:
         return None
-    if not isinstance(last, _TERMINAL):
+    if not isinstance(last, (cst.Pass, cst.Return, cst.Break, cst.Continue)):
         return [line, check]
     head = small[:-1]
     if head:

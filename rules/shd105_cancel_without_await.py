@@ -1,9 +1,10 @@
 from __future__ import annotations
 
 import ast
+import functools
 from typing import Optional
 
-import libcst as cst
+from shutdown_lint.lazy_libcst import libcst as cst
 
 from shutdown_lint.ast_engine import AstCheck, FixPlan
 from shutdown_lint.ast_engine.execution import arguments
@@ -15,13 +16,17 @@ from shutdown_lint.rule import Fix, InsertAfter, Invalid, Option, Replace, Rule
 from shutdown_lint.prefilter.ast_tree import DEFS, TRYS, nested_statements, walk_within
 from shutdown_lint.prefilter.ast_tree import children as tree_children
 from shutdown_lint.prefilter.ast_tree import walk as tree_walk
-from shutdown_lint.traversal import LEAVES, TRIVIA, walk
+from shutdown_lint.traversal import leaf_types, trivia_types, walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
 from .shd102_unobserved_task_exception import _LOOP_NAMES, _SPAWNERS, is_task_spawn, may_spawn
 
-#: what ``_reaped_after``'s walk skips: layout, names and literals (nothing it acts on)
-_NOT_ACTED_ON = TRIVIA | LEAVES
+
+@functools.cache
+def _not_acted_on() -> frozenset:
+    """What ``_reaped_after``'s walk skips: layout, names and literals (nothing it acts on)."""
+    return trivia_types() | leaf_types()
+
 
 #: Uses of a task after its cancel that neither wait for it nor hand it to someone who might.
 _NEUTRAL_METHODS = frozenset({"discard", "remove", "pop", "cancel", "done", "cancelled", "get_name", "clear"})
@@ -442,6 +447,7 @@ class _Ast(_Decide, AstCheck):
         except Exception:  # noqa: BLE001 - (not seen: the f-string parsed as part of its file)
             return found
         not_names: set[int] = set()
+        twins = frozenset(_cst_twin().values())
 
         class V(cst.CSTVisitor):
             def on_visit(self, n: cst.CSTNode) -> bool:
@@ -454,7 +460,7 @@ class _Ast(_Decide, AstCheck):
                     not_names.add(id(n.name))
                 elif t is cst.Name and (id(n) in not_names or n.value in ("None", "True", "False")):
                     return True
-                if t in _AST_TWIN:
+                if t in twins:
                     found.setdefault(t, []).append(n)
                 return True
 
@@ -463,7 +469,7 @@ class _Ast(_Decide, AstCheck):
 
     def _code(self, node) -> str:
         fstring = _outer_fstring(self.facts, node)
-        if fstring is not None and type(node) in _CST_TWIN:
+        if fstring is not None and type(node) in _TWINNED:
             return self._fstring_code(fstring, node)
         return self.facts.code_for_node(node)
 
@@ -473,7 +479,7 @@ class _Ast(_Decide, AstCheck):
         same-kind node at the same place in libcst's reading of the f-string (``_fstring_nodes``)."""
         t = type(node)
         mine = [n for n in source_order([fstring]) if type(n) is t]
-        theirs = self._fstring_nodes(fstring).get(_CST_TWIN[t], [])
+        theirs = self._fstring_nodes(fstring).get(_cst_twin()[t], [])
         if len(mine) != len(theirs):  # (not seen)
             return self.facts.code_for_node(node)
         return _code(theirs[next(i for i, n in enumerate(mine) if n is node)])
@@ -1033,14 +1039,14 @@ class CancelWithoutAwait(_Decide, Rule):
         # region.visit(V()) without rebuilding every node, and without layout, names and literals:
         # ``on_visit`` acts on none of them (it prunes at them only after a find, and nothing is
         # under them but layout)
-        walk(region, V(), _NOT_ACTED_ON)
+        walk(region, V(), _not_acted_on())
         return bool(found)
 
     # ------------------------------------------------------------------ fix
     def _timeout_arg(self) -> cst.Arg:
         value = self.config["cleanup_timeout"]
         return cst.Arg(cst.Integer(str(value)) if isinstance(value, int) else cst.Float(repr(value)),
-                       keyword=cst.Name("timeout"), equal=_EQ)
+                       keyword=cst.Name("timeout"), equal=_eq())
 
     def _fix(self, call: cst.Call, receiver: cst.BaseExpression, loop: Optional[cst.For]) -> Optional[Fix]:
         kind = self._fix_kind(call, receiver, loop)
@@ -1054,19 +1060,27 @@ class CancelWithoutAwait(_Decide, Rule):
         positional = [a for a in call.args if a.keyword is None]
         for a in call.args:
             if a.keyword is not None and a.keyword.value == "msg":
-                args.append(cst.Arg(a.value, keyword=cst.Name("msg"), equal=_EQ))
+                args.append(cst.Arg(a.value, keyword=cst.Name("msg"), equal=_eq()))
         if positional:
-            args.append(cst.Arg(positional[0].value, keyword=cst.Name("msg"), equal=_EQ))
+            args.append(cst.Arg(positional[0].value, keyword=cst.Name("msg"), equal=_eq()))
         new = cst.Await(guard_call("cancel_and_wait", args))
         return Fix.unsafe(Replace(call, new), IMPORT_RUNTIME_GUARD, message=_TASK_FIX)
 
 
-_EQ = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+@functools.cache
+def _eq() -> cst.AssignEqual:
+    """``=`` with no space around it (a keyword argument's)."""
+    return cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
 
 
 #: ``ast`` node types whose libcst twins ``_Ast._fstring_code`` finds by their place in an f-string
-_CST_TWIN = {ast.Name: cst.Name, ast.Attribute: cst.Attribute, ast.Call: cst.Call, ast.Subscript: cst.Subscript}
-_AST_TWIN = frozenset(_CST_TWIN.values())
+_TWINNED = frozenset({ast.Name, ast.Attribute, ast.Call, ast.Subscript})
+
+
+@functools.cache
+def _cst_twin() -> dict[type, type]:
+    """``_TWINNED``'s libcst twins, by ``ast`` type."""
+    return {ast.Name: cst.Name, ast.Attribute: cst.Attribute, ast.Call: cst.Call, ast.Subscript: cst.Subscript}
 
 
 def _outer_fstring(facts, node) -> Optional[ast.JoinedStr]:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 from typing import Optional, Union
 
-import libcst as cst
+from shutdown_lint.lazy_libcst import libcst as cst
 
 from shutdown_lint.ast_engine import AstCheck, FixPlan
 from shutdown_lint.ast_engine.execution import arguments, positional
@@ -28,7 +28,7 @@ _TERM_EXIT_CODE = 143  # 128 + SIGTERM
 _JOB_WORDS = frozenset({"checkpoint", "ckpt", "train", "trainer", "training", "epoch", "preempt", "preempted"})
 _CANCELLATION = frozenset({"asyncio.CancelledError", "asyncio.exceptions.CancelledError", "builtins.BaseException"})
 
-_Handler = Union[cst.ExceptHandler, cst.ExceptStarHandler]
+_Handler = Union["cst.ExceptHandler", "cst.ExceptStarHandler"]  # strings: libcst is imported on first use (lazy_libcst)
 
 
 class _Decide:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import ast
 
-import libcst as cst
+from shutdown_lint.lazy_libcst import libcst as cst
 
 from shutdown_lint.ast_engine import AstCheck, FixPlan
 from shutdown_lint.ast_engine.execution import execution_of, positional
@@ -11,7 +11,7 @@ from shutdown_lint.prefilter import words as C
 from shutdown_lint.prefilter import ast_tree as T
 from shutdown_lint.facts import FunctionInfo, reachable
 from shutdown_lint.rule import Applicability, Fix, InsertBefore, Invalid, Option, Rule
-from shutdown_lint.traversal import TRIVIA, walk
+from shutdown_lint.traversal import trivia_types, walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
 
@@ -25,22 +25,21 @@ _HANDLED_WORDS = ("SIGTERM", "sigterm_as_keyboard_interrupt", "setup_worker", "i
 _FIX_MESSAGE = "Make SIGTERM cancel the tasks like Ctrl+C"
 
 
-class _Names(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.found = False
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if not self.found and any(w in node.value for w in _HANDLED_WORDS):
-            self.found = True
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        return not self.found and super().on_visit(node)
-
-
 def _names_handle(nodes) -> bool:
+    class _Names(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.found = False
+
+        def visit_Name(self, node: cst.Name) -> None:
+            if not self.found and any(w in node.value for w in _HANDLED_WORDS):
+                self.found = True
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            return not self.found and super().on_visit(node)
+
     names = _Names()
     for node in nodes:
-        walk(node, names, TRIVIA)  # ``node.visit(names)`` without rebuilding every node (no layout holds a Name)
+        walk(node, names, trivia_types())  # ``node.visit(names)`` without rebuilding every node (no layout holds a Name)
         if names.found:
             return True
     return False

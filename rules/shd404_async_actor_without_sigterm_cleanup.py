@@ -4,7 +4,7 @@ import ast
 import re
 from typing import Optional
 
-import libcst as cst
+from shutdown_lint.lazy_libcst import libcst as cst
 
 from shutdown_lint.ast_engine.check import AstCheck, FixPlan
 from shutdown_lint.ast_engine.execution import same_module_bases as ast_same_module_bases

@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-import libcst as cst
+from shutdown_lint.lazy_libcst import libcst as cst
 
 from shutdown_lint.prefilter import words as C
 from shutdown_lint import facts as F

@@ -5,7 +5,7 @@ import tokenize
 import weakref
 from typing import Optional, Union
 
-import libcst as cst
+from shutdown_lint.lazy_libcst import libcst as cst
 
 from shutdown_lint.prefilter import words as C
 from shutdown_lint import facts as F
@@ -30,7 +30,6 @@ _TERMINATING_POOLS = frozenset({"multiprocessing.Pool", "multiprocessing.pool.Po
                                 "multiprocessing.dummy.Pool", "torch.multiprocessing.Pool"})
 #: Methods that queue work on an executor; ``map`` queues every item at once.
 _QUEUE_METHODS = frozenset({"submit", "map"})
-_LOOPS = (cst.For, cst.While, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 #: Exception types whose handler runs on Ctrl+C.
 _INTERRUPT_TYPES = frozenset({"KeyboardInterrupt", "BaseException"})
 #: Cleanup methods the fix may extend, in order of preference.
@@ -770,14 +769,16 @@ def _calls_on(root: cst.CSTNode, name: str, methods: frozenset[str], bulk: bool 
         def visit_Lambda(self, n: cst.Lambda) -> bool:
             return False
 
+        loop_types = (cst.For, cst.While, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
         def on_visit(self, n: cst.CSTNode) -> bool:
-            if isinstance(n, _LOOPS):
+            if isinstance(n, self.loop_types):
                 self.loops.append(n.iter if isinstance(n, cst.For) else (
                     None if isinstance(n, cst.While) else n.for_in.iter))  # type: ignore[attr-defined]
             return super().on_visit(n)
 
         def on_leave(self, n: cst.CSTNode) -> None:
-            if isinstance(n, _LOOPS):
+            if isinstance(n, self.loop_types):
                 self.loops.pop()
             super().on_leave(n)
 
@@ -936,16 +937,19 @@ def _catches_interrupt(facts, handler: cst.ExceptHandler) -> bool:
 
 
 def _last_name(node) -> str:
-    """``b`` for ``a.b``, ``a`` for ``a``, else "" (either tree)."""
+    """``b`` for ``a.b``, ``a`` for ``a``, else "" (either tree; ``ast``'s types first: an ast-only
+    run does not import libcst)."""
     t = type(node)
-    if t is cst.Attribute:
-        return node.attr.value
-    if t is cst.Name:
-        return node.value
     if t is ast.Attribute:
         return node.attr
     if t is ast.Name:
         return node.id
+    if isinstance(node, ast.AST):
+        return ""
+    if t is cst.Attribute:
+        return node.attr.value
+    if t is cst.Name:
+        return node.value
     return ""
 
 

@@ -7,7 +7,7 @@ import shlex
 import tokenize
 from typing import Optional
 
-import libcst as cst
+from shutdown_lint.lazy_libcst import libcst as cst
 
 from shutdown_lint.ast_engine import AstCheck
 from shutdown_lint.ast_engine.execution import arguments

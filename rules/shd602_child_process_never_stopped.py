@@ -4,7 +4,7 @@ import ast
 import weakref
 from typing import Optional, Union
 
-import libcst as cst
+from shutdown_lint.lazy_libcst import libcst as cst
 
 from shutdown_lint.prefilter import words as C
 from shutdown_lint.prefilter.ast_tree import TRYS, nested_statements

@@ -10,9 +10,11 @@ and use ``cst.Call``, ``cst.CSTVisitor`` ... as usual: the first such read impor
 returns the real object (``cst.Call is libcst.Call``), later reads are plain attribute reads.
 Nothing handed to libcst is a stand-in. What runs when a module is imported must not read
 ``cst.<name>``: a class based on ``cst.CSTVisitor`` is made inside a function (the rules'
-visitors) or on first use (``traversal.multi_rule_visitor``, ``facts.collector``), and module
-tables of node types are cached functions. ``tests/engine/test_lazy_libcst.py`` checks that an
-ast-only run leaves libcst out of ``sys.modules``.
+visitors) or lives in a module imported where a libcst tree is walked (``rule_visitor.py``,
+``facts/cst_collector.py``); tables of node types are cached functions
+(``traversal.trivia_types``) or ``on_first_read`` class attributes. On the ast path, a helper
+that takes either tree tests ``ast``'s types first. ``tests/engine/test_lazy_libcst.py`` checks
+that an ast-only run leaves libcst out of ``sys.modules``.
 """
 
 from __future__ import annotations
