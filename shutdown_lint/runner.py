@@ -169,7 +169,7 @@ def _init_worker(settings: Settings, mode: Mode, written: Any = None) -> None:
     # Ctrl+C reaches the whole process group: a worker ignores it and the parent stops it with
     # SIGTERM (which ends it at once, or right after the file it is writing)
     interrupt.worker_signals(start_threads=_exit_with_parent)
-    gc.freeze()  # the engine, rules and libcst imported before the fork: never garbage
+    gc.freeze()  # the engine and rules imported before the fork (libcst too, if a file needed it): never garbage
     _collect_less()
     _trimmed_at_kb = _peak_rss_kb()  # this process's own peak so far (the fork's pages)
 
@@ -514,7 +514,8 @@ def run(jobs: Sequence[Job], settings: Settings, mode: Mode, n_jobs: int,
     # uses them (a serial run compiles only those it uses)
     words.compile_all()
 
-    # the engine, the rules and libcst, imported: never garbage. Frozen, the parent's own
+    # the engine and the rules, imported: never garbage (libcst is imported only when a file needs
+    # it: ``lazy_libcst``). Frozen, the parent's own
     # collections while it gathers the workers' results no longer walk them (three full ones
     # over ray+torch at -j2: ~0.17 CPU-s), and the forks share their pages untouched
     gc.freeze()
