@@ -824,33 +824,11 @@ _FORWARD: dict[type, object] = {}
 def _nodes(root: ast.AST) -> list[ast.AST]:
     """``root`` and every node under it but the markers (``_parents_and_nodes``' list, without
     the parents)."""
-    out = [root]
-    push = out.append
-    getters = _FORWARD
-    for node in out:
-        t = type(node)
-        get = getters.get(t, _UNKNOWN)
-        if get is _UNKNOWN:
-            get = getters[t] = _getter(_fields(t))
-        if get is None:
-            continue
-        if type(get) is str:
-            value = getattr(node, get)
-            if type(value) is list:
-                for item in value:
-                    if item is not None:
-                        push(item)
-            elif value is not None:
-                push(value)
-            continue
-        for value in get(node):
-            if type(value) is list:
-                for item in value:
-                    if item is not None:
-                        push(item)
-            elif value is not None:
-                push(value)
-    return out
+    return _flatten(root, _FORWARD, _forward_getter)
+
+
+def _forward_getter(t: type):
+    return _getter(_fields(t))
 
 
 #: node type -> what ``Tree._binding_counts`` reads of it
@@ -1038,14 +1016,20 @@ def children(node: ast.AST) -> list[ast.AST]:
 def walk(node: ast.AST) -> list[ast.AST]:
     """``list(ast.walk(node))``: the same nodes in the same (breadth-first) order, without
     ``ast.iter_child_nodes``' generators."""
-    out = [node]
+    return _flatten(node, _NODE_CHILDREN, _node_getter)
+
+
+def _flatten(root: ast.AST, getters: dict, make) -> list[ast.AST]:
+    """``root`` and the nodes under it, breadth first, each node's children read by
+    ``getters[type]`` (made by ``make(type)`` when first met: None for a type without children,
+    a field's name, or a function giving the fields' values), None values left out."""
+    out = [root]
     push = out.append
-    getters = _NODE_CHILDREN
     for n in out:  # ``out`` grows behind the loop
         t = type(n)
         get = getters.get(t, _UNKNOWN)
         if get is _UNKNOWN:
-            get = getters[t] = _node_getter(t)
+            get = getters[t] = make(t)
         if get is None:  # ``Load``, ``Add``: a third of the nodes have no field
             continue
         if type(get) is str:
