@@ -17,6 +17,7 @@ from shutdown_lint.traversal import walk
 from shutdown_lint.prefilter.ast_tree import (DEFS, TRYS, children, identifiers, is_main_guard, nested_statements, positional_args,
                                      walk_within)
 from shutdown_lint.prefilter.ast_tree import walk as ast_walk
+from shutdown_lint.prefilter.ast_tree import STATEMENT_BLOCKS, statement_blocks
 
 from ._exits import child_process_reason, raises_system_exit, rule_runs_here
 from .shd204_os_exit_skips_cleanup import _child_roots_ast
@@ -1477,10 +1478,9 @@ def _handler_may_return_to_entry(ctx, stmts, needs_cancellation: bool, doing: bo
                 if h.type is not None and _names_interrupt(tree, h.type) and not (doing and _does_nothing(h)) \
                         and _may_leave(ctx, node, h, in_loop, needs_cancellation):
                     return True
-        blocks = _STATEMENT_BLOCKS.get(t)
+        blocks = STATEMENT_BLOCKS.get(t)
         if blocks is None:
-            blocks = _STATEMENT_BLOCKS[t] = tuple(f for f in ("body", "orelse", "finalbody", "handlers", "cases")
-                                                  if f in t._fields)
+            blocks = statement_blocks(t)
         if not blocks:
             continue
         child_loop = (in_loop or t in _LOOPS) and t is not ast.ClassDef
@@ -1494,7 +1494,6 @@ def _handler_may_return_to_entry(ctx, stmts, needs_cancellation: bool, doing: bo
 
 
 #: statement type -> its fields that hold statements (``handlers``/``cases``: their bodies)
-_STATEMENT_BLOCKS: dict = {}
 
 
 def _may_leave(ctx, tr, h: ast.ExceptHandler, in_loop: bool, needs_cancellation: bool) -> bool:

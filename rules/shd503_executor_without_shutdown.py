@@ -16,6 +16,7 @@ from shutdown_lint.traversal import walk
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
 from ._vocabulary import CLEANUP_WORDS, mentions
 from shutdown_lint.prefilter.ast_tree import COMPREHENSIONS, DEFS, TRYS, children, nested_statements, walk_within
+from shutdown_lint.prefilter.ast_tree import STATEMENT_BLOCKS, statement_blocks
 from shutdown_lint.ast_engine.check import AstCheck, FixPlan
 from shutdown_lint.ast_engine.execution import arguments, execution_of
 from shutdown_lint.ast_engine.facts import cst_names
@@ -1127,7 +1128,7 @@ def _may_drain(tree) -> bool:
     # the innermost def it is in (its owner: ``_check_local`` reads the body of the function the
     # assignment is directly in, its nested defs not entered; a class body passes the owner on)
     With, AsyncWith, Assign, Name, Call = ast.With, ast.AsyncWith, ast.Assign, ast.Name, ast.Call
-    blocks_of = _STATEMENT_BLOCKS
+    blocks_of = STATEMENT_BLOCKS
     todo: list = [(st, None) for st in tree.module.body]
     pop, push = todo.pop, todo.append
     while todo:
@@ -1149,8 +1150,7 @@ def _may_drain(tree) -> bool:
             continue
         blocks = blocks_of.get(t)
         if blocks is None:
-            blocks = blocks_of[t] = tuple(f for f in ("body", "orelse", "finalbody", "handlers", "cases")
-                                          if f in t._fields)
+            blocks = statement_blocks(t)
         if not blocks:
             continue
         inner = node if t in DEFS else owner
@@ -1165,7 +1165,6 @@ def _may_drain(tree) -> bool:
 
 
 #: statement type -> its fields that hold statements (``handlers``/``cases``: their bodies)
-_STATEMENT_BLOCKS: dict = {}
 
 
 _NO_LOOP = object()

@@ -1134,14 +1134,14 @@ def nested_statements(stmts: Iterable[ast.stmt], enter=lambda st: True) -> Itera
     (a test without side effects) is asked only of statements that have blocks."""
     todo = list(stmts)
     pop, extend = todo.pop, todo.extend
-    blocks_of = _BLOCKS
+    blocks_of = STATEMENT_BLOCKS
     while todo:
         st = pop()
         yield st
         t = type(st)
         blocks = blocks_of.get(t)
         if blocks is None:
-            blocks = blocks_of[t] = _blocks(t)
+            blocks = statement_blocks(t)
         if not blocks or not enter(st):
             continue
         for field in blocks:
@@ -1154,8 +1154,18 @@ def nested_statements(stmts: Iterable[ast.stmt], enter=lambda st: True) -> Itera
                     extend(block)
 
 
-#: node type -> ``_blocks``
-_BLOCKS: dict[type, tuple[str, ...]] = {}
+#: node type -> its ``statement_blocks`` (a hot loop reads the table first)
+STATEMENT_BLOCKS: dict[type, tuple[str, ...]] = {}
+
+
+def statement_blocks(t: type) -> tuple[str, ...]:
+    """The fields of ``t`` that hold statements, in ``nested_statements``' order: ``body``,
+    ``orelse``, ``finalbody`` (blocks), then ``handlers`` and ``cases`` (their bodies); empty
+    for an expression or a simple statement. Remembered in ``STATEMENT_BLOCKS``."""
+    found = STATEMENT_BLOCKS.get(t)
+    if found is None:
+        found = STATEMENT_BLOCKS[t] = _blocks(t)
+    return found
 
 
 def _blocks(t: type) -> tuple[str, ...]:
