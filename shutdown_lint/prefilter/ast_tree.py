@@ -382,21 +382,14 @@ class Tree:
         # the bindings' order first: the same least fixpoint as rounds over every binding until
         # none changes, each entry made in the same order).
         results = _FACTORY_RESULTS or _factory_results()
-        Await, Call, Name, Attribute = _Await, _Call, _Name, _Attribute
+        Name, Attribute = _Name, _Attribute
         #: (table bound, its key, the value's word, its table, its calls) of each wordy binding
         entries: list[tuple[dict, str, str, dict, int]] = []
         readers: dict[tuple[int, str], list[int]] = {}  # (id of a table, key) -> entries reading it
         for table, bound in ((names, self._bindings), (attrs, self._attr_bindings)):
             for name, value in bound:
-                calls = 0
+                value, calls = _unwrap(value)
                 t = type(value)
-                while t is Await or t is Call:
-                    if t is Call:
-                        calls += 1
-                        value = value.func
-                    else:
-                        value = value.value
-                    t = type(value)
                 if t is Name:
                     entries.append((table, name, value.id, names, calls))
                 elif t is Attribute:
@@ -508,6 +501,7 @@ class Tree:
         among them (one step per call: ``f()()`` takes two). A new set."""
         calls = 0
         t = type(expr)
+        # ``_unwrap``, inline: ``words`` is asked of most calls a condition reads
         while t is _Await or t is _Call:  # a loop: a chain may be deeper than the recursion limit
             if t is _Call:
                 calls += 1
@@ -551,17 +545,8 @@ class Tree:
     @cached_property
     def _alias_seeds(self) -> frozenset:
         out = {w for _, w in self._imports}
-        add = out.add
-        for bindings in (self._bindings, self._attr_bindings):
-            for _, v in bindings:  # ``head(v)``, inline: most values are calls
-                t = type(v)
-                while t is _Call or t is _Await:
-                    v = v.func if t is _Call else v.value
-                    t = type(v)
-                if t is _Name:
-                    add(v.id)
-                elif t is _Attribute:
-                    add(v.attr)
+        out.update(head(v) for bindings in (self._bindings, self._attr_bindings) for _, v in bindings)
+        out.discard(None)
         for types in (_FACTORY_RESULTS or _factory_results()).values():
             out |= types
         return frozenset(out)
@@ -1064,18 +1049,25 @@ def head(value: ast.AST) -> Optional[str]:
     """The word ``Tree.words(value)`` starts from (``x`` of ``x``, ``m`` of ``a.m``, ``f`` of
     ``f(...)`` and of ``await f(...)``; the rest comes from the alias sets and the factory
     results), None when it gives none."""
-    while True:
-        t = type(value)
-        if t is _Name:
-            return value.id
-        if t is _Attribute:
-            return value.attr
-        if t is _Await:
-            value = value.value
-        elif t is _Call:
+    value = _unwrap(value)[0]
+    t = type(value)
+    return value.id if t is _Name else value.attr if t is _Attribute else None
+
+
+def _unwrap(value: ast.AST) -> tuple[ast.AST, int]:
+    """The node under ``value``'s awaits and calls (``f`` of ``await f(x)()``) and how many calls
+    were stepped through: where ``Tree.words`` and the alias sets read a value's word. A loop: a
+    chain may be deeper than the recursion limit."""
+    calls = 0
+    t = type(value)
+    while t is _Await or t is _Call:
+        if t is _Call:
+            calls += 1
             value = value.func
         else:
-            return None
+            value = value.value
+        t = type(value)
+    return value, calls
 
 
 def _imports_name(stmts: Iterable[ast.stmt], name: str) -> bool:
