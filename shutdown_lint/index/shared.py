@@ -18,6 +18,10 @@ A value that costs much and that every worker may ask for (the project's import-
 is *claimed* first (``claim``): the one worker that claims it computes it and appends it, a
 worker that asks meanwhile waits for the record (``wait``) instead of computing it too.
 Measured on the ray+torch corpus at -j2: both workers built the table (0.43 + 0.41 CPU-s).
+A value that can be computed in parts (``parts``) is claimed part by part instead: the workers
+that ask for it at the same time compute it together, none waits for the whole (ray+torch at
+-j2: both workers met the import-word table within ~0.05 s of each other, and the one that
+waited for it sat idle 0.28-0.72 s of the run's ~5-6).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import mmap
 import pickle
 import struct
 import time
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 #: bytes of the log (anonymous memory: only the pages written are ever allocated; the
 #: ray+torch corpus at -j2 wrote ~3 MB)
@@ -108,6 +112,32 @@ class SharedLog:
             if found is not None or self.stuck or self._buf.closed or time.monotonic() >= deadline:
                 return found
             time.sleep(_POLL)
+
+    def parts(self, key: str, n: int, compute: Callable[[int], Any]) -> list:
+        """``[compute(0), ..., compute(n - 1)]``, each part computed once in the run: by the
+        first process that claims it (``claim``), read from the log by the others. A process
+        that asks while another is computing goes on with the parts nobody has claimed yet,
+        and then waits only for the parts still being computed elsewhere: a value split in
+        parts is computed by every process that needs it at the same time, together, where a
+        value claimed whole leaves the others waiting until it is done. ``compute`` returns
+        values that are not None (None is the log's "not there"). A part whose claimer gave
+        nothing (it died, its record did not fit, the log cannot be used) is computed here."""
+        out: list = [None] * n
+        elsewhere = []
+        for i in range(n):
+            k = f"{key}:{i}"
+            found = self.get(k)
+            if found is None:
+                if not self.claim(k):
+                    elsewhere.append(i)  # being computed by another process: later
+                    continue
+                found = compute(i)
+                self.put(k, found)
+            out[i] = found
+        for i in elsewhere:
+            found = self.wait(f"{key}:{i}")
+            out[i] = compute(i) if found is None else found
+        return out
 
     def get(self, key: str) -> Optional[Any]:
         where = self._where.get(key)
