@@ -807,7 +807,7 @@ def _plan_group(files, settings, mode, cache_dir, results, notes, code_key=None,
     folders it walked (``Discovery.folders``: they serve a dependency on the project's files)."""
     clean = {} if clean is None else clean
     if cache_dir is None:
-        return settings, None, [_job(f.display, f.abspath) for f in files], files
+        return settings, None, [_job(f.display, f.abspath, size=f.size) for f in files], files
     from .cache import Cache
     from .cache_key import fingerprint
 
@@ -839,7 +839,7 @@ def _plan_file(f, hit, mode, cache, cache_dir, results, clean):
     """A cached result dict (or a miss, None) for ``f``: served into ``results`` / ``clean``
     (returns None), or the job that re-lints the file."""
     if hit is not None and hit.get("deps") and _deps_changed(hit, f.abspath, cache, cache_dir):
-        return _job(f.display, f.abspath)  # another module it relied on changed
+        return _job(f.display, f.abspath, size=f.size)  # another module it relied on changed
     if hit is not None and not (mode.fixing and _has_applicable_fix(hit, mode.unsafe)) \
             and not (mode.edits and _lacks_edits(hit)):
         if hit.get("diagnostics") or hit.get("warnings") or hit.get("error"):
@@ -856,15 +856,15 @@ def _plan_file(f, hit, mode, cache, cache_dir, results, clean):
     if entry is not None and not (mode.edits and _lacks_edits(entry[3])) \
             and not (entry[3].get("deps") and _deps_changed(entry[3], f.abspath, cache, cache_dir)):
         known = (entry[2], entry[3])
-    return _job(f.display, f.abspath, known)
+    return _job(f.display, f.abspath, known, f.size)
 
 
-def _job(display: str, abspath: str, known: Optional[tuple[str, dict]] = None):
+def _job(display: str, abspath: str, known: Optional[tuple[str, dict]] = None, size: Optional[int] = None):
     """A file to analyse (``runner.Job``). The runner is imported only when there is one:
-    a fully cached run does without it."""
+    a fully cached run does without it. ``size``: discovery's (the pool's order; no stat again)."""
     from .runner import Job
 
-    return Job(display, abspath, known)
+    return Job(display, abspath, known, size)
 
 
 def _has_applicable_fix(result: dict, unsafe: bool) -> bool:

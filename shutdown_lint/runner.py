@@ -50,6 +50,8 @@ class Job:
     abspath: str
     #: (sha256, stored result dict) of a cache entry whose stat no longer matches
     known: Optional[tuple[str, dict]] = None
+    #: the file's size when discovery stat'ed it (the pool orders its work by it); None: unknown
+    size: Optional[int] = None
 
 
 @dataclass
@@ -556,7 +558,7 @@ def _run_pool(jobs: Sequence[Job], settings: Settings, mode: Mode, n_jobs: int,
     # largest files first: per-file cost is very skewed (a big candidate file with findings
     # costs seconds, a file the candidate tiers rule out ~0.2 ms), and starting a big one
     # last leaves the other workers idle at the end
-    sizes = {i: _size(jobs[i].abspath) for i in range(len(jobs))}
+    sizes = {i: _job_size(jobs[i]) for i in range(len(jobs))}
     # (files, most files per task): a crash breaks the pool, and the batches in flight then
     # are the first unfinished ones (workers take tasks in order); their files run again one
     # per task in a new pool, and if that breaks too, each suspect in a process of its own
@@ -587,9 +589,15 @@ def _run_pool(jobs: Sequence[Job], settings: Settings, mode: Mode, n_jobs: int,
     return [results[i] for i in range(len(jobs))]
 
 
-def _size(path: str) -> int:
+def _job_size(job: Job) -> int:
+    """The size that orders ``job`` in the pool's work: discovery's (``Job.size``), or a stat of
+    the file now. Discovery's stat may be a moment old: the order only spreads the work, the
+    outcomes do not depend on it. (Ray+torch, 4,864 files: 0.011-0.015 CPU-s of stats before
+    the fork, where nothing runs in parallel.)"""
+    if job.size is not None:
+        return job.size
     try:
-        return os.stat(path).st_size
+        return os.stat(job.abspath).st_size
     except OSError:
         return 0
 
