@@ -33,10 +33,8 @@ This module must stay cheap to import: no libcst.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import re
-import weakref
 from typing import Iterable, Iterator, Optional, Sequence
 
 def _is_ident_byte(b: int) -> bool:
@@ -436,74 +434,50 @@ class ModuleAttr(Cond):
     (``from pkg[.mod] import ...``, ``import pkg[.mod] as x``, or a bare ``pkg`` or
     ``pkg.mod`` used other than by a plain ``import pkg[.mod]`` line: ``r = pkg``,
     ``d = pkg.mod``). Always needs the last word.
+
+    The questions are those of five regexes per condition (listed above ``_skip_gap``; the
+    rules' 40 conditions' 200 patterns cost ~0.2 s to compile, serial before a run's workers
+    fork). They are answered without them: the dotted name at an occurrence is read once
+    (``_chain``; a gap without a comment has one reading) and looked up in the spellings; where
+    a comment is in a gap read, ``_first`` replays the patterns' backtracking (``_ends``: a
+    gap's ends in the order the regex tries them), so the first match and its end are the
+    regex's (tests/perf/test_s13_regex_module_attr.py compares them with the patterns).
     """
 
     def __init__(self, name: str, spellings: Sequence[str] = ()) -> None:
         self.name = name
+        self.spellings = tuple(spellings)
         parts = name.split(".")
         self.last = Word(parts[-1])
         self.root = parts[0].encode()
-        def spelled(dotted: Sequence[str]) -> bytes:
-            # each dot with its own gaps (a gap's groups are named: one name per place)
-            return b"".join((gap().encode() + rb"\." + gap().encode() if i else b"") + re.escape(w.encode())
-                            for i, w in enumerate(dotted))
-
-        full = [spelled(sp.split(".")) for sp in (name, *spellings)]
-        prefixes: set[str] = set()  # module prefixes: pkg, pkg.mod (not the name itself)
+        split = [tuple(w.encode() for w in sp.split(".")) for sp in (name, *spellings)]
+        prefixes = {sp[:i] for sp in split for i in range(1, len(sp))}  # pkg, pkg.mod (not the name)
         #: prefix (dotted, no spaces) -> the names a ``from <prefix> import`` must bind to
         #: lead to the name (``from ray import init``; ``from asyncio import tasks``)
         self.binders: dict[bytes, set[bytes]] = {}
-        for sp in (name, *spellings):
-            sp_parts = sp.split(".")
-            for i in range(1, len(sp_parts)):
-                prefixes.add(".".join(sp_parts[:i]))
-                self.binders.setdefault(".".join(sp_parts[:i]).encode(), set()).add(sp_parts[i].encode())
-        ordered = sorted(prefixes)
-        # a dotted prefix used as a value (``dist = torch.distributed``): the facts follow the
-        # binding, so an alias may follow, as for the bare root
-        inner = [p for p in ordered if "." in p]
-        #: the regexes' sources; each is compiled on its first use (``_pattern``)
-        self._sources: dict[str, Optional[bytes]] = {
-            "literal": rb"(?:" + b"|".join(full) + rb")(?![A-Za-z0-9_])",
-            "aliased": (rb"(?:" + b"|".join(spelled(p.split(".")) for p in ordered) + rb")(?=[\s\\#])"
-                        + gap().encode() + rb"(?:import|as)\b"),
-            "not_attr": re.escape(self.root) + rb"\s*[^.\s]|" + re.escape(self.root) + rb"\s*$",
-            "prefix_value": (rb"(?:" + b"|".join(spelled(p.split(".")) for p in inner) + rb")(?![A-Za-z0-9_])(?!"
-                             + gap().encode() + rb"\.)") if inner else None,
-            "plain_import": (rb"[ \t]*import[ \t]+(?:" + b"|".join(spelled(p.split(".")) for p in ordered)
-                             + rb")[ \t]*(?:#.*)?\r?"),
-        }
+        for sp in split:
+            for i in range(1, len(sp)):
+                self.binders.setdefault(b".".join(sp[:i]), set()).add(sp[i])
+        # the alternatives of each question, in the order the patterns tried them (sorted as dotted
+        # strings; '.' sorts before every identifier byte, so as tuples too)
+        #: the spellings: ``literal`` (``pkg.mod.func`` not followed by an identifier byte)
+        self._spelled = tuple(sorted(set(split)))
+        self._spelled_set = frozenset(self._spelled)
+        self._spelled_lengths = tuple(sorted({len(sp) for sp in split}))
+        #: the module prefixes: ``aliased`` (``<prefix> import``/``as``) and ``plain_import``
+        self._prefixes = tuple(sorted(prefixes))
+        self._prefix_set = frozenset(prefixes)
+        #: the dotted prefixes used as a value (``dist = torch.distributed``): the facts follow the
+        #: binding, so an alias may follow, as for the bare root (``prefix_value``)
+        self._inner = tuple(p for p in self._prefixes if len(p) > 1)
+        self._inner_set = frozenset(self._inner)
+        #: the most words any question reads (``_chain`` stops there)
+        self._depth = max(self._spelled_lengths)
         #: the words that may follow ``root.`` in a spelling (``_scan``'s quick test), or None
         #: (no quick test) when a spelling does not start with the root
-        split = [sp.split(".") for sp in (name, *spellings)]
         self._seconds: Optional[tuple[bytes, ...]] = (
-            tuple(sorted({sp[1].encode() for sp in split})) if all(sp[0] == parts[0] for sp in split) else None)
-        _MODULE_ATTRS.add(self)
+            tuple(sorted({sp[1] for sp in split})) if all(sp[0] == self.root for sp in split) else None)
         self.key = ("ModuleAttr", name)
-
-    # Compiled on first use: the five regexes of the 40 conditions cost ~0.15 CPU-s to compile,
-    # a third of the start-up of a run over one file, which uses few of them (a cached property
-    # is a plain instance attribute once set). ``compile_all`` compiles them ahead of a fork.
-    @functools.cached_property
-    def literal(self) -> "re.Pattern[bytes]":
-        return re.compile(self._sources["literal"])
-
-    @functools.cached_property
-    def aliased(self) -> "re.Pattern[bytes]":
-        return re.compile(self._sources["aliased"])
-
-    @functools.cached_property
-    def not_attr(self) -> "re.Pattern[bytes]":
-        return re.compile(self._sources["not_attr"])
-
-    @functools.cached_property
-    def prefix_value(self) -> "Optional[re.Pattern[bytes]]":
-        source = self._sources["prefix_value"]
-        return None if source is None else re.compile(source)
-
-    @functools.cached_property
-    def plain_import(self) -> "re.Pattern[bytes]":
-        return re.compile(self._sources["plain_import"])
 
     def holds(self, text: FileText) -> bool:
         if not text.has_word(self.root) or not self.last.holds(text):  # the root first: qualified names share it
@@ -513,59 +487,259 @@ class ModuleAttr(Cond):
     def _scan(self, text: FileText) -> bool:
         src = text.source
         n, seconds, ident, end = len(self.root), self._seconds, _IDENT_BYTES, len(text.source)
+        gapb, ws_run, word_run = _GAP_BYTES, _WS_RUN.match, _IDENT_RUN.match
+        depth, spelled, lengths = self._depth, self._spelled_set, self._spelled_lengths
         for p in text.iter_positions(self.root):
             q = p + n + 1
             if seconds is not None and q < end and src[q - 1] == 46 and ident[src[q]]:
                 # ``root.word`` with no gap, ``word`` none of the spellings' next parts: every
-                # pattern below needs a next part there (or a gap, ``import``/``as``, or no ``.``)
+                # question below needs a next part there (or a gap, ``import``/``as``, or no ``.``)
                 for second in seconds:
                     k = q + len(second)
                     if src.startswith(second, q) and (k >= end or not ident[src[k]]):
                         break
                 else:
                     continue
-            if self.literal.match(src, p):
-                return True
-            m = self.aliased.match(src, p)
-            if m is not None:
-                if self._binds(src, m):
+            # the dotted name at p (``_chain``, inlined): its words, the end of the last (q) and
+            # of the gap after it (g: -1 when not read, ``depth`` words read)
+            words = [self.root]
+            q = p + n
+            while True:
+                if len(words) == depth:
+                    g = -1
+                    break
+                g = q
+                if g < end and gapb[src[g]]:
+                    g = _skip_gap(src, g)
+                    if g < 0:
+                        g = -2  # a comment: the slow reading
+                        break
+                if g >= end or src[g] != 46:  # 46: "."
+                    break
+                h = g + 1
+                if h < end and gapb[src[h]]:
+                    h = _skip_gap(src, h)
+                    if h < 0:
+                        g = -2
+                        break
+                m = word_run(src, h)
+                if m is None:
+                    break  # a "." and no word: g stays on the "."
+                words.append(m.group())
+                q = m.end()
+            if g < -1:
+                if self._scan_slowly(text, p):
                     return True
-                continue  # ``from pkg import other``: binds other names only
+                continue
+            chain = tuple(words)
+            k = len(chain)
+            for length in lengths:  # literal: a spelling starts the chain
+                if length > k:
+                    break
+                if chain[:length] in spelled:
+                    return True
+            # aliased: the chain is a prefix, then a gap and ``import``/``as``
+            if g > q and chain in self._prefix_set and g < end:
+                if src.startswith(b"import", g) and (g + 6 >= end or not ident[src[g + 6]]):
+                    if self._binds(src, b".".join(chain), g + 6):
+                        return True
+                    continue
+                if src.startswith(b"as", g) and (g + 2 >= end or not ident[src[g + 2]]):
+                    return True  # ``import pkg as x``: x.func
             if p != 0 and src[p - 1] == 46:  # 46: "."; ``x.pkg`` is another name
                 continue
-            if self.not_attr.match(src, p) or (self.prefix_value is not None and self.prefix_value.match(src, p)):
-                if not self.plain_import.fullmatch(text.line_at(p)):
+            f = ws_run(src, p + n).end()
+            if (f >= end or src[f] != 46  # ``pkg`` not followed by a "."
+                    or (chain in self._inner_set and (g >= end or src[g] != 46))):  # ``pkg.mod``, no "." next
+                if not self._plain_import(text.line_at(p)):
                     return True  # ``r = pkg``, ``d = pkg.mod``, ``import os, pkg``, ``f(pkg)``: an alias may follow
         return False
 
-    def _binds(self, src: bytes, m: "re.Match[bytes]") -> bool:
-        """``m`` matched ``<prefix> import`` or ``<prefix> as``: can the statement bind a
-        name that leads to ``self.name``? ``import pkg as x`` can (``x.func``); ``from pkg
-        import a, b`` only when it imports the next part of the name or ``*``. ``from ray
-        import remote`` says nothing about ``ray.init``. Unreadable lists count as binding."""
-        matched = m.group()
-        if matched.endswith(b"as"):
+    def _scan_slowly(self, text: FileText, p: int) -> bool:
+        """``_scan``'s questions at ``p`` when a gap read holds a comment: the patterns' first
+        matches (``_first``)."""
+        src = text.source
+        if _first_of(src, p, self._spelled, _after_name) is not None:
             return True
-        wanted = self.binders.get(re.sub(_GAP + b"+", b"", matched[: -len(b"import")]))
+        stop = _first_of(src, p, self._prefixes, _import_or_as)
+        if stop is not None:
+            return src.endswith(b"as", p, stop) or self._binds(src, _GAPS.sub(b"", src[p:stop - 6]), stop)
+        if p != 0 and src[p - 1] == 46:
+            return False
+        f = _WS_RUN.match(src, p + len(self.root)).end()
+        if f >= len(src) or src[f] != 46 or _first_of(src, p, self._inner, _not_dotted) is not None:
+            return not self._plain_import(text.line_at(p))
+        return False
+
+    def _plain_import(self, line: bytes) -> bool:
+        """``line`` is ``import <prefix>`` and nothing else (a comment, a ``\\r`` after it)."""
+        m = _IMPORT_HEAD.match(line)
+        if m is None:
+            return False
+        i = m.end()
+        m = _IDENT_RUN.match(line, i)
+        if m is None:
+            return False
+        found = _chain(line, m.end(), [m.group()], self._depth)
+        if found is None:  # a comment in a gap read
+            return _first_of(line, i, self._prefixes, _rest_of_line) is not None
+        words, q, _ = found
+        return tuple(words) in self._prefix_set and _LINE_TAIL.fullmatch(line, q) is not None
+
+    def _binds(self, src: bytes, prefix: bytes, stop: int) -> bool:
+        """``<prefix> import`` ends at ``stop``: can the statement bind a name that leads to
+        ``self.name``? (``import pkg as x`` can: ``x.func``.) ``from pkg import a, b`` only when
+        it imports the next part of the name or ``*``. ``from ray import remote`` says nothing
+        about ``ray.init``. Unreadable lists count as binding."""
+        wanted = self.binders.get(prefix)
         if wanted is None:
             return True
-        names = _from_import_names(src, m.end())
+        names = _from_import_names(src, stop)
         return names is None or b"*" in names or not wanted.isdisjoint(names)
 
     def __repr__(self) -> str:
         return f"ModuleAttr({self.name})"
 
 
-#: every ``ModuleAttr`` alive (the rules' live as long as the process)
-_MODULE_ATTRS: "weakref.WeakSet[ModuleAttr]" = weakref.WeakSet()
-
-
 def compile_all() -> None:
-    """Compile every condition's regexes now: before forking workers, so that each does not
-    compile its own copy of the ones it uses (``runner.run``)."""
-    for cond in list(_MODULE_ATTRS):
-        for name in cond._sources:
-            getattr(cond, name)
+    """Nothing left to compile ahead of a fork: ``ModuleAttr`` reads its spellings without
+    regexes of its own (kept for ``runner.run``, which calls it before the pool forks)."""
+
+
+# --- ModuleAttr's reading of a dotted name; the patterns it answers for (``gap()`` at each
+# ``G``, one alternative per spelling or prefix, tried in ``ModuleAttr``'s order):
+#   literal       spelling(?![A-Za-z0-9_])            spelling: w0 (G \. G w)*
+#   aliased       prefix(?=[\s\\#]) G (?:import|as)\b  (the first match's end is used)
+#   prefix_value  inner(?![A-Za-z0-9_])(?!G\.)         (an inner prefix has a dot)
+#   plain_import  [ \t]*import[ \t]+prefix[ \t]*(?:#.*)?\r?   (fullmatch of the line)
+#   not_attr      root\s*[^.\s]|root\s*$
+# A gap without a comment has one end that a "." or a word can follow (whitespace taken whole,
+# a backslash continuation whole); a comment can end at its line's end or before any byte that
+# is neither whitespace nor "#", and the patterns then try each such end in turn.
+
+_WS_RUN = re.compile(rb"\s*")
+_IDENT_RUN = re.compile(rb"[A-Za-z0-9_]+")
+_IMPORT_HEAD = re.compile(rb"[ \t]*import[ \t]+")
+_LINE_TAIL = re.compile(rb"[ \t]*(?:#.*)?\r?")
+_GAPS = re.compile(_GAP + b"+")
+#: a gap read as far as it goes (nothing follows: no backtracking)
+_GAP_RUN = re.compile(_GAP + b"*")
+#: byte value -> 1 where a gap may start: ``\s`` (of a bytes pattern), ``\``, ``#``
+_GAP_BYTES = bytes(b in b" \t\n\r\f\v\\#" for b in range(256))
+
+
+def _skip_gap(src: bytes, i: int) -> int:
+    """The end of the gap at ``i`` (whitespace and backslash continuations), or -1 when a
+    comment starts in it."""
+    end = len(src)
+    while i < end:
+        c = src[i]
+        if c == 92 and i + 1 < end and (src[i + 1] == 10 or src[i + 1] == 13):  # a continuation
+            i = _WS_RUN.match(src, i + 2).end()
+        elif c == 35:  # "#"
+            return -1
+        elif c in b" \t\n\r\f\v":
+            i = _WS_RUN.match(src, i).end()
+        else:
+            return i
+    return i
+
+
+def _chain(src: bytes, q: int, words: list, depth: int) -> Optional[tuple[list, int, int]]:
+    """The dotted name whose first word (``words``) ends at ``q``, read up to ``depth``
+    words: (its words, the end of the last, the end of the gap after it or -1 when not read),
+    or None when a gap read holds a comment (``ModuleAttr._scan`` inlines it)."""
+    end = len(src)
+    while len(words) < depth:
+        g = q
+        if g < end and _GAP_BYTES[src[g]]:
+            g = _skip_gap(src, g)
+            if g < 0:
+                return None
+        if g >= end or src[g] != 46:
+            return words, q, g
+        h = g + 1
+        if h < end and _GAP_BYTES[src[h]]:
+            h = _skip_gap(src, h)
+            if h < 0:
+                return None
+        m = _IDENT_RUN.match(src, h)
+        if m is None:
+            return words, q, g
+        words.append(m.group())
+        q = m.end()
+    return words, q, -1
+
+
+def _ends(src: bytes, i: int, tokens: tuple[bytes, ...]) -> list[int]:
+    """The ends of ``gap()`` at ``i`` that one of ``tokens`` (each starting with a byte that is
+    neither whitespace nor ``#``) follows, in the order the regex tries them: its longest
+    reading first, then the places in its comments, from the last back (a comment given back
+    ends before any such byte: every one of them in the gap is in a comment)."""
+    if i >= len(src) or not _GAP_BYTES[src[i]]:  # no gap
+        return [i] if src.startswith(tokens, i) else []
+    last = _GAP_RUN.match(src, i).end()
+    out = [last] if src.startswith(tokens, last) else []
+    found = []
+    for token in tokens:
+        j = src.rfind(token, i, last)
+        while j >= i:
+            found.append(j)
+            j = src.rfind(token, i, j + len(token) - 1)
+    found.sort(reverse=True)
+    return out + found
+
+
+def _first(src: bytes, q: int, rest: Sequence[bytes], tail) -> Optional[int]:
+    """The end of the first match, in the regex's order, of ``(G \\. G word)`` for each word
+    of ``rest`` from ``q`` and then ``tail(src, offset)`` (an end, or None)."""
+    if not rest:
+        return tail(src, q)
+    word = rest[0]
+    for e in _ends(src, q, (b".",)):
+        for e2 in _ends(src, e + 1, (word,)):
+            found = _first(src, e2 + len(word), rest[1:], tail)
+            if found is not None:
+                return found
+    return None
+
+
+def _first_of(src: bytes, p: int, alternatives: Sequence[tuple[bytes, ...]], tail) -> Optional[int]:
+    """``_first`` of the first alternative (in order) that matches at ``p``."""
+    for alt in alternatives:
+        if src.startswith(alt[0], p):
+            found = _first(src, p + len(alt[0]), alt[1:], tail)
+            if found is not None:
+                return found
+    return None
+
+
+def _after_name(src: bytes, q: int) -> Optional[int]:
+    """``(?![A-Za-z0-9_])``"""
+    return q if q >= len(src) or not _IDENT_BYTES[src[q]] else None
+
+
+def _import_or_as(src: bytes, q: int) -> Optional[int]:
+    """``(?=[\\s\\\\#]) G (?:import|as)\\b``"""
+    if q >= len(src) or not _GAP_BYTES[src[q]]:
+        return None
+    for e in _ends(src, q, (b"import", b"as")):
+        k = e + (6 if src.startswith(b"import", e) else 2)
+        if k >= len(src) or not _IDENT_BYTES[src[k]]:
+            return k
+    return None
+
+
+def _not_dotted(src: bytes, q: int) -> Optional[int]:
+    """``(?![A-Za-z0-9_])(?!G\\.)``"""
+    if q < len(src) and _IDENT_BYTES[src[q]]:
+        return None
+    return None if _ends(src, q, (b".",)) else q
+
+
+def _rest_of_line(line: bytes, q: int) -> Optional[int]:
+    """``[ \\t]*(?:#.*)?\\r?`` to the end"""
+    return q if _LINE_TAIL.fullmatch(line, q) is not None else None
 
 
 _IMPORTED_NAME = re.compile(rb"\s*([A-Za-z_][A-Za-z0-9_]*|\*)")
