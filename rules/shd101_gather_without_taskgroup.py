@@ -1332,7 +1332,7 @@ class _Owners:
             if self._here(q):
                 continue
             try:
-                other = self.view.function(q)
+                other = self.view.function(q, _ASYNC_WORDS)
             except (RecursionError, OSError):
                 other = None
             if other is None or not other.info.get("async") and not skip_not_resource:
@@ -1485,6 +1485,16 @@ class _Owners:
         return node
 
 
+#: ``words`` for the index's look-ups of another module's function (``ProjectView.function`` and
+#: ``callee``): only a coroutine function can own (``_owns_elsewhere_may`` and the callers of
+#: ``_async_elsewhere_owns`` ask ``info["async"]`` first), and a module whose text holds none of
+#: these has none, so the index need not summarise it to say so (``no_function_in``: the answer
+#: is None then, as for a plain function, and depends on that text). ``async def`` is two tokens
+#: apart by spaces, tabs, form feeds or a backslash before a line end: after ``async`` comes
+#: ``" def"``, a space then another of those, or one of the others.
+_ASYNC_WORDS = ("async def", "async  ", "async \t", "async \f", "async \\", "async\t", "async\f", "async\\")
+
+
 def _owns_elsewhere_may(view, fn, depth: int, seen: set) -> bool:
     """``GatherWithoutTaskGroup._owns_elsewhere`` with the default words; a stub (judged by its
     overrides in the modules importing its own) may own."""
@@ -1515,7 +1525,7 @@ def _owns_elsewhere_may(view, fn, depth: int, seen: set) -> bool:
     if depth > 0:
         for written, *_ in info["calls"]:
             try:
-                target = view.callee(fn, written)
+                target = view.callee(fn, written, _ASYNC_WORDS)
             except (RecursionError, OSError):
                 target = None
             if target is not None and not _not_resource(target.name) and _owns_elsewhere_may(
