@@ -3,6 +3,7 @@ from __future__ import annotations
 import ast
 import functools
 import io
+import operator
 import re
 import tokenize
 from typing import Optional
@@ -15,7 +16,7 @@ from shutdown_lint.facts import FunctionInfo, names_in
 from shutdown_lint.traversal import walk
 from shutdown_lint.facts.types import Typer, normalise
 from shutdown_lint.rule import AddImport, Fix, Invalid, Option, Replace, Rule, Valid
-from shutdown_lint.prefilter.ast_tree import nested_statements
+from shutdown_lint.prefilter.ast_tree import STATEMENT_BLOCKS, statement_blocks, subtree_fields
 from shutdown_lint.ast_engine import AstCheck, FixPlan
 from shutdown_lint.ast_engine.facts import first_argument
 from shutdown_lint.ast_engine.types import AstTyper, typer as ast_typer
@@ -1425,7 +1426,7 @@ def _may_be_blocking(values: "_Values", call: ast.Call) -> bool:
         if func.attr not in _VOCAB_METHODS:
             if func.attr in NON_IO_METHODS:
                 return False  # no type blocks in this method, whatever the receiver is
-            if _spelled(values.tree).isdisjoint(_PREFIX_HINTS):
+            if _spells_none(values.tree, _PREFIX_HINTS):
                 # only a ``TYPE.*`` type (``requests.Session``, ``httpx.Client``) may block in this
                 # method, and neither a qualified name nor a type here can name one in a module that
                 # spells no word of one (``_attr_hints``, below): no need to ask ``qualified``, which
@@ -1434,7 +1435,7 @@ def _may_be_blocking(values: "_Values", call: ast.Call) -> bool:
         names = values.ask(values.qualified, func)
         if names is None or any(_in_vocabulary(q) for q in names):
             return True
-        if _spelled(values.tree).isdisjoint(_attr_hints(func.attr)):
+        if _spells_none(values.tree, _attr_hints(func.attr)):
             return False  # no type that blocks in this method can be given here
         types = values.ask(values.types, func.value)
         return types is None or any(_in_vocabulary(f"{typ}.{func.attr}") for typ in types)
@@ -1492,13 +1493,19 @@ def _attr_hints(attr: str) -> frozenset:
     return words if attr in NON_IO_METHODS else words | _PREFIX_HINTS
 
 
+def _spells_none(tree, words: frozenset) -> bool:
+    """``_spelled(tree).isdisjoint(words)``; the string return annotations are read only when
+    the module's identifiers spell none of ``words``."""
+    return tree.mentioned.isdisjoint(words) and _spelled(tree).isdisjoint(words)
+
+
 def _spelled(tree) -> set[str]:
     """The identifiers the module spells (``Tree.mentioned``) and the words of the string return
     annotations (``def make() -> "queue.Queue"``: the facts read those, ``Tree`` does not)."""
     found = tree.__dict__.get("_shd301_spelled")
     if found is None:
         found = tree.mentioned
-        extra = {w for fn in tree.functions if fn.node.returns is not None for n in ast.walk(fn.node.returns)
+        extra = {w for fn in tree.functions if _may_hold_a_string(fn.node.returns) for n in ast.walk(fn.node.returns)
                  if type(n) is ast.Constant and type(n.value) is str for w in _WORDS.findall(n.value)}
         if not extra <= found:
             found = found | extra
@@ -1507,6 +1514,15 @@ def _spelled(tree) -> set[str]:
 
 
 _WORDS = re.compile(r"[A-Za-z_]\w*")
+
+
+def _may_hold_a_string(annotation) -> bool:
+    """An annotation (or None) that may hold a string constant: not None, and not a name or a
+    chain of attributes over a name (``int``, ``torch.Tensor``: most return annotations)."""
+    node = annotation
+    while type(node) is ast.Attribute:
+        node = node.value
+    return node is not None and type(node) is not ast.Name
 
 
 #: receivers that are literals and displays (``_type_of`` and ``qualified_name`` know none)
@@ -1527,35 +1543,50 @@ def _coroutine_iterables(tree) -> list:
     out = []
     todo = [fn.node for fn in tree.functions if fn.is_async]
     seen = set()
-    AST, For, comprehension = ast.AST, ast.For, ast.comprehension
+    For, comprehension, AsyncFunctionDef = ast.For, ast.comprehension, ast.AsyncFunctionDef
     Name, Constant = ast.Name, ast.Constant  # leaves: no loop below them, not pushed
+    getters = _CHILDREN
+    pop, push = todo.pop, todo.append
     while todo:
-        node = todo.pop()
+        node = pop()
         t = type(node)
-        if t is ast.AsyncFunctionDef:
+        if t is AsyncFunctionDef:
             if id(node) in seen:
                 continue  # a coroutine nested in another one: walked once
             seen.add(id(node))
         elif t is For or t is comprehension and not node.is_async:
             out.append(node.iter)
-        for field in _CHILD_FIELDS(t):
-            value = getattr(node, field, None)
+        get = getters.get(t, _UNKNOWN)
+        if get is _UNKNOWN:
+            get = getters[t] = _children_getter(t)
+        if get is None:
+            continue
+        for value in ((getattr(node, get),) if type(get) is str else get(node)):
             if type(value) is list:
                 for v in value:
                     tv = type(v)
-                    if tv is not Name and tv is not Constant and isinstance(v, AST):
-                        todo.append(v)
+                    if tv is not Name and tv is not Constant and v is not None:
+                        push(v)
             elif value is not None:
                 tv = type(value)
-                if tv is not Name and tv is not Constant and isinstance(value, AST):
-                    todo.append(value)
+                if tv is not Name and tv is not Constant:
+                    push(value)
     return out
 
 
-@functools.lru_cache(maxsize=None)
-def _CHILD_FIELDS(t: type) -> tuple:
-    """The fields of an ``ast`` node type that may hold a loop or a comprehension."""
-    return tuple(f for f in t._fields if f not in ("ctx", "op", "type_comment"))
+def _children_getter(t: type):
+    """How ``_coroutine_iterables`` reads a node's children: the fields that may hold a node
+    (``ast_tree.subtree_fields``: no ``ctx``, no operator, which hold no loop), in ``_fields``
+    order, all at once (None: no field; a field's name: one)."""
+    fields = subtree_fields(t)
+    if not fields:
+        return None
+    return fields[0] if len(fields) == 1 else operator.attrgetter(*fields)
+
+
+#: node type -> ``_children_getter(t)``
+_CHILDREN: dict = {}
+_UNKNOWN = object()
 
 
 def _may_be_file(values: "_Values", expr: ast.AST) -> bool:
@@ -1598,15 +1629,17 @@ def _may_resolve_to(tree, call: ast.Call, names: set[str], methods: set[str], cl
     return name in methods and (receiver in ("self", "cls") or receiver in classes)
 
 
-def _reaching(tree, direct: list, depth: int) -> tuple[set[str], set[str]]:
+def _reaching(tree, direct: list, depth: int, among: Optional[list] = None) -> tuple[set[str], set[str]]:
     """(names, method names) of the sync functions that make a ``direct`` call or, up to
-    ``depth`` levels, call one that does (``_blocking_inside``, resolved as ``resolve_call``)."""
+    ``depth`` levels, call one that does (``_blocking_inside``, resolved as ``resolve_call``).
+    ``among``: the functions to look at for those callers (default: every function)."""
     classes = {c.name for c in tree.classes}
     found = {id(fn) for fn in direct}
     names = {fn.name for fn in direct}
     methods = {fn.name for fn in direct if fn.cls is not None}
+    pool = tree.functions if among is None else among
     for _ in range(depth - 1):
-        more = [fn for fn in tree.functions if not fn.is_async and id(fn) not in found and any(
+        more = [fn for fn in pool if not fn.is_async and id(fn) not in found and any(
             not lam and _may_resolve_to(tree, c, names, methods, classes) for c, _, lam in fn.calls)]
         if not more:
             break
@@ -1664,8 +1697,9 @@ def _may_block_in_coroutine(tree, project=None) -> bool:
              if not awaited and not in_lambda]
     classes = {c.name for c in tree.classes}
     sync = [fn for fn in tree.functions if not fn.is_async]
-    calling = [c for c in calls if _may_resolve_to(tree, c, {fn.name for fn in sync},
-                                                   {fn.name for fn in sync if fn.cls is not None}, classes)]
+    sync_names = {fn.name for fn in sync}
+    sync_methods = {fn.name for fn in sync if fn.cls is not None}
+    calling = [c for c in calls if _may_resolve_to(tree, c, sync_names, sync_methods, classes)]
     iterables = reachable = None
     for values, blocks in ((_Values(tree, None), _may_be_blocking),
                            (_Values(tree, project) if project is not None else None, _elsewhere_may_block)):
@@ -1685,9 +1719,12 @@ def _may_block_in_coroutine(tree, project=None) -> bool:
             if reachable is None:
                 reachable = _reachable(sync, calling, classes)
             direct = [fn for fn in reachable if any(not lam and blocks(values, c) for c, _, lam in fn.calls)]
-            names, methods = _reaching(tree, direct, depth=2)
-            if any(_may_resolve_to(tree, c, names, methods, classes) for c in calling):
-                return True
+            if direct:  # (none: no name for a call of ``calling`` to match)
+                # callers of ``direct`` outside ``reachable`` name no function a call of
+                # ``calling`` may resolve to (``_reachable``): not looked at
+                names, methods = _reaching(tree, direct, depth=2, among=reachable)
+                if any(_may_resolve_to(tree, c, names, methods, classes) for c in calling):
+                    return True
     return False
 
 
@@ -1757,8 +1794,29 @@ class _Values:
         declared: dict[str, list] = {}  # name -> annotations (parameters, ``n: T``)
         attr_declared: dict[str, list] = {}  # attribute -> annotations (``self.a: T``, class-body ``a: T``)
         imported: dict[str, set[str]] = {}
-        for st in nested_statements(tree.module.body):
+        # ``nested_statements(tree.module.body)``, inline (no generator, no ``enter`` per block):
+        # the same statements in the same order
+        todo = list(tree.module.body)
+        pop, extend = todo.pop, todo.extend
+        blocks_of = STATEMENT_BLOCKS
+        read = _TABLE_STATEMENTS
+        while todo:
+            st = pop()
             t = type(st)
+            blocks = blocks_of.get(t)
+            if blocks is None:
+                blocks = statement_blocks(t)
+            if blocks:
+                for field in blocks:
+                    if field == "handlers" or field == "cases":
+                        for h in getattr(st, field, ()):
+                            extend(h.body)
+                    else:
+                        block = getattr(st, field, None)
+                        if type(block) is list:
+                            extend(block)
+            if t not in read:
+                continue
             if t is ast.Import:
                 for a in st.names:
                     if a.asname:
@@ -1922,8 +1980,10 @@ class _Values:
                 out |= self.types(v, stack)
             return out
         if t is ast.Attribute:
+            # the receiver's types give one only for an attribute ``ATTRIBUTE_TYPES`` knows
+            # (``stdout``, ``parent``): else they are not asked (nor the index for them)
             out = {ATTRIBUTE_TYPES[(b, expr.attr)] for b in self.types(expr.value, stack)
-                   if (b, expr.attr) in ATTRIBUTE_TYPES}
+                   if (b, expr.attr) in ATTRIBUTE_TYPES} if expr.attr in _TYPED_ATTRIBUTES else set()
             if type(expr.value) is ast.Name and expr.value.id == "self":
                 for ann in self.attr_declared.get(expr.attr, ()):
                     out |= self._annotation(ann, stack)
@@ -1949,7 +2009,9 @@ class _Values:
         if awaited:
             return out
         func = call.func
-        if type(func) is ast.Attribute:
+        if type(func) is ast.Attribute and (func.attr in _RESULT_METHODS or func.attr[:1].isupper()):
+            # (the receiver's types give one only for a method ``RESULT_TYPES`` knows, or a class
+            # of a multiprocessing context: else they are not asked, nor the index for them)
             for recv in self.types(func.value, stack):
                 method = f"{recv}.{func.attr}"
                 if method in RESULT_TYPES:
@@ -2027,6 +2089,12 @@ class _Values:
 
 
 _BUILTIN_NAMES = frozenset(dir(__import__("builtins")))
+#: the statements ``_Values._tables`` reads
+_TABLE_STATEMENTS = frozenset({ast.Import, ast.ImportFrom, ast.AnnAssign, ast.With, ast.AsyncWith})
+#: the attributes ``ATTRIBUTE_TYPES`` gives a type for (whatever the receiver's type)
+_TYPED_ATTRIBUTES = frozenset(a for _o, a in ATTRIBUTE_TYPES)
+#: the methods ``RESULT_TYPES`` gives a result type for (whatever the receiver's type)
+_RESULT_METHODS = frozenset(k.rsplit(".", 1)[-1] for k in RESULT_TYPES)
 
 
 def _declared_return(view, callee: str) -> Optional[str]:
