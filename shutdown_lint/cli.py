@@ -455,8 +455,9 @@ def _run_args(args: argparse.Namespace) -> int:
         settings = resolver.settings(cfg.path)
     except SettingsError as e:
         raise UsageError(str(e)) from None
+    # (no cache: the outcomes need no stamps, and the files' contents are not hashed)
     mode = _Mode(fix=args.fix and not args.diff, unsafe=args.unsafe_fixes, diff=args.diff,
-                 edits=fmt in ("json", "sarif"))
+                 edits=fmt in ("json", "sarif"), stamps=use_cache)
     if stdin:
         return _run_stdin(args, settings, mode, fmt, cfg, catalogue)
     return _run_files(args, resolver, mode, fmt, cfg, catalogue, cache_dir if use_cache else None, code_key)
@@ -877,10 +878,11 @@ class _Mode:
     """What this run does with fixes: ``runner.Mode``'s fields, without importing the runner
     (see ``_job``); ``runner()`` is the ``runner.Mode`` for the files analysed."""
 
-    __slots__ = ("fix", "unsafe", "diff", "edits")
+    __slots__ = ("fix", "unsafe", "diff", "edits", "stamps")
 
-    def __init__(self, fix: bool = False, unsafe: bool = False, diff: bool = False, edits: bool = False) -> None:
-        self.fix, self.unsafe, self.diff, self.edits = fix, unsafe, diff, edits
+    def __init__(self, fix: bool = False, unsafe: bool = False, diff: bool = False, edits: bool = False,
+                 stamps: bool = True) -> None:
+        self.fix, self.unsafe, self.diff, self.edits, self.stamps = fix, unsafe, diff, edits, stamps
 
     @property
     def fixing(self) -> bool:
@@ -889,7 +891,7 @@ class _Mode:
     def runner(self):
         from .runner import Mode
 
-        return Mode(fix=self.fix, unsafe=self.unsafe, diff=self.diff, edits=self.edits)
+        return Mode(fix=self.fix, unsafe=self.unsafe, diff=self.diff, edits=self.edits, stamps=self.stamps)
 
 
 def _run_group(settings, cache, jobs, mode, n_jobs, tick, results, notes, files=()) -> list:
