@@ -1118,7 +1118,12 @@ def _may_gather(tree, project=None) -> bool:
     judges it (``_Owners``). ``project``: the project index seen from the file, None when the run
     has none (a child whose coroutine function lives in another module is judged through it)."""
     owners = None
+    # the callee's spelling first: without an alias that may hold ``gather``, a name or an
+    # attribute callee not spelled so is none, and the module's aliases are not built for it
+    aliased = tree.may_alias(_GATHER_LASTS)
     for call in tree.all_calls():
+        if not tree.may_call_word(call, _GATHER_LASTS, aliased):
+            continue
         if not tree.may_call_any(call, _TREE_GATHERS):  # the callee read once for every name
             continue
         is_tqdm = tree.may_call_any(call, _TREE_TQDM_GATHERS)
@@ -1138,6 +1143,8 @@ def _may_gather(tree, project=None) -> bool:
 #: ``asyncio.gather``: any gather
 _TREE_TQDM_GATHERS = tuple(sorted(_TQDM_GATHERS))
 _TREE_GATHERS = (*_TREE_TQDM_GATHERS, _ASYNCIO_GATHER)
+#: the last words of ``_TREE_GATHERS`` (``Tree.may_call_word``)
+_GATHER_LASTS = frozenset(n.rsplit(".", 1)[-1] for n in _TREE_GATHERS)
 
 
 def _ast_name_parts(expr: ast.AST) -> list[str]:

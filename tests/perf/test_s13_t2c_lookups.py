@@ -336,3 +336,26 @@ def test_callers_outside_the_reachable_functions_do_not_change_the_answer(source
         some = R._reaching(tree, direct, depth=2, among=reachable)
         assert any(R._may_resolve_to(tree, c, *every, classes) for c in calling) == \
             any(R._may_resolve_to(tree, c, *some, classes) for c in calling)
+
+
+_GATHER_ALIASES = {
+    "imported": "from asyncio import gather as g\nasync def f():\n    await g(open_session(), open_session())\n",
+    "bound": "import asyncio\ng = asyncio.gather\nasync def f():\n    await g(open_session(), open_session())\n",
+    "attribute": "import asyncio\nclass C:\n    def __init__(self):\n        self.g = asyncio.gather\n"
+                 "    async def f(self):\n        await self.g(open_session(), open_session())\n",
+    "plain": "import asyncio\nasync def f():\n    await asyncio.gather(open_session(), open_session())\n",
+}
+
+
+@pytest.mark.parametrize("source", [*_GATHER_ALIASES.values(), *FILES],
+                         ids=[*_GATHER_ALIASES, *(p.name for p in FILES)])
+def test_shd101_gathers_found_by_spelling_first(source, monkeypatch):
+    """SHD101's condition answers as when every call is asked ``may_call_any`` (no spelling test
+    first), through aliases of ``gather`` too (each of ``_GATHER_ALIASES`` is a candidate)."""
+    import shutdown_lint.rules.shd101_gather_without_taskgroup as G
+
+    source = source.read_bytes() if isinstance(source, Path) else source.encode()
+    got = G._may_gather(Tree(ast.parse(source)))
+    monkeypatch.setattr(Tree, "may_call_word", lambda self, call, lasts, aliased: True)
+    assert got == G._may_gather(Tree(ast.parse(source)))
+    assert got or source.decode() not in _GATHER_ALIASES.values()
