@@ -13,6 +13,7 @@ import os
 from typing import Iterator, Optional
 
 from .project import ProjectClass, ProjectFunction, ProjectView, display
+from .text_facts import no_ray_remote
 
 #: Spellings of Ray's ``remote`` (an import's target) that make an actor.
 _RAY_REMOTE = ("ray.remote", "ray.actor.remote")
@@ -102,6 +103,12 @@ def made_remote(view: ProjectView, path: str, name: str) -> Optional[tuple[str, 
     target = (os.path.abspath(path), name)
     try:
         for m in _modules(view, path, name, "remote", "ray"):
+            stamp = no_ray_remote(view.index, m)
+            if stamp is not None:
+                # no callee there can be Ray's ``remote``: not summarised (its text is the dependency)
+                if m not in view.deps and m != view.path:
+                    view.deps[m] = stamp
+                continue
             s = view.summary_of(m)
             if not s:
                 continue

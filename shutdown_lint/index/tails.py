@@ -23,6 +23,7 @@ from typing import Optional
 
 from .classes import importers
 from .project import ProjectFunction, ProjectView, display
+from .text_facts import no_tail_call_reaches_out
 
 #: callers followed from the function asked about
 _MAX_DEPTH = 8
@@ -82,8 +83,9 @@ def _tail_callers(view: ProjectView, target: tuple[str, str]):
     for m in modules:
         if "." not in target[1] and os.path.abspath(m) != path:
             # a module-level function of another module: a module whose text shows that no call
-            # ending in ``word`` leaves it is not summarised (its text is then the dependency)
-            stamp = view.index.no_call_reaches_out(m, word)
+            # ending in ``word`` leaves it is not summarised (its text is then the dependency;
+            # ``text_facts.no_tail_call_reaches_out``)
+            stamp = no_tail_call_reaches_out(view.index, m, word)
             if stamp is not None:
                 if m not in view.deps and m != view.path:
                     view.deps[m] = stamp

@@ -1,0 +1,339 @@
+"""Decisions from a module's bytes that spare its summary (an ``ast`` parse, 1-60 ms) in the
+searches of ``tails.py`` (process tails, SHD202) and ``classes.made_remote`` (a subclass made a
+Ray actor elsewhere, read by ``_Execution._inherit_remote`` for SHD403, SHD501, SHD201).
+
+Each answer is the stamp of the module's text (``store.stamp_text``: the dependency the caller
+records, in place of the summary's) when the text proves that the summary cannot change the
+caller's answer, else None. Answers are kept per index and path (a run's files do not change).
+
+The reading of a callee written ``a.b.word`` starts from the occurrences of ``word`` in the
+bytes (strings and comments included: a superset) and walks back over the chain of names before
+it (``chain_firsts``). Unlike ``project._chain_firsts`` a chain is also followed across a line
+break: inside brackets, or after a backslash, ``a.`` at the end of one line and ``word`` on the
+next are one attribute (``(ray.\\n remote)(Cls)``); where a line break, a backslash or a comment
+may sit between a name and its dot, the chain is not read (None).
+"""
+
+from __future__ import annotations
+
+import keyword
+from typing import Optional
+
+from .project import _BLANK, _IDENT, _SPACE, _may_bind, _may_hold_instance, _plain_names, _STAR_IMPORT, \
+    _stat_and_read, _words_at
+
+_KEYWORDS = frozenset(k.encode() for k in keyword.kwlist + keyword.softkwlist)
+_QUOTES_OR_HASH = (b"'", b'"', b"#")
+
+
+def _line_may_end_in(line: bytes, token: bytes) -> bool:
+    """The code of ``line`` (one physical line) may end with ``token`` (``.``, or the word
+    ``as``): its last bytes before blanks, a backslash and the line end are it, or they are
+    before a ``#`` (a comment starts at one of them, if any)."""
+    def ends(text: bytes) -> bool:
+        return text.endswith(token) and (token == b"." or len(text) == len(token)
+                                         or text[-len(token) - 1] not in _IDENT)
+    body = line.rstrip(b" \t\f\v\\\r\n")
+    if ends(body):
+        return True
+    h = body.find(b"#")
+    while h >= 0:
+        if ends(body[:h].rstrip(b" \t\f\v")):
+            return True
+        h = body.find(b"#", h + 1)
+    return False
+
+
+def _before_break(data: bytes, p: int, token: bytes) -> bool:
+    """``data[p]`` is a line end or a backslash before a name: may the code before end with
+    ``token`` (``_line_may_end_in``)? Blank lines and lines whose first byte not blank is ``#``
+    and that hold no quote, comments, are looked through (such a line in a string leaves the
+    string open: a name after it is in the string too)."""
+    while True:
+        e = p
+        if data[e] == 0x0A and e > 0 and data[e - 1] == 0x0D:
+            e -= 1  # "\r\n"
+        line_end = e if data[e] in b"\r\n" else e + 1  # a backslash is part of its line
+        start = max(data.rfind(b"\n", 0, e), data.rfind(b"\r", 0, e)) + 1
+        line = data[start:line_end]
+        text = line.strip(b" \t\f\v\\")
+        comment = text.startswith(b"#") and b"'" not in text and b'"' not in text
+        if not comment and _line_may_end_in(line, token):
+            return True
+        if start == 0 or (text and not comment):
+            return False
+        p = start - 1
+
+
+def _call_before(data: bytes, close: int) -> Optional[bytes]:
+    """``data[close]`` is ``)`` before the ``.`` of a chain: the name just before its ``(``
+    when the parentheses are a call's (``name(...)``: the name, ``b""`` for ``f(x)(...)`` or
+    ``x[0](...)``), None when that cannot be told (a quote or a ``#`` between the parentheses or
+    before the ``(`` on its line: a string's or a comment's parenthesis may be matched; a line
+    break or a keyword before the ``(``: ``await (a.b).c``, a new statement ``(a).c``)."""
+    depth = 0
+    q = close
+    while q >= 0:
+        c = data[q]
+        if c == 0x29:  # ")"
+            depth += 1
+        elif c == 0x28:  # "("
+            depth -= 1
+            if depth == 0:
+                break
+        elif c in b"'\"#":
+            return None
+        q -= 1
+    if q < 0:
+        return None
+    line_start = max(data.rfind(b"\n", 0, q), data.rfind(b"\r", 0, q)) + 1
+    if any(ch in data[line_start:q] for ch in _QUOTES_OR_HASH):
+        return None
+    k = q - 1
+    while k >= 0 and data[k] in _BLANK:
+        k -= 1
+    if k < 0:
+        return None
+    if data[k] in b")]":
+        return b""
+    if data[k] not in _IDENT:
+        return None
+    e = k + 1
+    while k >= 0 and data[k] in _IDENT:
+        k -= 1
+    name = data[k + 1:e]
+    if name in _KEYWORDS or name[:1].isdigit():
+        return None
+    return name
+
+
+def _ends_no_name(data: bytes, close: int) -> bool:
+    """``data[close]`` is a ``)`` of the code: what it closes does not end in a name (the last
+    token before it is a string, a comma, a bracket, an operator), so it is no parenthesised
+    chain of names (``(a.b)``, whose last token is a name). Line ends are looked through when the
+    line before holds no ``#`` (a comment ends at its line end, in any byte)."""
+    k = close - 1
+    while k >= 0 and data[k] in _BLANK:
+        k -= 1
+    while k >= 0 and data[k] in b"\r\n\\":
+        start = max(data.rfind(b"\n", 0, k), data.rfind(b"\r", 0, k)) + 1
+        if b"#" in data[start:k]:
+            return False
+        k -= 1
+        while k >= 0 and data[k] in _SPACE:
+            k -= 1
+    # (not after a ")" either: ``((a.b)).word``)
+    return k >= 0 and data[k] not in _IDENT and data[k] not in b".)" and data[k] < 0x80
+
+
+def may_alias(data: bytes, name: str) -> bool:
+    """An import may bind ``name`` as an alias (``import a.b as name``, ``from a import b as
+    name``; a superset: ``with a as name, b as c:`` and prose count): an occurrence of the word
+    comes after the word ``as`` (blanks between, or the code before a line break may end with it:
+    ``_before_break``), and is followed by what may end an
+    import's name on its line (``may_import``'s ends: ``,``, ``)``, ``;``, ``#``, a backslash, a
+    line end or the end of the text), not ``:`` (``except E as name:``) nor ``.``."""
+    n = len(data)
+    for i, j in _words_at(data, name.encode()):
+        k = j
+        while k < n and data[k] in _BLANK:
+            k += 1
+        if k < n and data[k] not in b",);#\\\r\n":
+            continue
+        p = i - 1
+        while p >= 0 and data[p] in _BLANK:
+            p -= 1
+        if p >= 0 and data[p] in b"\r\n\\":
+            if _before_break(data, p, b"as"):
+                return True
+        elif p >= 1 and data[p - 1:p + 1] == b"as" and (p < 2 or data[p - 2] not in _IDENT):
+            return True
+    return False
+
+
+def chain_firsts(data: bytes, word: str, called: bool = False, dotted_only: bool = False) -> Optional[set[str]]:
+    """The first names of the chains of names ``a.b.word`` (``word`` itself when no ``.``
+    precedes it) that end at the occurrences of ``word``; None when one may not be read
+    (a line break between a name and a dot, a comment between, ``Cls(x).word``).
+
+    ``called``: only the occurrences that may end the callee of a call, those followed (after
+    blanks, backslashes and line ends) by ``(``, ``)`` (``(a.word)(x)``) or ``#``: a call's
+    callee is its name chain, perhaps in parentheses, then its arguments.
+
+    An occurrence whose chain holds something other than names before a dot (a subscript, a
+    string, a backtick of prose) is no chain of names: ``summary.dotted`` is None there and the
+    summary records no callee; it is skipped. A ``)`` before a dot may close a parenthesised
+    chain (``(ray).remote``: ``dotted`` reads through parentheses) or a call's arguments: with
+    ``dotted_only`` (the reader uses ``dotted`` alone) a call's (``f(...).word``, or a ``)``
+    after a token that is no name: ``_ends_no_name``) is skipped, without it only a call of a
+    name not capitalised (``summary._callee_written`` reads ``Cls(...).word`` as ``Cls.word``,
+    ``f(...).word`` as nothing); else the chain is not read."""
+    out: set[str] = set()
+    n = len(data)
+    for i, j in _words_at(data, word.encode()):
+        if called:
+            k = j
+            while k < n and data[k] in _SPACE:
+                k += 1
+            if k >= n or data[k] not in b"()#":
+                continue
+        start = i
+        p = i - 1
+        skip = False
+        while True:
+            while p >= 0 and data[p] in _BLANK:
+                p -= 1
+            if p >= 0 and data[p] in b"\r\n\\":
+                if _before_break(data, p, b"."):
+                    return None  # ``a.`` ends the line before: perhaps one chain
+                break
+            if p < 0 or data[p] != 0x2E:  # "."
+                break
+            p -= 1
+            while p >= 0 and data[p] in _BLANK:
+                p -= 1
+            if p < 0 or data[p] in b"\r\n\\":
+                return None  # a line break between a name and its dot
+            if data[p] == 0x29 and dotted_only and _ends_no_name(data, p):
+                skip = True  # ``f(x, "s").word``: a call's result, no chain of names
+                break
+            if data[p] == 0x29:  # ")"
+                name = _call_before(data, p)
+                if name is None or not (dotted_only or not name[:1].isupper()):
+                    return None
+                skip = True  # a call's result: no chain of names
+                break
+            if data[p] not in _IDENT:
+                skip = True  # a subscript, a literal, prose: no chain of names
+                break
+            while p >= 0 and data[p] in _IDENT:
+                p -= 1
+            start = p + 1
+        if skip:
+            continue
+        e = start
+        while e < n and data[e] in _IDENT:
+            e += 1
+        if start == e or data[start] in b"0123456789":
+            return None
+        out.add(data[start:e].decode())
+    return out
+
+
+#: bytes an import statement may hold between its ``import`` and a name it binds (names,
+#: dots, commas, ``as``, blanks, backslashes, the ``(`` of a name list; non-ASCII names)
+_IN_IMPORT = frozenset(_IDENT) | frozenset(b" \t\f\v.,(\\") | frozenset(range(0x80, 0x100))
+
+
+def may_import_strictly(data: bytes, name: str) -> bool:
+    """``may_import`` (an import statement may bind ``name``), asked of the occurrences where the
+    word ``import`` comes before it with only what an import statement holds there between
+    (``_IN_IMPORT``; line ends too, a comment's line taken as one: ``from m import (a,  # x``):
+    ``f(log)`` and ``g(a,\n log)`` are then no binding. A superset: the bound name of ``import
+    a.b as n, m``, ``from p import (a,\n n)`` or ``from p import \\\n n`` is reached from
+    its ``import`` over names, dots, commas, ``as``, ``(``, blanks and line ends; a comment
+    can only end a line there, and a line with a ``#`` counts as a binding."""
+    word = name.encode()
+    for i, j in _words_at(data, word):
+        if not _may_bind(data, i, j):
+            continue
+        p = i - 1
+        while p >= 0:
+            c = data[p]
+            if c in b"\r\n":
+                start = max(data.rfind(b"\n", 0, p), data.rfind(b"\r", 0, p)) + 1
+                if b"#" in data[start:p]:
+                    return True  # a comment may end that line
+                p -= 1
+                continue
+            if c not in _IN_IMPORT:
+                break
+            if c in _IDENT:
+                e = p + 1
+                while p >= 0 and data[p] in _IDENT:
+                    p -= 1
+                if data[p + 1:e] == b"import" and (p < 0 or data[p] < 0x80):
+                    return True
+                continue
+            p -= 1
+    return False
+
+
+def _memo(index) -> dict:
+    return index.__dict__.setdefault("_text_facts", {})
+
+
+#: the names an import binds to ``ray``, ``ray.actor``, ``ray.remote`` or ``ray.actor.remote``
+#: without ``as`` (``import ray``, ``from ray import actor``, ``from ray[.actor] import remote``)
+_RAY_NAMES = frozenset({"ray", "actor", "remote"})
+
+
+def no_ray_remote(index, path: str) -> Optional[list]:
+    """No callee the summary of ``path`` records in ``remote`` (``ray.remote(X)`` anywhere) or
+    among a top-level class's decorators can be Ray's ``remote`` (``classes._is_ray_remote``):
+    ``made_remote`` then finds nothing in that module and reads nothing more through it.
+
+    ``_is_ray_remote`` holds only when the callee's first name F is bound by an import of the
+    module (``s["imports"]``, filled by import statements only, the target as written) and the
+    import's target plus the rest of the callee is ``ray.remote`` or ``ray.actor.remote``; the
+    callee is ``summary.dotted`` of a chain of names (parentheses read through).
+
+    - Its last name is ``remote``: a chain of names ending in an occurrence of the word
+      ``remote`` (``chain_firsts(dotted_only=True)`` reads every first name of those), and F is
+      bound to ``ray``, ``ray.actor`` or ``ray.remote``: by ``import ray[.x]`` (F ``ray``),
+      ``from ray import actor``/``remote`` and ``from ray.actor import remote`` (F ``actor``,
+      ``remote``), which ``may_import_strictly`` sees, or by ``... as F`` (``may_alias``).
+    - Its last name is not ``remote``: it is F alone, bound to ``ray.remote`` or
+      ``ray.actor.remote`` by an import that spells ``remote`` in a chain whose first name is
+      ``remote`` (``from ray import remote as r``) or ``ray`` (``import ray.remote as r``), both
+      bound by an import (``may_import_strictly``): the first case's test already fails.
+
+    So it holds when the names are the bytes (``_plain_names``: no encoding declaration, no name
+    that NFKC normalises) and every first name read is neither ``ray``/``actor``/``remote``
+    bound by an import nor a name written after ``as``."""
+    memo = _memo(index)
+    key = ("remote", path)
+    if key in memo:
+        return memo[key]
+    found = None
+    st, data = _stat_and_read(path)
+    if data is not None and _plain_names(data):
+        firsts = chain_firsts(data, "remote", dotted_only=True)
+        if firsts is not None and not any(
+                may_import_strictly(data, f) if f in _RAY_NAMES else may_alias(data, f) for f in firsts):
+            from .store import stamp_text
+
+            found = stamp_text(st, data)
+    memo[key] = found
+    return found
+
+
+def no_tail_call_reaches_out(index, path: str, word: str) -> Optional[list]:
+    """``ProjectIndex.no_call_reaches_out`` for the calls that end a function (``tails.py``): no
+    CALL of module ``path`` whose callee ends in ``word`` can resolve to a module-level function
+    of another module. Returns the stamp of the module's text, or None.
+
+    The argument is ``no_call_reaches_out``'s: a call resolves out of its module only through
+    the first name of its callee as the summary records it, bound by an import (here
+    ``may_import_strictly``, a narrower superset than ``may_import``) or a star import, or a
+    submodule; a class, a variable, ``self``/``cls`` give methods, a
+    function here is here, and a first name that may hold an instance (``_may_hold_instance``)
+    is read as its class. Two differences: only the occurrences of ``word`` that may end a
+    call's callee count (``chain_firsts(called=True)``: an attribute read, ``config.word``, is
+    no call), and a chain broken over lines is read or not decided (``chain_firsts``)."""
+    memo = _memo(index)
+    key = ("tail", path, word)
+    if key in memo:
+        return memo[key]
+    found = None
+    st, data = _stat_and_read(path)
+    if data is not None and _plain_names(data) and not _STAR_IMPORT.search(data) \
+            and not index._may_have_submodules(path):
+        firsts = chain_firsts(data, word, called=True)
+        if firsts is not None and not any(
+                may_import_strictly(data, f) or _may_hold_instance(data, f) for f in firsts):
+            from .store import stamp_text
+
+            found = stamp_text(st, data)
+    memo[key] = found
+    return found
