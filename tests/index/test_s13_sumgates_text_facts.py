@@ -278,3 +278,83 @@ def test_made_remote_with_the_text_gate_is_the_same(monkeypatch):
     plain = [made_remote(plain_index.view(p), p, c) for p, c in targets]
     assert gated == plain
     assert len(targets) > 100 and skipped  # (the positives: the project pairs above)
+
+
+#: what may sit around a dot inside brackets: blanks, line ends (LF, CRLF), comments, backslashes
+_SEPS = ["", " ", "\n", "  # c.\n", " # x as\n", "\\\n", "\n\n", "\r\n", " \\\r\n", "\n# c.\n"]
+
+
+def _spelled(rng, chain: str) -> str:
+    def sep() -> str:
+        return rng.choice(_SEPS) if rng.random() < 0.3 else ""
+
+    parts = chain.split(".")
+    out = parts[0]
+    for p in parts[1:]:
+        out += sep() + "." + sep() + p
+    if rng.random() < 0.3:
+        out = "(" + rng.choice(_SEPS) + out + rng.choice(_SEPS) + ")"
+    return out
+
+
+def test_seeded_sweep_no_ray_remote_never_hides_an_actor():
+    """Ray's ``remote`` spelled over lines, in parentheses, under aliases, as a decorator or a
+    call: where the summary makes an actor, the text never decides that none is made."""
+    import random
+
+    from shutdown_lint.index.classes import _RAY_REMOTE
+
+    rng = random.Random(7)
+    decided = hits = 0
+    for _ in range(1500):
+        first = rng.choice(["ray", "r", "actor", "remote", "self", "x"])
+        chain = "remote" if first == "remote" else first + rng.choice(["", ".actor", ".a.b"]) + ".remote"
+        spelled = _spelled(rng, chain)
+        imp = rng.choice(["import ray\n", "import ray as r\n", "from ray import actor\n", "from ray import remote\n",
+                          "from ray import (\n  actor as x,  # c\n  remote)\n", "import os\n",
+                          "from ray import remote as self\n"])
+        body = rng.choice([f"def f():\n    class Sub(Base):\n        pass\n    return ({spelled})(Sub)\n",
+                           f"def f():\n    class Sub(Base):\n        pass\n    return ({spelled}(num_cpus=1))(Sub)\n",
+                           f"@({spelled})\nclass Sub(Base):\n    pass\n"])
+        src = (imp + "from m import Base\n" + rng.choice(["", "x = 1.\n", "# note.\n"]) + body).encode()
+        try:
+            ast.parse(src)
+        except SyntaxError:
+            continue
+        s = summarize(src, "t.py")
+        callees = [e.partition(":")[0] for e in s.get("remote", ())] + [
+            d for c in s["classes"].values() for d in c["decorators"]]
+        hit = any(c.split(".")[0] in s["imports"] and s["imports"][c.split(".")[0]] + (
+            "." + c.partition(".")[2] if "." in c else "") in _RAY_REMOTE for c in callees)
+        firsts = chain_firsts(src, "remote", dotted_only=True)
+        decides = firsts is not None and not any(
+            may_import_strictly(src, f) if f in text_facts._RAY_NAMES else may_alias(src, f) for f in firsts)
+        assert not (decides and hit), src
+        decided += decides
+        hits += hit
+    assert decided > 50 and hits > 50
+
+
+def test_seeded_sweep_tail_calls_are_read():
+    """Tail calls spelled over lines and in parentheses: every first name the summary records is
+    read (or the chain is not read)."""
+    import random
+
+    rng = random.Random(11)
+    read = 0
+    for _ in range(1500):
+        first = rng.choice(["log", "pkg", "Cls(x)", "f(x)", "a[0]", "word", "(pkg)", "((pkg))"])
+        chain = "word" if first == "word" else first + rng.choice(["", ".b", ".b.c"]) + ".word"
+        call = _spelled(rng, chain) + rng.choice(["()", "(1)", " ()", rng.choice(_SEPS) + "()"])
+        src = ("import pkg\n" + rng.choice(["", "x = 1.\n", "# note.\n"]) + f"def main():\n    ({call})\n").encode()
+        try:
+            ast.parse(src)
+        except SyntaxError:
+            continue
+        tails = (summarize(src, "t.py") or {"functions": {}})["functions"]["main"].get("tail", [])
+        firsts = chain_firsts(src, "word", called=True)
+        if not tails or firsts is None:
+            continue
+        assert {t.split(".")[0] for t in tails} <= firsts, src
+        read += 1
+    assert read > 100
