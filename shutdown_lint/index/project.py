@@ -702,7 +702,7 @@ class ProjectIndex:
         """The dependency stamp of the project's files (``store.project_key``), taken once per
         run, before the first importer search reads any of them: ``(key, stamp)``."""
         if self._project_stamp is None:
-            from .store import PROJECT, PROJECT_UNKNOWN, project_digest, project_key
+            from .store import PROJECT, PROJECT_UNKNOWN, UNSTAMPED, project_digest, project_key
 
             self.project_files()
             shared = self.shared
@@ -711,6 +711,11 @@ class ProjectIndex:
                 self._project_stamp = found
             elif self._walked is None:  # a file list given by the caller: a warm run cannot rebuild it
                 self._project_stamp = (PROJECT, [0, 0, PROJECT_UNKNOWN])
+            elif self.store is not None and not self.store.stamped:
+                # a run that keeps no result (``--no-cache``: ``SummaryStore.stamped``) has no use
+                # for the digest, a walk of the roots and a stat of every file (ray+torch: 0.04-0.07
+                # CPU-s in each -j2 worker that searched importers)
+                self._project_stamp = (project_key(self._walked), [0, 0, UNSTAMPED])
             else:  # the walk again, as a warm run checks it (a file changed since the first walk: re-lint)
                 key = project_key(self._walked)
                 # the snapshot of this walk goes to the cache folder: the next warm run lists no folder

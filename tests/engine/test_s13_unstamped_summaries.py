@@ -69,3 +69,16 @@ def test_no_cache_and_cached_runs_agree_and_warm_runs_still_see_a_changed_summar
     warm = _lint(root)
     assert _where(warm) == FINDING
     assert warm == _lint(root, "--no-cache")
+
+
+def test_the_project_stamp_is_taken_only_by_a_run_that_keeps_it(tmp_path: Path) -> None:
+    """An importer search records the stamp of the project's files (a digest of a walk of its
+    roots and a stat of each file): a run without a cache folder takes none."""
+    from shutdown_lint.index.project import ProjectIndex
+
+    root = _project(tmp_path, b=SHUTS)
+    key, stamp = ProjectIndex([str(root)], None, store.SummaryStore(None)).project_stamp()
+    assert key.startswith(store.PROJECT) and stamp == [0, 0, store.UNSTAMPED]
+    key2, stamp2 = ProjectIndex([str(root)], None, store.SummaryStore(str(tmp_path / "cache"))).project_stamp()
+    assert key2 == key and stamp2[2].startswith(store.PROJECT_DIGEST)
+    assert ProjectIndex([str(root)], None, None).project_stamp()[1] == stamp2
