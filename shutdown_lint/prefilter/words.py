@@ -629,6 +629,7 @@ _LINE_TAIL = re.compile(rb"[ \t]*(?:#.*)?\r?")
 _GAPS = re.compile(_GAP + b"+")
 #: a gap read as far as it goes (nothing follows: no backtracking)
 _GAP_RUN = re.compile(_GAP + b"*")
+_LINE_BREAK = re.compile(rb"[\r\n]")
 #: byte value -> 1 where a gap may start: ``\s`` (of a bytes pattern), ``\``, ``#``
 _GAP_BYTES = bytes(b in b" \t\n\r\f\v\\#" for b in range(256))
 
@@ -676,14 +677,15 @@ def _chain(src: bytes, q: int, words: list, depth: int) -> Optional[tuple[list, 
     return words, q, -1
 
 
-def _ends(src: bytes, i: int, tokens: tuple[bytes, ...]) -> list[int]:
+def _ends(src: bytes, i: int, tokens: tuple[bytes, ...], within: int = -1) -> list[int]:
     """The ends of ``gap()`` at ``i`` that one of ``tokens`` (each starting with a byte that is
     neither whitespace nor ``#``) follows, in the order the regex tries them: its longest
     reading first, then the places in its comments, from the last back (a comment given back
-    ends before any such byte: every one of them in the gap is in a comment)."""
+    ends before any such byte: every one of them in the gap is in a comment). ``within``: as
+    for ``_gap_end``."""
     if i >= len(src) or not _GAP_BYTES[src[i]]:  # no gap
         return [i] if src.startswith(tokens, i) else []
-    last = _GAP_RUN.match(src, i).end()
+    last = _gap_end(src, i, within)
     out = [last] if src.startswith(tokens, last) else []
     found = []
     for token in tokens:
@@ -695,25 +697,49 @@ def _ends(src: bytes, i: int, tokens: tuple[bytes, ...]) -> list[int]:
     return out + found
 
 
-def _first(src: bytes, q: int, rest: Sequence[bytes], tail) -> Optional[int]:
+def _gap_end(src: bytes, i: int, within: int = -1) -> int:
+    """The end of the longest reading of the gap at ``i``. ``within``: the end of an enclosing
+    gap's longest reading, ``i`` being in one of its comments: a reading that gets to the end
+    of ``i``'s line goes on as the enclosing one does (read once, not once per place in it)."""
+    if i < within:
+        m = _LINE_BREAK.search(src, i, within)
+        if m is not None:
+            stop = m.start()
+            reach = _GAP_RUN.match(src, i, stop).end()
+            if reach == stop or (reach == stop - 1 and src[reach] == 92):  # 92: a continuation's "\"
+                return within
+            return reach
+    return _GAP_RUN.match(src, i).end()
+
+
+def _first(src: bytes, q: int, rest: tuple[bytes, ...], tail, failed: set) -> Optional[int]:
     """The end of the first match, in the regex's order, of ``(G \\. G word)`` for each word
-    of ``rest`` from ``q`` and then ``tail(src, offset)`` (an end, or None)."""
+    of ``rest`` from ``q`` and then ``tail(src, offset)`` (an end, or None). ``failed``: the
+    (offset, rest) already tried without a match (the regex tries them again, each time in
+    vain: cubic in the comment lines after a name whose words they repeat)."""
     if not rest:
         return tail(src, q)
+    if (q, rest) in failed:
+        return None
     word = rest[0]
-    for e in _ends(src, q, (b".",)):
-        for e2 in _ends(src, e + 1, (word,)):
-            found = _first(src, e2 + len(word), rest[1:], tail)
-            if found is not None:
-                return found
+    dots = _ends(src, q, (b".",))
+    if dots:
+        last = _gap_end(src, q) if q < len(src) and _GAP_BYTES[src[q]] else q
+        for e in dots:
+            for e2 in _ends(src, e + 1, (word,), last):
+                found = _first(src, e2 + len(word), rest[1:], tail, failed)
+                if found is not None:
+                    return found
+    failed.add((q, rest))
     return None
 
 
 def _first_of(src: bytes, p: int, alternatives: Sequence[tuple[bytes, ...]], tail) -> Optional[int]:
     """``_first`` of the first alternative (in order) that matches at ``p``."""
+    failed: set = set()
     for alt in alternatives:
         if src.startswith(alt[0], p):
-            found = _first(src, p + len(alt[0]), alt[1:], tail)
+            found = _first(src, p + len(alt[0]), alt[1:], tail, failed)
             if found is not None:
                 return found
     return None

@@ -245,3 +245,27 @@ def test_the_backslash_lines_answer_as_a_few_did():
         assert W.ModuleAttr("ray.remote")._scan(FileText(src)) is _old_answer("ray.remote", src) is False
         src = b"import ray\n" + b"# a\\\n" * k + b".remote\n"
         assert W.ModuleAttr("ray.remote")._scan(FileText(src)) is _old_answer("ray.remote", src) is True
+
+
+def test_comment_blocks_that_repeat_the_words_are_read_once(monkeypatch):
+    # ``import asyncio`` then k comment lines ``# tasks.``: each "." and each ``tasks`` is a place
+    # the patterns' gaps may end; the regex (and ``_first`` without ``failed``) tried the rest
+    # of the spelling from each ``tasks`` once per earlier ".": k**2 gap readings (k**3 work; 400
+    # lines took the patterns 49 s). Counted, not timed: the readings grow linearly with k.
+    calls = [0]
+    ends = W._ends
+
+    def counted(*args):
+        calls[0] += 1
+        return ends(*args)
+
+    monkeypatch.setattr(W, "_ends", counted)
+    name = "asyncio.subprocess.create_subprocess_exec"
+    cond = W.ModuleAttr(name, _spellings(name))
+    counts = []
+    for k in (20, 40, 80):
+        calls[0] = 0
+        src = b"import asyncio\n" + b"# tasks.\n" * k + b"x = 1\ncreate_subprocess_exec\n"
+        assert cond._scan(FileText(src)) is False
+        counts.append(calls[0])
+    assert counts[2] < 2.5 * counts[1] < 2.5 ** 2 * counts[0], counts
