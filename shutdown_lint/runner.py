@@ -515,11 +515,6 @@ def run(jobs: Sequence[Job], settings: Settings, mode: Mode, n_jobs: int,
         return out
     # the pool's modules are imported only here: a fully cached run never needs them
     from . import analyzer  # noqa: F401  - imported once here, inherited by forked workers
-    from .prefilter import words
-
-    # the candidate conditions' regexes, compiled once here rather than in each worker that
-    # uses them (a serial run compiles only those it uses)
-    words.compile_all()
 
     # the engine and the rules, imported: never garbage (libcst is imported only when a file needs
     # it: ``lazy_libcst``). Frozen, the parent's own

@@ -606,11 +606,6 @@ class ModuleAttr(Cond):
         return f"ModuleAttr({self.name})"
 
 
-def compile_all() -> None:
-    """Nothing left to compile ahead of a fork: ``ModuleAttr`` reads its spellings without
-    regexes of its own (kept for ``runner.run``, which calls it before the pool forks)."""
-
-
 # --- ModuleAttr's reading of a dotted name; the patterns it answers for (``gap()`` at each
 # ``G``, one alternative per spelling or prefix, tried in ``ModuleAttr``'s order):
 #   literal       spelling(?![A-Za-z0-9_])            spelling: w0 (G \. G w)*

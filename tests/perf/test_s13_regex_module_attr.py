@@ -213,7 +213,6 @@ def test_ray_remote(src, holds):
 
 
 def test_no_condition_holds_a_compiled_pattern():
-    W.compile_all()  # runner.run still calls it before the pool forks: nothing to compile
     for name in NAMES:
         new, _ = _pair(name)
         assert new.holds(FileText(b"import " + new.root + b"\n" + new.last.names[0] + b"()\n")) in (True, False)
