@@ -433,35 +433,6 @@ class ProjectIndex:
                 facts = self._teardown_text[path] = (_def_names(data),)
         return bool(facts) and not any(is_cleanup_name(n) for n in facts[0])
 
-    def no_call_reaches_out(self, path: str, word: str) -> Optional[list]:
-        """Decided from the bytes of ``path`` alone (``tails.py``): no call of that module whose
-        callee ends in ``word`` (``a.b.word(...)``, ``word(...)``) can resolve to a module-level
-        function of ANOTHER module. Returns the stamp of the module's text, or None.
-
-        A call resolves out of its module only through the first name of its callee as the
-        summary records it: an import binding it (``may_import``), a star import, or a
-        submodule of that name; a class, a variable (its type), ``self`` or ``cls`` give
-        methods, and a function here is here. The summary replaces a local instance by its class
-        (``t = Trainer(); t.fit()`` is ``Trainer.fit``): a first name that may be assigned a
-        capitalised call (``_may_hold_instance``) is not decided. So it holds when the module
-        has no star import and cannot have submodules (``_may_have_submodules``), and every
-        occurrence of ``word`` ends a chain of names on its line whose first name no import can
-        bind and no such assignment can type."""
-        key = (path, "->" + word, ())
-        if key in self._no_match:
-            return self._no_match[key]
-        found = None
-        st, data = _stat_and_read(path) if self._plain_text.get(path) is not False else (None, None)
-        if data is not None and not self._may_have_submodules(path) and self._plain_without_star(path, data):
-            firsts = _chain_firsts(data, word)
-            if firsts is not None and not any(
-                    may_import(data, f) or _may_hold_instance(data, f) for f in firsts):
-                from .store import stamp_text
-
-                found = stamp_text(st, data)
-        self._no_match[key] = found
-        return found
-
     def _plain_without_star(self, path: str, data: bytes) -> bool:
         """``_plain_names(data)`` and no star import in ``data``, the text of ``path``: asked once
         per file (``no_function_in`` asks 344 times of 163 files on ray+torch)."""
@@ -991,7 +962,9 @@ def _words_at(data: bytes, word: bytes):
 def _chain_firsts(data: bytes, word: str) -> Optional[set[str]]:
     """The first names of the chains ``a.b.word`` that end at each occurrence of ``word``
     (``word`` itself when no ``.`` precedes it on its line); None when one is not a chain of
-    names on one line (``f(x).word``, ``x[0].word``, a dot at a line's end)."""
+    names on one line (``f(x).word``, ``x[0].word``, a dot at a line's end). No gate reads it
+    now (``text_facts.chain_firsts`` also follows a chain over lines): the tests keep it as the
+    reading that loses a broken chain."""
     out: set[str] = set()
     for i, _ in _words_at(data, word.encode()):
         start = i

@@ -309,16 +309,17 @@ def no_ray_remote(index, path: str) -> Optional[list]:
 
 
 def no_tail_call_reaches_out(index, path: str, word: str) -> Optional[list]:
-    """``ProjectIndex.no_call_reaches_out`` for the calls that end a function (``tails.py``): no
+    """For the calls that end a function (``tails.py``): no
     CALL of module ``path`` whose callee ends in ``word`` can resolve to a module-level function
     of another module. Returns the stamp of the module's text, or None.
 
-    The argument is ``no_call_reaches_out``'s: a call resolves out of its module only through
+    The argument: a call resolves out of its module only through
     the first name of its callee as the summary records it, bound by an import (here
     ``may_import_strictly``, a narrower superset than ``may_import``) or a star import, or a
     submodule; a class, a variable, ``self``/``cls`` give methods, a
     function here is here, and a first name that may hold an instance (``_may_hold_instance``)
-    is read as its class. Two differences: only the occurrences of ``word`` that may end a
+    is read as its class. Unlike the gate it replaced (``ProjectIndex.no_call_reaches_out``, removed),
+    only the occurrences of ``word`` that may end a
     call's callee count (``chain_firsts(called=True)``: an attribute read, ``config.word``, is
     no call), and a chain broken over lines is read or not decided (``chain_firsts``)."""
     memo = _memo(index)
