@@ -407,7 +407,7 @@ class AstFacts(FactTables, TreeShape, Names, AstExecutionQueries):
             found = self._one_line_code(node)
             if found is not None:
                 return found
-        toks, starts, _ = self._tokens()
+        toks, starts, _ = self._tokens_at(line)
         first = (line, self.column(line, col))
         i = bisect.bisect_left(starts, first)
         j = bisect.bisect_left(starts, (end_line, self.column(end_line, end_col))) - 1
@@ -426,7 +426,7 @@ class AstFacts(FactTables, TreeShape, Names, AstExecutionQueries):
             pairs = 0
             while i > 0 and j + 1 < len(toks) and toks[i - 1][2] == "(" and toks[j + 1][2] == ")":
                 i, j, pairs = i - 1, j + 1, pairs + 1
-            if pairs and self._parents_pair(parent, node, j):
+            if pairs and self._parents_pair(parent, node, j, toks):
                 i, j = i + 1, j - 1
         (line, c1), (end_line, c2) = toks[i][0], toks[j][1]
         return self._lines_of(line, self._byte_col(line, c1), end_line, self._byte_col(end_line, c2), node)
@@ -470,9 +470,8 @@ class AstFacts(FactTables, TreeShape, Names, AstExecutionQueries):
             return text[col:end_col].decode("utf-8", errors="replace")
         return text[len(before) - 1:close + 1].decode("utf-8", errors="replace")
 
-    def _parents_pair(self, parent: Optional[ast.AST], node: ast.AST, j: int) -> bool:
-        """The parentheses around ``node`` ending at token ``j`` are its parent's syntax."""
-        toks = self._tokens()[0]
+    def _parents_pair(self, parent: Optional[ast.AST], node: ast.AST, j: int, toks: list) -> bool:
+        """The parentheses around ``node`` ending at token ``j`` (of ``toks``) are its parent's syntax."""
         t = type(parent)
         if t is ast.Call:
             return (len(parent.args) + len(parent.keywords) == 1 and parent.func is not node
@@ -494,26 +493,48 @@ class AstFacts(FactTables, TreeShape, Names, AstExecutionQueries):
         ones as ((line, char col), (end line, end char col), string), their starts (for bisect),
         and the lines libcst renders verbatim inside a statement (``_verbatim_lines``)."""
         found = self.__dict__.get("_token_index")
+        if found is None:
+            found = self.__dict__["_token_index"] = _tokenized(self.lines, 1, len(self.lines))[0]
+        return found
+
+    def _tokens_at(self, line: int) -> tuple[list, list, set]:
+        """``_tokens``' answer for the lines of ``line``'s run (``_token_runs``), as the same three:
+        the file's tokens and verbatim lines there. Where no run holds ``line``, or its run does
+        not tokenize on its own, the file's."""
+        found = self.__dict__.get("_token_index")
         if found is not None:
             return found
-        toks: list = []
-        verbatim: set[int] = set()
-        prev_end, prev_kind = 0, tokenize.NEWLINE
-        breaks = (tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.COMMENT)
-        lines = iter([ln.rstrip("\r\n") + "\n" for ln in self.lines])
-        try:
-            for tok in tokenize.generate_tokens(lambda: next(lines, "")):
-                kind, line, end = tok.type, tok.start[0], tok.end[0]
-                if line > prev_end and prev_end and prev_kind not in breaks:
-                    verbatim.update(range(prev_end + 1, line + 1))  # ``\`` continuation
-                if end > line:
-                    verbatim.update(range(line + 1, end + 1))
-                prev_end, prev_kind = end, kind
-                if kind not in breaks and kind != tokenize.ENDMARKER:
-                    toks.append((tok.start, tok.end, tok.string))
-        except (tokenize.TokenError, SyntaxError):
-            toks = []
-        found = self.__dict__["_token_index"] = (toks, [t[0] for t in toks], verbatim)
+        starts, done = self._token_runs()
+        k = bisect.bisect_right(starts, line) - 1
+        if k < 0 or line > len(self.lines):
+            return self._tokens()
+        found = done.get(k)
+        if found is None:
+            last = starts[k + 1] - 1 if k + 1 < len(starts) else len(self.lines)
+            found, ok = _tokenized(self.lines, starts[k], last)
+            if not ok:
+                return self._tokens()
+            done[k] = found
+        return found
+
+    def _token_runs(self) -> tuple[list, dict]:
+        """The file cut into runs of lines where ``tokenize`` is as at a file's start (no bracket,
+        string, backslash continuation or indentation open): each run from the first line (a
+        decorator's) of a top-level statement that shares no line with the one before it
+        (``a; b``, ``x = (`` ... ``); y = 1``: one run) to the line before the next run (the comment
+        and blank lines after a statement are its run's), the first from line 1; a run's tokens are
+        the file's on its lines. The runs' first lines, and those tokenized so far (index ->
+        ``_tokens_at``'s answer)."""
+        found = self.__dict__.get("_runs")
+        if found is None:
+            starts: list[int] = [1]
+            end = 0
+            for stmt in self.module.body:
+                first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
+                if first > end and first > starts[-1]:
+                    starts.append(first)
+                end = max(end, stmt.end_lineno)
+            found = self.__dict__["_runs"] = (starts, {})
         return found
 
     def _lines_of(self, line: int, col: int, end_line: int, end_col: int, node: ast.AST) -> str:
@@ -551,12 +572,57 @@ class AstFacts(FactTables, TreeShape, Names, AstExecutionQueries):
             j += 1
         return last
 
-    def _verbatim_lines(self) -> set[int]:
+    def _verbatim_lines(self) -> "_Verbatim":
         """Lines (1-based) libcst renders verbatim inside a statement: the second and later lines
         of a string, and a line after a backslash continuation. Every other line (a logical line,
         a continuation inside brackets, a comment or blank line) is rendered from the enclosing
-        block's indentation, so a statement's code leaves its own indentation off them."""
-        return self._tokens()[2]
+        block's indentation, so a statement's code leaves its own indentation off them. (Asked
+        line by line: each line's run of statements is tokenized, ``_tokens_at``.)"""
+        return _Verbatim(self)
+
+
+class _Verbatim:
+    """``AstFacts._verbatim_lines`` for ``in``: a line's answer from its run's tokens."""
+
+    __slots__ = ("facts",)
+
+    def __init__(self, facts: "AstFacts") -> None:
+        self.facts = facts
+
+    def __contains__(self, line: object) -> bool:
+        return line in self.facts._tokens_at(line)[2]  # type: ignore[arg-type]
+
+
+_BREAKS = (tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.COMMENT)
+
+
+def _tokenized(lines: list[str], first: int, last: int) -> tuple[tuple[list, list, set], bool]:
+    """``AstFacts._tokens``' three for ``lines[first - 1:last]`` (1-based line numbers), tokenized
+    as a file of their own, and whether ``tokenize`` read them to the end (when not: the tokens
+    before the error, none, and the verbatim lines found until then)."""
+    toks: list = []
+    verbatim: set[int] = set()
+    prev_end, prev_kind = 0, tokenize.NEWLINE
+    shift = first - 1
+    feed = iter([ln.rstrip("\r\n") + "\n" for ln in lines[shift:last]])
+    ok = True
+    try:
+        for tok in tokenize.generate_tokens(lambda: next(feed, "")):
+            kind, line, end = tok.type, tok.start[0] + shift, tok.end[0] + shift
+            if line > prev_end and prev_end and prev_kind not in _BREAKS:
+                verbatim.update(range(prev_end + 1, line + 1))  # ``\`` continuation
+            if end > line:
+                verbatim.update(range(line + 1, end + 1))
+            prev_end, prev_kind = end, kind
+            if kind not in _BREAKS and kind != tokenize.ENDMARKER:
+                if shift:
+                    (r, c), (er, ec) = tok.start, tok.end
+                    toks.append(((r + shift, c), (er + shift, ec), tok.string))
+                else:
+                    toks.append((tok.start, tok.end, tok.string))
+    except (tokenize.TokenError, SyntaxError):
+        toks, ok = [], False
+    return (toks, [t[0] for t in toks], verbatim), ok
 
 
 #: the first line ending (libcst's default newline) and a split after each line ending
