@@ -767,6 +767,7 @@ class _Collector(_Scopes):
         enter, leave_of = self._enter, self._leave
         names, attributes = self.f._names_by_value, self.f._attributes_by_name
         Name, Attribute = ast.Name, ast.Attribute
+        name_visit, name_leave = Name in visits, Name in leaves
         # node type -> its children's reader (``walk.iter_children_of``), or False for a leaf: no
         # walked child and no hook of the collector's (``Constant``, ``alias``...), visited and left
         # where it is met, not pushed (as ``Name``)
@@ -790,9 +791,9 @@ class _Collector(_Scopes):
                         names[child.id] = [child]
                     else:
                         found.append(child)
-                    if t in visits:
+                    if name_visit:
                         events.append(child)
-                    if t in leaves:
+                    if name_leave:
                         events.append((child,))
                     continue
                 get = table.get(t)
@@ -810,6 +811,23 @@ class _Collector(_Scopes):
                         attributes[child.attr] = [child]
                     else:
                         found.append(child)
+                    value = child.value
+                    if type(value) is Name:  # ``x.y``: its only walked child a leaf, met here, not pushed
+                        if t in visits:
+                            events.append(child)
+                        parents[value] = child
+                        found = names.get(value.id)
+                        if found is None:
+                            names[value.id] = [value]
+                        else:
+                            found.append(value)
+                        if name_visit:
+                            events.append(value)
+                        if name_leave:
+                            events.append((value,))
+                        if t in leaves:
+                            events.append((child,))
+                        continue
                 else:
                     hook = enter.get(t)
                     if hook is not None:

@@ -91,7 +91,12 @@ def _class(node: ast.ClassDef) -> list:
 
 
 def _call(node: ast.Call) -> list:
-    return [node.func, *_by_position(node.args, node.keywords)]
+    args, keywords = node.args, node.keywords
+    if not keywords:
+        return [node.func, *args]
+    if not args:
+        return [node.func, *keywords]
+    return [node.func, *_by_position(args, keywords)]
 
 
 def _dict(node: ast.Dict) -> list:

@@ -33,11 +33,11 @@ class _Scopes:
         return self.classes[-1] if self.kinds and self.kinds[-1] == "class" else None
 
     def bind(self, name: str, binding: _Binding) -> None:
-        binding.scope = self.scope
+        scope = binding.scope = self.scopes[-1] if self.scopes else None
         # a comprehension's target comes after the element that uses it: it counts as bound
         # before every use (it hides an outer binding, as before there were orders)
         binding.order = -1 if self._in_comp_for else len(self.f._names_by_value.get(name, ()))
-        table = self.scope.bindings if self.scope is not None else self.f._module_bindings
+        table = scope.bindings if scope is not None else self.f._module_bindings
         table.setdefault(name, []).append(binding)
 
     def _enter_function(self, node, name: str, is_async: bool, params: list, decorators: list) -> None:
@@ -90,9 +90,10 @@ class _Scopes:
         self.kinds.pop()
 
     def visit_Call(self, node) -> None:
-        self.f.calls.append(node)
-        self.f._call_scope[node] = self.scope
-        if self.scope is not None:
-            self.scope.calls.append(node)
+        f = self.f
+        f.calls.append(node)
+        scope = f._call_scope[node] = self.scopes[-1] if self.scopes else None
+        if scope is not None:
+            scope.calls.append(node)
         else:
-            self.f.module_calls.append(node)
+            f.module_calls.append(node)
