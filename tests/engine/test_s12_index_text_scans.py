@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shutdown_lint.index import project as P
+from shutdown_lint.index import text_facts as TF
 
 _OLD_STAR = re.compile(rb"\bimport[\s\\]*\*")
 _OLD_DEF_NAME = re.compile(rb"(?<![A-Za-z0-9_\x80-\xff])def[\s\\]+([A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*)")
@@ -47,10 +48,10 @@ _SOUP = st.lists(st.sampled_from(_PIECES), min_size=1, max_size=6).flatmap(
 @settings(max_examples=1500, deadline=None)
 @given(_SOUP)
 def test_the_scans_answer_as_the_patterns_they_replaced(data):
-    assert bool(P._STAR_IMPORT.search(data)) == bool(_OLD_STAR.search(data))
-    assert P._DEF_NAME.findall(data) == _OLD_DEF_NAME.findall(data)
-    assert P._registers(data) == bool(P._REGISTRATION.search(data))
-    assert P._indented_clause(data) == _old_indented_clause(data)
+    assert bool(TF._STAR_IMPORT.search(data)) == bool(_OLD_STAR.search(data))
+    assert TF._DEF_NAME.findall(data) == _OLD_DEF_NAME.findall(data)
+    assert TF._registers(data) == bool(TF._REGISTRATION.search(data))
+    assert TF._indented_clause(data) == _old_indented_clause(data)
 
 
 def _soup(*pieces):
@@ -66,24 +67,24 @@ _NAME_BYTES = (b"x", b"_", b"9", b"\xc3\xa9", b"\x80")
        _soup(b"register", b"signal", b"add_signal_handler", b"(", b".", b" ", *_NAME_BYTES),
        _soup(b"except", b"finally", b" ", b"\t", b"\x0c", b"\n", b"\r", b"\r\n", b"\\", b":", *_NAME_BYTES))
 def test_each_scan_around_its_words(star, defs, registrations, clauses):
-    assert bool(P._STAR_IMPORT.search(star)) == bool(_OLD_STAR.search(star))
-    assert P._DEF_NAME.findall(defs) == _OLD_DEF_NAME.findall(defs)
-    assert P._registers(registrations) == bool(P._REGISTRATION.search(registrations))
-    assert P._indented_clause(clauses) == _old_indented_clause(clauses)
+    assert bool(TF._STAR_IMPORT.search(star)) == bool(_OLD_STAR.search(star))
+    assert TF._DEF_NAME.findall(defs) == _OLD_DEF_NAME.findall(defs)
+    assert TF._registers(registrations) == bool(TF._REGISTRATION.search(registrations))
+    assert TF._indented_clause(clauses) == _old_indented_clause(clauses)
 
 
 def test_the_scans_on_written_cases():
-    assert P._STAR_IMPORT.search(b"from x import *")
-    assert P._STAR_IMPORT.search(b"import \\\n *") and P._STAR_IMPORT.search(b"import*")
-    assert not P._STAR_IMPORT.search(b"reimport *") and not P._STAR_IMPORT.search(b"_import *")
-    assert P._STAR_IMPORT.search(b"\xc3\xa9import *")  # \b: a non-ASCII byte is no word byte for bytes
-    assert P._DEF_NAME.findall(b"def a(): pass\nundef b\nasync def\\\n c(): pass\n\xc3def d") == [b"a", b"c"]
-    assert P._registers(b"atexit.register(f)") and P._registers(b"loop.add_signal_handler(s, f)")
-    assert not P._registers(b"self.register_buffer(x)") and not P._registers(b"signals = 1")
-    assert P._indented_clause(b"def f():\n    try:\n        pass\n    finally:\n        g()\n")
-    assert not P._indented_clause(b"try:\n    pass\nexcept E:\n    pass\n")
-    assert not P._indented_clause(b" except\x80") and not P._indented_clause(b"\tfinally\xc3\xa9 = 1")
-    assert not P._indented_clause(b" x\xc3\xa9except:")
+    assert TF._STAR_IMPORT.search(b"from x import *")
+    assert TF._STAR_IMPORT.search(b"import \\\n *") and TF._STAR_IMPORT.search(b"import*")
+    assert not TF._STAR_IMPORT.search(b"reimport *") and not TF._STAR_IMPORT.search(b"_import *")
+    assert TF._STAR_IMPORT.search(b"\xc3\xa9import *")  # \b: a non-ASCII byte is no word byte for bytes
+    assert TF._DEF_NAME.findall(b"def a(): pass\nundef b\nasync def\\\n c(): pass\n\xc3def d") == [b"a", b"c"]
+    assert TF._registers(b"atexit.register(f)") and TF._registers(b"loop.add_signal_handler(s, f)")
+    assert not TF._registers(b"self.register_buffer(x)") and not TF._registers(b"signals = 1")
+    assert TF._indented_clause(b"def f():\n    try:\n        pass\n    finally:\n        g()\n")
+    assert not TF._indented_clause(b"try:\n    pass\nexcept E:\n    pass\n")
+    assert not TF._indented_clause(b" except\x80") and not TF._indented_clause(b"\tfinally\xc3\xa9 = 1")
+    assert not TF._indented_clause(b" x\xc3\xa9except:")
 
 
 def test_the_readers_read_what_open_reads(tmp_path):
@@ -94,15 +95,15 @@ def test_the_readers_read_what_open_reads(tmp_path):
     for size in (0, 1, 4095, 65536, 300_001):
         f = tmp_path / f"m{size}.py"
         f.write_bytes(bytes(range(256)) * (size // 256) + b"x" * (size % 256))
-        assert P._file_bytes(str(f)) == f.read_bytes()
-        st, data = P._stat_and_read(str(f))
+        assert TF._file_bytes(str(f)) == f.read_bytes()
+        st, data = TF._stat_and_read(str(f))
         assert data == f.read_bytes() and st.st_size == size and st.st_mtime_ns == os.stat(f).st_mtime_ns
     for unreadable in (str(tmp_path), str(tmp_path / "missing.py")):
-        assert P._file_bytes(unreadable) == b""
-        assert P._stat_and_read(unreadable) == (None, None)
+        assert TF._file_bytes(unreadable) == b""
+        assert TF._stat_and_read(unreadable) == (None, None)
     if os.path.exists("/proc/self/cmdline"):  # a size of 0 and a text: read on to the end
         with open("/proc/self/cmdline", "rb") as fh:
-            assert P._file_bytes("/proc/self/cmdline") == fh.read() != b""
+            assert TF._file_bytes("/proc/self/cmdline") == fh.read() != b""
 
 
 _STATEMENT = _soup(b"from", b"import", b"as", b"a", b"B", b"_", b"0", b"9", b"x1", b" ", b"\t", b".", b",",

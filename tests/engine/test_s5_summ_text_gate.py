@@ -18,8 +18,8 @@ import sys
 import pytest
 
 from shutdown_lint.cache import read_index
-from shutdown_lint.index.project import (ProjectFunction, ProjectIndex, _chain_firsts, _may_hold_instance,
-                                         may_define, may_import)
+from shutdown_lint.index.project import ProjectFunction, ProjectIndex
+from shutdown_lint.index.text_facts import _chain_firsts, _may_hold_instance, may_define, may_import
 from shutdown_lint.index.store import TEXT, stale
 from shutdown_lint.index.summary import _local_types, summarize
 from shutdown_lint.index import tails

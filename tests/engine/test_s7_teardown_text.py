@@ -163,7 +163,7 @@ def test_an_importer_without_a_teardown_path_is_not_read(near_misses, case: str)
 
 def test_text_conditions() -> None:
     """The decision on the bytes alone (the names ``is_cleanup_name`` is asked about)."""
-    from shutdown_lint.index.project import _def_names, _indented_clause
+    from shutdown_lint.index.text_facts import _def_names, _indented_clause
 
     assert _indented_clause(b"def f():\n    try:\n        g()\n    except E:\n        pass\n")
     assert _indented_clause(b"x = 1\n\x0cfinally_ = 2\n") is False  # not the word

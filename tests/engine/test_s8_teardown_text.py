@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from shutdown_lint.index.project import _REGISTRATION, _indented_clause
+from shutdown_lint.index.text_facts import _REGISTRATION, _indented_clause
 
 from .conftest import warm_after
 from .test_s7_teardown_text import FINDING, _cut_holds, _lint, _project

@@ -22,11 +22,11 @@ import pytest
 from shutdown_lint.cache import read_index
 from shutdown_lint.index import text_facts
 from shutdown_lint.index.classes import made_remote
-from shutdown_lint.index.project import ProjectIndex, _chain_firsts, may_import
+from shutdown_lint.index.project import ProjectIndex
 from shutdown_lint.index.store import TEXT, stale
 from shutdown_lint.index.summary import summarize
 from shutdown_lint.index.tails import process_tail
-from shutdown_lint.index.text_facts import chain_firsts, may_alias, may_import_strictly
+from shutdown_lint.index.text_facts import _chain_firsts, chain_firsts, may_alias, may_import, may_import_strictly
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -120,7 +120,8 @@ def test_every_import_binding_of_real_modules_is_allowed():
 def test_every_tail_call_of_real_modules_is_read():
     """The first name of each tail call a summary records is among the chains read (or the
     chain is not read, or its first name may hold an instance: the summary names its class)."""
-    from shutdown_lint.index.project import _all_functions, _may_hold_instance
+    from shutdown_lint.index.project import _all_functions
+    from shutdown_lint.index.text_facts import _may_hold_instance
 
     checked = 0
     for path in _real_modules(300):
