@@ -955,7 +955,10 @@ def _children() -> List[Dict[str, Any]]:
         if state in ("Z", "X"):
             continue  # ended, not yet reaped: nothing left running
         site, args = _child_sites.get(pid, (None, None))
-        if cmdline is None and args is not None:
+        if not cmdline and args is not None:
+            # /proc gives no command line (unreadable), or an empty one: a process whose memory is
+            # being torn down as it exits, or one started with an empty argv (``exec -a ''``). The
+            # spawn's arguments still say what it is
             cmdline = args if isinstance(args, str) else " ".join(str(a) for a in args)
         if site is None and cmdline and any(s in cmdline for s in _INFRA):
             continue  # multiprocessing's helper: it ends when this process does
