@@ -121,7 +121,8 @@ class ProjectIndex:
         self._text_has: dict[tuple[str, tuple[str, ...]], bool] = {}
         #: path -> (the names after ``def``,) when ``no_teardown_path`` may hold, () when not
         self._teardown_text: dict[str, tuple] = {}
-        #: (path, name, words) -> the text stamp when ``no_function_in`` holds, else None
+        #: (path, name, words) -> the text stamp when ``no_function_in`` holds, else None; also
+        #: text_facts' decisions, keyed by a word no name can be (``ray.remote``, ``tail:<word>``)
         self._no_match: dict[tuple[str, str, tuple[str, ...]], Optional[list]] = {}
         #: path -> its text's names are plain and it has no star import (``_plain_without_star``)
         self._plain_text: dict[str, bool] = {}

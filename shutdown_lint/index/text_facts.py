@@ -7,7 +7,8 @@ Ray actor elsewhere, read by ``_Execution._inherit_remote`` for SHD403, SHD501, 
 
 Each answer is the stamp of the module's text (``store.stamp_text``: the dependency the caller
 records, in place of the summary's) when the text proves that the summary cannot change the
-caller's answer, else None. Answers are kept per index and path (a run's files do not change).
+caller's answer, else None. Answers are kept in the index's memo of text decisions
+(``ProjectIndex._no_match``: a run's files do not change).
 
 The reading of a callee written ``a.b.word`` starts from the occurrences of ``word`` in the
 bytes (strings and comments included: a superset) and walks back over the chain of names before
@@ -585,10 +586,6 @@ def may_import_strictly(data: bytes, name: str) -> bool:
     return False
 
 
-def _memo(index) -> dict:
-    return index.__dict__.setdefault("_text_facts", {})
-
-
 #: the names an import binds to ``ray``, ``ray.actor``, ``ray.remote`` or ``ray.actor.remote``
 #: without ``as`` (``import ray``, ``from ray import actor``, ``from ray[.actor] import remote``)
 _RAY_NAMES = frozenset({"ray", "actor", "remote"})
@@ -617,8 +614,8 @@ def no_ray_remote(index, path: str) -> Optional[list]:
     So it holds when the names are the bytes (``_plain_names``: no encoding declaration, no name
     that NFKC normalises) and every first name read is neither ``ray``/``actor``/``remote``
     bound by an import nor a name written after ``as``."""
-    memo = _memo(index)
-    key = ("remote", path)
+    memo = index._no_match  # the index's memo of decisions from a text ("ray.remote": no name)
+    key = (path, "ray.remote", ())
     if key in memo:
         return memo[key]
     found = None
@@ -648,14 +645,14 @@ def no_tail_call_reaches_out(index, path: str, word: str) -> Optional[list]:
     only the occurrences of ``word`` that may end a
     call's callee count (``chain_firsts(called=True)``: an attribute read, ``config.word``, is
     no call), and a chain broken over lines is read or not decided (``chain_firsts``)."""
-    memo = _memo(index)
-    key = ("tail", path, word)
+    memo = index._no_match  # the index's memo of decisions from a text ("tail:": no name)
+    key = (path, "tail:" + word, ())
     if key in memo:
         return memo[key]
     found = None
-    st, data = _stat_and_read(path)
-    if data is not None and _plain_names(data) and not _STAR_IMPORT.search(data) \
-            and not index._may_have_submodules(path):
+    # (a text known not plain or with a star import decides nothing: not read again)
+    st, data = _stat_and_read(path) if index._plain_text.get(path) is not False else (None, None)
+    if data is not None and index._plain_without_star(path, data) and not index._may_have_submodules(path):
         firsts = chain_firsts(data, word, called=True)
         if firsts is not None and not any(
                 may_import_strictly(data, f) or _may_hold_instance(data, f) for f in firsts):

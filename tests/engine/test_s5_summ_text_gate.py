@@ -280,8 +280,8 @@ def test_process_tails_with_the_text_gate_are_the_same(monkeypatch):
         targets += [(path, q) for q in sorted((s or {}).get("functions", {}))]
     gated_index = ProjectIndex([root])
     gated = [process_tail(gated_index.view(p), p, q) for p, q in targets]
-    # (the gate: ``text_facts.no_tail_call_reaches_out``, session 13; its answers are kept per index)
-    skipped = [k for k, v in gated_index._text_facts.items() if k[0] == "tail" and v is not None]
+    # (the gate: ``text_facts.no_tail_call_reaches_out``, session 13; its answers are in the index's ``_no_match``)
+    skipped = [k for k, v in gated_index._no_match.items() if k[1].startswith("tail:") and v is not None]
     monkeypatch.setattr(tails, "no_tail_call_reaches_out", lambda index, path, word: None)
     plain_index = ProjectIndex([root])
     plain = [process_tail(plain_index.view(p), p, q) for p, q in targets]

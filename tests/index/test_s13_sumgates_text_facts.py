@@ -273,7 +273,7 @@ def test_made_remote_with_the_text_gate_is_the_same(monkeypatch):
                 targets += [(path, c) for c in sorted(s["classes"])]
     gated_index = ProjectIndex([root])
     gated = [made_remote(gated_index.view(p), p, c) for p, c in targets]
-    skipped = [k for k, v in gated_index._text_facts.items() if k[0] == "remote" and v is not None]
+    skipped = [k for k, v in gated_index._no_match.items() if k[1] == "ray.remote" and v is not None]
     monkeypatch.setattr(classes, "no_ray_remote", lambda index, path: None)
     plain_index = ProjectIndex([root])
     plain = [made_remote(plain_index.view(p), p, c) for p, c in targets]
