@@ -309,6 +309,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 #: run, and nothing is frozen yet: the imports are frozen once made (``_load_catalogue``)
 _freeze_imports = False
 
+#: this process is the command line's own and exits after its one run (not ``--watch``, which runs
+#: again): the runner may leave what it freezes frozen (``runner.Mode.own_process``)
+_own_process = False
+
 
 def _load_catalogue(C: Any, cache_dir: Optional[str], code_key: Optional[str]) -> list:
     """``config.load_catalogue``, with no cyclic collection while it runs: without a cached
@@ -333,9 +337,9 @@ def _load_catalogue(C: Any, cache_dir: Optional[str], code_key: Optional[str]) -
 
 
 def _main_handled(argv: Optional[Sequence[str]]) -> int:
-    global _freeze_imports
+    global _freeze_imports, _own_process
     try:
-        _freeze_imports = argv is None
+        _freeze_imports = _own_process = argv is None
         code = _main(list(sys.argv[1:] if argv is None else argv))
         if argv is None:
             # the command line's own run (the console script, python -m): the process exits next,
@@ -481,6 +485,8 @@ def _watch(args: argparse.Namespace, argv: list[str]) -> int:
     if args.diff or args.add_noqa or args.write_baseline or args.show_settings:
         raise UsageError("--watch cannot be combined with --diff, --add-noqa, --write-baseline or --show-settings")
     paths = args.paths or ["."]
+    global _own_process
+    _own_process = False  # runs again: each run gives the collector back as it found it
     print("Watching for file changes; Ctrl+C ends.", file=sys.stderr, flush=True)
     while True:
         try:
@@ -891,7 +897,8 @@ class _Mode:
     def runner(self):
         from .runner import Mode
 
-        return Mode(fix=self.fix, unsafe=self.unsafe, diff=self.diff, edits=self.edits, stamps=self.stamps)
+        return Mode(fix=self.fix, unsafe=self.unsafe, diff=self.diff, edits=self.edits, stamps=self.stamps,
+                    own_process=_own_process)
 
 
 def _run_group(settings, cache, jobs, mode, n_jobs, tick, results, notes, files=()) -> list:

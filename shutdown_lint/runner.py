@@ -41,6 +41,12 @@ class Mode:
     #: give each outcome its ``stamp`` (the content's sha256 among it): False when no cache stores
     #: them (``--no-cache``): ray+torch's 75 MB hashed for nothing, 0.046 CPU-s
     stamps: bool = True
+    #: the process is the command line's own and exits after this run: what the runner freezes
+    #: (``gc.freeze``) may stay frozen. Any other caller (a test session, the language server, a
+    #: program calling ``cli.main``) gets its collector back as it was: ``run`` freezes only when
+    #: nothing was frozen before it and unfreezes at its end (``gc.unfreeze`` thaws everything:
+    #: it cannot give back a caller's own freeze)
+    own_process: bool = False
 
     @property
     def fixing(self) -> bool:
@@ -228,7 +234,7 @@ def _work(job: Job) -> Outcome:
     return _one_file(job, _worker_settings, _worker_mode, worker=True)
 
 
-def _one_file(job: Job, settings: Settings, mode: Mode, worker: bool = False) -> Outcome:
+def _one_file(job: Job, settings: Settings, mode: Mode, worker: bool = False, freeze: bool = True) -> Outcome:
     """``process_file`` and ``after_file``, with no cyclic collection in between (the analysis
     pauses it too: ``analyzer.gc_paused``), then the collection that became due, if one did.
 
@@ -256,7 +262,8 @@ def _one_file(job: Job, settings: Settings, mode: Mode, worker: bool = False) ->
             gc.enable()
     if paused and gc.get_count()[0] > gc.get_threshold()[0]:
         gc.collect(0)
-        gc.freeze()
+        if freeze:  # a pool worker's process is ours; a serial run's, only as ``run`` says
+            gc.freeze()
     return outcome
 
 
@@ -497,18 +504,20 @@ def run(jobs: Sequence[Job], settings: Settings, mode: Mode, n_jobs: int,
     tick = on_done or (lambda _o: None)
     if mode.fix and not mode.diff:
         interrupt.expect_writes()
+    # freezing is ours to undo only when nothing was frozen before the run (``Mode.own_process``)
+    thaw = not mode.own_process and gc.get_freeze_count() == 0
+    may_freeze = mode.own_process or thaw
     if n_jobs <= 1 or len(jobs) <= SERIAL_THRESHOLD:
         out = []
         _trim_from_here()
-        frozen = gc.get_freeze_count()
         with _few_collections():
             try:
                 for job in jobs:
-                    outcome = _one_file(job, settings, mode)
+                    outcome = _one_file(job, settings, mode, freeze=may_freeze)
                     tick(outcome)
                     out.append(outcome)
             finally:
-                if gc.get_freeze_count() != frozen:
+                if thaw and gc.get_freeze_count():
                     # what ``_one_file`` froze is collectable again once the run is over (a process
                     # that runs again, a test session): a cycle among it no longer kept is garbage
                     gc.unfreeze()
@@ -520,9 +529,14 @@ def run(jobs: Sequence[Job], settings: Settings, mode: Mode, n_jobs: int,
     # it: ``lazy_libcst``). Frozen, the parent's own
     # collections while it gathers the workers' results no longer walk them (three full ones
     # over ray+torch at -j2: ~0.17 CPU-s), and the forks share their pages untouched
-    gc.freeze()
-    with _shared_index(_context()):
-        return _run_pool(jobs, settings, mode, n_jobs, tick)
+    if may_freeze:
+        gc.freeze()
+    try:
+        with _shared_index(_context()):
+            return _run_pool(jobs, settings, mode, n_jobs, tick)
+    finally:
+        if thaw:
+            gc.unfreeze()
 
 
 @contextlib.contextmanager

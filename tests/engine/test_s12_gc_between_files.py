@@ -34,6 +34,20 @@ def _findings(outcomes) -> list[tuple[str, list]]:
 SETTINGS = Settings(selected=tuple(r.code for r in registry.all_rules()))
 
 
+@pytest.fixture(autouse=True)
+def _nothing_frozen():
+    """Each test starts with nothing frozen, as a fresh process does; the CI run that failed had
+    1.2 M objects frozen by an earlier in-process pool run in the same worker (fixed: see
+    ``test_a_callers_own_freeze_is_left_as_it_was``)."""
+    gc.unfreeze()
+    yield
+
+
+def _frozen(obj) -> bool:
+    """``obj`` is in the permanent generation: ``gc.get_objects()`` lists generations 0-2 only."""
+    return gc.is_tracked(obj) and not any(o is obj for o in gc.get_objects())
+
+
 def test_a_due_collection_freezes_its_survivors_for_the_run_only(tmp_path, monkeypatch):
     jobs = _jobs(tmp_path, 4)
     plain = runner.run(jobs, SETTINGS, runner.Mode(), 1)
@@ -123,3 +137,81 @@ def test_a_small_serial_run_asks_for_no_trim(tmp_path):
         assert 0 < runner._trimmed_at_kb <= runner._peak_rss_kb()
     finally:
         runner._trim_fn, runner._trimmed_at_kb = saved
+
+
+# ---------------------------------------------------------------- what the caller froze
+
+@pytest.mark.parametrize("n_jobs,n_files", [(1, 4), (2, 12)], ids=["serial", "pool"])
+def test_a_callers_own_freeze_is_left_as_it_was(tmp_path, monkeypatch, n_jobs, n_files):
+    """``gc.unfreeze`` thaws everything: a run that unfroze at its end also thawed what its caller
+    had frozen, and an in-process pool run froze the caller's whole heap and left it so (the CI
+    failure: this file's first test found 1.2 M objects frozen before it began). Now a run that
+    finds something frozen freezes nothing of the caller's and thaws nothing."""
+    jobs = _jobs(tmp_path, n_files)
+    monkeypatch.setattr(runner, "FEW_COLLECTIONS", 1)  # a collection due after every file
+    callers = [[]]
+    callers[0].append(callers)  # a cycle: tracked by the collector
+    gc.freeze()
+    assert _frozen(callers)
+    since = [[]]  # the caller's, made after its freeze
+    since[0].append(since)
+    runner.run(jobs, SETTINGS, runner.Mode(), n_jobs)
+    assert _frozen(callers)  # still the caller's freeze
+    assert not _frozen(since)  # and nothing more of the caller's heap frozen
+    assert gc.isenabled()
+
+
+@pytest.mark.parametrize("n_jobs,n_files", [(1, 4), (2, 12)], ids=["serial", "pool"])
+def test_a_run_that_found_nothing_frozen_leaves_nothing_frozen(tmp_path, monkeypatch, n_jobs, n_files):
+    jobs = _jobs(tmp_path, n_files)
+    monkeypatch.setattr(runner, "FEW_COLLECTIONS", 1)
+    outside = [[]]
+    outside[0].append(outside)
+    seen = []
+    monkeypatch.setattr(runner, "after_file", lambda f=runner.after_file: (f(), seen.append(gc.get_freeze_count())))
+    runner.run(jobs, SETTINGS, runner.Mode(), n_jobs)
+    if n_jobs == 1:
+        assert seen and seen[-1] > 0  # the run froze between its files
+    assert gc.get_freeze_count() == 0
+    assert not _frozen(outside)
+
+
+def test_the_command_lines_own_process_keeps_its_freeze(tmp_path, monkeypatch):
+    """``Mode.own_process`` (the console script's run: the process exits next) freezes and leaves
+    it so, even over an earlier freeze (the imports ``cli._load_catalogue`` froze)."""
+    jobs = _jobs(tmp_path, 4)
+    monkeypatch.setattr(runner, "FEW_COLLECTIONS", 1)
+    made = []  # an object made by each file's clean-up, alive when the due collection runs
+
+    def after_file(f=runner.after_file):
+        f()
+        made.append([made])
+
+    monkeypatch.setattr(runner, "after_file", after_file)
+    gc.freeze()
+    try:
+        runner.run(jobs, SETTINGS, runner.Mode(own_process=True), 1)
+        assert len(made) == 4 and all(_frozen(m) for m in made)
+    finally:
+        gc.unfreeze()
+    made.clear()
+    runner.run(jobs, SETTINGS, runner.Mode(), 1)  # the same run in a caller's process
+    assert len(made) == 4 and not any(_frozen(m) for m in made)
+
+
+def test_the_console_script_runs_as_its_own_process_and_watch_does_not(tmp_path, monkeypatch):
+    from shutdown_lint import cli
+
+    modes = []
+    real = runner.run
+    monkeypatch.setattr(runner, "run", lambda jobs, settings, mode, *a, **k: (modes.append(mode), real(jobs, settings, mode, *a, **k))[1])
+    path = tmp_path / "t.py"
+    write(path, SOURCE.format(i=0))
+    monkeypatch.setattr("sys.argv", ["shutdown-lint", "--no-cache", "-q", "--exit-zero", str(path)])
+    try:
+        assert cli.main() == 0
+    finally:
+        gc.unfreeze()  # the console script's run freezes for the exit it expects
+    assert cli.main(["--no-cache", "-q", "--exit-zero", str(path)]) == 0
+    assert [m.own_process for m in modes] == [True, False]
+    assert gc.get_freeze_count() == 0
