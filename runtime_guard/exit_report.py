@@ -65,6 +65,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not imported at run time (start-up cost when left on everywhere)
     from typing import Any, Dict, List, Optional, Tuple
 
+    #: where a resource was made: (file, line, owner: "user", a library's name or "lib")
+    Site = Tuple[str, int, str]
+
     __all__ = ["install", "uninstall", "is_installed", "collect", "report", "note_ending", "format_report"]
 
 _TRUE = ("1", "true", "yes", "on")

@@ -125,8 +125,8 @@ def _first_line(node) -> int:
 def _children(node) -> list:
     """The statements (and ``except`` handlers, ``case`` blocks) directly under ``node``."""
     out = []
-    for field in ("body", "handlers", "orelse", "finalbody", "cases"):
-        value = getattr(node, field, None)
+    for name in ("body", "handlers", "orelse", "finalbody", "cases"):
+        value = getattr(node, name, None)
         if type(value) is list:
             out += value
     for i, c in enumerate(out):

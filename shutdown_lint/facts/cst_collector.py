@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from .collector import _Scopes
-from .model import ClassInfo, FunctionInfo, Scope, _Binding
+from .model import ClassInfo, FunctionInfo, _Binding
 
 if TYPE_CHECKING:
     from .module import ModuleFacts
