@@ -32,6 +32,35 @@ _CANCELLATION = frozenset({"asyncio.CancelledError", "asyncio.exceptions.Cancell
 _Handler = Union["cst.ExceptHandler", "cst.ExceptStarHandler"]  # strings: libcst is imported on first use (lazy_libcst)
 
 
+# ------------------------------------------------------------------ candidate tier 1 (words)
+#: the signals whose handlers path 2 of ``_may_exit_zero_on_interrupt`` reads
+_SIGNALS = ("SIGINT", "SIGTERM")
+#: what follows such a signal given as a call's first positional argument, before the next one:
+#: a gap, the ``)`` of parentheses around the argument (``f((signal.SIGINT), h)``), a ``,``
+_SIGNAL_TAIL = C.gap() + r"(?:\)" + C.gap() + r")*,"
+
+
+def _tier1(signals: tuple, tail: str, exits: C.Cond) -> C.Cond:
+    """SHD202's tier-1 condition, a necessary condition of ``_may_exit_zero_on_interrupt`` (tier 2)
+    beside the rule's words (``KeyboardInterrupt``, or a signal and an exit):
+
+    - paths 1, 3 and 4 need a handler whose type's ``Tree.words`` hold ``KeyboardInterrupt``:
+      the word is spelled as an identifier (the handler's name or attribute, an import's last
+      word, a binding's head);
+    - path 2 needs a call whose first positional argument (``*x``, ``**x`` too:
+      ``positional_args``) is a Name or an Attribute spelled ``SIGINT``/``SIGTERM``, and a
+      second one: that token is followed by ``tail`` (a gap, the ``)`` of parentheses around
+      the argument, then the ``,`` before the next argument: ``**x`` comes after every ``*x``
+      and positional one). ``os.kill(pid, signal.SIGTERM)``, ``sig == signal.SIGINT`` and
+      the words of a sentence have none.
+
+    Read on the whole text (strings count): the code would cost a code view for each file
+    holding ``KeyboardInterrupt``, more than the parses it saves (measured on ray+torch)."""
+    first = C.AnyOf(*(C.WordThen(w, tail) for w in signals))
+    words = C.AnyOf(C.Word("KeyboardInterrupt"), C.All(C.Word(*_SIGNALS), exits))
+    return C.AnyOf(C.Word("KeyboardInterrupt"), C.All(first, words))
+
+
 class _Decide:
     """What SHD202 decides, on either tree: the tree's answers come from the hooks that the
     libcst rule (``InterruptExitZero``) and the ``ast`` check (``_Ast``) each write."""
@@ -530,8 +559,9 @@ class InterruptExitZero(_Decide, Rule):
     # the coroutine given to asyncio.run); a SIGINT/SIGTERM handler that exits 0
     _EXITS = C.qualified("sys.exit", "os._exit", "builtins.exit", "builtins.quit", "builtins.SystemExit",
                          "runtime_guard.hard_exit", "runtime_guard.exit.hard_exit")
-    # (without an exit or a `__main__` block: the entrypoint may be in another module)
-    candidate = C.AnyOf(C.Word("KeyboardInterrupt"), C.All(C.Word("SIGINT", "SIGTERM"), _EXITS))
+    # (without an exit or a `__main__` block: the entrypoint may be in another module);
+    # a signal needs to be a call's first argument, as tier 2 does (``_tier1``)
+    candidate = _tier1(_SIGNALS, _SIGNAL_TAIL, _EXITS)
     # tier 2: an `except KeyboardInterrupt` with an exit in it, or one that may return normally
     # (to the `__main__` block, or from a function another module's entrypoint may call last);
     # or a SIGINT/SIGTERM handler installed in a module that exits somewhere
