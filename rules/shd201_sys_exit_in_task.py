@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import ast
+import keyword
 from typing import Optional, Sequence
 
 from shutdown_lint.lazy_libcst import libcst as cst
@@ -17,6 +18,74 @@ from .shd101_gather_without_taskgroup import _Ast as _GatherAst
 
 _EXIT_CALLS = frozenset({"sys.exit", "builtins.exit", "builtins.quit"})
 _FIX_MESSAGE = "Replace with `runtime_guard.hard_exit()`"
+
+
+# ------------------------------------------------------------------ candidate tier 1 (words)
+#: keywords (soft ones of every Python libcst reads too): the only words code may put right
+#: before or after a name on its line
+_KEYWORDS = frozenset(w.encode() for w in (*keyword.kwlist, *keyword.softkwlist, "match", "case", "_", "type"))
+#: byte value -> 1 for a byte of an identifier: ``_ 0-9 A-Z a-z`` and every non-ASCII byte
+#: (outside strings and comments Python has non-ASCII bytes only in identifiers)
+_NAME_BYTES = bytes((b == 95 or 48 <= b <= 57 or 65 <= b <= 90 or 97 <= b <= 122 or b >= 128) for b in range(256))
+
+
+def _not_a_name(src: bytes, p: int, q: int) -> bool:
+    """The word at ``src[p:q]`` is no name tier 2 can read: a ``.`` follows it (spaces between:
+    the value of an attribute, whose ``Tree.words`` are the attribute's), or a word that is no
+    keyword (a name, a number) follows or precedes it on its line with only spaces between
+    (``Failed to exit actor``, ``node exit.``: prose, in a docstring or in a formatted string's
+    text, which the code view keeps). Two names in a row are no Python: one is a keyword."""
+    end = len(src)
+    k = q
+    while k < end and src[k] in b" \t\f":
+        k += 1
+    if k < end:
+        c = src[k]
+        if c == 46:  # "."
+            return True
+        if _NAME_BYTES[c]:
+            j = k
+            while j < end and _NAME_BYTES[src[j]]:
+                j += 1
+            if src[k:j] not in _KEYWORDS:
+                return True
+    k = p - 1
+    while k >= 0 and src[k] in b" \t\f":
+        k -= 1
+    if 0 <= k < p - 1 and _NAME_BYTES[src[k]]:  # a space between: ``iter_positions`` reads no
+        j = k                                      # boundary at a non-ASCII byte (a BOM)
+        while j >= 0 and _NAME_BYTES[src[j]]:
+            j -= 1
+        if src[j + 1:k + 1] not in _KEYWORDS:
+            return True
+    return False
+
+
+class _ReadAsName(C.Cond):
+    """One of ``names`` occurs (a whole word, outside comments) where it may be a name tier 2
+    reads (``_not_a_name`` does not rule it out)."""
+
+    def __init__(self, *names: str) -> None:
+        self.names = tuple(sorted({n.encode() for n in names}))
+        self.key = ("SHD201._ReadAsName", self.names)
+
+    def holds(self, text: C.FileText) -> bool:
+        has_word = text.has_word
+        for n in self.names:
+            if has_word(n):
+                return text.memo(self.key, self._scan)
+        return False
+
+    def _scan(self, text: C.FileText) -> bool:
+        src = text.source
+        for name in self.names:
+            for p in text.iter_positions(name):
+                if not _not_a_name(src, p, p + len(name)):
+                    return True
+        return False
+
+    def __repr__(self) -> str:
+        return f"_ReadAsName({', '.join(n.decode() for n in self.names)})"
 
 
 class _Decide:
@@ -208,8 +277,14 @@ class SysExitInTask(_Decide, Rule):
     # (every one of these words the facts read only in code: ``C.InCode``). ``_reason`` reports
     # in a coroutine (``async``: a task's coroutine too, so no task words) or in a sync function
     # with the THREAD or EXECUTOR context (a thread target, an executor job)
-    candidate = C.InCode(C.All(C.AnyOf(C.qualified("sys.exit"), C.builtin("exit", "quit", "SystemExit")),
-                               C.AnyOf(C.context("coroutine"), C.context("executor"), C.context("thread"))))
+    # Beside it, a necessary condition of tier 2 (``_may_exit_in_task``): ``_exits`` needs a call
+    # whose callee's ``Tree.words`` hold ``exit``/``quit`` (a name or an attribute spelled so, or
+    # one bound to a value, imported or assigned, whose head is), or a ``raise`` whose exception's
+    # words hold ``SystemExit``: each word is spelled where a name is read, never right before a
+    # ``.`` nor next to another non-keyword word (``_ReadAsName``)
+    candidate = C.All(C.InCode(C.All(C.AnyOf(C.qualified("sys.exit"), C.builtin("exit", "quit", "SystemExit")),
+                                     C.AnyOf(C.context("coroutine"), C.context("executor"), C.context("thread")))),
+                      C.InCode(_ReadAsName("exit", "quit", "SystemExit")))
     # tier 2: an exit in a coroutine, or in a sync function handed to a thread or executor
     candidate_tree = staticmethod(lambda tree: _may_exit_in_task(tree))
     facts_needed = ("functions", "execution")

@@ -236,3 +236,123 @@ def test_shd202_sound_on_installed_sources():
     assert not lost
     assert kept > 20 and ruled_out > 3, (kept, ruled_out)
 
+
+# ---------------------------------------------------------------------------------------- SHD201
+# ``rules/shd201_sys_exit_in_task.py``: beside the words, ``_ReadAsName("exit", "quit",
+# "SystemExit")`` in code: a word right before a ``.``, or next to a non-keyword word on its line
+# (prose in a docstring or in a formatted string's text, which the code view keeps), is no name
+# tier 2 reads.
+SHD201 = registry.rules_by_code()["SHD201"]
+M201 = __import__(SHD201.__module__, fromlist=["_ReadAsName"])
+
+
+def _old_201() -> C.Cond:
+    return C.InCode(C.All(C.AnyOf(C.qualified("sys.exit"), C.builtin("exit", "quit", "SystemExit")),
+                          C.AnyOf(C.context("coroutine"), C.context("executor"), C.context("thread"))))
+
+
+CASES_201 = [
+    ("sys.exit in a coroutine", """
+        import sys
+        async def work():
+            sys.exit(1)
+        """, True, True, 1),
+    ("an imported alias", """
+        from sys import exit as leave
+        async def work():
+            leave(1)
+        """, True, True, 1),
+    ("a name bound to it", """
+        import sys
+        stop = sys.exit
+        async def work():
+            stop(2)
+        """, True, True, 1),
+    ("raise SystemExit from an error", """
+        async def work():
+            try:
+                await step()
+            except OSError as e:
+                raise SystemExit from e
+        """, True, True, 1),
+    ("over a continuation, a space before the call", """
+        import sys
+        async def work():
+            sys.\\
+                exit (3)
+        """, True, True, 1),
+    ("keywords around it", """
+        async def work(done):
+            await step()
+            return exit(3) if done else quit()
+        """, True, True, 2),
+    ("a thread target", """
+        import sys, threading
+        def job():
+            sys.exit(0)
+        threading.Thread(target=job).start()
+        """, True, True, 1),
+    ("a formatted string's prose only", """
+        import sys, logging
+        async def work(actor):
+            logging.warning(f"Failed to exit actor {actor}")
+            logging.warning(f"node {actor} exit.")
+        """, False, False, 0),
+    ("an attribute of the builtin", """
+        import sys
+        async def work():
+            return exit.__doc__
+        """, False, False, 0),
+    ("prose, then a real call", """
+        import sys
+        async def work(actor):
+            print(f"about to exit {actor}")
+            sys.exit(4)
+        """, True, True, 1),
+]
+
+
+@pytest.mark.parametrize("name,source,tree,new,findings", CASES_201, ids=[c[0] for c in CASES_201])
+def test_shd201_tier1_cases(name, source, tree, new, findings):
+    data = textwrap.dedent(source).encode()
+    assert _tree(SHD201, data) is tree, name
+    assert select.declaration(SHD201).holds(FileText(data)) is new, name
+    if tree:
+        assert _old_201().holds(FileText(data)), name
+    assert _tiers_agree("SHD201", data) == ["SHD201"] * findings
+
+
+@pytest.mark.parametrize("mutant", ["no keywords", "a dot before counts", "no SystemExit"])
+def test_shd201_mutant_loses_a_case(mutant, monkeypatch):
+    names = ("exit", "quit", "SystemExit")
+    if mutant == "no keywords":
+        monkeypatch.setattr(M201, "_KEYWORDS", frozenset())
+    elif mutant == "a dot before counts":
+        real = M201._not_a_name
+        monkeypatch.setattr(M201, "_not_a_name", lambda src, p, q: real(src, p, q) or src[p - 1:p] == b".")
+    else:
+        names = ("exit", "quit")
+    cond = C.All(_old_201(), C.InCode(M201._ReadAsName(*names)))
+    lost = [name for name, source, tree, _, _ in CASES_201
+            if tree and not cond.holds(FileText(textwrap.dedent(source).encode()))]
+    assert lost, mutant
+
+
+@pytest.mark.parametrize("source,read", [
+    (b"exit(1)", True), (b"x = exit", True), (b"raise SystemExit", True), (b"import exit as e", True),
+    (b"a = exit if b else quit", True), (b"f(exit, quit)", True), (b"x = exit  # to exit now", True),
+    (b"return await exit()", True), (b"match exit:", True), (b"type T = exit", True),
+    (b"\xef\xbb\xbfexit(1)", True),  # a BOM right before: no space, no reading back
+    (b"exit.__doc__", False), (b"exit . x", False), (b"x = 'to exit now'", False),
+    (b"f'node exit.'", False), (b"f'exit code {rc}'", False), (b"f'Failed to exit actor'", False),
+    (b"f'caf\xc3\xa9 exit'", False),  # a non-ASCII word before: prose
+])
+def test_shd201_read_as_name(source, read):
+    cond = C.InCode(M201._ReadAsName("exit", "quit", "SystemExit"))
+    assert cond.holds(FileText(source)) is read
+
+
+def test_shd201_sound_on_installed_sources():
+    kept, ruled_out, lost = _sound_on(SHD201, _old_201(), (b"exit", b"quit", b"SystemExit"))
+    assert not lost
+    assert kept > 10 and ruled_out > 3, (kept, ruled_out)
