@@ -238,16 +238,24 @@ def select_rules(source: bytes, path: str, settings: Settings,
     if not (candidate_stage.enabled and candidate_stage.tree_enabled):
         _check_nesting(source, path)
         return candidates, STAGE_LIBCST
+    asked: list = []
+
+    def project():  # the index seen from this file, for the conditions that ask it (once)
+        if not asked:
+            asked.append(project_view(path))
+        return asked[0]
+
+    # a file with a big literal table: its conditions on the tree without the table first
+    # (``ast_tree.parse_reduced``: they hold there whenever they hold on the whole tree); only
+    # when one holds is the whole file parsed and judged as any other
+    reduced = ast_tree.parse_reduced(source)
+    if reduced is not None and not candidate_stage.filter_rules_by_tree(reduced, candidates, settings, project):
+        _tier2.asked = (path, asked[0]) if asked else None
+        return [], STAGE_TREE
     try:
         tree = ast_tree.parse(source)
     except ast_tree.TooDeep:
         raise AnalysisError(f"{path}:1:1: file too deeply nested to parse (Python's own parser gives up)") from None
-    asked: list = []
-
-    def project():  # the index seen from this file, for the conditions that ask it (once)
-        asked.append(project_view(path))
-        return asked[0]
-
     candidates = candidate_stage.filter_rules_by_tree(tree, candidates, settings, project)
     _tier2.asked = (path, asked[0]) if asked else None
     _tier2.tree = (path, tree)

@@ -92,6 +92,93 @@ def parse(source: bytes) -> Optional["Tree"]:
     return tree
 
 
+def parse_reduced(source: bytes) -> Optional["Tree"]:
+    """The ``Tree`` of ``source`` with its big inert literal tables hollowed (``literal.hollow``),
+    for tier 2 to rule the file out without parsing them; None when ``source`` has none (or its
+    full tree is at hand, or the reduced source does not parse, or a hollowed statement is not
+    where the scan saw it): the caller then parses the whole source (``parse``). Never cached
+    (``_trees`` holds full trees only: the index and the engine read them).
+
+    Sound for every condition: when ``candidate_tree`` holds on the full tree it holds on this
+    one. The two trees differ only inside the values of top-level ``NAME = <display>`` /
+    ``NAME: T = <display>`` statements, where subtrees made only of ``Constant``, ``Tuple``,
+    ``List``, ``Set``, ``Dict`` and ``UnaryOp`` nodes, holding no ``Name`` or ``Attribute``, are
+    each one ``Constant(0)`` (an ``int``: not ``None``, a bool, a string or ``...``, the constants
+    conditions look at). What the ``Tree`` and its conditions read:
+
+    - the summary walk (``_collect``) reacts to no node in such a subtree: no call, await, raise,
+      def, class, lambda, try, handler, ``if``, assignment, ``:=``, ``with``, import, alias,
+      parameter, name or attribute. ``functions``, ``module_calls``, ``classes``, ``methods``,
+      ``handlers``, ``has_main_guard``, ``mentioned``, the bindings (``value_bindings``,
+      ``_attr_bindings``, ``_imports``: the same pairs, each value the same node type, so
+      ``head``/``_unwrap``/``_aliases``/``words``/``may_alias``/``may_call*``/
+      ``bound_to_method_of``/``named_bindings``/``binds_name`` answer the same) and ``assigns``
+      (the same triples: the statement is not in a function) are the same;
+    - ``binding_count``: such subtrees bind nothing (no name, no store);
+    - ``parents``/``named_nodes`` and every walk from a name upwards: every ``Name``/``Attribute``
+      has the same parent, ancestors, ``ctx`` and position; a container holding one keeps its
+      type and its number of elements (a replaced element is one node again);
+    - statement walks (``module.body``, ``nested_statements``): the same statements, the same
+      types, targets, annotations and value types;
+    - walks over every node of the module (``walk``, ``ast.walk``) meet fewer nodes of those five
+      types and ``Constant(0)`` for some: the conditions that walk so look for calls, names,
+      attributes, ``try``/``if``/assignments to attributes, constants ``True``/``None``/strings
+      in them, never for a bare display or an ``int`` alone (audited per rule:
+      ``tests/perf/test_s14_literal_tier2.py`` compares every rule's condition on both trees);
+    - positions: every kept node is where it was (same offsets); a replaced subtree's
+      ``Constant`` ends where it starts, and conditions read positions of statements, calls and
+      functions only.
+    """
+    from .literal import hollow
+
+    found = hollow(source)
+    if found is None:
+        return None
+    if hashlib.sha1(source).hexdigest() in _trees:
+        return None  # the whole tree is at hand: ``parse`` gives it for nothing
+    reduced, spans = found
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            module = compile(reduced, "<candidate>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None  # ``parse`` judges the file (the same outcome: the rest of the text is the same)
+    body = {st.lineno: st for st in module.body}
+    for stmt, v0, v1 in spans:
+        line, _ = _line_col(source, stmt)
+        st = body.get(line)
+        if type(st) is ast.Assign:
+            ok = len(st.targets) == 1 and type(st.targets[0]) is ast.Name
+        elif type(st) is ast.AnnAssign:
+            ok = st.simple == 1 and type(st.target) is ast.Name
+        else:
+            ok = False
+        value = st.value if ok else None
+        if (value is None or type(value) not in (ast.Tuple, ast.List, ast.Set, ast.Dict) or st.col_offset != 0
+                or (value.lineno, value.col_offset) != _line_col(source, v0)
+                or (value.end_lineno, value.end_col_offset) != _line_col(source, v1)):
+            return None
+    tree = Tree(module)
+    if not source.isascii() and _normalises_a_name(source):  # as ``parse`` decides it (the same names)
+        from .code import code_only
+
+        code = code_only(source)
+        tree.exact_names = code is not None and not _normalises_a_name(code)
+    return tree
+
+
+_LINE_ENDS = re.compile(rb"\r\n|\r|\n")
+
+
+def _line_col(source: bytes, offset: int) -> tuple[int, int]:
+    """(line, column in bytes) of ``offset``, as ``ast`` counts them."""
+    line, start = 1, 0
+    for m in _LINE_ENDS.finditer(source, 0, offset):
+        line += 1
+        start = m.end()
+    return line, offset - start
+
+
 def release_trees(keep_lines: int) -> None:
     """Drop the cached trees older than the newest ones that span ``keep_lines`` lines: a big
     file's tree (tens of MB) must not stay alive under the next file's parse, while small ones
