@@ -11,7 +11,7 @@ from shutdown_lint.ast_engine.execution import arguments
 from shutdown_lint.ast_engine.facts import cst_names
 from shutdown_lint.ast_engine.walk import children, source_order
 from shutdown_lint.facts.vocabulary import _canonical
-from shutdown_lint.prefilter.words import All, AnyOf, Word
+from shutdown_lint.prefilter.words import All, AnyOf, InCode, Word
 from shutdown_lint.rule import Fix, InsertAfter, Invalid, Option, Replace, Rule
 from shutdown_lint.prefilter.ast_tree import DEFS, TRYS, nested_statements, walk_within
 from shutdown_lint.prefilter.ast_tree import children as tree_children
@@ -20,6 +20,7 @@ from shutdown_lint.traversal import leaf_types, trivia_types, walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
 from .shd102_unobserved_task_exception import _LOOP_NAMES, _SPAWNERS, is_task_spawn, may_spawn
+from .shd301_blocking_call_in_coroutine import ASYNC_DEF
 
 
 @functools.cache
@@ -618,8 +619,11 @@ class CancelWithoutAwait(_Decide, Rule):
     name = "cancel-without-await"
     summary = "A cancelled asyncio task is never awaited: its cleanup races what the canceller does next"
     triggers = ("cancel",)
-    # "Task"/"Future": the rule also reports asyncio.Task(coro) and asyncio.Future() made directly
-    candidate = All(Word("async"), Word("cancel"),
+    # "Task"/"Future": the rule also reports asyncio.Task(coro) and asyncio.Future() made directly.
+    # In code: an ``async def`` and ``cancel``. Implied by tier 2 (``_may_cancel_a_task``): it reads
+    # only calls made directly in an ``async def`` (``fn.is_async``) whose callee is an attribute
+    # ``<x>.cancel`` (``func.attr == "cancel"``: the word spelled in code)
+    candidate = All(InCode(All(ASYNC_DEF, Word("cancel"))),
                     AnyOf(Word("create_task", "ensure_future", "Task", "Future")))
     # tier 2: a ``.cancel()`` called directly in a coroutine (not in a lambda or a nested def)
     # on a receiver that may be a task (``_may_cancel_a_task``)
