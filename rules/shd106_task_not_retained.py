@@ -7,7 +7,7 @@ from shutdown_lint.lazy_libcst import libcst as cst
 
 from shutdown_lint.ast_engine import AstCheck, FixPlan
 from shutdown_lint.ast_engine.facts import first_argument
-from shutdown_lint.prefilter.words import All, AnyOf, Word, qualified
+from shutdown_lint.prefilter.words import All, AnyOf, InCode, Word, qualified
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
 from shutdown_lint.prefilter.ast_tree import TRYS, callee_name, walk_within
 from shutdown_lint.traversal import walk
@@ -17,6 +17,7 @@ from ._waits import may_sleep, only_waits
 from .shd102_unobserved_task_exception import _Ast as _Ast102
 from .shd102_unobserved_task_exception import (_BROAD_HANDLERS, handles_own_errors, is_task_spawn, spawns,
                                                supervise_call)
+from .shd301_blocking_call_in_coroutine import ASYNC_DEF
 
 
 #: ``_statement_use``'s answers: the spawn is an expression statement, or the value of a one-name assignment
@@ -245,7 +246,14 @@ class TaskNotRetained(_Decide, Rule):
     name = "task-not-retained"
     summary = "A dropped task whose coroutine handles its own errors can be garbage-collected mid-run"
     triggers = ("create_task", "ensure_future")
-    candidate = All(Word("async"), AnyOf(Word("create_task"), qualified("asyncio.ensure_future")))
+    # tier 1: a spawn (create_task / asyncio.ensure_future) and an ``async def``, both in code.
+    # Implied by tier 2 (``_may_drop_a_self_handling_task``): it needs a spawn (``spawns``:
+    # ``Tree.may_call_any`` of create_task/ensure_future, a callee whose words meet them: its own
+    # name or attribute, or the words of its aliases, which are import names and heads of bound
+    # values, spelled in code, or factory result types, none of them these) that runs a coroutine
+    # of an ``async def`` of the module (``_may_handle_own_errors``: ``fn.is_async``)
+    candidate = All(AnyOf(Word("create_task"), qualified("asyncio.ensure_future")),
+                    InCode(All(ASYNC_DEF, Word("create_task", "ensure_future"))))
     # tier 2: a dropped spawn of a same-module coroutine that may handle its own errors
     candidate_tree = staticmethod(lambda tree: _may_drop_a_self_handling_task(tree))
     facts_needed = ("functions", "calls")
