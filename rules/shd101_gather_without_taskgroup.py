@@ -476,8 +476,12 @@ class GatherWithoutTaskGroup(_Decide, Rule):
     triggers = ("gather",)
     # tier 1: asyncio.gather / tqdm's gather (the children may be defined in another module,
     # the gather may sit in a lambda: no `async` needed)
-    candidate = C.qualified("asyncio.gather", "tqdm.asyncio.tqdm.gather", "tqdm.asyncio.tqdm_asyncio.gather",
-                            "tqdm.auto.tqdm.gather")
+    # ``gather`` in code too: tier 2 (``_may_gather``) reads only calls for which
+    # ``Tree.may_call_word(call, {"gather"}, ...)`` holds: the callee is a name or an attribute
+    # spelled ``gather`` (code), or its words (aliases: import names and heads of bound values,
+    # spelled in code, or factory result types, none of them ``gather``) hold it
+    candidate = C.All(C.qualified("asyncio.gather", "tqdm.asyncio.tqdm.gather", "tqdm.asyncio.tqdm_asyncio.gather",
+                                  "tqdm.auto.tqdm.gather"), C.InCode(C.Word("gather")))
     # tier 2: a gather over two or more awaitables (or a starred / tqdm one) that does not
     # return exceptions, one child of which may own a resource (a child elsewhere: the index)
     candidate_tree = staticmethod(lambda tree, project=None: _may_gather(tree, project))
