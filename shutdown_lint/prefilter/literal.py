@@ -6,7 +6,9 @@ finds each top-level statement ``NAME = <display>`` / ``NAME: <annotation> = <di
 value spans at least ``THRESHOLD`` bytes and is *inert*, and gives the source in which, inside
 that value, every bracketed group that holds no name (``(16384, 32, 1)``, a whole inner dict of
 numbers) is replaced by the constant ``0`` (the rest of the group's bytes blanked, its line ends
-kept): same length, same lines, the same offsets for every byte kept.
+kept): same length, same lines, the same offsets for every byte kept. A value is hollowed only when
+at least half of its bytes go (a flat list of strings keeps them all: its reduced parse would cost
+the whole one again where a rule is kept).
 
 *Inert*, decided on ``code.code_only(source)`` (strings and comments blanked) and checked to be
 valid Python so that the reduced source parses exactly when the whole one does: the value is a
@@ -167,8 +169,8 @@ def _inert_value(source: bytes, code: bytes, a: int, b: int):
     # the names and attribute chains (``True``/``False``/``None`` alone are constants; a chain
     # broken by a comment is found by its first name, in the same group)
     groups = _name_free_groups(region, [c.span() for c in _CHAIN.finditer(region)])
-    if groups is None:
-        return None
+    if groups is None or sum(g1 + 1 - g0 for g0, g1 in groups) * 2 < len(region):
+        return None  # (less than half of it goes: the reduced parse would cost about the whole one)
     return a, v0, v1, [(v0 + g0, v0 + g1) for g0, g1 in groups]
 
 

@@ -51,12 +51,14 @@ def _table(chains: list[str], name: str = "TABLE", annotated: bool = False) -> s
     and ``chains`` (names and attribute chains) at several depths."""
     rows = []
     chains = chains or ["x"]
+    # (most of a row's bytes in a group without names: what the hollowing replaces)
+    bulk = "(" + ", ".join(f"{k}.25" for k in range(60)) + ",\n          'tail', (1, 2, (3,)), [4, {5: 6}])"
     i = 0
     while sum(map(len, rows)) < 2 * SMALL:
         c = chains[i % len(chains)]
         rows.append(f"    ({i}, 'k{i}', {i}.5e-1, -{i}, 0x{i:x}, 1_0j, b'b' rb'\\d', ..., None, True,\n"
                     f"     (1, (2, [3, {{4, 5}}]), {{6: (7,)}}), [{c}], ({c},), {{{c}: -{c}}}, (({c}))):"
-                    f" {{'x': [{i}, (), [], {{}}, ({c}, 'v')]}},  # row {i}\n")
+                    f" {{'x': [{i}, (), [], {{}}, ({c}, 'v')], 'y': {bulk}}},  # row {i}\n")
         i += 1
     head = f"{name}: dict[str, tuple] = {{\n" if annotated else f"{name} = {{\n"
     return head + "".join(rows) + "}\n"
@@ -265,6 +267,15 @@ def test_other_statements_are_not_hollowed():
     # a value that is a display in parentheses is no display (the value is the inner one)
     assert literal.hollow(("\nTABLE = (\n" + big.split("=", 1)[1].strip() + "\n)\n").encode()) is None
     assert literal._valid(b"(a)") is False and literal._valid(b"(a,)") is True
+
+
+def test_a_table_that_keeps_most_of_its_bytes_is_not_hollowed():
+    # a flat list of strings (no group to replace) or a table whose groups mostly hold names
+    flat = "\nWORDS = [\n" + "".join(f"    'w{i}', {i}, -{i}.5,\n" for i in range(400)) + "]\n"
+    assert len(flat) > SMALL and literal.hollow(flat.encode()) is None
+    named = "\nT = [\n" + "".join(f"    (a{i}, {i}), ({i}, {i}),\n" for i in range(300)) + "]\n"
+    assert literal.hollow(named.encode()) is None
+    assert literal.hollow(named.replace("), (", "), (1, 2, 3, 4, 5, 6, 7, 8, 9, ").encode()) is not None
 
 
 def test_small_files_pay_one_len(monkeypatch):
