@@ -38,6 +38,152 @@ _FIX_TARGETS = ("close", "shutdown", "cleanup", "stop", "teardown", "aclose", "t
                 "__aexit__", "__del__")
 
 
+# ------------------------------------------------------------------ candidate tier 1 (text)
+#: what a scan skips between two tokens: spaces, line ends, a backslash continuation's ``\\``
+_GAP = frozenset(b" \t\f\r\n\\")
+#: byte value -> 1 for ``_ 0-9 A-Z a-z``
+_IDENT = bytes(b == 95 or 48 <= b <= 57 or 65 <= b <= 90 or 97 <= b <= 122 for b in range(256))
+
+
+class _FactoryMayBeCalled(C.Cond):
+    """Tier 1: a factory's last word ``W`` (``Pool``, ``ThreadPool``, ``ThreadPoolExecutor``,
+    ``ProcessPoolExecutor``) written where tier 2 may see a call of it or an alias of it
+    (``_calls_or_binds``).
+
+    Necessary for tier 2 (``_may_store_executor``): each of its shapes needs a call ``c`` that is
+    an assignment's value (stored, or a local ``V = c`` with work queued) or a ``with`` item,
+    with ``tree.may_call_any(c, <factories>)``: ``W`` among the words of ``c``'s callee. They come
+    - from the callee itself: ``W`` called (``W(``, past closing brackets) after an ``=`` or, in
+      a ``with`` item, after ``with`` or ``,`` (only ``(``, ``await`` and the dotted chain that
+      ends in ``W`` between);
+    - from the alias tables (``Tree._aliases``), seeded only by ``import ... W as x`` and by
+      one-target bindings (``=``, ``: T =``, ``:=``, ``with ... as x``) whose value's head (under
+      awaits and calls) is ``W``: ``W`` then ``as``; ``W`` after an ``=`` as above, called or
+      closed by as many ``)`` as were opened (``(W, 1)`` is a tuple); ``W`` called in a ``with``
+      item (``with W() as x``);
+    - from the factory results, which give a factory word only for a factory word
+      (``_factory_results``, checked in tests/perf/test_s14_t1_shd502_503.py).
+    An annotation (``x: Optional[W]``), ``isinstance(x, W)``, ``class P(W)``, an import without
+    ``as``, ``f(W())``, ``return W()`` give tier 2 nothing.
+
+    Read on the whole text (no code view: building one cost more than the parses it saved), every
+    occurrence of ``W`` (in strings and comments too: they only count more). Between ``W`` and the
+    tokens read only whitespace, backslash continuations and comments can stand: a comment is
+    read over forwards (to its line's end); read backwards, a line break into a line with a ``#``
+    makes the occurrence count (the comment's text is not told from code). Whatever else is not
+    read counts: a chain past a bracket (``f().W``); any ``=`` (``f(n=W)``, ``==``)."""
+
+    def __init__(self, factories) -> None:
+        self.words = frozenset(n.rsplit(".", 1)[-1].encode() for n in factories)
+        #: a word in every word (``Pool``): one search finds them all (or None: one per word)
+        shortest = min(self.words, key=len)
+        self.anchor = shortest if all(shortest in w for w in self.words) else None
+        self.key = ("SHD503 factory may be called", tuple(sorted(self.words)))
+
+    def holds(self, text: "C.FileText") -> bool:
+        return text.memo(self.key, self._scan)
+
+    def _scan(self, text: "C.FileText") -> bool:
+        src = text.source
+        end, ident, words = len(src), _IDENT, self.words
+        for anchor in (self.anchor,) if self.anchor is not None else sorted(self.words):
+            i = src.find(anchor)
+            while i >= 0:  # the identifier around each occurrence of the anchor
+                p, q = i, i + len(anchor)
+                while p > 0 and ident[src[p - 1]]:
+                    p -= 1
+                while q < end and ident[src[q]]:
+                    q += 1
+                if src[p:q] in words and _calls_or_binds(src, p, q):
+                    return True
+                i = src.find(anchor, q)
+        return False
+
+    def __repr__(self) -> str:
+        return f"_FactoryMayBeCalled({', '.join(sorted(w.decode() for w in self.words))})"
+
+
+#: ``_skip_back``'s answer when it would read back past a comment
+_UNREAD = -2
+
+
+def _skip_back(src: bytes, i: int) -> int:
+    """The last byte at or before ``i`` that is not between two tokens (``_GAP``), -1 at the
+    text's start, or ``_UNREAD`` where a line break leads back into a line with a ``#`` (a
+    comment may end it)."""
+    while i >= 0:
+        c = src[i]
+        if c not in _GAP:
+            return i
+        if c == 10 or c == 13:
+            start = max(src.rfind(b"\n", 0, i), src.rfind(b"\r", 0, i)) + 1
+            if src.find(b"#", start, i) >= 0:
+                return _UNREAD
+        i -= 1
+    return i
+
+
+def _skip_on(src: bytes, i: int) -> int:
+    """The first byte at or after ``i`` that is not between two tokens (a comment read to its
+    line's end), or ``len(src)``."""
+    end = len(src)
+    while i < end:
+        c = src[i]
+        if c == 35:  # "#": a comment
+            while i < end and src[i] != 10 and src[i] != 13:
+                i += 1
+        elif c in _GAP:
+            i += 1
+        else:
+            break
+    return i
+
+
+def _word_start(src: bytes, i: int) -> int:
+    """The first byte of the identifier run that ends at ``i``."""
+    while i >= 0 and _IDENT[src[i]]:
+        i -= 1
+    return i + 1
+
+
+def _calls_or_binds(src: bytes, p: int, q: int) -> bool:
+    """The identifier at ``src[p:q]`` may be a call's callee or an alias's source, as
+    ``Tree.words`` reads them (``_FactoryMayBeCalled``): followed by ``as`` (an import or ``with``
+    alias), or preceded (over a dotted chain, ``(`` and ``await``) by an ``=`` (an assignment's
+    value, a ``:=``, a keyword: any ``=`` counts) and called or closed by as many ``)``, or called
+    after ``with`` or a ``,`` (a ``with`` item). True where it cannot read back (``_UNREAD``)."""
+    end = len(src)
+    k = _skip_on(src, q)
+    closes = 0
+    while k < end and src[k] == 41:  # ")"
+        closes += 1
+        k = _skip_on(src, k + 1)
+    if src.startswith(b"as", k) and (k + 2 >= end or not _IDENT[src[k + 2]]):
+        return True
+    called = k < end and src[k] == 40  # "("
+    k = _skip_back(src, p - 1)
+    while k >= 0 and src[k] == 46:  # ".": the chain's word before
+        k = _skip_back(src, k - 1)
+        if k < 0 or not _IDENT[src[k]]:
+            return True  # ``f().W``, ``x[0].W``, ``"".W``, a comment: not read
+        k = _skip_back(src, _word_start(src, k) - 1)
+    opens = 0
+    while k >= 0:
+        if src[k] == 40:  # "("
+            opens += 1
+            k = _skip_back(src, k - 1)
+        elif _IDENT[src[k]] and src[_word_start(src, k):k + 1] == b"await":
+            k = _skip_back(src, k - 5)
+        else:
+            break
+    if k == _UNREAD:
+        return True
+    if k < 0:
+        return False
+    if src[k] == 61:  # "="
+        return called or opens <= closes
+    return called and (src[k] == 44 or (_IDENT[src[k]] and src[_word_start(src, k):k + 1] == b"with"))
+
 class ExecutorWithoutShutdown(Rule):
     """
     ## What it does
@@ -190,8 +336,11 @@ class ExecutorWithoutShutdown(Rule):
              "multiprocessing.dummy.Pool", "torch.multiprocessing.Pool"],
             list, "qualified names of calls that create an executor or pool", item_kind=str),
     }
-    # tier 1: the factories (the option's default; a rule with options set always runs)
-    candidate = C.qualified(*options["executor_factories"].default)
+    # tier 1: the factories (the option's default; a rule with options set always runs), and a
+    # factory's word where it may be called or aliased (``_FactoryMayBeCalled``: every call tier 2
+    # reads needs one, as its callee's own word or an alias's source)
+    candidate = C.All(C.qualified(*options["executor_factories"].default),
+                      _FactoryMayBeCalled(options["executor_factories"].default))
     # tier 2: a factory's result stored on ``self`` in a method or in a module-level name
     candidate_tree = staticmethod(lambda tree: _may_store_executor(tree))
 
