@@ -6,7 +6,6 @@ from typing import Optional
 from shutdown_lint.lazy_libcst import libcst as cst
 
 from shutdown_lint.prefilter import words as C
-from shutdown_lint.prefilter.code import code_only
 from shutdown_lint import facts as F
 from shutdown_lint.ast_engine import AstCheck, FixPlan
 from shutdown_lint.ast_engine.execution import execution_of
@@ -28,57 +27,6 @@ _MESSAGE = ("process group created with no teardown path (`destroy_process_group
             "method or SIGTERM handler): when this rank is stopped the other ranks block in their next "
             "collective until the timeout")
 _FIX_MESSAGE = "Install the SIGTERM teardown right after the init"
-
-
-#: byte value -> 1 for ``_ 0-9 A-Z a-z``
-_IDENT = bytes(b == 95 or 48 <= b <= 57 or 65 <= b <= 90 or 97 <= b <= 122 for b in range(256))
-
-
-class _LastWordInCode(C.Cond):
-    """Tier 1, read on the file's code (``FileText.code``: comments and plain strings blanked):
-    the last word of an init call (``init_process_group``) is a whole identifier there.
-
-    Necessary for tier 2 (``_may_init_without_teardown``): it keeps a file only for a call
-    whose callee's words (``Tree.may_call_any``; ``_spelled_inits`` reads a subset) hold that
-    word: the callee's own identifier, or the alias tables' (``Tree._aliases``: an import's or a
-    binding's value's identifier); the factory results never give it (``_factory_results``,
-    checked in tests/perf/test_s14_t1_shd502_503.py). All are identifiers in code. A docstring
-    or a comment that names the call gives nothing. Searched with ``bytes.find`` and a boundary
-    test, not ``C.InCode(C.Word(...))``: ``Word`` skips a word after a ``#`` with no quote before
-    it on its line, which in the code is also a formatted string's text on a later line of a
-    triple-quoted one: ``f'''`` then a line ``#{dist.init_process_group()}'''`` is a call in code."""
-
-    reads_code = True
-
-    def __init__(self, names) -> None:
-        self.words = tuple(sorted({n.rsplit(".", 1)[-1].encode() for n in names}))
-        self.key = ("SHD502 last word in code", self.words)
-
-    def holds_on_text(self, text: "C.FileText") -> bool:
-        """True: the word is the ``qualified`` part's; the code is read only when it decides
-        (``select.filter_rules``), else tier 2 judges."""
-        return True
-
-    def holds(self, text: "C.FileText") -> bool:
-        return text.memo(self.key, self._scan)
-
-    def _scan(self, text: "C.FileText") -> bool:
-        code = text.code()
-        if code is text and code_only(text.source) is None:
-            return True  # no code could be built (comments and strings would read as code)
-        src = code.source
-        end, ident = len(src), _IDENT
-        for word in self.words:
-            n = len(word)
-            i = src.find(word)
-            while i >= 0:
-                if (i == 0 or not ident[src[i - 1]]) and (i + n >= end or not ident[src[i + n]]):
-                    return True
-                i = src.find(word, i + n)
-        return False
-
-    def __repr__(self) -> str:
-        return f"_LastWordInCode({', '.join(w.decode() for w in self.words)})"
 
 
 class _Teardown:
@@ -371,8 +319,15 @@ class ProcessGroupWithoutTeardown(_Teardown, Rule):
     }
     ast_check = _Ast
     # tier 1: the init calls (the option's default; a rule with options set always runs), their
-    # last word an identifier in code (``_LastWordInCode``: every callee word tier 2 reads is one)
-    candidate = C.All(C.qualified(*options["init_calls"].default), _LastWordInCode(options["init_calls"].default))
+    # last word an identifier in code. Necessary for tier 2 (``_may_init_without_teardown``): it
+    # keeps a file only for a call whose callee's words (``Tree.may_call_any``; ``_spelled_inits``
+    # reads a subset) hold that word: the callee's own identifier or the alias tables' (an
+    # import's or a binding's value's identifier); the factory results never give it (checked in
+    # tests/perf/test_s14_t1_shd502_503.py). All are identifiers in code; a docstring or a
+    # comment that names the call gives nothing. (A formatted string's field is code:
+    # ``words._in_comment``.)
+    candidate = C.All(C.qualified(*options["init_calls"].default),
+                      C.InCode(C.Word(*sorted({n.rsplit(".", 1)[-1] for n in options["init_calls"].default}))))
     # tier 2: an init call (the option's default; set options bypass) the file does not cover itself
     candidate_tree = staticmethod(lambda tree: _may_init_without_teardown(tree))
 

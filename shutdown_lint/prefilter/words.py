@@ -74,14 +74,21 @@ _IDENT_BYTES = bytes(_is_ident_byte(b) for b in range(256))
 
 
 def _in_comment(src: bytes, i: int) -> bool:
-    """Offset ``i`` is certainly not code: a ``#`` precedes it on its line and no quote
-    does. Then either the ``#`` opens a comment, or the line is inside a multi-line
-    string that cannot have closed before ``i``; names in either never resolve."""
+    """Offset ``i`` is certainly not code: a ``#`` precedes it on its line, and no quote and
+    no ``{`` come between the line's start (the ``#``) and ``i``. Then either the ``#`` opens
+    a comment, or the line is inside a multi-line string that cannot have closed before
+    ``i``, where names never resolve, unless the string is an f-string and ``i`` is in a
+    replacement field: ``f\"\"\"`` newline ``#{dist.init_process_group()}`` is a call.
+    A field's expression opened on this line follows a ``{`` after the ``#``; one opened on
+    an earlier line reaches a ``#`` here only inside a string (a quote) or as a comment of
+    its own (3.12), after which the line is not code."""
     start = src.rfind(b"\n", 0, i) + 1
     cr = src.rfind(b"\r", start, i)  # "\r" alone ends a line too (searched on this line only)
     if cr >= 0:
         start = cr + 1
-    return src.find(b"#", start, i) >= 0 and src.find(b'"', start, i) < 0 and src.find(b"'", start, i) < 0
+    hash_at = src.find(b"#", start, i)
+    return (hash_at >= 0 and src.find(b'"', start, i) < 0 and src.find(b"'", start, i) < 0
+            and src.find(b"{", hash_at, i) < 0)
 
 
 class FileText:
