@@ -15,7 +15,6 @@ from shutdown_lint.ast_engine.exit_paths import AstWalker, breaks, exit_paths_of
 from shutdown_lint.rule import AddImport, Fix, Invalid, Replace, Rule
 from shutdown_lint.traversal import walk
 from shutdown_lint.prefilter.ast_tree import DEFS, TRYS, walk_within
-from .shd301_blocking_call_in_coroutine import ASYNC_DEF
 
 _CANCELLED = frozenset({"asyncio.CancelledError", "asyncio.exceptions.CancelledError"})
 _BROAD = frozenset({"builtins.BaseException"})
@@ -603,11 +602,11 @@ class SwallowedCancellation(_Decide, Rule):
     triggers = ("CancelledError", "except:", "BaseException")
     # tier 1: except CancelledError / BaseException / bare except: in a coroutine, all in code.
     # Implied by tier 2 (``_may_swallow``): it reads only ``async def``s (the tokens ``async`` and
-    # ``def``, in code: ``ASYNC_DEF``), and a handler that is bare (``except`` then ``:``) or whose
+    # ``def``, in code: ``words.ASYNC_DEF``), and a handler that is bare (``except`` then ``:``) or whose
     # type's words (``Tree.words``: the name or attribute spelled there, or the words of its
     # aliases, which are import names and heads of bound values, all spelled in code, or factory
     # result types, none of them these two) meet CancelledError/BaseException
-    candidate = C.InCode(C.All(ASYNC_DEF, C.AnyOf(C.Word("CancelledError", "BaseException"),
+    candidate = C.InCode(C.All(C.ASYNC_DEF, C.AnyOf(C.Word("CancelledError", "BaseException"),
                                                    C.WordThen("except", C.gap() + ":"))))
     # tier 2: in a coroutine, a try whose body suspends and that catches cancellation
     candidate_tree = staticmethod(lambda tree: _may_swallow(tree))

@@ -11,7 +11,7 @@ from shutdown_lint.ast_engine.execution import arguments
 from shutdown_lint.ast_engine.facts import cst_names
 from shutdown_lint.ast_engine.walk import children, source_order
 from shutdown_lint.facts.vocabulary import _canonical
-from shutdown_lint.prefilter.words import All, AnyOf, InCode, Word
+from shutdown_lint.prefilter.words import ASYNC_DEF, All, AnyOf, InCode, Word
 from shutdown_lint.rule import Fix, InsertAfter, Invalid, Option, Replace, Rule
 from shutdown_lint.prefilter.ast_tree import DEFS, TRYS, nested_statements, walk_within
 from shutdown_lint.prefilter.ast_tree import children as tree_children
@@ -20,7 +20,6 @@ from shutdown_lint.traversal import leaf_types, trivia_types, walk
 
 from ._fixes import IMPORT_RUNTIME_GUARD, guard_call
 from .shd102_unobserved_task_exception import _LOOP_NAMES, _SPAWNERS, is_task_spawn, may_spawn
-from .shd301_blocking_call_in_coroutine import ASYNC_DEF
 
 
 @functools.cache

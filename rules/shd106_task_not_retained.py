@@ -7,7 +7,7 @@ from shutdown_lint.lazy_libcst import libcst as cst
 
 from shutdown_lint.ast_engine import AstCheck, FixPlan
 from shutdown_lint.ast_engine.facts import first_argument
-from shutdown_lint.prefilter.words import All, AnyOf, InCode, Word, qualified
+from shutdown_lint.prefilter.words import ASYNC_DEF, All, AnyOf, InCode, Word, qualified
 from shutdown_lint.rule import Fix, Invalid, Replace, Rule
 from shutdown_lint.prefilter.ast_tree import TRYS, callee_name, walk_within
 from shutdown_lint.traversal import walk
@@ -17,7 +17,6 @@ from ._waits import may_sleep, only_waits
 from .shd102_unobserved_task_exception import _Ast as _Ast102
 from .shd102_unobserved_task_exception import (_BROAD_HANDLERS, handles_own_errors, is_task_spawn, spawns,
                                                supervise_call)
-from .shd301_blocking_call_in_coroutine import ASYNC_DEF
 
 
 #: ``_statement_use``'s answers: the spawn is an expression statement, or the value of a one-name assignment

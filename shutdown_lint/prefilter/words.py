@@ -856,6 +856,48 @@ def last_words(names: Iterable[str]) -> Word:
 # entry there widens the candidates here without an edit.
 
 
+class AsyncDefStatement(Cond):
+    """Tier 1: the file may define a coroutine (``ast.AsyncFunctionDef``: ``Function.is_async``).
+
+    ``async def`` is a compound statement: it starts a logical line, never after a ``;`` or a
+    ``:`` on the same line, never inside brackets. So its ``async`` is preceded on its physical
+    line by indentation only (spaces, tabs, form feeds; a line ends at ``\\n`` or ``\\r``), or
+    by the UTF-8 byte order mark at the file's start (a backslash continuation before it ends
+    the physical line above: ``async`` still starts its own). Between ``async`` and ``def``
+    come only whitespace and backslash continuations (no comment: no line end outside
+    brackets); ``\\s`` also reads line ends, which only keeps files. A word in a string or a
+    comment (``"async def"`` in a message, a docstring's mid-line example) is ruled out unless
+    it also looks so; one at a line start inside a docstring is kept (tier 2 judges it). The
+    scan reads the text only (no code view: SHD301 is in nearly every file that has an ``async
+    def``, and building the code of those would cost more than the parses it saves). SHD301,
+    SHD104, SHD105 and SHD106 ask the same instance (``ASYNC_DEF``): one scan per file
+    (``FileText.memo``)."""
+
+    _KEY = ("async def statement",)
+    _TAIL = re.compile(rb"(?:\s|\\(?:\r\n|\r|\n))+def(?![A-Za-z0-9_])")
+
+    def holds(self, text: FileText) -> bool:
+        return text.has_word(b"async") and text.memo(self._KEY, self._scan)
+
+    def _scan(self, text: FileText) -> bool:
+        src, tail = text.source, self._TAIL.match
+        for p in text.iter_positions(b"async"):
+            k = p
+            while k > 0 and src[k - 1] in b" \t\f":
+                k -= 1
+            if (k == 0 or src[k - 1] in b"\r\n" or (k == 3 and src.startswith(b"\xef\xbb\xbf"))) \
+                    and tail(src, p + 5):
+                return True
+        return False
+
+    def __repr__(self) -> str:
+        return "AsyncDefStatement()"
+
+
+#: the one instance the rules share (its memo key is the class's)
+ASYNC_DEF = AsyncDefStatement()
+
+
 class _Context(Cond):
     """Words of an execution context (``context("task")``), built on first use: the
     facts' tables are read lazily so that rules can declare this at import time."""

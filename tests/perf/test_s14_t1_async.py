@@ -2,7 +2,7 @@
 necessary condition of the rule's ``candidate_tree`` (tier 2), read off the tier-2 code.
 
 - SHD104, SHD105, SHD106, SHD301 read only ``async def``s (``Function.is_async``): their
-  condition asks for one (``ASYNC_DEF``: ``async`` at a line's start, after indentation or a
+  condition asks for one (``words.ASYNC_DEF``: ``async`` at a line's start, after indentation or a
   byte order mark, then ``def``, whitespace or backslash continuations between). ``async def``
   written in a message or mid-line in a docstring no longer sends a file to ``ast``;
 - SHD101, SHD104, SHD105, SHD106 also ask, in code (``InCode``: strings and comments blanked),
