@@ -43,7 +43,24 @@ these rules: only its latency is comparable); the targets are 0.3 s (open) and 0
 
 Options: --quick (a tenth of the corpus, for trying the script), --skip-peers,
 --warm-only (only ruff cached vs ours warm, interleaved, and their ratio),
---check-candidates, --check-tree-tier, --repeat N, --json FILE (write the rows).
+--check-candidates, --check-tree-tier, --repeat N, --json FILE (write the rows),
+--editable, --compare-installs (below).
+
+Which shutdown-lint is measured: by default the one a user gets from ``pip install
+shutdown-lint``, its wheel, built from this checkout's working tree (a copy of it, so no stale
+``build/`` folder leaks into it) and installed into a venv of its own made with the base
+interpreter, byte-compiled as pip does; that venv reaches the other packages (libcst, ray, torch,
+ruff's rows are unchanged) through a path line in a ``.pth`` file naming this environment's
+site-packages (a path line: that folder's own ``.pth`` files, the editable install's import hooks,
+are not run). The bench asserts that nothing the wheel's interpreter imports comes from the
+checkout. ``--editable`` measures the development install (``.venv/bin/shutdown-lint``) instead.
+Why: setuptools' editable install of this project (the package-dir mapping ``shutdown_lint.rules``
+-> ``rules``) puts an import hook in a ``.pth`` file, ``__editable___shutdown_lint_0_1_0_finder``,
+that every interpreter start in that venv imports, with pathlib, re, urllib.parse, fnmatch,
+enum...: ``site`` took 14.5 ms instead of 1.7 ms (``python -X importtime -c pass``), about 10 ms
+of each warm run that a user never pays. ``--compare-installs`` (with --warm-only) runs both
+installs in the same interleaved rounds, each with its own cache folder (the cache key differs
+between installs: one folder would make them re-lint), and the bare start of each interpreter.
 """
 
 from __future__ import annotations
@@ -64,6 +81,8 @@ import build_corpus  # noqa: E402
 from bench_cold import compile_bytecode  # noqa: E402
 
 BIN = Path(sys.executable).parent
+#: the shutdown-lint measured (``_install``): the wheel's console script by default
+OURS = BIN / "shutdown-lint"
 SRC = build_corpus.SRC
 TIMEOUT = 1800
 
@@ -104,7 +123,7 @@ def lines_of(paths: list[Path]) -> int:
 
 
 def shutdown_lint(*args: str) -> list[str]:
-    return [str(BIN / "shutdown-lint"), "--isolated", "--exit-zero", "-q", *args]
+    return [str(OURS), "--isolated", "--exit-zero", "-q", *args]
 
 
 def ruff(*args: str) -> list[str]:
@@ -158,6 +177,10 @@ def main() -> None:
     ap.add_argument("--lsp-project", type=Path, help="the editor rows' project (default: the corpus's ray package)")
     ap.add_argument("--lsp-file", type=Path, help="the file opened and edited (default: ray/serve/batching.py)")
     ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--editable", action="store_true",
+                    help="measure the development install (.venv/bin/shutdown-lint) instead of the wheel")
+    ap.add_argument("--compare-installs", action="store_true",
+                    help="with --warm-only: the wheel and the editable install in the same rounds")
     args = ap.parse_args()
 
     if args.corpus == "reference" and not SRC.is_dir():
@@ -166,7 +189,16 @@ def main() -> None:
     files = subset(all_files, 10) if args.quick else all_files
     compile_bytecode(HERE.parent)  # as installed: no timed run compiles our modules (bench_cold's docstring)
     work = Path(tempfile.mkdtemp(prefix="shd-bench-"))
+    global OURS
     try:
+        wheel_bin = None
+        if not args.editable or args.compare_installs:
+            wheel_bin = install_wheel(work)
+        OURS = BIN / "shutdown-lint" if args.editable else wheel_bin / "shutdown-lint"
+        what = "the editable install (--editable)" if args.editable else "its wheel, installed in a venv of its own"
+        print(f"shutdown-lint measured: {what}, {OURS}"
+              + (" (and the other install in the same rounds: --compare-installs)" if args.compare_installs else ""),
+              flush=True)
         if args.lsp_only:
             targets = _lsp_rows(Table(), args, work)
             _print_targets(targets)
@@ -193,11 +225,17 @@ def main() -> None:
         cache = work / "shd-cache"
         out_json = work / "shd-cold.json"
         if args.warm_only:
-            _warm_only(args.repeat, rel, root, ruff_cache, cache)
+            others = {}
+            if args.compare_installs:
+                other = BIN / "shutdown-lint" if not args.editable else wheel_bin / "shutdown-lint"
+                others = {("editable" if not args.editable else "wheel"): other}
+                _starts(args.repeat, {"wheel": wheel_bin / "python", "editable": BIN / "python"}, root)
+            name = "editable" if args.editable else "wheel"
+            _warm_only(args.repeat, rel, root, ruff_cache, cache, others=others, name=name)
             walked = sorted({r.split(os.sep, 1)[0] for r in rel})
             print(f"the same, the corpus's top directories walked ({' '.join(walked)}):")
             _warm_only(args.repeat, walked, root, work / "ruff-cache-dirs", work / "shd-cache-dirs",
-                       ("--no-respect-gitignore",))
+                       ("--no-respect-gitignore",), others=others, name=name)
             if args.lsp:
                 _print_targets(_lsp_rows(Table(), args, work))
             return
@@ -334,23 +372,96 @@ def corpus(name: str) -> tuple[Path, list[Path]]:
 
 
 def _warm_only(repeat: int, rel: list[str], root: Path, ruff_cache: Path, cache: Path,
-               extra: tuple[str, ...] = ()) -> None:
-    """ruff cached and shutdown-lint warm, alternating; the ratio of the medians (wall and CPU)."""
+               extra: tuple[str, ...] = (), others: dict[str, Path] | None = None, name: str = "warm") -> None:
+    """ruff cached and shutdown-lint warm, alternating; the ratio of the medians (wall and CPU).
+    ``others``: name -> another shutdown-lint executable, run in the same rounds after ours, each
+    with its own cache folder (``cache`` + its name)."""
+    global OURS
+    mine = OURS
+    tools = {name: (mine, cache), **{n: (exe, Path(f"{cache}-{n}")) for n, exe in (others or {}).items()}}
     run(ruff("--cache-dir", str(ruff_cache), *extra, *rel), cwd=root)  # fill ruff's cache
-    run(shutdown_lint("--cache-dir", str(cache), "-j", "2", *extra, *rel), cwd=root)  # fill ours (cold)
-    run(shutdown_lint("--cache-dir", str(cache), "-j", "2", *extra, *rel), cwd=root)  # once warm, untimed
-    ruffs: list[dict] = []
-    ours: list[dict] = []
-    for k in range(repeat):
-        ruffs.append(run(ruff("--cache-dir", str(ruff_cache), *extra, *rel), cwd=root))
-        ours.append(run(shutdown_lint("--cache-dir", str(cache), "-j", "2", *extra, *rel), cwd=root))
-        print(f"  round {k + 1}/{repeat}: ruff cached {ruffs[-1]['wall']:.3f} s, warm {ours[-1]['wall']:.3f} s "
-              f"({ours[-1]['wall'] / ruffs[-1]['wall']:.2f}x), load {os.getloadavg()[0]:.1f}", flush=True)
-    r, o = statistics.median(x["wall"] for x in ruffs), statistics.median(x["wall"] for x in ours)
-    rc, oc = statistics.median(x["cpu"] for x in ruffs), statistics.median(x["cpu"] for x in ours)
-    print(f"medians of {repeat}: ruff cached {r:.3f} s ({rc:.3f} CPU-s), shutdown-lint warm {o:.3f} s "
-          f"({oc:.3f} CPU-s); warm / ruff cached {o / r:.2f}x wall, {oc / rc:.2f}x CPU "
-          f"(target <= 1.5x: {'PASS' if o <= 1.5 * r else 'MISS'})", flush=True)
+    try:
+        for exe, folder in tools.values():
+            OURS = exe
+            run(shutdown_lint("--cache-dir", str(folder), "-j", "2", *extra, *rel), cwd=root)  # fill ours (cold)
+            run(shutdown_lint("--cache-dir", str(folder), "-j", "2", *extra, *rel), cwd=root)  # once warm, untimed
+        ruffs: list[dict] = []
+        ours: dict[str, list[dict]] = {n: [] for n in tools}
+        for k in range(repeat):
+            ruffs.append(run(ruff("--cache-dir", str(ruff_cache), *extra, *rel), cwd=root))
+            for n, (exe, folder) in tools.items():
+                OURS = exe
+                ours[n].append(run(shutdown_lint("--cache-dir", str(folder), "-j", "2", *extra, *rel), cwd=root))
+            print(f"  round {k + 1}/{repeat}: ruff cached {ruffs[-1]['wall']:.3f} s, " + ", ".join(
+                f"{n} {v[-1]['wall']:.3f} s ({v[-1]['wall'] / ruffs[-1]['wall']:.2f}x)" for n, v in ours.items())
+                + f", load {os.getloadavg()[0]:.1f}", flush=True)
+    finally:
+        OURS = mine
+    r, rc = statistics.median(x["wall"] for x in ruffs), statistics.median(x["cpu"] for x in ruffs)
+    for n, v in ours.items():
+        o, oc = statistics.median(x["wall"] for x in v), statistics.median(x["cpu"] for x in v)
+        print(f"medians of {repeat}: ruff cached {r:.3f} s ({rc:.3f} CPU-s), shutdown-lint warm, {n} install "
+              f"({tools[n][0]}): {o:.3f} s ({oc:.3f} CPU-s); warm / ruff cached {o / r:.2f}x wall, {oc / rc:.2f}x CPU "
+              f"(target <= 1.5x: {'PASS' if o <= 1.5 * r else 'MISS'})", flush=True)
+
+
+def _starts(repeat: int, pythons: dict[str, Path], cwd: Path) -> None:
+    """The bare start (``-c pass``) of each interpreter, interleaved: what an install's ``site``
+    costs every run (the editable install's import hook)."""
+    got: dict[str, list[dict]] = {n: [] for n in pythons}
+    for _ in range(max(repeat, 5)):
+        for n, exe in pythons.items():
+            got[n].append(run([str(exe), "-c", "pass"], cwd=cwd))
+    print("interpreter start (-c pass), medians: " + ", ".join(
+        f"{n} {statistics.median(x['wall'] for x in v) * 1000:.1f} ms "
+        f"({statistics.median(x['cpu'] for x in v) * 1000:.1f} CPU-ms)" for n, v in got.items()), flush=True)
+
+
+def install_wheel(work: Path) -> Path:
+    """shutdown-lint as ``pip install`` gives it: this working tree's wheel (built from a copy of it,
+    so that no stale ``build/`` folder of the checkout goes into it) installed into a venv of the
+    base interpreter, byte-compiled; its dependencies come from this environment's site-packages
+    through a path line in a ``.pth`` file (that folder's own ``.pth`` files, the editable
+    install's import hooks, are not run). Returns the venv's bin folder. Asserts that the wheel's
+    interpreter imports nothing from the checkout."""
+    import sysconfig
+
+    checkout = HERE.parent
+    src = work / "wheel-src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copyfile(checkout / name, src / name)
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for name in ("shutdown_lint", "rules"):
+        shutil.copytree(checkout / name, src / name, ignore=skip)
+    dist = work / "wheel-dist"
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
+                            str(dist), str(src)], cwd=work, capture_output=True, text=True)  # quiet: setuptools' warnings
+    if built.returncode != 0:
+        raise SystemExit(f"pip wheel failed:\n{built.stdout[-2000:]}{built.stderr[-2000:]}")
+    wheel = next(dist.glob("shutdown_lint-*.whl"))
+    venv = work / "wheel-venv"
+    base = getattr(sys, "_base_executable", None) or sys.executable
+    subprocess.run([base, "-m", "venv", "--without-pip", str(venv)], check=True, cwd=work)
+    python = venv / "bin" / "python"
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               check=True, capture_output=True, text=True, cwd=work).stdout.strip())
+    (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-index",
+                    str(wheel)], check=True, cwd=work, stdout=subprocess.DEVNULL)
+    subprocess.run([str(python), "-m", "compileall", "-q", str(site / "shutdown_lint")], check=True, cwd=work,
+                   stdout=subprocess.DEVNULL, env=_ENV)
+    # what a warm run imports (the cli, every rule, the cache and the index): all from the venv
+    probe = ("import sys\nfrom shutdown_lint import cli, registry, cache\nfrom shutdown_lint.index import store\n"
+             "registry.all_rules()\n"
+             "print('\\n'.join(getattr(m, '__file__', None) or '' for m in list(sys.modules.values())))")
+    files = subprocess.run([str(python), "-c", probe], check=True, capture_output=True, text=True, cwd=work,
+                           env=_ENV).stdout.split()
+    from_checkout = [f for f in files if Path(f).resolve().is_relative_to(checkout.resolve())]
+    ours = [f for f in files if "shutdown_lint" in Path(f).parts]
+    if from_checkout or not ours or not all(Path(f).resolve().is_relative_to(site.resolve()) for f in ours):
+        raise SystemExit(f"the wheel's venv imports from the checkout: {(from_checkout or ours)[:5]}")
+    return venv / "bin"
 
 
 def _lsp_rows(t: Table, args, work: Path) -> list[tuple[str, bool, str]]:
@@ -372,7 +483,7 @@ def _lsp_rows(t: Table, args, work: Path) -> list[tuple[str, bool, str]]:
         shutil.copytree(SRC / "ray", project, ignore=shutil.ignore_patterns("__pycache__"))
         file = project / (args.lsp_file or Path("ray/serve/batching.py"))
     print(f"editor: {file.relative_to(project)} in {project} ({rounds} rounds)", flush=True)
-    ours = lsp_latency.measure(project, file, rounds, 2.0, [str(BIN / "shutdown-lint"), "server"], at_start=0)
+    ours = lsp_latency.measure(project, file, rounds, 2.0, [str(OURS), "server"], at_start=0)
     ms = lambda x: f"{x * 1000:.0f} ms"  # noqa: E731
     note = f"{ours['lines']} lines, {ours['findings']} findings; median of {rounds}"
     t.add("shutdown-lint server: first diagnostics after didOpen", ours["open_median"],
