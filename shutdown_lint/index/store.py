@@ -632,7 +632,8 @@ def stale(deps: object, store: "SummaryStore | None", get_store, memo: Optional[
 
     A dependency on the project's files (``project_key``) walks its roots and stats their files
     (once per key when ``memo``, a dict that lives for one run, is given; ``known``, ``snap_dir``,
-    ``folders``: see ``project_digest``)."""
+    ``folders``: see ``project_digest``). ``memo`` also keeps each module's stat, ``path ->
+    (mtime_ns, size)``: the run's other results that depend on it compare the same stat."""
     if not isinstance(deps, dict):
         return True, None
     refreshed: Optional[dict] = None
@@ -643,13 +644,18 @@ def stale(deps: object, store: "SummaryStore | None", get_store, memo: Optional[
                     and project_digest(path, memo, known, snap_dir, folders) == stamp[2]):
                 return True, None
             continue
-        try:
-            st = os.stat(path)
-        except OSError:
-            return True, None
+        now = memo.get(path) if memo is not None else None
+        if now is None:
+            try:
+                st = os.stat(path)
+            except OSError:
+                return True, None
+            now = (st.st_mtime_ns, st.st_size)
+            if memo is not None:  # the run's other results that depend on it (a warm ray+torch run: 373 -> 256 stats)
+                memo[path] = now
         if not (isinstance(stamp, list) and len(stamp) == 3):
             return True, None
-        if st.st_mtime_ns == stamp[0] and st.st_size == stamp[1]:
+        if now[0] == stamp[0] and now[1] == stamp[1]:
             continue
         if isinstance(stamp[2], str) and stamp[2].startswith(TEXT):
             # the result depended on this module's text: the same content, or re-lint
