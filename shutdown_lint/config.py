@@ -20,7 +20,6 @@ fully cached run can resolve ``--select`` without importing the rules (and libcs
 from __future__ import annotations
 
 import os
-import re
 import sys
 
 from . import __version__
@@ -298,6 +297,8 @@ def target_from_requires_python(spec: Optional[str]) -> Optional[str]:
 
     if not spec:
         return None
+    import re
+
     m = re.search(r">=?\s*3\.(\d+)", spec) or re.search(r"~=\s*3\.(\d+)", spec) or re.search(r"==\s*3\.(\d+)", spec)
     if not m:
         return None

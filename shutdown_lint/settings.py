@@ -6,8 +6,6 @@ processes) and has a stable fingerprint (it keys the result cache).
 
 from __future__ import annotations
 
-import re
-
 from .record import Record
 
 TYPE_CHECKING = False
@@ -21,6 +19,8 @@ DEFAULT_TARGET = "py310"
 
 
 def parse_target(value: str) -> tuple[int, int]:
+    import re
+
     m = re.fullmatch(r"py3(\d+)", value)
     if not m:
         raise ValueError(f"target version must look like py311, got {value!r}")

@@ -67,3 +67,34 @@ def test_no_re_imported_to_ask(tmp_path):
                           timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split("\n")[:2] == ["[False, False, True, True]", "False"], proc.stdout
+
+
+#: the modules a fully cached run imports (``test_cache_format``'s warm run: cli, its configuration,
+#: settings, cache, discovery and the index's store)
+WARM_MODULES = ("shutdown_lint.cli", "shutdown_lint.config", "shutdown_lint.settings", "shutdown_lint.hierarchy",
+                "shutdown_lint.cache", "shutdown_lint.cache_key", "shutdown_lint.discovery",
+                "shutdown_lint.index.hooks", "shutdown_lint.index.store", "shutdown_lint.diagnostic",
+                "shutdown_lint.output", "shutdown_lint.interrupt", "shutdown_lint.record")
+
+
+def test_the_warm_runs_modules_import_no_re(tmp_path):
+    """``config`` (``requires-python``'s minor version) and ``settings`` (``target-version``)
+    import ``re`` in the one function each that reads a pattern: at module level they loaded
+    ``re`` and ``enum`` into every warm run (277 -> 265 M instructions of a warm ray+torch run,
+    callgrind, WARM)."""
+    code = (f"import sys\nfor m in {WARM_MODULES!r}:\n    __import__(m)\n"
+            "print(sorted(m for m in ('re', 'enum') if m in sys.modules))\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = REPO
+    proc = subprocess.run([sys.executable, "-S", "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]", proc.stdout
+
+
+def test_the_patterns_still_read_the_versions():
+    from shutdown_lint import config, settings
+
+    assert settings.parse_target("py311") == (3, 11)
+    assert [config.target_from_requires_python(s) for s in (">=3.10", ">3.10", "~=3.11", "==3.12.1", None)] == [
+        "py310", "py311", "py311", "py312", None]
