@@ -57,16 +57,22 @@ def test_a_name_that_exists_is_no_command(tmp_path, monkeypatch):
     assert not _unknown_command("dangling")  # lexists: a broken link is a path
 
 
-def test_no_re_imported_to_ask(tmp_path):
-    code = ("import sys\nfrom shutdown_lint import cli\nassert 're' not in sys.modules, 'before'\n"
-            "print([cli._unknown_command(w) for w in ('--isolated', 'ray/__init__.py', 'chekc', 'src')])\n"
-            "print('re' in sys.modules)\n")
+def _without_site(code: str, cwd) -> str:
+    """``code``'s output in an interpreter without ``site`` (the development install's import hook
+    imports ``re`` itself) that finds this checkout's package; fails on an error."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = REPO
-    proc = subprocess.run([sys.executable, "-S", "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-S", "-c", code], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split("\n")[:2] == ["[False, False, True, True]", "False"], proc.stdout
+    return proc.stdout
+
+
+def test_no_re_imported_to_ask(tmp_path):
+    out = _without_site("import sys\nfrom shutdown_lint import cli\nassert 're' not in sys.modules, 'before'\n"
+                        "print([cli._unknown_command(w) for w in ('--isolated', 'ray/__init__.py', 'chekc', 'src')])\n"
+                        "print('re' in sys.modules)\n", tmp_path)
+    assert out.split("\n")[:2] == ["[False, False, True, True]", "False"], out
 
 
 #: the modules a fully cached run imports (``test_cache_format``'s warm run: cli, its configuration,
@@ -82,14 +88,9 @@ def test_the_warm_runs_modules_import_no_re(tmp_path):
     import ``re`` in the one function each that reads a pattern: at module level they loaded
     ``re`` and ``enum`` into every warm run (277 -> 265 M instructions of a warm ray+torch run,
     callgrind, WARM)."""
-    code = (f"import sys\nfor m in {WARM_MODULES!r}:\n    __import__(m)\n"
-            "print(sorted(m for m in ('re', 'enum') if m in sys.modules))\n")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["PYTHONPATH"] = REPO
-    proc = subprocess.run([sys.executable, "-S", "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "[]", proc.stdout
+    out = _without_site(f"import sys\nfor m in {WARM_MODULES!r}:\n    __import__(m)\n"
+                        "print(sorted(m for m in ('re', 'enum') if m in sys.modules))\n", tmp_path)
+    assert out.strip() == "[]", out
 
 
 def test_the_patterns_still_read_the_versions():
