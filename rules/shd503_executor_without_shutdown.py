@@ -42,7 +42,7 @@ _FIX_TARGETS = ("close", "shutdown", "cleanup", "stop", "teardown", "aclose", "t
 #: what a scan skips between two tokens: spaces, line ends, a backslash continuation's ``\\``
 _GAP = frozenset(b" \t\f\r\n\\")
 #: byte value -> 1 for ``_ 0-9 A-Z a-z``
-_IDENT = bytes(b == 95 or 48 <= b <= 57 or 65 <= b <= 90 or 97 <= b <= 122 for b in range(256))
+_IDENT = C.IDENT_BYTES
 
 
 class _FactoryMayBeCalled(C.Cond):

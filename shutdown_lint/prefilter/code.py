@@ -74,7 +74,7 @@ _FORMAT_PREFIXES = frozenset({b"f", b"fr", b"rf", b"t", b"tr", b"rt"})
 #: words that may stand right before a string (``if"a"in x``, ``case"x":``)
 _KEYWORDS = frozenset(w.encode() for w in (*keyword.kwlist, *keyword.softkwlist))
 #: every byte but a line end becomes a space
-_BLANK = bytes(b if b in (10, 13) else 32 for b in range(256))
+BLANK = bytes(b if b in (10, 13) else 32 for b in range(256))
 
 _QUOTE_DOUBLE, _QUOTE_SINGLE, _HASH, _BACKSLASH = 34, 39, 35, 92
 _OPEN, _CLOSE = frozenset(b"([{"), frozenset(b")]}")
@@ -151,7 +151,7 @@ def _blank(src: bytes) -> bytes:
             i = _formatted_end(src, j + len(delim), delim)
             continue
         a, b = m.span(group)
-        pieces += (src[done:a], src[a:b].translate(_BLANK))
+        pieces += (src[done:a], src[a:b].translate(BLANK))
         done = b
         i = m.end()
     if not pieces:

@@ -39,7 +39,7 @@ import keyword
 import re
 from typing import Optional
 
-from .code import code_only
+from .code import BLANK, code_only
 
 #: the least size (bytes) of a statement's value worth the reduced parse: a file with one pays the
 #: scan (``code_only`` and the reductions, ~4% of the parse it saves) and, when a rule is kept
@@ -103,7 +103,6 @@ _MINUS = re.compile(rb"(?<!-)-\$")
 _DISPLAY = re.compile(
     rb"\((?:\$(?:,\$)*,?)?\)|\[(?:\$(?:,\$)*,?)?\]|\{\$(?:,\$)*,?\}|\{(?:\$:\$(?:,\$:\$)*,?)?\}")
 _BRACKETS = re.compile(rb"[()\[\]{}]")
-_LINE_END = bytes(b if b in (10, 13) else 32 for b in range(256))
 
 
 def hollow(source: bytes) -> Optional[tuple[bytes, list[tuple[int, int, int]]]]:
@@ -140,7 +139,7 @@ def hollow(source: bytes) -> Optional[tuple[bytes, list[tuple[int, int, int]]]]:
     for stmt, v0, v1, groups in spans:
         for g0, g1 in groups:
             out.append(source[pos:g0])
-            out.append(b"0" + source[g0 + 1:g1 + 1].translate(_LINE_END))
+            out.append(b"0" + source[g0 + 1:g1 + 1].translate(BLANK))
             pos = g1 + 1
         done.append((stmt, v0, v1))
     out.append(source[pos:])

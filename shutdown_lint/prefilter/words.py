@@ -70,7 +70,7 @@ def gap() -> str:
 
 
 #: byte value -> 1 for ``_ 0-9 A-Z a-z`` (``_is_ident_byte`` as a table: no call per test)
-_IDENT_BYTES = bytes(_is_ident_byte(b) for b in range(256))
+IDENT_BYTES = bytes(_is_ident_byte(b) for b in range(256))
 
 
 def _in_comment(src: bytes, i: int) -> bool:
@@ -149,7 +149,7 @@ class FileText:
             part = self._partial[name] = [[], 0]
         out = part[0]
         k = 0
-        src, n, ident = self.source, len(name), _IDENT_BYTES
+        src, n, ident = self.source, len(name), IDENT_BYTES
         end = len(src)
         while True:
             if k < len(out):  # found already (by this caller or an earlier one)
@@ -181,7 +181,7 @@ class FileText:
                 return True
             return False
         # the first search for ``name``: ``iter_positions``' first step, with no generator
-        src, n, ident = self.source, len(name), _IDENT_BYTES
+        src, n, ident = self.source, len(name), IDENT_BYTES
         end = len(src)
         i = src.find(name)
         while i >= 0:
@@ -498,7 +498,7 @@ class ModuleAttr(Cond):
 
     def _scan(self, text: FileText) -> bool:
         src = text.source
-        n, seconds, ident, end = len(self.root), self._seconds, _IDENT_BYTES, len(text.source)
+        n, seconds, ident, end = len(self.root), self._seconds, IDENT_BYTES, len(text.source)
         gapb, ws_run, word_run = _GAP_BYTES, _WS_RUN.match, _IDENT_RUN.match
         depth, spelled, lengths = self._depth, self._spelled_set, self._spelled_lengths
         for p in text.iter_positions(self.root):
@@ -749,7 +749,7 @@ def _first_of(src: bytes, p: int, alternatives: Sequence[tuple[bytes, ...]], tai
 
 def _after_name(src: bytes, q: int) -> Optional[int]:
     """``(?![A-Za-z0-9_])``"""
-    return q if q >= len(src) or not _IDENT_BYTES[src[q]] else None
+    return q if q >= len(src) or not IDENT_BYTES[src[q]] else None
 
 
 def _import_or_as(src: bytes, q: int) -> Optional[int]:
@@ -758,14 +758,14 @@ def _import_or_as(src: bytes, q: int) -> Optional[int]:
         return None
     for e in _ends(src, q, (b"import", b"as")):
         k = e + (6 if src.startswith(b"import", e) else 2)
-        if k >= len(src) or not _IDENT_BYTES[src[k]]:
+        if k >= len(src) or not IDENT_BYTES[src[k]]:
             return k
     return None
 
 
 def _not_dotted(src: bytes, q: int) -> Optional[int]:
     """``(?![A-Za-z0-9_])(?!G\\.)``"""
-    if q < len(src) and _IDENT_BYTES[src[q]]:
+    if q < len(src) and IDENT_BYTES[src[q]]:
         return None
     return None if _ends(src, q, (b".",)) else q
 
