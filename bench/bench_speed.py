@@ -122,8 +122,9 @@ def lines_of(paths: list[Path]) -> int:
     return sum(p.read_bytes().count(b"\n") for p in paths)
 
 
-def shutdown_lint(*args: str) -> list[str]:
-    return [str(OURS), "--isolated", "--exit-zero", "-q", *args]
+def shutdown_lint(*args: str, exe: Path | None = None) -> list[str]:
+    """The command line of the shutdown-lint measured (``OURS``), or of ``exe``."""
+    return [str(exe or OURS), "--isolated", "--exit-zero", "-q", *args]
 
 
 def ruff(*args: str) -> list[str]:
@@ -376,27 +377,20 @@ def _warm_only(repeat: int, rel: list[str], root: Path, ruff_cache: Path, cache:
     """ruff cached and shutdown-lint warm, alternating; the ratio of the medians (wall and CPU).
     ``others``: name -> another shutdown-lint executable, run in the same rounds after ours, each
     with its own cache folder (``cache`` + its name)."""
-    global OURS
-    mine = OURS
-    tools = {name: (mine, cache), **{n: (exe, Path(f"{cache}-{n}")) for n, exe in (others or {}).items()}}
+    tools = {name: (OURS, cache), **{n: (exe, Path(f"{cache}-{n}")) for n, exe in (others or {}).items()}}
     run(ruff("--cache-dir", str(ruff_cache), *extra, *rel), cwd=root)  # fill ruff's cache
-    try:
-        for exe, folder in tools.values():
-            OURS = exe
-            run(shutdown_lint("--cache-dir", str(folder), "-j", "2", *extra, *rel), cwd=root)  # fill ours (cold)
-            run(shutdown_lint("--cache-dir", str(folder), "-j", "2", *extra, *rel), cwd=root)  # once warm, untimed
-        ruffs: list[dict] = []
-        ours: dict[str, list[dict]] = {n: [] for n in tools}
-        for k in range(repeat):
-            ruffs.append(run(ruff("--cache-dir", str(ruff_cache), *extra, *rel), cwd=root))
-            for n, (exe, folder) in tools.items():
-                OURS = exe
-                ours[n].append(run(shutdown_lint("--cache-dir", str(folder), "-j", "2", *extra, *rel), cwd=root))
-            print(f"  round {k + 1}/{repeat}: ruff cached {ruffs[-1]['wall']:.3f} s, " + ", ".join(
-                f"{n} {v[-1]['wall']:.3f} s ({v[-1]['wall'] / ruffs[-1]['wall']:.2f}x)" for n, v in ours.items())
-                + f", load {os.getloadavg()[0]:.1f}", flush=True)
-    finally:
-        OURS = mine
+    for exe, folder in tools.values():
+        run(shutdown_lint("--cache-dir", str(folder), "-j", "2", *extra, *rel, exe=exe), cwd=root)  # fill ours (cold)
+        run(shutdown_lint("--cache-dir", str(folder), "-j", "2", *extra, *rel, exe=exe), cwd=root)  # once warm, untimed
+    ruffs: list[dict] = []
+    ours: dict[str, list[dict]] = {n: [] for n in tools}
+    for k in range(repeat):
+        ruffs.append(run(ruff("--cache-dir", str(ruff_cache), *extra, *rel), cwd=root))
+        for n, (exe, folder) in tools.items():
+            ours[n].append(run(shutdown_lint("--cache-dir", str(folder), "-j", "2", *extra, *rel, exe=exe), cwd=root))
+        print(f"  round {k + 1}/{repeat}: ruff cached {ruffs[-1]['wall']:.3f} s, " + ", ".join(
+            f"{n} {v[-1]['wall']:.3f} s ({v[-1]['wall'] / ruffs[-1]['wall']:.2f}x)" for n, v in ours.items())
+            + f", load {os.getloadavg()[0]:.1f}", flush=True)
     r, rc = statistics.median(x["wall"] for x in ruffs), statistics.median(x["cpu"] for x in ruffs)
     for n, v in ours.items():
         o, oc = statistics.median(x["wall"] for x in v), statistics.median(x["cpu"] for x in v)
