@@ -28,6 +28,9 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 SETTINGS = Settings(selected=("SHD404",), target_version="py311")
 N = 5
 GRACE = 8  # seconds between SIGTERM and SIGKILL
+# how long after the SIGTERM a worker whose cleanup finished within the grace is left to exit by
+# itself: past setup_worker's own bound (cleanup_timeout 10 s + 10 s, then a hard exit)
+LINGER = 25
 
 HAZARD = '''\
 import asyncio
@@ -88,15 +91,28 @@ held = {name: len(os.listdir(r[1])) for name, r in runs.items()}
 time.sleep(1.0)
 for _, _, pid, _ in runs.values():
     os.kill(pid, signal.SIGTERM)
-end = time.monotonic() + GRACE
-while any(alive(r[2]) for r in runs.values()) and time.monotonic() < end:
+sigterm_at = time.monotonic()
+while any(alive(r[2]) for r in runs.values()) and time.monotonic() < sigterm_at + GRACE:
     time.sleep(0.1)
-killed = {name: alive(r[2]) for name, r in runs.items()}
-for name, r in runs.items():
-    if killed[name]:
+at_grace = {name: {"alive": alive(r[2]), "leases": len(os.listdir(r[1]))} for name, r in runs.items()}
+killed = set()
+for name, r in runs.items():  # the grace period's SIGKILL, for a worker whose cleanup has not finished
+    if at_grace[name]["alive"] and (at_grace[name]["leases"] or not LINGER):
         os.kill(r[2], signal.SIGKILL)
+        killed.add(name)
+# A worker whose leases are released may still be in Ray's own exit path (its atexit ray.shutdown
+# imports ray.dag, then the interpreter's last collections): 0.1 s on a quiet machine, 5-6 s
+# measured with three such clusters and two CPU hogs on 2 cores. It is left LINGER s after the SIGTERM to show
+# that it ends by itself (setup_worker's hard exit bounds that path at cleanup_timeout + 10 s).
+while any(alive(r[2]) for n, r in runs.items() if n not in killed) and time.monotonic() < sigterm_at + LINGER:
+    time.sleep(0.1)
+for name, r in runs.items():
+    if name not in killed and alive(r[2]):
+        os.kill(r[2], signal.SIGKILL)
+        killed.add(name)
 time.sleep(1.0)
-results = {name: {"held": held[name], "leaked": len(os.listdir(r[1])), "sigkilled_after_grace": killed[name]}
+results = {name: {"held": held[name], "leaked": len(os.listdir(r[1])), "alive_at_grace": at_grace[name]["alive"],
+                  "leases_at_grace": at_grace[name]["leases"], "exited_by_itself": name not in killed}
            for name, r in runs.items()}
 print("RESULTS " + json.dumps(results), flush=True)
 ray.shutdown()
@@ -114,7 +130,7 @@ def test_sigterm_to_async_actor_leaks_and_setup_worker_cleans_up(tmp_path):
 
     (tmp_path / "hazard_actor.py").write_text(HAZARD)
     (tmp_path / "fixed_actor.py").write_text(fixed_src)
-    (tmp_path / "runner.py").write_text(f"N = {N}\nGRACE = {GRACE}\n" + RUNNER)
+    (tmp_path / "runner.py").write_text(f"N = {N}\nGRACE = {GRACE}\nLINGER = {LINGER}\n" + RUNNER)
     leases = tmp_path / "leases"
     leases.mkdir()
     env = ray_env(tmp_path)  # Ray workers inherit it: they import the actor modules from here
@@ -128,11 +144,12 @@ def test_sigterm_to_async_actor_leaks_and_setup_worker_cleans_up(tmp_path):
     hazard, fixed = results["hazard_actor"], results["fixed_actor"]
     assert hazard["held"] == N and fixed["held"] == N
     # the hazard: SIGTERM does not stop the actor's tasks; the grace period ends in SIGKILL
-    assert hazard["sigkilled_after_grace"] is True
-    assert hazard["leaked"] == N
-    # the fix: SIGTERM cancels the tasks, their cleanup runs, the worker exits by itself
-    assert fixed["sigkilled_after_grace"] is False
-    assert fixed["leaked"] == 0
+    assert hazard["alive_at_grace"] is True and hazard["exited_by_itself"] is False
+    assert hazard["leases_at_grace"] == hazard["leaked"] == N
+    # the fix: SIGTERM cancels the tasks, their cleanup runs before the grace period ends, and the
+    # worker exits by itself (under CI's load Ray's own exit path may outlast the 8 s grace)
+    assert fixed["leases_at_grace"] == fixed["leaked"] == 0
+    assert fixed["exited_by_itself"] is True
 
 
 # Where code runs depends on decorator arguments: a *sync* actor with max_concurrency > 1 runs its
@@ -187,7 +204,7 @@ def test_sigterm_to_threaded_actor_running_asyncio_run_leaks_and_setup_worker_cl
     (tmp_path / "threaded_actor.py").write_text(THREADED_HAZARD)
     (tmp_path / "single_actor.py").write_text(SINGLE_THREAD)
     (tmp_path / "fixed_threaded.py").write_text(fixed_src)
-    (tmp_path / "runner.py").write_text(f"N = {N}\nGRACE = {GRACE}\n" + RUNNER)
+    (tmp_path / "runner.py").write_text(f"N = {N}\nGRACE = {GRACE}\nLINGER = 0\n" + RUNNER)
     leases = tmp_path / "leases"
     leases.mkdir()
     env = ray_env(tmp_path)
