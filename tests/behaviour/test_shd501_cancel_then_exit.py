@@ -27,13 +27,19 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 SETTINGS = Settings(selected=("SHD501",), target_version="py311")
 N = 5
-BUDGET = 6  # seconds the driver gives the rollout
+# seconds the driver gives the rollout once it holds its sandboxes. The budget used to start at
+# submission: it then also held the start of a worker for the driver's job, and in a 3-worker run
+# with two CPU hogs on 2 cores the fixed driver's rollout held none of its 5 sandboxes when the 6 s
+# ran out (held 0: cancelled before it ran). Unloaded, the sandboxes were all held 1.4-2.6 s after
+# the driver started.
+BUDGET = 6
 CLEANUP = 3  # seconds deleting a sandbox takes in the remote cleanup
 
 HAZARD = '''\
 import asyncio
 import os
 import sys
+import time
 
 import ray
 from ray.exceptions import GetTimeoutError
@@ -43,7 +49,10 @@ from ray.exceptions import GetTimeoutError
 
 def main():
     ray.init()
-    ref = rollout.remote(sys.argv[1], int(sys.argv[2]))
+    lease_dir, n = sys.argv[1], int(sys.argv[2])
+    ref = rollout.remote(lease_dir, n)
+    while len(os.listdir(lease_dir)) < n:  # the budget counts once the rollout holds its sandboxes
+        time.sleep(0.1)
     try:
         ray.get(ref, timeout=float(sys.argv[3]))
     except GetTimeoutError:
