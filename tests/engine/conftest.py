@@ -48,6 +48,15 @@ def write(path, text, mode="w", **kw):
     return path
 
 
+def edit(path: str, old: str, new: str) -> None:
+    """Replace ``old`` (which must be there) by ``new`` in the text file ``path``."""
+    with open(path) as fh:
+        text = fh.read()
+    assert old in text
+    with open(path, "w") as fh:
+        fh.write(text.replace(old, new))
+
+
 @pytest.fixture
 def count_lints(monkeypatch):
     """The paths the analyzer lints during the test (cached files are not linted)."""

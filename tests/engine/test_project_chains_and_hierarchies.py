@@ -27,6 +27,8 @@ import pytest
 from shutdown_lint.cache import read_index
 from shutdown_lint.index.store import stale
 
+from .conftest import edit
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA = os.path.join(REPO, "tests", "data", "projects")
 
@@ -109,14 +111,6 @@ def _deps(project: str, cache: str, rel: str) -> dict:
     return read_index(results)[os.path.join(project, rel)][3]["deps"]
 
 
-def _edit(path: str, old: str, new: str) -> None:
-    with open(path) as fh:
-        text = fh.read()
-    assert old in text
-    with open(path, "w") as fh:
-        fh.write(text.replace(old, new))
-
-
 def test_a_change_to_a_caller_or_a_subclass_elsewhere_re_lints_the_dependant(tmp_path):
     project = _copy(tmp_path, "class_hierarchy")
     cache = os.path.join(project, ".cache")
@@ -125,21 +119,21 @@ def test_a_change_to_a_caller_or_a_subclass_elsewhere_re_lints_the_dependant(tmp
     docker = os.path.join(project, "hier", "envs", "docker.py")
     assert docker in deps and not stale(deps, None, lambda: None)[0]
     # the override elsewhere stops owning the sandbox: base.py (unchanged) is re-linted
-    _edit(docker, "        async with Sandbox.create() as box:\n            return await box.run(task)\n",
-          "        return task\n")
+    edit(docker, "        async with Sandbox.create() as box:\n            return await box.run(task)\n",
+         "        return task\n")
     assert stale(deps, None, lambda: None)[0]
     # the factory stops making the subclass an actor: the base's methods are no longer remote
     # (base.py, unchanged, is re-linted: its cancel is no longer an actor's, its get is the driver's)
-    _edit(os.path.join(project, "hier", "workers", "factory.py"), "    return ray.remote(num_gpus=num_gpus)(GPUWorker)\n",
-          "    return GPUWorker\n")
+    edit(os.path.join(project, "hier", "workers", "factory.py"), "    return ray.remote(num_gpus=num_gpus)(GPUWorker)\n",
+         "    return GPUWorker\n")
     assert set(_found(_lint(project, "--cache-dir", cache, "."))) == {("hier/workers/base.py", 14, "SHD403")}
 
     chains = _copy(tmp_path, "entry_chains")
     cache = os.path.join(chains, ".cache")
     assert set(_found(_lint(chains, "--cache-dir", cache, "."))) == set(CHAINS)
     # main() exits 3 after the helper (in its finally); the console script goes
-    _edit(os.path.join(chains, "train.py"), "        upload_report()\n", "        upload_report()\n        sys.exit(3)\n")
-    _edit(os.path.join(chains, "pyproject.toml"), 'chains-jobs = "chains.jobs:run"\n', "")
+    edit(os.path.join(chains, "train.py"), "        upload_report()\n", "        upload_report()\n        sys.exit(3)\n")
+    edit(os.path.join(chains, "pyproject.toml"), 'chains-jobs = "chains.jobs:run"\n', "")
     found = set(_found(_lint(chains, "--cache-dir", cache, ".")))
     assert found == {("chains/agent.py", 8, "SHD202")}, found
 

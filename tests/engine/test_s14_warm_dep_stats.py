@@ -25,6 +25,8 @@ import pytest
 from shutdown_lint.cache import read_index
 from shutdown_lint.index.store import PROJECT, stale
 
+from .conftest import edit
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROJECT_DIR = os.path.join(REPO, "tests", "data", "projects", "crossmodule")
 RULES = "SHD101,SHD102,SHD502,SHD503"
@@ -93,14 +95,6 @@ def test_a_shared_dependency_is_stat_once_a_run(linted, monkeypatch):
     assert sum(calls[p] for p in modules) < sum(calls_each[p] for p in modules)
 
 
-def _edit(path: str, old: str, new: str) -> None:
-    with open(path) as fh:
-        text = fh.read()
-    assert old in text
-    with open(path, "w") as fh:
-        fh.write(text.replace(old, new))
-
-
 @pytest.mark.parametrize("change", ["comment", "summary", "deleted"])
 def test_decisions_equal_a_stat_a_result(linted, change):
     project, cache, results, shared = linted
@@ -110,8 +104,8 @@ def test_decisions_equal_a_stat_a_result(linted, change):
         with open(base, "a") as fh:
             fh.write("\n# a comment\n")
     elif change == "summary":  # the base class loses its finally: its dependents are stale
-        _edit(base, "        try:\n            return await box.run()\n        finally:\n"
-              "            await box.delete()\n", "        return await box.run()\n")
+        edit(base, "        try:\n            return await box.run()\n        finally:\n"
+             "            await box.delete()\n", "        return await box.run()\n")
     else:
         os.remove(base)
     memo: dict = {}
