@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 from .lazy_libcst import libcst as cst
 
 from . import registry, suppression
-from .prefilter import ast_tree
+from .prefilter import ahead, ast_tree
 from .prefilter import select as candidate_stage
 from .prefilter.text import prefilter
 from .positions import Positions, positions_of  # noqa: F401  (positions_of: re-exported for tests and tools)
@@ -224,17 +224,24 @@ def select_rules(source: bytes, path: str, settings: Settings,
     Raises ``AnalysisError`` for a file too deeply nested for Python's own parser."""
     _tier2.asked = None
     _tier2.tree = None
-    candidates = list(rules) if rules is not None else rules_for(path, settings)
-    if not settings.prefilter:
+    # the tiers judged ahead, on the project index's parse of these bytes (``prefilter.ahead``)
+    judged = ahead.known(path, source, settings) if rules is None else None
+    if judged is not None:
+        candidates, decided = judged
+        if decided is not None:
+            return [], decided
+    else:
+        candidates = list(rules) if rules is not None else rules_for(path, settings)
+        if not settings.prefilter:
+            if candidates:
+                _check_nesting(source, path)
+            return candidates, STAGE_LIBCST
+        candidates = prefilter(source, candidates)
         if candidates:
-            _check_nesting(source, path)
-        return candidates, STAGE_LIBCST
-    candidates = prefilter(source, candidates)
-    if candidates:
-        # cheap necessary conditions per rule, before paying for a libcst parse
-        candidates = candidate_stage.filter_rules(source, candidates, settings)
-    if not candidates:
-        return [], STAGE_TEXT
+            # cheap necessary conditions per rule, before paying for a libcst parse
+            candidates = candidate_stage.filter_rules(source, candidates, settings)
+        if not candidates:
+            return [], STAGE_TEXT
     if not (candidate_stage.enabled and candidate_stage.tree_enabled):
         _check_nesting(source, path)
         return candidates, STAGE_LIBCST

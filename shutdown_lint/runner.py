@@ -501,6 +501,19 @@ class StoppablePool:
 def run(jobs: Sequence[Job], settings: Settings, mode: Mode, n_jobs: int,
         on_done: Optional[Callable[[Outcome], None]] = None) -> list[Outcome]:
     """Process ``jobs``; the outcomes are in the same order as ``jobs``."""
+    from .prefilter import ahead
+
+    # the project index's parses of the run's files may decide their tier 2 (pool workers
+    # inherit this by the fork)
+    ahead.begin(jobs, settings)
+    try:
+        return _run(jobs, settings, mode, n_jobs, on_done)
+    finally:
+        ahead.end()
+
+
+def _run(jobs: Sequence[Job], settings: Settings, mode: Mode, n_jobs: int,
+         on_done: Optional[Callable[[Outcome], None]]) -> list[Outcome]:
     tick = on_done or (lambda _o: None)
     if mode.fix and not mode.diff:
         interrupt.expect_writes()

@@ -51,7 +51,8 @@ def summarize(source: bytes, path: str = "<string>") -> Optional[dict]:
     # the candidate tier of this process may have parsed these very bytes a moment ago (a
     # rule asking about the file it lints, or the module it just linted): the same tree
     tree = cached(source)
-    if tree is None:
+    parsed_here = tree is None
+    if parsed_here:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -64,9 +65,14 @@ def summarize(source: bytes, path: str = "<string>") -> Optional[dict]:
             remote = _remote_targets(tree, source)
             if remote:
                 out["remote"] = remote
-        return out
     except RecursionError:
         return None
+    if parsed_here:
+        # a file of the run not linted yet: its candidate tiers on this parse, not on another
+        from ..prefilter.ahead import judge
+
+        judge(path, source, tree)
+    return out
 
 
 def digest(summary: Optional[dict]) -> str:

@@ -76,19 +76,26 @@ def parse(source: bytes) -> Optional["Tree"]:
     except ValueError as e:  # NUL bytes
         module = None
         _rejected[key] = (1, 1, str(e))
-    tree = Tree(module) if module is not None else None
-    if tree is not None and not source.isascii() and _normalises_a_name(source):
+    tree = tree_of(module, source) if module is not None else None
+    _trees[key] = tree
+    while len(_trees) > _KEEP:
+        _trees.popitem(last=False)
+    while len(_rejected) > _KEEP:
+        del _rejected[next(iter(_rejected))]
+    return tree
+
+
+def tree_of(module: ast.Module, source: bytes) -> "Tree":
+    """The ``Tree`` of ``module``, Python's ``ast`` of ``source`` (``parse``'s, or one the
+    project index made: ``prefilter.ahead``), not cached."""
+    tree = Tree(module)
+    if not source.isascii() and _normalises_a_name(source):
         # only identifiers are normalised: a run in a string or a comment changes no name (rare:
         # the whole text is asked first)
         from .code import code_only
 
         code = code_only(source)
         tree.exact_names = code is not None and not _normalises_a_name(code)
-    _trees[key] = tree
-    while len(_trees) > _KEEP:
-        _trees.popitem(last=False)
-    while len(_rejected) > _KEEP:
-        del _rejected[next(iter(_rejected))]
     return tree
 
 
