@@ -501,19 +501,6 @@ class StoppablePool:
 def run(jobs: Sequence[Job], settings: Settings, mode: Mode, n_jobs: int,
         on_done: Optional[Callable[[Outcome], None]] = None) -> list[Outcome]:
     """Process ``jobs``; the outcomes are in the same order as ``jobs``."""
-    from .prefilter import ahead
-
-    # the project index's parses of the run's files may decide their tier 2 (pool workers
-    # inherit this by the fork)
-    ahead.begin(jobs, settings)
-    try:
-        return _run(jobs, settings, mode, n_jobs, on_done)
-    finally:
-        ahead.end()
-
-
-def _run(jobs: Sequence[Job], settings: Settings, mode: Mode, n_jobs: int,
-         on_done: Optional[Callable[[Outcome], None]]) -> list[Outcome]:
     tick = on_done or (lambda _o: None)
     if mode.fix and not mode.diff:
         interrupt.expect_writes()
@@ -521,8 +508,12 @@ def _run(jobs: Sequence[Job], settings: Settings, mode: Mode, n_jobs: int,
     thaw = not mode.own_process and gc.get_freeze_count() == 0
     may_freeze = mode.own_process or thaw
     if n_jobs <= 1 or len(jobs) <= SERIAL_THRESHOLD:
+        from .prefilter import ahead
+
         out = []
         _trim_from_here()
+        # the project index's parses of files not reached yet decide their candidate tiers
+        ahead.begin(jobs, settings)
         with _few_collections():
             try:
                 for job in jobs:
@@ -530,6 +521,7 @@ def _run(jobs: Sequence[Job], settings: Settings, mode: Mode, n_jobs: int,
                     tick(outcome)
                     out.append(outcome)
             finally:
+                ahead.end()
                 if thaw and gc.get_freeze_count():
                     # what ``_one_file`` froze is collectable again once the run is over (a process
                     # that runs again, a test session): a cycle among it no longer kept is garbage

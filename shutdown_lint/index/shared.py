@@ -139,13 +139,9 @@ class SharedLog:
             out[i] = compute(i) if found is None else found
         return out
 
-    def get(self, key: str, catch_up: bool = True) -> Optional[Any]:
-        """The value of ``key``, or None. ``catch_up=False``: only among the records this
-        process has seen (no lock taken)."""
+    def get(self, key: str) -> Optional[Any]:
         where = self._where.get(key)
         if where is None:
-            if not catch_up:
-                return None
             self._catch_up()
             where = self._where.get(key)
             if where is None:
