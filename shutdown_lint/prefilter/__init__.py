@@ -6,7 +6,7 @@
 - ``ast_tree``: candidate tier 2, necessary conditions on Python's ``ast`` (``Rule.candidate_tree``),
   with the one summary walk the conditions share;
 - ``select``: applying the tiers' declarations to a file's rules, and the switches that turn them off;
-- ``ahead``: tier 2 judged on the project index's parse of a file the run has not reached yet.
+- ``ahead``: the tiers judged ahead, on the project index's parse of a file a serial run has not reached yet.
 
 ``analyzer.select_rules`` runs them in that order. Nothing here imports libcst.
 """
