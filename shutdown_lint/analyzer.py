@@ -236,10 +236,7 @@ def select_rules(source: bytes, path: str, settings: Settings,
             if candidates:
                 _check_nesting(source, path)
             return candidates, STAGE_LIBCST
-        candidates = prefilter(source, candidates)
-        if candidates:
-            # cheap necessary conditions per rule, before paying for a libcst parse
-            candidates = candidate_stage.filter_rules(source, candidates, settings)
+        candidates = text_tiers(source, candidates, settings)
         if not candidates:
             return [], STAGE_TEXT
     if not (candidate_stage.enabled and candidate_stage.tree_enabled):
@@ -269,6 +266,16 @@ def select_rules(source: bytes, path: str, settings: Settings,
     if not candidates:
         return [], STAGE_TREE
     return candidates, STAGE_LIBCST if tree is not None else STAGE_NEWER
+
+
+def text_tiers(source: bytes, candidates: Sequence[type[Rule]], settings: Settings) -> list[type[Rule]]:
+    """``candidates`` that the text tiers keep for ``source``: the trigger words, then tier 1
+    (``select_rules``, and ``prefilter.ahead`` judging a file on the project index's parse)."""
+    candidates = prefilter(source, candidates)
+    if candidates:
+        # cheap necessary conditions per rule, before paying for a libcst parse
+        candidates = candidate_stage.filter_rules(source, candidates, settings)
+    return candidates
 
 
 #: the project index view a tier-2 condition asked in this thread's last ``select_rules``:

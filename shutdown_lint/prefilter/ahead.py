@@ -87,15 +87,12 @@ def judge(path: str, source: bytes, module: Any) -> None:
     display = run.paths.get(path)
     if display is None or display in run.reached or display in run.judged or not _tiers_on(run.settings):
         return
-    from ..analyzer import STAGE_TEXT, STAGE_TREE, rules_for
+    from ..analyzer import STAGE_TEXT, STAGE_TREE, rules_for, text_tiers
     from . import select
     from .ast_tree import tree_of
-    from .text import prefilter
 
     settings = run.settings
-    candidates = prefilter(source, rules_for(display, settings))
-    if candidates:
-        candidates = select.filter_rules(source, candidates, settings)
+    candidates = text_tiers(source, rules_for(display, settings), settings)
     stage: Optional[str] = None if candidates else STAGE_TEXT
     # (a rule with no tree condition, or with options set, is kept whatever the tree: no walk then)
     if candidates and all(select.tree_declaration(rule) is not None and not settings.rule_options.get(rule.code)
