@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 from .lazy_libcst import libcst as cst
 
 from . import registry, suppression
-from .prefilter import ahead, ast_tree
+from .prefilter import ahead, ast_tree, present
 from .prefilter import select as candidate_stage
 from .prefilter.text import prefilter
 from .positions import Positions, positions_of  # noqa: F401  (positions_of: re-exported for tests and tools)
@@ -271,10 +271,12 @@ def select_rules(source: bytes, path: str, settings: Settings,
 def text_tiers(source: bytes, candidates: Sequence[type[Rule]], settings: Settings) -> list[type[Rule]]:
     """``candidates`` that the text tiers keep for ``source``: the trigger words, then tier 1
     (``select_rules``, and ``prefilter.ahead`` judging a file on the project index's parse)."""
-    candidates = prefilter(source, candidates)
+    # the words both tiers look for, found in one pass over the bytes (None: searched one by one)
+    found = present.scan(source, candidates)
+    candidates = prefilter(source, candidates, found)
     if candidates:
         # cheap necessary conditions per rule, before paying for a libcst parse
-        candidates = candidate_stage.filter_rules(source, candidates, settings)
+        candidates = candidate_stage.filter_rules(source, candidates, settings, found)
     return candidates
 
 

@@ -1,5 +1,7 @@
 """The stages that decide, before libcst, which rules a file needs (cheapest first).
 
+- ``present``: which of the two text tiers' words a file contains, found in one pass (an
+  Aho-Corasick automaton) for both;
 - ``text``: the trigger substrings of each rule (``Rule.triggers``);
 - ``words``: candidate tier 1, necessary conditions on the file's identifier words
   (``Rule.candidate``);

@@ -59,8 +59,10 @@ def tree_declaration(rule: "type[Rule]"):
     return cond if callable(cond) else None
 
 
-def filter_rules(source: bytes, rules: Sequence["type[Rule]"], settings: "Settings") -> list["type[Rule]"]:
-    """The rules that may report in ``source`` (order kept).
+def filter_rules(source: bytes, rules: Sequence["type[Rule]"], settings: "Settings",
+                 present=None) -> list["type[Rule]"]:
+    """The rules that may report in ``source`` (order kept). ``present``: the file's one-pass
+    scan (``prefilter.present``), which answers the names it did not find without a search.
 
     A condition that reads the file's code (``words.InCode``: built by scanning every string and
     comment) is checked on the code only when that can keep the file from ``ast``: when every
@@ -68,7 +70,7 @@ def filter_rules(source: bytes, rules: Sequence["type[Rule]"], settings: "Settin
     ``candidate_tree`` (sound on its own) judges it there: the code would cost more than it saves."""
     if not enabled:
         return list(rules)
-    text = FileText(source)
+    text = FileText(source, present)
     out = []
     code_only = True  # every rule in so far has a condition that reads the code
     for rule in rules:

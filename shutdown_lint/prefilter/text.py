@@ -14,10 +14,15 @@ from typing import TYPE_CHECKING, Callable, Optional, Sequence, Union
 
 if TYPE_CHECKING:
     from ..rule import Rule
+    from .present import Present
 
 
-def prefilter(source: bytes, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
-    """Rules whose trigger substrings occur in the file (or that declare none)."""
+def prefilter(source: bytes, rules: Sequence[type[Rule]], present: Optional[Present] = None) -> list[type[Rule]]:
+    """Rules whose trigger substrings occur in the file (or that declare none). ``present``: the
+    words of ``rules``' triggers that the file contains, found in one pass (``present.scan``);
+    without it each word is searched here."""
+    if present is not None:
+        return _prefilter_present(source, rules, present.found)
     out = []
     seen: dict[_Search, bool] = {}  # rules share triggers (``cancel``, ``create_task``): search each once
     known = seen.get
@@ -45,6 +50,48 @@ def prefilter(source: bytes, rules: Sequence[type[Rule]]) -> list[type[Rule]]:
                 out.append(rule)
                 break
     return out
+
+
+def _prefilter_present(source: bytes, rules: Sequence[type[Rule]], found: set) -> list[type[Rule]]:
+    """``prefilter`` with the words the file contains known (``found``): a rule stays when all the
+    searches of one of its triggers succeed (``_present_plan``), as word by word."""
+    out = []
+    searched: dict = {}  # a spelled trigger's regex, searched once per file
+    for rule, alternatives in _present_plan(tuple(rules)):
+        if alternatives is None:
+            out.append(rule)
+            continue
+        for searches in alternatives:
+            for s in searches:
+                if s.__class__ is bytes:
+                    if s not in found:
+                        break
+                else:
+                    hit = searched.get(s)
+                    if hit is None:
+                        hit = searched[s] = s.search(source) is not None
+                    if not hit:
+                        break
+            else:
+                out.append(rule)
+                break
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _present_plan(rules: tuple[type[Rule], ...]) -> tuple[tuple[type[Rule], Optional[tuple[tuple[_Search, ...], ...]]], ...]:
+    """Per rule (in order): None when it declares no trigger, else each trigger's searches: a word
+    alone (its gate words are inside it), a spelled trigger's ``_searches`` (its first token's gates,
+    the token, then its regex)."""
+    return tuple((rule, tuple((t,) if _SPELLED.search(t) is None else _searches(t) for t in ts)
+                        if (ts := _encoded_triggers(rule)) else None)
+                 for rule in rules)
+
+
+def plan_words(rules: tuple[type[Rule], ...]) -> frozenset:
+    """The words ``_prefilter_present`` asks about for ``rules`` (``present.scan`` finds them)."""
+    return frozenset(s for _rule, alternatives in _present_plan(rules) if alternatives is not None
+                     for searches in alternatives for s in searches if s.__class__ is bytes)
 
 
 @functools.lru_cache(maxsize=64)

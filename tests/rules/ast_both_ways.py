@@ -9,8 +9,8 @@ from shutdown_lint.analyzer import STAGE_AST, lint_source
 
 def every_file_a_candidate(monkeypatch) -> None:
     """The candidate tiers pass every rule through (the tree is still parsed for the ast path)."""
-    monkeypatch.setattr(analyzer, "prefilter", lambda source, rules: list(rules))
-    monkeypatch.setattr(analyzer.candidate_stage, "filter_rules", lambda source, rules, settings: list(rules))
+    monkeypatch.setattr(analyzer, "prefilter", lambda source, rules, present=None: list(rules))
+    monkeypatch.setattr(analyzer.candidate_stage, "filter_rules", lambda source, rules, settings, present=None: list(rules))
     monkeypatch.setattr(analyzer.candidate_stage, "filter_rules_by_tree",
                         lambda tree, rules, settings, project: list(rules))
 

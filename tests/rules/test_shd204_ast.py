@@ -445,7 +445,7 @@ _key = key
 def _without_tiers(monkeypatch, drop: tuple[str, ...] = ()):
     """Tiers 1 and 2 keep every rule but those of ``drop`` (as where their tiers rule them out)."""
     stage = analyzer.candidate_stage
-    monkeypatch.setattr(stage, "filter_rules", lambda source, rules, settings: [r for r in rules if r.code not in drop])
+    monkeypatch.setattr(stage, "filter_rules", lambda source, rules, settings, present=None: [r for r in rules if r.code not in drop])
     monkeypatch.setattr(stage, "filter_rules_by_tree",
                         lambda tree, rules, settings, project=None: [r for r in rules if r.code not in drop])
 
