@@ -55,24 +55,43 @@ def scan(source: bytes, rules: Sequence["type[Rule]"]) -> Optional[Present]:
     return finder(source)
 
 
+#: A file longer than this is scanned in pieces of this many bytes (each with the longest word's
+#: length less one of the next piece, so that an occurrence across the cut is inside one piece):
+#: the automaton returns every occurrence at once, and a long generated file that spells a short
+#: word millions of times would otherwise hold millions of matches in memory.
+PIECE = 1 << 18
+
+
 class Finder:
     """One automaton over ``words`` (non-empty ``bytes``): ``finder(source)`` is the ``Present``
     of ``source``."""
 
-    __slots__ = ("words", "known", "_find")
+    __slots__ = ("words", "known", "piece", "_find", "_overlap")
 
-    def __init__(self, words) -> None:
+    def __init__(self, words, piece: int = PIECE) -> None:
         from ahocorasick_rs import BytesAhoCorasick
 
         self.words = tuple(sorted(set(words)))
         self.known = frozenset(self.words)
+        self.piece = piece
         self._find = BytesAhoCorasick(self.words).find_matches_as_indexes
+        self._overlap = max(map(len, self.words)) - 1
 
     def __call__(self, source: bytes) -> Present:
-        words = self.words
         # overlapping: every occurrence of every word (the default, non-overlapping search moves
         # past a match and misses a word that starts inside it)
-        return Present(self.known, {words[i] for i in {m[0] for m in self._find(source, overlapping=True)}})
+        find, piece = self._find, self.piece
+        if len(source) <= piece:
+            found = {m[0] for m in find(source, overlapping=True)}
+        else:
+            found = set()
+            everything = len(self.words)
+            for start in range(0, len(source), piece):
+                found.update(m[0] for m in find(source[start:start + piece + self._overlap], overlapping=True))
+                if len(found) == everything:
+                    break
+        words = self.words
+        return Present(self.known, {words[i] for i in found})
 
 
 @functools.lru_cache(maxsize=64)

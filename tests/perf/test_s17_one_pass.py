@@ -57,6 +57,14 @@ def test_the_words_found_are_exactly_the_substrings(words, source):
     assert all(found.absent(w) == (w not in source) for w in words)
 
 
+@settings(max_examples=1000, deadline=None)
+@given(st.frozensets(_WORD, min_size=1, max_size=8), st.text("rnu_x", max_size=60).map(str.encode),
+       st.integers(1, 9))
+def test_a_long_file_scanned_in_pieces_finds_the_words_across_the_cuts(words, source, piece):
+    # a piece as small as one byte: every word longer than that crosses a cut somewhere
+    assert present.Finder(words, piece=piece)(source).found == {w for w in words if w in source}
+
+
 def test_a_word_inside_or_across_another_is_found():
     words = [b"run", b"run_forever", b"forever", b"un_f", b"ever", b"n"]
     found = present.Finder(words)(b"loop.run_forever()")
